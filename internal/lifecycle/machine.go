@@ -1,0 +1,229 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// EventKind names something that happened to a job.
+type EventKind string
+
+// Scheduler events: the batch system changed the job-state.
+const (
+	EvOnDeck   EventKind = "on-deck"
+	EvDemoted  EventKind = "demoted"
+	EvStarted  EventKind = "started"
+	EvFinished EventKind = "finished"
+)
+
+// Completion events: an action ended.
+const (
+	EvAssigned       EventKind = "assigned"
+	EvIneligible     EventKind = "ineligible"
+	EvBooted         EventKind = "booted"
+	EvBootFailed     EventKind = "boot-failed"
+	EvStagedIn       EventKind = "staged-in"
+	EvStageInFailed  EventKind = "stage-in-failed"
+	EvStageInStopped EventKind = "stage-in-stopped"
+	EvMounted        EventKind = "mounted"
+	EvMountFailed    EventKind = "mount-failed"
+	EvUnmounted      EventKind = "unmounted"
+	EvUnmountBusy    EventKind = "unmount-busy"
+	EvStagedOut      EventKind = "staged-out"
+	EvStageOutFailed EventKind = "stage-out-failed"
+	EvDestroyed      EventKind = "destroyed"
+	EvDestroyFailed  EventKind = "destroy-failed"
+)
+
+// Time, recovery and administrator events.
+const (
+	EvTick    EventKind = "tick"    // time passed: re-evaluate (the thesis' polling pass)
+	EvResume  EventKind = "resume"  // the daemon restarted: start the current state's work again
+	EvRetry   EventKind = "retry"   // an administrator retries a failed stage-out or teardown
+	EvDiscard EventKind = "discard" // an administrator gives up a failed stage-out's output
+)
+
+// Event is one input to the machine. At is the event's time; the machine has
+// no clock of its own.
+type Event struct {
+	Kind   EventKind
+	At     time.Time
+	Reason string // why, for failures; shown to users
+}
+
+// Action is work for the daemon to start.
+type Action struct {
+	Kind ActionKind
+}
+
+// Change is one step the machine took, for the job's event log.
+type Change struct {
+	FromJob JobState
+	ToJob   JobState
+	FromRSA RSAState
+	ToRSA   RSAState
+	Why     string
+}
+
+func (c Change) String() string {
+	s := ""
+	if c.FromJob != c.ToJob {
+		s = fmt.Sprintf("job-state %s -> %s", c.FromJob, c.ToJob)
+	}
+	if c.FromRSA != c.ToRSA {
+		if s != "" {
+			s += ", "
+		}
+		s += fmt.Sprintf("rsa-state %s -> %s", c.FromRSA, c.ToRSA)
+	}
+	if c.Why != "" {
+		s += ": " + c.Why
+	}
+	return s
+}
+
+// Outcome is the result of one Step.
+type Outcome struct {
+	Job     Job
+	Actions []Action
+	Changes []Change
+	// Ignored is true when no row of the table matched the event: a stale
+	// completion or a scheduler event that does not apply in this state.
+	Ignored bool
+}
+
+// maxPasses bounds the chain of immediate transitions after one event; the
+// table has no cycle without an action (TestNoSilentCycles), so this is only
+// a guard.
+const maxPasses = 16
+
+// Step applies ev to j and then lets the job advance, as one pass of the
+// thesis scheduler would, until it reaches a state that waits for an action
+// or for another event. It is pure: same input, same output.
+func Step(j Job, ev Event) Outcome {
+	out := Outcome{Job: j}
+	applied := false
+	switch ev.Kind {
+	case EvTick:
+		applied = true
+	case EvResume:
+		applied = true
+		if a, ok := work[j.RSA]; ok {
+			out.Actions = append(out.Actions, Action{Kind: a})
+			out.Changes = append(out.Changes, Change{j.State, j.State, j.RSA, j.RSA, "resumed " + string(a) + " after restart"})
+		}
+	default:
+		if r, ok := matchEvent(j, ev.Kind); ok {
+			applied = true
+			out.record(r.apply(j, ev), r.why, ev.Reason)
+			if ev.Kind == EvStarted {
+				out.Job.StartedAt = ev.At
+			}
+			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
+				out.Actions = append(out.Actions, Action{Kind: a})
+			}
+		}
+	}
+	if !applied {
+		out.Ignored = true
+		return out
+	}
+	if len(out.Actions) > 0 {
+		return out
+	}
+	for range maxPasses {
+		r, ok := matchPass(out.Job, ev.At)
+		if !ok {
+			break
+		}
+		prev := out.Job
+		next := prev
+		next.RSA = r.next
+		out.record(next, r.why, "")
+		if r.do != "" {
+			out.Actions = append(out.Actions, Action{Kind: r.do})
+			break
+		}
+		if a, ok := work[next.RSA]; ok {
+			out.Actions = append(out.Actions, Action{Kind: a})
+			break
+		}
+		if next.RSA == prev.RSA {
+			break
+		}
+	}
+	return out
+}
+
+func (o *Outcome) record(next Job, why, reason string) {
+	prev := o.Job
+	if reason != "" {
+		why = why + " (" + reason + ")"
+	}
+	if prev.State != next.State || prev.RSA != next.RSA {
+		o.Changes = append(o.Changes, Change{prev.State, next.State, prev.RSA, next.RSA, why})
+	}
+	o.Job = next
+}
+
+// eventRow says how an event changes a job. Empty job or rsa sets match any.
+type eventRow struct {
+	on      EventKind
+	job     []JobState
+	rsa     []RSAState
+	nextJob JobState // "" keeps the job-state
+	nextRSA RSAState // "" keeps the rsa-state
+	why     string
+}
+
+func (r eventRow) apply(j Job, ev Event) Job {
+	if r.nextJob != "" {
+		j.State = r.nextJob
+	}
+	if r.nextRSA != "" {
+		j.RSA = r.nextRSA
+	}
+	return j
+}
+
+// passRow is one cell of Figures 3.2–3.5: in this job-state and rsa-state
+// (and when the guard holds), move to next; do names an action for rows that
+// poll without changing state.
+type passRow struct {
+	job   JobState
+	rsa   []RSAState
+	guard func(j Job, now time.Time) bool
+	next  RSAState
+	do    ActionKind
+	why   string
+}
+
+func matchEvent(j Job, k EventKind) (eventRow, bool) {
+	for _, r := range eventTable {
+		if r.on != k {
+			continue
+		}
+		if len(r.job) > 0 && !slices.Contains(r.job, j.State) {
+			continue
+		}
+		if len(r.rsa) > 0 && !slices.Contains(r.rsa, j.RSA) {
+			continue
+		}
+		return r, true
+	}
+	return eventRow{}, false
+}
+
+func matchPass(j Job, now time.Time) (passRow, bool) {
+	for _, r := range passTable {
+		if r.job != j.State || !slices.Contains(r.rsa, j.RSA) {
+			continue
+		}
+		if r.guard != nil && !r.guard(j, now) {
+			continue
+		}
+		return r, true
+	}
+	return passRow{}, false
+}

@@ -1,0 +1,408 @@
+package lifecycle
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// io is a job with input and output directories, started at t0 with the
+// thesis' default delay.
+func io(s JobState, r RSAState) Job {
+	return Job{State: s, RSA: r, HasInput: true, HasOutput: true, Delay: 300 * time.Second, StartedAt: t0}
+}
+func inOnly(s JobState, r RSAState) Job  { j := io(s, r); j.HasOutput = false; return j }
+func outOnly(s JobState, r RSAState) Job { j := io(s, r); j.HasInput = false; return j }
+
+func ev(k EventKind) Event { return Event{Kind: k, At: t0.Add(time.Second)} }
+
+type stepCase struct {
+	name    string
+	job     Job
+	event   Event
+	wantJob JobState
+	wantRSA RSAState
+	wantDo  []ActionKind
+	ignored bool
+}
+
+// cases are written from the thesis, not from the table: each names the
+// App. A line or figure it checks.
+var cases = []stepCase{
+	// ONDECK (Figure 3.2, App. A l.122-165)
+	{name: "new on-deck job is assigned (l.137)", job: io(OnDeck, Initial), event: ev(EvTick), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "assigned job boots (l.142)", job: io(OnDeck, Initial), event: ev(EvAssigned), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "job too small is ineligible (App. P l.12)", job: io(OnDeck, Initial), event: ev(EvIneligible), wantJob: OnDeck, wantRSA: Ineligible},
+	{name: "ineligible job waits (l.161)", job: io(OnDeck, Ineligible), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ineligible},
+	{name: "booted job stages in (l.149)", job: io(OnDeck, Booting), event: ev(EvBooted), wantJob: OnDeck, wantRSA: StagingIn, wantDo: []ActionKind{StageIn}},
+	{name: "output-only job is ready once booted", job: outOnly(OnDeck, Booting), event: ev(EvBooted), wantJob: OnDeck, wantRSA: Ready},
+	{name: "staged job is ready (App. H l.42)", job: io(OnDeck, StagingIn), event: ev(EvStagedIn), wantJob: OnDeck, wantRSA: Ready},
+	{name: "failed stage-in aborts", job: io(OnDeck, StagingIn), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Aborted},
+	{name: "boot failure abandons", job: io(OnDeck, Booting), event: ev(EvBootFailed), wantJob: OnDeck, wantRSA: Abandoning, wantDo: []ActionKind{Destroy}},
+	{name: "abandoned RAMDISK destroyed: ineligible", job: io(OnDeck, Abandoning), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Ineligible},
+	{name: "ready job waits (l.158)", job: io(OnDeck, Ready), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ready},
+	{name: "destroyed on-deck job rebuilds", job: io(OnDeck, TeardownFailed), event: ev(EvRetry), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "on-deck job destroyed rebuilds", job: io(OnDeck, Teardown), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+
+	// DEMOTED at every rsa-state (Figure 3.3, App. A l.72-120)
+	{name: "demoted while booting waits (l.85)", job: io(OnDeck, Booting), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Booting},
+	{name: "demoted job booted: teardown", job: io(Demoted, Booting), event: ev(EvBooted), wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "demoted in teardown waits (l.88)", job: io(Demoted, Teardown), event: ev(EvTick), wantJob: Demoted, wantRSA: Teardown},
+	{name: "demoted when booted tears down (l.91)", job: io(OnDeck, Booted), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "demoted when ready tears down (l.91)", job: io(OnDeck, Ready), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "demoted when aborted tears down (l.91)", job: io(OnDeck, Aborted), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "demoted while staging stops it (l.97)", job: io(OnDeck, StagingIn), event: ev(EvDemoted), wantJob: Demoted, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "stopped stage-in of demoted job: teardown (App. I)", job: io(Demoted, StoppingStagingIn), event: ev(EvStageInStopped), wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "demoted and destroyed: released (l.106)", job: io(Demoted, Teardown), event: ev(EvDestroyed), wantJob: Demoted, wantRSA: Released},
+	{name: "demoted when assigned: released (l.106)", job: io(OnDeck, Assigned), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Released},
+	{name: "demoted when ineligible: released (l.114)", job: io(OnDeck, Ineligible), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Released},
+	{name: "demoted when initial: released (l.114)", job: io(OnDeck, Initial), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Released},
+	{name: "demoted while abandoning waits", job: io(OnDeck, Abandoning), event: ev(EvDemoted), wantJob: Demoted, wantRSA: Abandoning},
+	{name: "demoted stays demoted until cleanup (l.30)", job: io(Demoted, Teardown), event: ev(EvOnDeck), ignored: true, wantJob: Demoted, wantRSA: Teardown},
+	{name: "demoted and cleaned: on deck again", job: io(Demoted, Released), event: ev(EvOnDeck), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "running job cannot be demoted", job: io(Running, InUseIn), event: ev(EvDemoted), ignored: true, wantJob: Running, wantRSA: InUseIn},
+
+	// RUNNING (Figure 3.4, App. A l.167-232; App. K)
+	{name: "started with input ready: mount in (App. K l.20)", job: io(OnDeck, Ready), event: ev(EvStarted), wantJob: Running, wantRSA: MountingIn, wantDo: []ActionKind{MountIn}},
+	{name: "output-only job mounts for output at start (App. L l.29)", job: outOnly(OnDeck, Ready), event: ev(EvStarted), wantJob: Running, wantRSA: Mounting, wantDo: []ActionKind{MountOut}},
+	{name: "mounted for input", job: io(Running, MountingIn), event: ev(EvMounted), wantJob: Running, wantRSA: InUseIn},
+	{name: "input mount failed: read from disk, rebuild for output", job: io(Running, MountingIn), event: ev(EvMountFailed), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "in use before the delay: wait (l.196)", job: io(Running, InUseIn), event: Event{Kind: EvTick, At: t0.Add(299 * time.Second)}, wantJob: Running, wantRSA: InUseIn},
+	{name: "delay over: unmount (l.196-201)", job: io(Running, InUseIn), event: Event{Kind: EvTick, At: t0.Add(300 * time.Second)}, wantJob: Running, wantRSA: Unmounting, wantDo: []ActionKind{Unmount}},
+	{name: "input-only job stays in use (l.192)", job: inOnly(Running, InUseIn), event: Event{Kind: EvTick, At: t0.Add(time.Hour)}, wantJob: Running, wantRSA: InUseIn},
+	{name: "unmounted: rebuild (l.217)", job: io(Running, Unmounting), event: ev(EvUnmounted), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "input busy: stay on input (footnote 16)", job: io(Running, Unmounting), event: ev(EvUnmountBusy), wantJob: Running, wantRSA: UnmountBusy},
+	{name: "destroyed: rebuild (l.179)", job: io(Running, Teardown), event: ev(EvDestroyed), wantJob: Running, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "rebuilt: mount for output (l.226)", job: io(Running, Booting), event: ev(EvBooted), wantJob: Running, wantRSA: Mounting, wantDo: []ActionKind{MountOut}},
+	{name: "mounted for output", job: io(Running, Mounting), event: ev(EvMounted), wantJob: Running, wantRSA: InUseOut},
+	{name: "output mount failed: abandon", job: io(Running, Mounting), event: ev(EvMountFailed), wantJob: Running, wantRSA: Abandoning, wantDo: []ActionKind{Destroy}},
+	{name: "in use for output waits (l.206)", job: io(Running, InUseOut), event: ev(EvTick), wantJob: Running, wantRSA: InUseOut},
+	{name: "started without state: assign (App. K l.27, l.174)", job: io(Demoted, Released), event: ev(EvStarted), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "started while demoted and tearing down", job: io(Demoted, Teardown), event: ev(EvStarted), wantJob: Running, wantRSA: Teardown},
+	{name: "started during stage-in: stop it (l.209)", job: io(OnDeck, StagingIn), event: ev(EvStarted), wantJob: Running, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "started while booting waits (App. K l.16)", job: io(OnDeck, Booting), event: ev(EvStarted), wantJob: Running, wantRSA: Booting},
+	{name: "input-only job started while booting: teardown", job: inOnly(Running, Booting), event: ev(EvBooted), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "input-only job destroyed while running: released", job: inOnly(Running, Teardown), event: ev(EvDestroyed), wantJob: Running, wantRSA: Released},
+	{name: "running, assigned (l.179)", job: io(Running, Initial), event: ev(EvAssigned), wantJob: Running, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "running, assigned, no output: released", job: inOnly(Running, Initial), event: ev(EvAssigned), wantJob: Running, wantRSA: Released},
+	{name: "running, ineligible (l.184)", job: io(Running, Initial), event: ev(EvIneligible), wantJob: Running, wantRSA: Ineligible},
+
+	// FINISHED (Figure 3.5, App. A l.234-283; App. N)
+	{name: "finished in use for output: stage out (l.249)", job: io(Running, InUseOut), event: ev(EvFinished), wantJob: Finished, wantRSA: StagingOut, wantDo: []ActionKind{StageOut}},
+	{name: "staged out: teardown (l.265)", job: io(Finished, StagingOut), event: ev(EvStagedOut), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "stage-out failed: keep output", job: io(Finished, StagingOut), event: ev(EvStageOutFailed), wantJob: Finished, wantRSA: StageOutFailed},
+	{name: "failed stage-out waits for an administrator", job: io(Finished, StageOutFailed), event: ev(EvTick), wantJob: Finished, wantRSA: StageOutFailed},
+	{name: "retry failed stage-out", job: io(Finished, StageOutFailed), event: ev(EvRetry), wantJob: Finished, wantRSA: StagingOut, wantDo: []ActionKind{StageOut}},
+	{name: "discard failed stage-out", job: io(Finished, StageOutFailed), event: ev(EvDiscard), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "discard needs a failed stage-out", job: io(Running, InUseOut), event: ev(EvDiscard), ignored: true, wantJob: Running, wantRSA: InUseOut},
+	{name: "destroyed after job end: released (l.270)", job: io(Finished, Teardown), event: ev(EvDestroyed), wantJob: Finished, wantRSA: Released},
+	{name: "teardown failed", job: io(Finished, Teardown), event: ev(EvDestroyFailed), wantJob: Finished, wantRSA: TeardownFailed},
+	{name: "retry failed teardown", job: io(Finished, TeardownFailed), event: ev(EvRetry), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished in use for input: teardown (l.265)", job: io(Running, InUseIn), event: ev(EvFinished), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished while input busy: teardown", job: io(Running, UnmountBusy), event: ev(EvFinished), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished while ready: teardown (l.265)", job: io(OnDeck, Ready), event: ev(EvFinished), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished while booted: teardown (l.265)", job: io(OnDeck, Booted), event: ev(EvFinished), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished when aborted: teardown (l.265)", job: io(OnDeck, Aborted), event: ev(EvFinished), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished during stage-in: stop it (l.254)", job: io(OnDeck, StagingIn), event: ev(EvFinished), wantJob: Finished, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "finished stage-in stopped: teardown", job: io(Finished, StoppingStagingIn), event: ev(EvStageInStopped), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "stage-in ended on its own while stopping", job: io(Finished, StoppingStagingIn), event: ev(EvStagedIn), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "stage-in failed while stopping", job: io(Running, StoppingStagingIn), event: ev(EvStageInFailed), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "finished when assigned: released (l.270)", job: io(OnDeck, Assigned), event: ev(EvFinished), wantJob: Finished, wantRSA: Released},
+	{name: "finished when initial: released (l.276)", job: io(OnDeck, Initial), event: ev(EvFinished), wantJob: Finished, wantRSA: Released},
+	{name: "finished when ineligible: released (l.276)", job: io(Running, Ineligible), event: ev(EvFinished), wantJob: Finished, wantRSA: Released},
+	{name: "finished while mounting in (App. L l.42)", job: io(Running, MountingIn), event: ev(EvFinished), wantJob: Finished, wantRSA: MountingIn},
+	{name: "mounted in after finish: unmount (App. L l.45, l.244)", job: io(Finished, MountingIn), event: ev(EvMounted), wantJob: Finished, wantRSA: Unmounting, wantDo: []ActionKind{Unmount}},
+	{name: "unmounted after finish: teardown", job: io(Finished, Unmounting), event: ev(EvUnmounted), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "busy after finish: teardown detaches", job: io(Finished, Unmounting), event: ev(EvUnmountBusy), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "mounted out after finish: stage out, never drop output", job: io(Finished, Mounting), event: ev(EvMounted), wantJob: Finished, wantRSA: StagingOut, wantDo: []ActionKind{StageOut}},
+	{name: "finished job is done", job: io(Finished, Released), event: ev(EvTick), wantJob: Finished, wantRSA: Released},
+	{name: "finished twice is ignored", job: io(Finished, StagingOut), event: ev(EvFinished), ignored: true, wantJob: Finished, wantRSA: StagingOut},
+	{name: "cancelled while demoted", job: io(Demoted, Released), event: ev(EvFinished), wantJob: Finished, wantRSA: Released},
+
+	// Stale or duplicate completions change nothing.
+	{name: "stale booted", job: io(OnDeck, Ready), event: ev(EvBooted), ignored: true, wantJob: OnDeck, wantRSA: Ready},
+	{name: "stale staged-out", job: io(Finished, Released), event: ev(EvStagedOut), ignored: true, wantJob: Finished, wantRSA: Released},
+
+	// Recovery
+	{name: "resume re-runs stage-out", job: io(Finished, StagingOut), event: ev(EvResume), wantJob: Finished, wantRSA: StagingOut, wantDo: []ActionKind{StageOut}},
+	{name: "resume re-runs construct", job: io(OnDeck, Booting), event: ev(EvResume), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "resume re-runs stop of stage-in", job: io(Demoted, StoppingStagingIn), event: ev(EvResume), wantJob: Demoted, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "resume of a waiting job only re-evaluates", job: io(OnDeck, Ready), event: ev(EvResume), wantJob: OnDeck, wantRSA: Ready},
+}
+
+func actionKinds(as []Action) []ActionKind {
+	var ks []ActionKind
+	for _, a := range as {
+		ks = append(ks, a.Kind)
+	}
+	return ks
+}
+
+func TestStep(t *testing.T) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := Step(c.job, c.event)
+			if out.Ignored != c.ignored {
+				t.Errorf("ignored = %v, want %v", out.Ignored, c.ignored)
+			}
+			if out.Job.State != c.wantJob || out.Job.RSA != c.wantRSA {
+				t.Errorf("got %s/%s, want %s/%s (changes %v)", out.Job.State, out.Job.RSA, c.wantJob, c.wantRSA, out.Changes)
+			}
+			if got := actionKinds(out.Actions); !slices.Equal(got, c.wantDo) {
+				t.Errorf("actions = %v, want %v", got, c.wantDo)
+			}
+		})
+	}
+}
+
+// TestEveryRowCovered: each row of both tables is taken by at least one of
+// the hand-written cases above, so no row is untested.
+func TestEveryRowCovered(t *testing.T) {
+	evHit := make([]bool, len(eventTable))
+	passHit := make([]bool, len(passTable))
+	for _, c := range cases {
+		j := c.job
+		if r, ok := matchEvent(j, c.event.Kind); ok {
+			for i := range eventTable {
+				if fmt.Sprint(eventTable[i]) == fmt.Sprint(r) {
+					evHit[i] = true
+					break
+				}
+			}
+			j = r.apply(j, c.event)
+			if c.event.Kind == EvStarted {
+				j.StartedAt = c.event.At
+			}
+		}
+		if _, busy := work[j.RSA]; busy && j.RSA != c.job.RSA {
+			continue
+		}
+		for range maxPasses {
+			r, ok := matchPass(j, c.event.At)
+			if !ok {
+				break
+			}
+			for i := range passTable {
+				if fmt.Sprintf("%v %v %s %s", passTable[i].job, passTable[i].rsa, passTable[i].next, passTable[i].why) ==
+					fmt.Sprintf("%v %v %s %s", r.job, r.rsa, r.next, r.why) {
+					passHit[i] = true
+				}
+			}
+			if r.do != "" || r.next == j.RSA {
+				break
+			}
+			j.RSA = r.next
+			if _, busy := work[j.RSA]; busy {
+				break
+			}
+		}
+	}
+	for i, hit := range evHit {
+		if !hit {
+			r := eventTable[i]
+			t.Errorf("event row not covered: %s %v %v -> %s/%s", r.on, r.job, r.rsa, r.nextJob, r.nextRSA)
+		}
+	}
+	for i, hit := range passHit {
+		if !hit {
+			r := passTable[i]
+			t.Errorf("pass row not covered: %s %v -> %s (%s)", r.job, r.rsa, r.next, r.why)
+		}
+	}
+}
+
+// run feeds events one by one, completing actions as the daemon would.
+func run(t *testing.T, j Job, events ...Event) Job {
+	t.Helper()
+	for _, e := range events {
+		out := Step(j, e)
+		if out.Ignored {
+			t.Fatalf("%s/%s: event %s ignored", j.State, j.RSA, e.Kind)
+		}
+		j = out.Job
+	}
+	return j
+}
+
+func at(k EventKind, d time.Duration) Event { return Event{Kind: k, At: t0.Add(d)} }
+
+// sec is an event n seconds after t0.
+func sec(k EventKind, n int) Event { return at(k, time.Duration(n)*time.Second) }
+
+func TestScenarios(t *testing.T) {
+	want := func(t *testing.T, j Job, s JobState, r RSAState) {
+		t.Helper()
+		if j.State != s || j.RSA != r {
+			t.Fatalf("got %s/%s, want %s/%s", j.State, j.RSA, s, r)
+		}
+	}
+	t.Run("ideal life", func(t *testing.T) {
+		j := Job{State: OnDeck, RSA: Initial, HasInput: true, HasOutput: true, Delay: 10 * time.Second}
+		j = run(t, j, sec(EvAssigned, 0), sec(EvBooted, 1), sec(EvStagedIn, 2), sec(EvStarted, 3), sec(EvMounted, 4))
+		want(t, j, Running, InUseIn)
+		j = run(t, j, sec(EvTick, 12))
+		want(t, j, Running, InUseIn)
+		j = run(t, j, sec(EvTick, 13), sec(EvUnmounted, 14), sec(EvDestroyed, 15), sec(EvBooted, 16), sec(EvMounted, 17))
+		want(t, j, Running, InUseOut)
+		j = run(t, j, sec(EvFinished, 20), sec(EvStagedOut, 30), sec(EvDestroyed, 31))
+		want(t, j, Finished, Released)
+		if !j.Done() {
+			t.Fatal("not done")
+		}
+	})
+	t.Run("job starts before stage-in ends (App. K)", func(t *testing.T) {
+		j := io(OnDeck, StagingIn)
+		j = run(t, j, sec(EvStarted, 0), sec(EvStageInStopped, 1), sec(EvDestroyed, 2), sec(EvBooted, 3), sec(EvMounted, 4))
+		want(t, j, Running, InUseOut)
+	})
+	t.Run("job finishes while mounting (App. L)", func(t *testing.T) {
+		j := io(OnDeck, Ready)
+		j = run(t, j, sec(EvStarted, 0), sec(EvFinished, 1), sec(EvMounted, 2), sec(EvUnmounted, 3), sec(EvDestroyed, 4))
+		want(t, j, Finished, Released)
+	})
+	t.Run("job finishes during stage-in", func(t *testing.T) {
+		j := io(OnDeck, StagingIn)
+		j = run(t, j, sec(EvFinished, 0), sec(EvStageInStopped, 1), sec(EvDestroyed, 2))
+		want(t, j, Finished, Released)
+	})
+	t.Run("demoted during stage-in, then on deck again", func(t *testing.T) {
+		j := io(OnDeck, StagingIn)
+		j = run(t, j, sec(EvDemoted, 0), sec(EvStageInStopped, 1), sec(EvDestroyed, 2), sec(EvOnDeck, 3))
+		want(t, j, OnDeck, Initial)
+	})
+	t.Run("stage-out fails, retried, succeeds", func(t *testing.T) {
+		j := io(Running, InUseOut)
+		j = run(t, j, sec(EvFinished, 0), sec(EvStageOutFailed, 1), sec(EvRetry, 2), sec(EvStagedOut, 3), sec(EvDestroyed, 4))
+		want(t, j, Finished, Released)
+	})
+}
+
+// reachable explores every state the machine can reach from a new job under
+// every event, for all four kinds of job.
+func reachable(visit func(from Job, e Event, out Outcome)) {
+	kinds := []Event{}
+	for _, k := range []EventKind{EvOnDeck, EvDemoted, EvStarted, EvFinished, EvAssigned, EvIneligible, EvBooted,
+		EvBootFailed, EvStagedIn, EvStageInFailed, EvStageInStopped, EvMounted, EvMountFailed, EvUnmounted,
+		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard} {
+		kinds = append(kinds, at(k, time.Second))
+	}
+	kinds = append(kinds, at(EvTick, time.Second), at(EvTick, time.Hour))
+	type key struct {
+		s      JobState
+		r      RSAState
+		in, ou bool
+	}
+	for _, start := range []Job{io(OnDeck, Initial), inOnly(OnDeck, Initial), outOnly(OnDeck, Initial), {State: OnDeck, RSA: Initial}} {
+		start.StartedAt = time.Time{}
+		seen := map[key]bool{}
+		queue := []Job{start}
+		for len(queue) > 0 {
+			j := queue[0]
+			queue = queue[1:]
+			k := key{j.State, j.RSA, j.HasInput, j.HasOutput}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			for _, e := range kinds {
+				out := Step(j, e)
+				visit(j, e, out)
+				queue = append(queue, out.Job)
+			}
+		}
+	}
+}
+
+// TestOutputNeverDropped: once the RAMDISK may hold output, the only way out
+// without a verified stage-out is an administrator's Discard.
+func TestOutputNeverDropped(t *testing.T) {
+	reachable(func(from Job, e Event, out Outcome) {
+		// The job may write into the output mount the moment it exists.
+		if from.RSA == Mounting && e.Kind == EvMounted && !HoldsOutput(out.Job.RSA) {
+			t.Errorf("%s/%s --%s--> %s/%s: output mount not kept for stage-out", from.State, from.RSA, e.Kind, out.Job.State, out.Job.RSA)
+		}
+		if !HoldsOutput(from.RSA) || HoldsOutput(out.Job.RSA) {
+			return
+		}
+		if out.Job.RSA == DoneStagingOut || (out.Job.RSA == Teardown && e.Kind == EvDiscard) {
+			return
+		}
+		// DONE_STAGING_OUT moves on to TEARDOWN in the same step.
+		if e.Kind == EvStagedOut && out.Job.RSA == Teardown {
+			return
+		}
+		t.Errorf("%s/%s --%s--> %s/%s drops output", from.State, from.RSA, e.Kind, out.Job.State, out.Job.RSA)
+	})
+}
+
+// TestNoSilentCycles: every step ends before the pass bound, and every entry
+// into an in-progress state starts that state's work.
+func TestNoSilentCycles(t *testing.T) {
+	reachable(func(from Job, e Event, out Outcome) {
+		if len(out.Changes) >= maxPasses {
+			t.Errorf("%s/%s --%s--> %d changes", from.State, from.RSA, e.Kind, len(out.Changes))
+		}
+		if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != from.RSA {
+			if !slices.Contains(actionKinds(out.Actions), a) {
+				t.Errorf("%s/%s --%s--> %s without %s", from.State, from.RSA, e.Kind, out.Job.RSA, a)
+			}
+		}
+		if len(out.Actions) > 1 {
+			t.Errorf("%s/%s --%s--> more than one action %v", from.State, from.RSA, e.Kind, out.Actions)
+		}
+	})
+}
+
+// TestEveryJobEnds: from every reachable state, finishing the job and
+// completing actions successfully reaches FINISHED/RELEASED.
+func TestEveryJobEnds(t *testing.T) {
+	success := map[ActionKind]EventKind{
+		Assign: EvAssigned, Construct: EvBooted, StageIn: EvStagedIn, StopStageIn: EvStageInStopped,
+		MountIn: EvMounted, MountOut: EvMounted, Unmount: EvUnmounted, StageOut: EvStagedOut, Destroy: EvDestroyed,
+	}
+	reachable(func(_ Job, _ Event, out Outcome) {
+		j := out.Job
+		acts := out.Actions
+		o := Step(j, at(EvFinished, time.Hour))
+		if !o.Ignored {
+			j, acts = o.Job, o.Actions
+		}
+		if j.RSA == StageOutFailed || j.RSA == TeardownFailed {
+			o = Step(j, at(EvRetry, time.Hour))
+			j, acts = o.Job, o.Actions
+		}
+		for range 20 {
+			if j.Done() {
+				return
+			}
+			if len(acts) == 0 {
+				if a, ok := work[j.RSA]; ok {
+					acts = []Action{{Kind: a}}
+				} else {
+					t.Errorf("stuck at %s/%s", j.State, j.RSA)
+					return
+				}
+			}
+			o = Step(j, at(success[acts[0].Kind], time.Hour))
+			j, acts = o.Job, o.Actions
+		}
+		t.Errorf("did not end: %s/%s", j.State, j.RSA)
+	})
+}
+
+func TestEveryStateReachable(t *testing.T) {
+	seen := map[RSAState]bool{}
+	reachable(func(_ Job, _ Event, out Outcome) {
+		for _, c := range out.Changes {
+			seen[c.ToRSA] = true
+		}
+	})
+	for _, s := range AllRSAStates {
+		if !seen[s] {
+			t.Errorf("rsa-state %s unreachable", s)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+// Package lifecycle is the RSA state machine: the thesis' two-level model of
+// a job (job-state × rsa-state, App. A and Figures 3.1–3.5) as one pure,
+// table-driven function.
+//
+// It owns the meaning of every state and which action each state starts. It
+// must not touch the store, the clock, the file system or any process: the
+// daemon feeds it events (carrying their own time) and carries out the
+// actions it returns, committing each transition before the action starts.
+package lifecycle
+
+import "time"
+
+// JobState is what the batch system says about the job (Figure 3.1). It
+// changes only through scheduler events, never through RSA's own work.
+type JobState string
+
+const (
+	OnDeck   JobState = "ONDECK"   // pending, next in line for compute nodes
+	Demoted  JobState = "DEMOTED"  // was on deck, pushed back by the scheduler
+	Running  JobState = "RUNNING"  // holds its compute nodes
+	Finished JobState = "FINISHED" // left its compute nodes (or was cancelled)
+)
+
+// RSAState is where the job's RAMDISK is in its own life (Figures 3.2–3.5).
+type RSAState string
+
+// The rsa-states of App. A.
+const (
+	Initial           RSAState = "INITIAL"
+	Ineligible        RSAState = "INELIGIBLE"
+	Assigned          RSAState = "ASSIGNED"
+	Booting           RSAState = "BOOTING"
+	Booted            RSAState = "BOOTED"
+	StagingIn         RSAState = "STAGING_IN"
+	StoppingStagingIn RSAState = "STOPPING_STAGING_IN"
+	Aborted           RSAState = "ABORTED"
+	Ready             RSAState = "READY"
+	InUseIn           RSAState = "INUSE_IN"
+	UnmountNeeded     RSAState = "UNMOUNT_NEEDED"
+	Unmounting        RSAState = "UNMOUNTING"
+	Unmounted         RSAState = "UNMOUNTED"
+	Mounting          RSAState = "MOUNTING" // mounting for output, as in App. A
+	InUseOut          RSAState = "INUSE_OUT"
+	StagingOut        RSAState = "STAGING_OUT"
+	DoneStagingOut    RSAState = "DONE_STAGING_OUT"
+	Teardown          RSAState = "TEARDOWN"
+	Destroyed         RSAState = "DESTROYED"
+)
+
+// States the thesis does not name. The prototype hid these situations in
+// synchronous scripts, in deleted state directories or in data loss; a daemon
+// that must survive crashes needs them spelled out.
+const (
+	// MountingIn: the job started with its input staged; the RAMDISK is
+	// being bind-mounted over the input directory. The thesis does this
+	// synchronously inside job-start.sh (App. K).
+	MountingIn RSAState = "MOUNTING_IN"
+	// UnmountBusy: the switch from input to output found input files still
+	// open. The RAMDISK stays on the input path until the job ends (thesis
+	// footnote 16) and is not used for output.
+	UnmountBusy RSAState = "UNMOUNT_BUSY"
+	// Abandoning: building or mounting the RAMDISK failed; it is being torn
+	// down and the job continues without RSA (INELIGIBLE).
+	Abandoning RSAState = "ABANDONING"
+	// StageOutFailed: stage-out failed. The RAMDISK keeps the output until
+	// an administrator retries or explicitly discards it.
+	StageOutFailed RSAState = "STAGE_OUT_FAILED"
+	// TeardownFailed: the RAMDISK could not be destroyed; it stays until an
+	// administrator retries.
+	TeardownFailed RSAState = "TEARDOWN_FAILED"
+	// Released: RSA holds nothing for the job any more. The thesis deleted
+	// the job's state directory at this point; we keep the record.
+	Released RSAState = "RELEASED"
+)
+
+// AllRSAStates lists every rsa-state, in lifecycle order.
+var AllRSAStates = []RSAState{
+	Initial, Ineligible, Assigned, Booting, Booted, StagingIn, StoppingStagingIn,
+	Aborted, Ready, MountingIn, InUseIn, UnmountNeeded, Unmounting, UnmountBusy,
+	Unmounted, Mounting, InUseOut, StagingOut, StageOutFailed, DoneStagingOut,
+	Teardown, Abandoning, TeardownFailed, Destroyed, Released,
+}
+
+// AllJobStates lists every job-state.
+var AllJobStates = []JobState{OnDeck, Demoted, Running, Finished}
+
+// ActionKind names the work a state starts. Actions run asynchronously; each
+// ends with exactly one completion event.
+type ActionKind string
+
+const (
+	Assign      ActionKind = "assign"        // pick RSA nodes: Assigned, Ineligible, or nothing (wait)
+	Construct   ActionKind = "construct"     // build the RAMDISK: Booted or BootFailed
+	StageIn     ActionKind = "stage-in"      // fill it from the input directory: StagedIn or StageInFailed
+	StopStageIn ActionKind = "stop-stage-in" // cancel a running stage-in: StageInStopped (or its own end)
+	MountIn     ActionKind = "mount-in"      // bind it over the input directory: Mounted or MountFailed
+	MountOut    ActionKind = "mount-out"     // bind it over the output directory: Mounted or MountFailed
+	Unmount     ActionKind = "unmount"       // remove the job's bind mounts: Unmounted or UnmountBusy
+	StageOut    ActionKind = "stage-out"     // copy and verify the output: StagedOut or StageOutFailed
+	Destroy     ActionKind = "destroy"       // unmount all and free the RAM: Destroyed or TeardownFailed
+)
+
+// work is the action each in-progress state runs. Entering such a state
+// starts the action; after a crash, the daemon starts it again (Resume), so
+// every action must be idempotent.
+var work = map[RSAState]ActionKind{
+	Booting:           Construct,
+	StagingIn:         StageIn,
+	StoppingStagingIn: StopStageIn,
+	MountingIn:        MountIn,
+	Mounting:          MountOut,
+	Unmounting:        Unmount,
+	StagingOut:        StageOut,
+	Teardown:          Destroy,
+	Abandoning:        Destroy,
+}
+
+// Work returns the action that runs while the job is in state s, if any.
+func Work(s RSAState) (ActionKind, bool) {
+	a, ok := work[s]
+	return a, ok
+}
+
+// HoldsNodes reports whether a job in rsa-state s holds RSA capacity. Free
+// capacity is derived from this, so releasing nodes is just a transition.
+func HoldsNodes(s RSAState) bool {
+	switch s {
+	case Initial, Ineligible, Released:
+		return false
+	}
+	return true
+}
+
+// HoldsOutput reports whether the RAMDISK may hold job output that is not
+// yet verified on persistent storage. Such a RAMDISK is never destroyed
+// except by an explicit Discard.
+func HoldsOutput(s RSAState) bool {
+	switch s {
+	case InUseOut, StagingOut, StageOutFailed:
+		return true
+	}
+	return false
+}
+
+// NeedsAdmin reports states that wait for `rsa retry` or `rsa discard`.
+func NeedsAdmin(s RSAState) bool {
+	return s == StageOutFailed || s == TeardownFailed
+}
+
+// Job is the part of a job the machine decides on.
+type Job struct {
+	State     JobState
+	RSA       RSAState
+	HasInput  bool          // an input directory (or stage-in program) was given
+	HasOutput bool          // an output directory was given
+	Delay     time.Duration // input-to-output switch delay after start
+	StartedAt time.Time     // set by the Started event
+}
+
+// Done reports whether nothing more will ever happen to the job.
+func (j Job) Done() bool { return j.State == Finished && j.RSA == Released }

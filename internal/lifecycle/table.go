@@ -1,0 +1,146 @@
+package lifecycle
+
+import "time"
+
+// The transition table. Read eventTable next to Figure 3.1 (job-states) and
+// the "external call-outs" of Figures 3.2–3.5 (dashed edges: an action's end
+// sets the rsa-state); read passTable next to App. A, whose line numbers the
+// comments give. First matching row wins.
+
+var anyLive = []JobState{OnDeck, Demoted, Running}
+
+var eventTable = []eventRow{
+	// --- scheduler events (Figure 3.1) ---
+	// A demoted job stays DEMOTED until its cleanup has finished, even if it
+	// is on deck again (App. A l.30-35); then it starts over.
+	{on: EvOnDeck, job: []JobState{Demoted}, rsa: []RSAState{Released, Ineligible},
+		nextJob: OnDeck, nextRSA: Initial, why: "on deck again after cleanup"},
+	{on: EvDemoted, job: []JobState{OnDeck}, nextJob: Demoted, why: "demoted by the scheduler"},
+	{on: EvStarted, job: []JobState{OnDeck}, nextJob: Running, why: "job started"},
+	// A demoted job that starts before its cleanup ended continues under the
+	// RUNNING rules (its RAMDISK is rebuilt for output); one already cleaned
+	// up starts over, as job-start.sh does for a job without state (App. K l.27).
+	{on: EvStarted, job: []JobState{Demoted}, rsa: []RSAState{Released, Ineligible},
+		nextJob: Running, nextRSA: Initial, why: "job started after demotion"},
+	{on: EvStarted, job: []JobState{Demoted}, nextJob: Running, why: "job started while demoted"},
+	{on: EvFinished, job: anyLive, nextJob: Finished, why: "job finished"},
+
+	// --- allocation (App. P) ---
+	{on: EvAssigned, rsa: []RSAState{Initial}, nextRSA: Assigned, why: "RSA nodes assigned"},
+	{on: EvIneligible, rsa: []RSAState{Initial}, nextRSA: Ineligible, why: "not eligible for RSA"},
+
+	// --- construction (App. D) ---
+	{on: EvBooted, rsa: []RSAState{Booting}, nextRSA: Booted, why: "RAMDISK built"},
+	{on: EvBootFailed, rsa: []RSAState{Booting}, nextRSA: Abandoning, why: "building the RAMDISK failed"},
+
+	// --- stage-in (App. H, I) ---
+	{on: EvStagedIn, rsa: []RSAState{StagingIn}, nextRSA: Ready, why: "input staged in"},
+	// A failed stage-in leaves partial input: it is never mounted for input,
+	// but the RAMDISK can still serve output after a rebuild.
+	{on: EvStageInFailed, rsa: []RSAState{StagingIn}, nextRSA: Aborted, why: "stage-in failed"},
+	// rsa-stop-stage-in.sh writes "rsa_state" instead of "rsa-state" (App. I
+	// l.25), so the prototype never reached ABORTED this way; ABORTED is what
+	// App. A l.98 and l.215 expect. Whatever ended the stage-in, it is over.
+	{on: EvStageInStopped, rsa: []RSAState{StoppingStagingIn}, nextRSA: Aborted, why: "stage-in stopped"},
+	{on: EvStagedIn, rsa: []RSAState{StoppingStagingIn}, nextRSA: Aborted, why: "stage-in ended while being stopped"},
+	{on: EvStageInFailed, rsa: []RSAState{StoppingStagingIn}, nextRSA: Aborted, why: "stage-in ended while being stopped"},
+
+	// --- mounting (App. K, L) ---
+	// The job finished while its input was being mounted: unmount again
+	// (App. L l.42-46).
+	{on: EvMounted, job: []JobState{Finished}, rsa: []RSAState{MountingIn}, nextRSA: UnmountNeeded, why: "mounted after the job finished"},
+	{on: EvMounted, rsa: []RSAState{MountingIn}, nextRSA: InUseIn, why: "RAMDISK mounted at the input path"},
+	// App. L sends a job that finished while being mounted for output to
+	// UNMOUNT_NEEDED and so to teardown; but the job may have written output
+	// into the new mount before it ended. Output is only ever dropped after
+	// stage-out, so this goes to INUSE_OUT and on to STAGING_OUT.
+	{on: EvMounted, rsa: []RSAState{Mounting}, nextRSA: InUseOut, why: "RAMDISK mounted at the output path"},
+	// Mounting is all or nothing. Without the input mount the job reads from
+	// disk (the thesis' fallback) and the RAMDISK is rebuilt for output.
+	{on: EvMountFailed, rsa: []RSAState{MountingIn}, nextRSA: Aborted, why: "mounting for input failed"},
+	{on: EvMountFailed, rsa: []RSAState{Mounting}, nextRSA: Abandoning, why: "mounting for output failed"},
+
+	// --- unmounting (App. M) ---
+	{on: EvUnmounted, rsa: []RSAState{Unmounting}, nextRSA: Unmounted, why: "RAMDISK unmounted"},
+	// Input files still open: stay on the input path (footnote 16).
+	{on: EvUnmountBusy, job: []JobState{Running}, rsa: []RSAState{Unmounting}, nextRSA: UnmountBusy, why: "input still in use; output goes to disk"},
+	{on: EvUnmountBusy, job: []JobState{Finished}, rsa: []RSAState{Unmounting}, nextRSA: Teardown, why: "still busy after the job ended; detaching"},
+
+	// --- stage-out (App. J) ---
+	{on: EvStagedOut, rsa: []RSAState{StagingOut}, nextRSA: DoneStagingOut, why: "output staged out and verified"},
+	{on: EvStageOutFailed, rsa: []RSAState{StagingOut}, nextRSA: StageOutFailed, why: "stage-out failed; output kept in RAM"},
+
+	// --- teardown (App. E) ---
+	{on: EvDestroyed, rsa: []RSAState{Teardown}, nextRSA: Destroyed, why: "RAMDISK destroyed"},
+	{on: EvDestroyed, rsa: []RSAState{Abandoning}, nextRSA: Ineligible, why: "RAMDISK destroyed; job continues without RSA"},
+	{on: EvDestroyFailed, rsa: []RSAState{Teardown, Abandoning}, nextRSA: TeardownFailed, why: "destroying the RAMDISK failed"},
+
+	// --- administrator ---
+	{on: EvRetry, rsa: []RSAState{StageOutFailed}, nextRSA: StagingOut, why: "stage-out retried"},
+	{on: EvRetry, rsa: []RSAState{TeardownFailed}, nextRSA: Teardown, why: "teardown retried"},
+	{on: EvDiscard, rsa: []RSAState{StageOutFailed}, nextRSA: Teardown, why: "output discarded by an administrator"},
+}
+
+func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
+func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
+func hasOutput(j Job, _ time.Time) bool { return j.HasOutput }
+func noOutput(j Job, _ time.Time) bool  { return !j.HasOutput }
+
+// switchDue: the job has run for its delay and has an output directory
+// (App. A l.189-199).
+func switchDue(j Job, now time.Time) bool {
+	return j.HasOutput && !j.StartedAt.IsZero() && !now.Before(j.StartedAt.Add(j.Delay))
+}
+
+var passTable = []passRow{
+	// --- ONDECK (Figure 3.2; App. A l.122-165) ---
+	{job: OnDeck, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"},    // l.137
+	{job: OnDeck, rsa: []RSAState{Assigned, Destroyed}, next: Booting, why: "building the RAMDISK"},   // l.142
+	{job: OnDeck, rsa: []RSAState{Booted}, guard: hasInput, next: StagingIn, why: "staging input in"}, // l.149
+	// Nothing to stage for an output-only job: it is ready as built.
+	{job: OnDeck, rsa: []RSAState{Booted}, guard: noInput, next: Ready, why: "ready for output"},
+	// Waits: BOOTING, STAGING_IN, READY, INELIGIBLE (l.146-163) and the ends
+	// of actions started under other job-states.
+
+	// --- DEMOTED (Figure 3.3; App. A l.72-120) ---
+	// BOOTING (l.85) and TEARDOWN (l.88) wait for their action.
+	{job: Demoted, rsa: []RSAState{Booted, Ready, Aborted}, next: Teardown, why: "demoted: tearing down"},    // l.91
+	{job: Demoted, rsa: []RSAState{StagingIn}, next: StoppingStagingIn, why: "demoted: stopping stage-in"},   // l.97
+	{job: Demoted, rsa: []RSAState{Destroyed, Assigned}, next: Released, why: "demoted: RSA nodes released"}, // l.106
+	{job: Demoted, rsa: []RSAState{Ineligible, Initial}, next: Released, why: "demoted: nothing to release"}, // l.114
+
+	// --- RUNNING (Figure 3.4; App. A l.167-232) ---
+	{job: Running, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"},                               // l.174
+	{job: Running, rsa: []RSAState{Assigned, Destroyed}, guard: hasOutput, next: Booting, why: "building the RAMDISK for output"}, // l.179
+	// Input is too late once the job runs; without an output directory the
+	// nodes are of no use to it (App. P l.23-24 makes such jobs INELIGIBLE).
+	{job: Running, rsa: []RSAState{Assigned, Destroyed}, guard: noOutput, next: Released, why: "no output to catch: RSA nodes released"},
+	// job-start.sh (App. K l.20-24) mounts a READY RAMDISK over the input.
+	{job: Running, rsa: []RSAState{Ready}, guard: hasInput, next: MountingIn, why: "mounting at the input path"},
+	// Output only: RAM for output from the start (App. L l.29-33).
+	{job: Running, rsa: []RSAState{Ready}, guard: noInput, next: Mounting, why: "mounting at the output path"},
+	{job: Running, rsa: []RSAState{InUseIn}, guard: switchDue, next: UnmountNeeded, why: "delay over: switching from input to output"}, // l.187
+	{job: Running, rsa: []RSAState{UnmountNeeded}, next: Unmounting, why: "unmounting from the input path"},                            // l.201
+	// The job started before stage-in ended: ignore the RAMDISK for input
+	// (l.209; §3.2.1) and rebuild it for output.
+	{job: Running, rsa: []RSAState{StagingIn}, next: StoppingStagingIn, why: "job started before stage-in ended"},
+	// Tear down to rebuild for output (l.217); DESTROYED then decides.
+	{job: Running, rsa: []RSAState{Aborted, Unmounted}, next: Teardown, why: "tearing down to rebuild for output"},
+	{job: Running, rsa: []RSAState{Booted}, guard: hasOutput, next: Mounting, why: "mounting at the output path"}, // l.226
+	{job: Running, rsa: []RSAState{Booted}, guard: noOutput, next: Teardown, why: "started before the input was staged; no output to catch"},
+	// Waits: BOOTING, MOUNTING(_IN), TEARDOWN, UNMOUNTING (l.223),
+	// STOPPING_STAGING_IN (l.214), INUSE_OUT (l.206), UNMOUNT_BUSY,
+	// INUSE_IN before the delay, INELIGIBLE (l.184).
+
+	// --- FINISHED (Figure 3.5; App. A l.234-283) ---
+	{job: Finished, rsa: []RSAState{UnmountNeeded}, next: Unmounting, why: "unmounting after the job ended"}, // l.244
+	{job: Finished, rsa: []RSAState{InUseOut}, next: StagingOut, why: "staging output out"},                  // l.249
+	{job: Finished, rsa: []RSAState{StagingIn}, next: StoppingStagingIn, why: "job ended during stage-in"},   // l.254
+	{job: Finished, rsa: []RSAState{DoneStagingOut, Ready, InUseIn, Aborted, Booted, Unmounted, UnmountBusy}, // l.265
+		next: Teardown, why: "tearing down"},
+	{job: Finished, rsa: []RSAState{Destroyed, Assigned}, next: Released, why: "RSA nodes released"}, // l.270
+	{job: Finished, rsa: []RSAState{Initial, Ineligible}, next: Released, why: "done"},               // l.276
+	// Waits: BOOTING, MOUNTING(_IN), TEARDOWN, UNMOUNTING (l.241),
+	// STOPPING_STAGING_IN (l.259), STAGING_OUT (l.262), STAGE_OUT_FAILED and
+	// TEARDOWN_FAILED (for an administrator). RELEASED is the end.
+}
