@@ -1,0 +1,319 @@
+// Package config reads and validates /etc/rsa/rsa.toml. It owns the meaning
+// and defaults of every key (documented in docs/config.md) and must not start
+// anything: it only turns a file into a checked Config.
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// DefaultPath is where the daemon and the CLI look when neither --config nor
+// RSA_CONFIG names a file.
+const DefaultPath = "/etc/rsa/rsa.toml"
+
+// Node is one RSA node: a host whose RAM is lent to jobs.
+type Node struct {
+	Name     string
+	Engine   string
+	Capacity int64 // bytes of RAM for RAMDISKs
+}
+
+// Config is the validated configuration.
+type Config struct {
+	Path         string // the file read, or "" for the embedded default
+	StateDir     string
+	Socket       string
+	RamdiskRoot  string
+	Scheduler    string
+	Proportion   int
+	MinJobNodes  int
+	DefaultDelay time.Duration
+	Tick         time.Duration
+	LogLevel     string
+	Nodes        []Node
+	Limits       Limits
+}
+
+// Limits bound what one job or one user may take.
+type Limits struct {
+	MaxActiveJobs  int
+	MaxJobCapacity int64 // 0: no limit beyond the accelerator's size
+	StageTimeout   time.Duration
+}
+
+// file mirrors the TOML layout; strings are parsed so errors can name keys.
+type file struct {
+	StateDir     *string `toml:"state_dir"`
+	Socket       *string `toml:"socket"`
+	RamdiskRoot  *string `toml:"ramdisk_root"`
+	Scheduler    *string `toml:"scheduler"`
+	Proportion   *int    `toml:"proportion"`
+	MinJobNodes  *int    `toml:"min_job_nodes"`
+	DefaultDelay *string `toml:"default_delay"`
+	Tick         *string `toml:"tick"`
+	LogLevel     *string `toml:"log_level"`
+	Nodes        []struct {
+		Name     string `toml:"name"`
+		Engine   string `toml:"engine"`
+		Capacity string `toml:"capacity"`
+	} `toml:"nodes"`
+	Limits struct {
+		MaxActiveJobs  *int    `toml:"max_active_jobs"`
+		MaxJobCapacity *string `toml:"max_job_capacity"`
+		StageTimeout   *string `toml:"stage_timeout"`
+	} `toml:"limits"`
+}
+
+// Defaults of every key; docs/config.md repeats them.
+const (
+	DefaultStateDir    = "/var/lib/rsa"
+	DefaultSocket      = "/run/rsa/rsa.sock"
+	DefaultRamdiskRoot = "/run/rsa/ramdisk"
+	DefaultProportion  = 128 // compute nodes per RSA node (App. C)
+	DefaultDelaySecs   = 300 // input-to-output switch (App. C)
+)
+
+func defaults() Config {
+	return Config{
+		StateDir:     DefaultStateDir,
+		Socket:       DefaultSocket,
+		RamdiskRoot:  DefaultRamdiskRoot,
+		Scheduler:    "none",
+		Proportion:   DefaultProportion,
+		DefaultDelay: DefaultDelaySecs * time.Second,
+		Tick:         time.Second,
+		LogLevel:     "info",
+		Limits:       Limits{MaxActiveJobs: 256, StageTimeout: 0},
+	}
+}
+
+// Resolve picks the config path: the flag, then RSA_CONFIG, then the default.
+// explicit reports whether the user named it (a missing named file is an
+// error; a missing default file means the embedded default).
+func Resolve(flag string) (path string, explicit bool) {
+	if flag != "" {
+		return flag, true
+	}
+	if env := os.Getenv("RSA_CONFIG"); env != "" {
+		return env, true
+	}
+	return DefaultPath, false
+}
+
+// Load reads and validates the file at path. A missing file that was not
+// named explicitly yields the embedded default: one local RSA node with half
+// of the RAM available now.
+func Load(path string, explicit bool) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		c := defaults()
+		return &c, c.finish()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w (name a readable file with --config or RSA_CONFIG)", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse validates a TOML document. Errors name the key and the fix.
+func Parse(data []byte) (*Config, error) {
+	var f file
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
+	if err != nil {
+		return nil, fmt.Errorf("not valid TOML: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, fmt.Errorf("%s: unknown key (see docs/config.md for the keys RSA reads)", und[0])
+	}
+	c := defaults()
+	setPath := func(key string, p *string, dst *string) error {
+		if p == nil {
+			return nil
+		}
+		if !filepath.IsAbs(*p) || filepath.Clean(*p) != *p {
+			return fmt.Errorf("%s: %q must be a clean absolute path", key, *p)
+		}
+		*dst = *p
+		return nil
+	}
+	for _, e := range []error{
+		setPath("state_dir", f.StateDir, &c.StateDir),
+		setPath("socket", f.Socket, &c.Socket),
+		setPath("ramdisk_root", f.RamdiskRoot, &c.RamdiskRoot),
+	} {
+		if e != nil {
+			return nil, e
+		}
+	}
+	if f.Scheduler != nil {
+		switch *f.Scheduler {
+		case "none":
+		default:
+			return nil, fmt.Errorf("scheduler: %q is not supported (use \"none\"; Slurm adapters come with the Slurm integration)", *f.Scheduler)
+		}
+		c.Scheduler = *f.Scheduler
+	}
+	if f.Proportion != nil {
+		if *f.Proportion < 1 {
+			return nil, fmt.Errorf("proportion: %d must be at least 1 (compute nodes per RSA node)", *f.Proportion)
+		}
+		c.Proportion = *f.Proportion
+	}
+	if f.MinJobNodes != nil {
+		if *f.MinJobNodes < 1 {
+			return nil, fmt.Errorf("min_job_nodes: %d must be at least 1", *f.MinJobNodes)
+		}
+		c.MinJobNodes = *f.MinJobNodes
+	}
+	if f.DefaultDelay != nil {
+		d, err := units.ParseDuration(*f.DefaultDelay)
+		if err != nil {
+			return nil, fmt.Errorf("default_delay: %w", err)
+		}
+		c.DefaultDelay = d
+	}
+	if f.Tick != nil {
+		d, err := units.ParseDuration(*f.Tick)
+		if err != nil || d < 10*time.Millisecond || d > time.Minute {
+			return nil, fmt.Errorf("tick: %q must be a duration between 10ms and 1m", *f.Tick)
+		}
+		c.Tick = d
+	}
+	if f.LogLevel != nil {
+		switch *f.LogLevel {
+		case "debug", "info", "warn", "error":
+		default:
+			return nil, fmt.Errorf("log_level: %q must be debug, info, warn or error", *f.LogLevel)
+		}
+		c.LogLevel = *f.LogLevel
+	}
+	seen := map[string]bool{}
+	for i, n := range f.Nodes {
+		key := fmt.Sprintf("nodes[%d]", i)
+		if n.Name == "" || strings.ContainsAny(n.Name, " \t\n/,") {
+			return nil, fmt.Errorf("%s.name: %q must be a non-empty host name", key, n.Name)
+		}
+		if seen[n.Name] {
+			return nil, fmt.Errorf("%s.name: %q is listed twice", key, n.Name)
+		}
+		seen[n.Name] = true
+		eng := n.Engine
+		if eng == "" {
+			eng = "local"
+		}
+		if eng != "local" {
+			return nil, fmt.Errorf("%s.engine: %q is not an engine (use \"local\")", key, n.Engine)
+		}
+		capacity, err := parseCapacity(n.Capacity)
+		if err != nil {
+			return nil, fmt.Errorf("%s.capacity: %w", key, err)
+		}
+		c.Nodes = append(c.Nodes, Node{Name: n.Name, Engine: eng, Capacity: capacity})
+	}
+	if f.Limits.MaxActiveJobs != nil {
+		if *f.Limits.MaxActiveJobs < 1 {
+			return nil, fmt.Errorf("limits.max_active_jobs: %d must be at least 1", *f.Limits.MaxActiveJobs)
+		}
+		c.Limits.MaxActiveJobs = *f.Limits.MaxActiveJobs
+	}
+	if f.Limits.MaxJobCapacity != nil {
+		n, err := units.ParseSize(*f.Limits.MaxJobCapacity)
+		if err != nil {
+			return nil, fmt.Errorf("limits.max_job_capacity: %w", err)
+		}
+		c.Limits.MaxJobCapacity = n
+	}
+	if f.Limits.StageTimeout != nil {
+		d, err := units.ParseDuration(*f.Limits.StageTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("limits.stage_timeout: %w", err)
+		}
+		c.Limits.StageTimeout = d
+	}
+	return &c, c.finish()
+}
+
+// finish fills what depends on other keys or on the machine.
+func (c *Config) finish() error {
+	if c.MinJobNodes == 0 {
+		// The thesis' rule (App. P l.10-12): a job smaller than one
+		// proportion earns less than one whole RSA node.
+		c.MinJobNodes = c.Proportion
+	}
+	if len(c.Nodes) == 0 {
+		capacity, err := parseCapacity("50%")
+		if err != nil {
+			return fmt.Errorf("sizing the embedded local node: %w", err)
+		}
+		c.Nodes = []Node{{Name: "local", Engine: "local", Capacity: capacity}}
+	}
+	if strings.HasPrefix(c.RamdiskRoot+"/", c.StateDir+"/") || strings.HasPrefix(c.StateDir+"/", c.RamdiskRoot+"/") {
+		return fmt.Errorf("ramdisk_root %s and state_dir %s must not contain each other", c.RamdiskRoot, c.StateDir)
+	}
+	return nil
+}
+
+// parseCapacity reads "64G" or "50%" (of the RAM available now).
+func parseCapacity(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("missing (write a size such as 64G, or a share of available RAM such as 50%%)")
+	}
+	if pct, ok := strings.CutSuffix(s, "%"); ok {
+		p, err := strconv.ParseFloat(pct, 64)
+		if err != nil || p <= 0 || p > 90 {
+			return 0, fmt.Errorf("%q: a share of RAM must be between 0%% and 90%%", s)
+		}
+		avail, err := MemAvailable()
+		if err != nil {
+			return 0, err
+		}
+		return int64(float64(avail) * p / 100), nil
+	}
+	n, err := units.ParseSize(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1<<20 {
+		return 0, fmt.Errorf("%q is below 1M", s)
+	}
+	return n, nil
+}
+
+// MemAvailable reads MemAvailable from /proc/meminfo, in bytes.
+func MemAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, fmt.Errorf("reading free RAM: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parsing MemAvailable: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no MemAvailable in /proc/meminfo")
+}

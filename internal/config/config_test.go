@@ -1,0 +1,83 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseValid(t *testing.T) {
+	c, err := Parse([]byte(`
+state_dir = "/srv/rsa/state"
+socket = "/run/rsa2/rsa.sock"
+ramdisk_root = "/run/rsa2/ramdisk"
+proportion = 64
+default_delay = "90"
+[[nodes]]
+name = "rsa1"
+capacity = "30G"
+[[nodes]]
+name = "rsa2"
+engine = "local"
+capacity = "30G"
+[limits]
+max_active_jobs = 8
+max_job_capacity = "40G"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Proportion != 64 || c.MinJobNodes != 64 || c.DefaultDelay != 90*time.Second || len(c.Nodes) != 2 ||
+		c.Nodes[1].Capacity != 30<<30 || c.Limits.MaxActiveJobs != 8 || c.Limits.MaxJobCapacity != 40<<30 {
+		t.Fatalf("unexpected config: %+v", c)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	for _, c := range []struct{ doc, key string }{
+		{`proportion = 0`, "proportion"},
+		{`propotion = 3`, "propotion: unknown key"},
+		{`default_delay = "soon"`, "default_delay"},
+		{`state_dir = "relative/dir"`, "state_dir"},
+		{`scheduler = "pbs"`, "scheduler"},
+		{"[[nodes]]\nname = \"a\"\ncapacity = \"12X\"", "nodes[0].capacity"},
+		{"[[nodes]]\nname = \"a\"\ncapacity = \"1G\"\nengine = \"pvfs\"", "nodes[0].engine"},
+		{"[[nodes]]\nname = \"a\"\ncapacity = \"1G\"\n[[nodes]]\nname = \"a\"\ncapacity = \"1G\"", "nodes[1].name"},
+		{"[limits]\nmax_active_jobs = 0", "limits.max_active_jobs"},
+		{`state_dir = "/run/rsa/ramdisk/x"`, "ramdisk_root"},
+		{`tick = "1h"`, "tick"},
+		{`this is not toml`, "not valid TOML"},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%q: error %v should name %q", c.doc, err, c.key)
+		}
+	}
+}
+
+func TestLoadDefaultAndMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.toml")
+	c, err := Load(missing, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail, _ := MemAvailable()
+	if len(c.Nodes) != 1 || c.Nodes[0].Name != "local" || c.Nodes[0].Capacity < avail/4 || c.Nodes[0].Capacity > avail {
+		t.Fatalf("embedded default should be one local node with half of free RAM (%d): %+v", avail, c.Nodes)
+	}
+	if c.Proportion != 128 || c.DefaultDelay != 300*time.Second || c.Socket != DefaultSocket {
+		t.Fatalf("thesis defaults expected: %+v", c)
+	}
+	if _, err := Load(missing, true); err == nil {
+		t.Fatal("an explicitly named missing file must be an error")
+	}
+	p := filepath.Join(t.TempDir(), "rsa.toml")
+	if err := os.WriteFile(p, []byte("proportion = -3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p, true); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("error should name the file: %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+// Package job defines the record RSA keeps for each job: what the user asked
+// for (Spec), who asked (the peer's credentials), and where the lifecycle
+// stands. It is shared by the store, the daemon and the API; it holds no
+// behaviour beyond small derived views.
+package job
+
+import (
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+// Spec is what a job asks of RSA (the thesis' RSA_* variables, App. R and U).
+type Spec struct {
+	Name         string        `json:"name,omitempty"`      // the scheduler's id, e.g. a Slurm job id
+	Input        string        `json:"input,omitempty"`     // RSA_DATA_IN: staged into RAM, served here
+	Output       string        `json:"output,omitempty"`    // RSA_DATA_OUT: served from RAM, staged back here
+	StageIn      string        `json:"stage_in,omitempty"`  // RSA_STAGE_IN: program run as the user with $1=RAMDISK $2=input
+	StageOut     string        `json:"stage_out,omitempty"` // RSA_STAGE_OUT: program run as the user with $1=RAMDISK $2=output
+	Delay        time.Duration `json:"delay"`               // RSA_DELAY: input-to-output switch after start
+	Capacity     int64         `json:"capacity,omitempty"`  // explicit RAM request, bytes; 0: by proportion
+	ComputeNodes int           `json:"compute_nodes"`       // compute nodes the job runs on
+}
+
+// Part is a share of one RSA node's RAM held by a job.
+type Part struct {
+	Node  string `json:"node"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Owner identifies the process whose life is the job's run (`rsa run`),
+// so that the job finishes even if that process is killed.
+type Owner struct {
+	PID       int    `json:"pid,omitempty"`
+	StartTime uint64 `json:"start_time,omitempty"` // clock ticks since boot, from /proc/PID/stat
+}
+
+// Job is one job's record.
+type Job struct {
+	ID     int64    `json:"id"`
+	Spec   Spec     `json:"spec"`
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+	User   string   `json:"user"`
+	Home   string   `json:"home,omitempty"`
+
+	State lifecycle.JobState `json:"job_state"`
+	RSA   lifecycle.RSAState `json:"rsa_state"`
+	Alloc []Part             `json:"alloc,omitempty"`
+	// Ramdisk is the RAMDISK's directory on the control host.
+	Ramdisk string `json:"ramdisk,omitempty"`
+	Owner   Owner  `json:"owner,omitzero"`
+	// Error is the last failure's reason, shown until the job ends.
+	Error string `json:"error,omitempty"`
+
+	CreatedAt  time.Time `json:"created_at"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	// Version increases with every committed change; clients wait on it.
+	Version int64 `json:"version"`
+}
+
+// Machine is the job as the lifecycle machine sees it.
+func (j *Job) Machine() lifecycle.Job {
+	return lifecycle.Job{
+		State:     j.State,
+		RSA:       j.RSA,
+		HasInput:  j.Spec.Input != "" || j.Spec.StageIn != "",
+		HasOutput: j.Spec.Output != "",
+		Delay:     j.Spec.Delay,
+		StartedAt: j.StartedAt,
+	}
+}
+
+// Capacity is the RAM the job holds, in bytes.
+func (j *Job) Capacity() int64 {
+	var n int64
+	for _, p := range j.Alloc {
+		n += p.Bytes
+	}
+	return n
+}
+
+// Nodes lists the RSA nodes the job holds RAM on.
+func (j *Job) Nodes() []string {
+	var ns []string
+	for _, p := range j.Alloc {
+		ns = append(ns, p.Node)
+	}
+	return ns
+}
+
+// Event is one line of a job's log (App. T style).
+type Event struct {
+	JobID    int64              `json:"job_id"`
+	At       time.Time          `json:"at"`
+	Kind     string             `json:"kind"`
+	JobState lifecycle.JobState `json:"job_state"`
+	RSAState lifecycle.RSAState `json:"rsa_state"`
+	Message  string             `json:"message"`
+}
+
+// Progress is a staging phase's progress as the mover reports it.
+type Progress struct {
+	Phase      string    `json:"phase"`
+	Files      int64     `json:"files"`
+	Bytes      int64     `json:"bytes"`
+	TotalFiles int64     `json:"total_files,omitempty"`
+	TotalBytes int64     `json:"total_bytes,omitempty"`
+	Started    time.Time `json:"started"`
+	Updated    time.Time `json:"updated"`
+}
+
+// Rate is bytes per second so far.
+func (p Progress) Rate() float64 {
+	d := p.Updated.Sub(p.Started).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(p.Bytes) / d
+}
+
+// ETA estimates the time left, or 0 when unknown.
+func (p Progress) ETA() time.Duration {
+	r := p.Rate()
+	if r <= 0 || p.TotalBytes <= p.Bytes {
+		return 0
+	}
+	return time.Duration(float64(p.TotalBytes-p.Bytes) / r * float64(time.Second))
+}

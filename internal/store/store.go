@@ -1,0 +1,288 @@
+// Package store keeps RSA's state in SQLite (WAL, synchronous=FULL): jobs,
+// their states and allocations, and an append-only event log per job. It owns
+// the schema and its migrations. It must not decide anything: callers commit
+// what the lifecycle machine decided, one transaction per transition.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+// ErrNotFound is returned for an unknown job id.
+var ErrNotFound = errors.New("no such job")
+
+// ErrConflict is returned when a job changed since it was read.
+var ErrConflict = errors.New("job changed concurrently")
+
+// Store is the state database.
+type Store struct {
+	db *sql.DB
+}
+
+// migrations are applied in order; the schema version is their count. Never
+// edit one that has shipped: append a new one.
+var migrations = []string{
+	`CREATE TABLE jobs (
+		id          INTEGER PRIMARY KEY AUTOINCREMENT,
+		name        TEXT NOT NULL DEFAULT '',
+		uid         INTEGER NOT NULL,
+		gid         INTEGER NOT NULL,
+		user        TEXT NOT NULL,
+		job_state   TEXT NOT NULL,
+		rsa_state   TEXT NOT NULL,
+		record      TEXT NOT NULL,            -- job.Job as JSON
+		done        INTEGER NOT NULL DEFAULT 0,
+		created_at  INTEGER NOT NULL,
+		updated_at  INTEGER NOT NULL,
+		version     INTEGER NOT NULL
+	);
+	CREATE INDEX jobs_active ON jobs(done, id);
+	CREATE TABLE events (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		job_id     INTEGER NOT NULL REFERENCES jobs(id),
+		at         INTEGER NOT NULL,         -- unix nanoseconds
+		kind       TEXT NOT NULL,
+		job_state  TEXT NOT NULL,
+		rsa_state  TEXT NOT NULL,
+		message    TEXT NOT NULL
+	);
+	CREATE INDEX events_job ON events(job_id, id);`,
+}
+
+// Open opens (creating if needed) the database in dir, which is made 0700
+// and must not be writable by users.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state dir: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("securing state dir: %w", err)
+	}
+	path := filepath.Join(dir, "rsa.db")
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	// One writer at a time is all SQLite allows; a few connections let
+	// readers (status, wait) proceed beside it under WAL.
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrating %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this rsa (%d): use a newer rsa", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SchemaVersion reports the schema version in use.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}
+
+// Create inserts a new job, assigning its id, with its first events.
+func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	j.Version = 1
+	now := j.UpdatedAt.UnixNano()
+	res, err := tx.ExecContext(ctx, `INSERT INTO jobs(name, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
+		VALUES(?,?,?,?,?,?,'{}',0,?,?,1)`, j.Spec.Name, j.UID, j.GID, j.User, j.State, j.RSA, j.CreatedAt.UnixNano(), now)
+	if err != nil {
+		return fmt.Errorf("inserting job: %w", err)
+	}
+	if j.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	rec, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE jobs SET record=? WHERE id=?`, rec, j.ID); err != nil {
+		return err
+	}
+	if err := insertEvents(ctx, tx, j.ID, events); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Commit stores j (whose Version must be the one read) and appends events,
+// atomically. On success j.Version is incremented.
+func (s *Store) Commit(ctx context.Context, j *job.Job, events []job.Event) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	next := *j
+	next.Version++
+	rec, err := json.Marshal(&next)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET job_state=?, rsa_state=?, record=?, done=?, updated_at=?, version=?
+		WHERE id=? AND version=?`, next.State, next.RSA, rec, boolInt(next.Machine().Done()), next.UpdatedAt.UnixNano(), next.Version, j.ID, j.Version)
+	if err != nil {
+		return fmt.Errorf("updating job %d: %w", j.ID, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("job %d: %w", j.ID, ErrConflict)
+	}
+	if err := insertEvents(ctx, tx, j.ID, events); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("committing job %d: %w", j.ID, err)
+	}
+	j.Version = next.Version
+	return nil
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, id int64, events []job.Event) error {
+	for _, e := range events {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events(job_id, at, kind, job_state, rsa_state, message) VALUES(?,?,?,?,?,?)`,
+			id, e.At.UnixNano(), e.Kind, e.JobState, e.RSAState, e.Message); err != nil {
+			return fmt.Errorf("logging event of job %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Get returns one job.
+func (s *Store) Get(ctx context.Context, id int64) (*job.Job, error) {
+	var rec []byte
+	err := s.db.QueryRowContext(ctx, `SELECT record FROM jobs WHERE id=?`, id).Scan(&rec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decode(rec)
+}
+
+// FindByName returns the newest job with the scheduler's name for it.
+func (s *Store) FindByName(ctx context.Context, name string) (*job.Job, error) {
+	var rec []byte
+	err := s.db.QueryRowContext(ctx, `SELECT record FROM jobs WHERE name=? ORDER BY id DESC LIMIT 1`, name).Scan(&rec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decode(rec)
+}
+
+func decode(rec []byte) (*job.Job, error) {
+	var j job.Job
+	if err := json.Unmarshal(rec, &j); err != nil {
+		return nil, fmt.Errorf("decoding job record: %w", err)
+	}
+	return &j, nil
+}
+
+// List returns jobs in id order: the active ones, or all when all is set
+// (the newest limit of them).
+func (s *Store) List(ctx context.Context, all bool, limit int) ([]*job.Job, error) {
+	q := `SELECT record FROM jobs WHERE done=0 ORDER BY id`
+	if all {
+		q = fmt.Sprintf(`SELECT record FROM (SELECT id, record FROM jobs ORDER BY id DESC LIMIT %d) ORDER BY id`, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*job.Job
+	for rows.Next() {
+		var rec []byte
+		if err := rows.Scan(&rec); err != nil {
+			return nil, err
+		}
+		j, err := decode(rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Events returns a job's log, oldest first.
+func (s *Store) Events(ctx context.Context, id int64) ([]job.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT at, kind, job_state, rsa_state, message FROM events WHERE job_id=? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []job.Event
+	for rows.Next() {
+		var at int64
+		e := job.Event{JobID: id}
+		var js, rs string
+		if err := rows.Scan(&at, &e.Kind, &js, &rs, &e.Message); err != nil {
+			return nil, err
+		}
+		e.At = time.Unix(0, at)
+		e.JobState, e.RSAState = lifecycle.JobState(js), lifecycle.RSAState(rs)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+func TestStoreRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	j := &job.Job{Spec: job.Spec{Name: "slurm-7", Input: "/home/u/in", Delay: time.Minute}, UID: 1000, GID: 1000, User: "u",
+		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+	if err := s.Create(ctx, j, []job.Event{{At: now, Kind: "submitted", JobState: j.State, RSAState: j.RSA, Message: "submitted"}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := *j
+	j.RSA = lifecycle.Assigned
+	j.Alloc = []job.Part{{Node: "local", Bytes: 1 << 30}}
+	if err := s.Commit(ctx, j, []job.Event{{At: now, Kind: "assigned", JobState: j.State, RSAState: j.RSA, Message: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, &stale, nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale commit: %v, want ErrConflict", err)
+	}
+	s.Close()
+
+	// Reopen: the state survives and the schema is not migrated twice.
+	s, err = Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(ctx); v != len(migrations) {
+		t.Fatalf("schema version %d", v)
+	}
+	got, err := s.Get(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RSA != lifecycle.Assigned || got.Version != 2 || got.Capacity() != 1<<30 || got.Spec.Delay != time.Minute {
+		t.Fatalf("got %+v", got)
+	}
+	if byName, err := s.FindByName(ctx, "slurm-7"); err != nil || byName.ID != j.ID {
+		t.Fatalf("FindByName: %v %v", byName, err)
+	}
+	evs, err := s.Events(ctx, j.ID)
+	if err != nil || len(evs) != 2 || evs[1].RSAState != lifecycle.Assigned {
+		t.Fatalf("events %v %v", evs, err)
+	}
+	if _, err := s.Get(ctx, 999); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing job: %v", err)
+	}
+	active, _ := s.List(ctx, false, 0)
+	if len(active) != 1 {
+		t.Fatalf("active = %d", len(active))
+	}
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("state dir mode %v", st.Mode())
+	}
+	var mode string
+	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode %q %v", mode, err)
+	}
+	var sync int
+	if err := s.db.QueryRow("PRAGMA synchronous").Scan(&sync); err != nil || sync != 2 {
+		t.Fatalf("synchronous %d %v (want FULL=2)", sync, err)
+	}
+}

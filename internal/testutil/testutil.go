@@ -1,0 +1,83 @@
+// Package testutil holds what the root-level tests share: the rule that a
+// test needing root fails instead of skipping under CI=true, and a real
+// unprivileged test user. It is imported only by tests.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"testing"
+)
+
+// RequireRoot skips a test that needs root, unless CI=true, where a skipped
+// test would hide a gap and so fails.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("this test needs root and CI runs as root: run it as root")
+	}
+	t.Skip("needs root (run make test as root)")
+}
+
+// User is an unprivileged account for tests.
+type User struct {
+	Name     string
+	UID, GID uint32
+	Home     string
+}
+
+// TestUserName is the account the tests run jobs as.
+const TestUserName = "rsatest"
+
+// EnsureUser returns the test account, creating it (and removing it when
+// the test binary's tests are done) if it does not exist.
+func EnsureUser(t testing.TB, name string) User {
+	t.Helper()
+	RequireRoot(t)
+	u, err := user.Lookup(name)
+	if err != nil {
+		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput()
+		if err != nil {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("userdel", "--remove", name).Run() })
+		if u, err = user.Lookup(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
+}
+
+// MkdirOwned makes dir owned by u with mode 0755.
+func MkdirOwned(t testing.TB, u User, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, int(u.UID), int(u.GID)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TempDir is a 0755 temporary directory (t.TempDir is 0700, which a test
+// user cannot enter), removed after the test.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "rsa-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
