@@ -1,0 +1,62 @@
+package alloc
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/job"
+)
+
+const G = 1 << 30
+
+var nodes = []config.Node{{Name: "r1", Capacity: 32 * G}, {Name: "r2", Capacity: 32 * G}, {Name: "r3", Capacity: 16 * G}}
+
+func pt(n string, b int64) job.Part { return job.Part{Node: n, Bytes: b} }
+
+var thesis = Policy{Proportion: 128, MinJobNodes: 128}
+
+func TestPlan(t *testing.T) {
+	io := func(n int, c int64) Request {
+		return Request{ComputeNodes: n, Capacity: c, HasInput: true, HasOutput: true}
+	}
+	for _, c := range []struct {
+		name    string
+		used    map[string]int64
+		req     Request
+		verdict Verdict
+		parts   []job.Part
+		reason  string
+	}{
+		{"too small (App. P l.12)", nil, io(127, 0), Ineligible, nil, "too small"},
+		{"one node per 128", nil, io(128, 0), Assign, []job.Part{pt("r1", 32*G)}, ""},
+		{"ceil of the proportion", nil, io(129, 0), Assign, []job.Part{pt("r1", 32*G), pt("r2", 32*G)}, ""},
+		{"whole nodes only", map[string]int64{"r1": 1}, io(256, 0), Assign, []job.Part{pt("r2", 32*G), pt("r3", 16*G)}, ""},
+		{"wait for nodes (§3.2.1)", map[string]int64{"r1": 1, "r2": 1}, io(256, 0), Wait, nil, "1 free now"},
+		{"capped at the accelerator", nil, io(100000, 0), Assign, []job.Part{pt("r1", 32*G), pt("r2", 32*G), pt("r3", 16*G)}, ""},
+		{"explicit capacity on a small job", nil, io(1, 4*G), Assign, []job.Part{pt("r3", 4*G)}, ""},
+		{"best fit", map[string]int64{"r1": 30 * G}, io(1, 2*G), Assign, []job.Part{pt("r1", 2*G)}, ""},
+		{"spread over nodes", nil, io(1, 40*G), Assign, []job.Part{pt("r2", 32*G), pt("r1", 8*G)}, ""},
+		{"capacity waits", map[string]int64{"r1": 32 * G, "r2": 32 * G, "r3": 15 * G}, io(1, 2*G), Wait, nil, "free now"},
+		{"capacity beyond the accelerator", nil, io(1, 100*G), Ineligible, nil, "more than the accelerator"},
+		{"no directories (App. P l.23)", nil, Request{ComputeNodes: 512}, Ineligible, nil, "no input or output"},
+		{"running without output (App. P l.24)", nil, Request{ComputeNodes: 512, Running: true, HasInput: true}, Ineligible, nil, "no output"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := Plan(thesis, nodes, c.used, c.req)
+			if d.Verdict != c.verdict || len(d.Parts) != len(c.parts) || !strings.Contains(d.Reason, c.reason) {
+				t.Fatalf("got %+v", d)
+			}
+			for i := range c.parts {
+				if d.Parts[i] != c.parts[i] {
+					t.Fatalf("parts %v, want %v", d.Parts, c.parts)
+				}
+			}
+		})
+	}
+	limited := thesis
+	limited.MaxJobCapacity = G
+	if d := Plan(limited, nodes, nil, io(1, 2*G)); d.Verdict != Ineligible || !strings.Contains(d.Reason, "max_job_capacity") {
+		t.Fatalf("site limit: %+v", d)
+	}
+}

@@ -1,0 +1,269 @@
+package stage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Identity is who a staging child runs as.
+type Identity struct {
+	UID, GID uint32
+	Groups   []uint32
+	Name     string
+	Home     string
+}
+
+// Task is one staging phase of one job.
+type Task struct {
+	Job     int64
+	Phase   string // "stage-in" or "stage-out"
+	User    Identity
+	Program string // the user's stage program; "" for the built-in copy
+	Ramdisk string // $1 of a stage program
+	Data    string // $2: the input or output directory
+	// Log receives the child's diagnostics and a stage program's output.
+	Log io.Writer
+	// Progress receives the built-in copy's progress.
+	Progress func(Progress)
+}
+
+// TagVar is set in every staging child's environment; at start the daemon
+// kills leftover processes carrying it (a crash leaves grandchildren of stage
+// programs behind, which no parent-death signal reaches).
+const TagVar = "RSA_STAGE_JOB"
+
+// Runner starts staging children. Self is the rsa binary, which users can
+// execute (they run `rsa run` with it).
+type Runner struct {
+	Self string
+}
+
+// Run runs t to its end as t.User. Cancelling ctx kills the child's whole
+// process group. The built-in copy verifies stage-out content before it
+// reports success.
+func (r *Runner) Run(ctx context.Context, t Task) error {
+	var args []string
+	dir := "/"
+	if t.Program != "" {
+		args = []string{t.Program, t.Ramdisk, t.Data}
+		dir = t.Ramdisk
+	} else {
+		src, dst := t.Data, t.Ramdisk
+		if t.Phase == "stage-out" {
+			src, dst = t.Ramdisk, t.Data
+		}
+		args = []string{r.Self, "stage-worker", "--src", src, "--dst", dst}
+		if t.Phase == "stage-out" {
+			args = append(args, "--verify")
+		}
+	}
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv(t)
+	cmd.Stdin = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	logw := t.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	tail := &tailWriter{max: 2048}
+	cmd.Stderr = io.MultiWriter(logw, tail)
+	var stdout io.ReadCloser
+	var err error
+	if t.Program != "" {
+		cmd.Stdout = logw
+	} else if stdout, err = cmd.StdoutPipe(); err != nil {
+		return err
+	}
+
+	// The parent-death signal fires when the thread that started the child
+	// exits; keep it alive until the child is done.
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			done <- err
+			return
+		}
+		if stdout != nil {
+			readProgress(stdout, t.Progress, logw)
+		}
+		done <- cmd.Wait()
+	}()
+	err = <-done
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s stopped: %w", t.Phase, ctx.Err())
+	}
+	msg := strings.TrimSpace(tail.String())
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit) && t.Program != "":
+		return fmt.Errorf("%s program %s failed (%v)%s", t.Phase, t.Program, exit, lastLine(msg))
+	case errors.As(err, &exit):
+		return fmt.Errorf("%s failed%s", t.Phase, lastLine(msg))
+	case t.Program != "":
+		return fmt.Errorf("%s program %s could not be started as %s: %w", t.Phase, t.Program, t.User.Name, err)
+	default:
+		return fmt.Errorf("%s could not start: %w", t.Phase, err)
+	}
+}
+
+func lastLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return ": " + s
+}
+
+// cleanEnv is the whole environment of a staging child: nothing of root's.
+func cleanEnv(t Task) []string {
+	home := t.User.Home
+	if home == "" {
+		home = "/"
+	}
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"USER=" + t.User.Name,
+		"LOGNAME=" + t.User.Name,
+		"LANG=C.UTF-8",
+		"RSA_JOB_ID=" + strconv.FormatInt(t.Job, 10),
+		"RSA_PHASE=" + t.Phase,
+		"RSA_RAMDISK=" + t.Ramdisk,
+		TagVar + "=" + strconv.FormatInt(t.Job, 10),
+	}
+}
+
+func readProgress(r io.Reader, fn func(Progress), logw io.Writer) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var p workerLine
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			fmt.Fprintln(logw, sc.Text())
+			continue
+		}
+		if fn != nil && p.Progress != nil {
+			fn(*p.Progress)
+		}
+		if p.Done != nil {
+			fmt.Fprintf(logw, "copied %d files, %d bytes (%d already in place), %d dirs, %d symlinks\n",
+				p.Done.Files, p.Done.Bytes, p.Done.Skipped, p.Done.Dirs, p.Done.Links)
+		}
+	}
+	io.Copy(io.Discard, r)
+}
+
+// workerLine is one line the stage-worker child prints on stdout.
+type workerLine struct {
+	Progress *Progress `json:"progress,omitempty"`
+	Done     *Stats    `json:"done,omitempty"`
+}
+
+// Worker is the body of `rsa stage-worker`, running as the job's user.
+func Worker(ctx context.Context, src, dst string, verify bool, stdout, stderr io.Writer) error {
+	enc := json.NewEncoder(stdout)
+	c := &Copier{
+		Progress: func(p Progress) { enc.Encode(workerLine{Progress: &p}) },
+		Warn:     func(path, why string) { fmt.Fprintf(stderr, "%s: %s\n", path, why) },
+	}
+	st, err := c.Copy(ctx, src, dst)
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		_, need, _ := Measure(src)
+		var fs unix.Statfs_t
+		room := int64(-1)
+		if unix.Statfs(dst, &fs) == nil {
+			room = int64(fs.Blocks) * int64(fs.Bsize)
+		}
+		return fmt.Errorf("no space left in %s: the data is %d bytes, the target holds %d bytes; request more RAM (capacity) or stage less", dst, need, room)
+	}
+	if err != nil {
+		return err
+	}
+	if verify {
+		if err := Verify(ctx, src, dst); err != nil {
+			return err
+		}
+	}
+	return enc.Encode(workerLine{Done: &st})
+}
+
+// tailWriter keeps the last bytes written, for error messages.
+type tailWriter struct {
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > w.max {
+		w.buf = w.buf[len(w.buf)-w.max:]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string { return string(w.buf) }
+
+// KillLeftovers kills processes left by a previous daemon's staging: those
+// whose environment carries TagVar and which run as a non-root user. It
+// returns how many it signalled.
+func KillLeftovers() int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !hasTag(env) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(filepath.Join("/proc", e.Name()), &st) != nil || st.Uid == 0 {
+			continue
+		}
+		if unix.Kill(pid, unix.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func hasTag(env []byte) bool {
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if strings.HasPrefix(kv, TagVar+"=") {
+			return true
+		}
+	}
+	return false
+}
