@@ -1,0 +1,611 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// specFlags are the job options shared by run and submit (the thesis'
+// RSA_* variables).
+type specFlags struct {
+	in, out, stageIn, stageOut, delay, capacity string
+	nodes                                       int
+}
+
+func (f *specFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.in, "in", "", "input directory: staged into RAM, then served at this path (RSA_DATA_IN)")
+	fl.StringVar(&f.out, "out", "", "output directory: served from RAM, staged back here after the job (RSA_DATA_OUT)")
+	fl.StringVar(&f.stageIn, "stage-in", "", "program run as you instead of the copy: $1=RAMDISK $2=input dir (RSA_STAGE_IN)")
+	fl.StringVar(&f.stageOut, "stage-out", "", "program run as you instead of the copy: $1=RAMDISK $2=output dir (RSA_STAGE_OUT)")
+	fl.StringVar(&f.delay, "delay", "", "switch the RAM from input to output this long after start, e.g. 300 or 5m (RSA_DELAY; default from the daemon)")
+	fl.StringVar(&f.capacity, "capacity", "", "RAM to request, e.g. 8G (default: by compute nodes and the site's proportion)")
+	fl.IntVar(&f.nodes, "nodes", 1, "compute nodes the job uses (RSA nodes are assigned in proportion)")
+}
+
+func absPath(flag, p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("--%s %q: %w", flag, p, err)
+	}
+	return a, nil
+}
+
+func (f *specFlags) spec() (job.Spec, error) {
+	s := job.Spec{ComputeNodes: f.nodes, Delay: -1}
+	var err error
+	for _, x := range []struct {
+		flag string
+		in   string
+		out  *string
+	}{{"in", f.in, &s.Input}, {"out", f.out, &s.Output}, {"stage-in", f.stageIn, &s.StageIn}, {"stage-out", f.stageOut, &s.StageOut}} {
+		if *x.out, err = absPath(x.flag, x.in); err != nil {
+			return s, err
+		}
+	}
+	if f.delay != "" {
+		if s.Delay, err = units.ParseDuration(f.delay); err != nil {
+			return s, fmt.Errorf("--delay: %w", err)
+		}
+	}
+	if f.capacity != "" {
+		if s.Capacity, err = units.ParseSize(f.capacity); err != nil {
+			return s, fmt.Errorf("--capacity: %w", err)
+		}
+	}
+	if f.nodes < 1 {
+		return s, fmt.Errorf("--nodes %d: a job uses at least one compute node", f.nodes)
+	}
+	return s, nil
+}
+
+// reporter prints a job's progress to stderr: a line that rewrites itself
+// on a terminal, a line per change otherwise.
+type reporter struct {
+	tty  bool
+	last string
+}
+
+func newReporter() *reporter {
+	_, err := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS)
+	return &reporter{tty: err == nil}
+}
+
+func (r *reporter) say(format string, args ...any) {
+	r.clear()
+	fmt.Fprintf(os.Stderr, "rsa: "+format+"\n", args...)
+}
+
+func (r *reporter) clear() {
+	if r.tty && r.last != "" {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+		r.last = ""
+	}
+}
+
+func (r *reporter) show(j *api.JobView) {
+	line := fmt.Sprintf("job %d %s/%s %s", j.ID, j.State, j.RSA, progressText(j))
+	if line == r.last {
+		return
+	}
+	if r.tty {
+		fmt.Fprint(os.Stderr, "\r\033[K"+line)
+	} else if stateOf(r.last) != stateOf(line) {
+		fmt.Fprintln(os.Stderr, "rsa: "+line)
+	}
+	r.last = line
+}
+
+func stateOf(line string) string {
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return ""
+	}
+	return f[2]
+}
+
+func progressText(j *api.JobView) string {
+	if j.Waiting != "" {
+		return j.Waiting
+	}
+	p := j.Progress
+	if p == nil || (j.RSA != lifecycle.StagingIn && j.RSA != lifecycle.StagingOut) {
+		return ""
+	}
+	s := fmt.Sprintf("%s %d", p.Phase, p.Files)
+	if p.TotalFiles > 0 {
+		s += fmt.Sprintf("/%d", p.TotalFiles)
+	}
+	s += " files " + units.FormatSize(p.Bytes)
+	if p.TotalBytes > 0 {
+		s += "/" + units.FormatSize(p.TotalBytes)
+	}
+	if r := p.Rate(); r > 0 {
+		s += " " + units.FormatSize(int64(r)) + "/s"
+	}
+	if eta := p.ETA(); eta > 0 {
+		s += " ETA " + eta.Round(time.Second).String()
+	}
+	return s
+}
+
+// poll follows a job until done says so, showing progress.
+func poll(ctx context.Context, c *api.Client, j *api.JobView, r *reporter, done func(*api.JobView) bool) (*api.JobView, error) {
+	for !done(j) {
+		r.show(j)
+		next, err := c.Job(ctx, j.ID, j.Version, time.Second)
+		if err != nil {
+			r.clear()
+			return nil, err
+		}
+		j = next
+	}
+	r.clear()
+	return j, nil
+}
+
+func runCmd(g *globals) *cobra.Command {
+	var f specFlags
+	var noWait bool
+	var jobID int64
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command with its input in RAM and its output caught in RAM",
+		Long: `Run COMMAND as you with RSA: the daemon builds a RAMDISK for the job, stages
+--in into it, and mounts it over --in when COMMAND starts. After --delay it
+switches the RAM to --out. When COMMAND exits, rsa run returns its exit status
+at once; the daemon stages the output back to --out, verifies it, and frees
+the RAM (follow with 'rsa wait JOB').
+
+Without --no-wait, COMMAND starts once the input is in RAM. With --no-wait it
+starts at once; input not yet staged is read from disk (the RAMDISK then
+serves only the output), as the thesis' fallback does.
+
+Example:
+  rsa run --in ~/sim/input --out ~/sim/results --delay 60 --capacity 8G -- ./sim`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			return runJob(cmd.Context(), c, &f, jobID, noWait, args)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start COMMAND at once, even before the input is in RAM")
+	cmd.Flags().Int64Var(&jobID, "job", 0, "run in a job prepared with 'rsa submit' instead of submitting one")
+	return cmd
+}
+
+func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWait bool, args []string) error {
+	if _, err := exec.LookPath(args[0]); err != nil {
+		return fmt.Errorf("command %q: %w", args[0], err)
+	}
+	r := newReporter()
+	var j *api.JobView
+	var err error
+	if jobID != 0 {
+		j, err = c.Job(ctx, jobID, 0, 0)
+	} else {
+		var spec job.Spec
+		if spec, err = f.spec(); err != nil {
+			return err
+		}
+		j, err = c.Submit(ctx, api.SubmitRequest{Spec: spec, Attach: true})
+	}
+	if err != nil {
+		return err
+	}
+	r.say("job %d submitted", j.ID)
+	cancel := func(why string) {
+		cctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		c.Act(cctx, j.ID, api.VerbCancel, false)
+		r.say("job %d cancelled: %s", j.ID, why)
+	}
+	if !noWait {
+		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
+			return j.State == lifecycle.Finished || j.RSA == lifecycle.Ready || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				cancel("interrupted before the command started")
+				return exitCode(130)
+			}
+			return err
+		}
+		switch {
+		case j.State == lifecycle.Finished:
+			return fmt.Errorf("job %d ended before its command started: %s", j.ID, j.Error)
+		case j.RSA == lifecycle.Aborted:
+			cancel("stage-in failed")
+			return fmt.Errorf("job %d: %s; the command was not run (fix the input or stage-in program, or use --no-wait to read from disk)", j.ID, j.Error)
+		case j.RSA == lifecycle.Ineligible:
+			r.say("job %d runs without RSA: %s", j.ID, j.Error)
+		default:
+			r.say("job %d: input staged in RAM", j.ID)
+		}
+	}
+	j, err = c.Act(ctx, j.ID, api.VerbStart, true)
+	if err != nil {
+		return err
+	}
+	j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
+		return j.RSA != lifecycle.MountingIn && j.RSA != lifecycle.Mounting
+	})
+	if err != nil {
+		return err
+	}
+	switch j.RSA {
+	case lifecycle.InUseIn:
+		r.say("job %d: RAM serves %s", j.ID, j.Spec.Input)
+	case lifecycle.InUseOut:
+		r.say("job %d: RAM catches %s", j.ID, j.Spec.Output)
+	default:
+		if j.Error != "" {
+			r.say("job %d: reading and writing on disk (%s)", j.ID, j.Error)
+		}
+	}
+
+	status, ran := runCommand(args, j.ID)
+	finishJob(c, j.ID, r)
+	r.say("job %d: command exited with status %d after %s; staging out in the background (rsa wait %d)", j.ID, status, ran.Round(time.Millisecond), j.ID)
+	if status != 0 {
+		return exitCode(status)
+	}
+	return nil
+}
+
+// runCommand runs the job's command as the caller, forwarding signals, and
+// returns its exit status the way a shell reports it.
+func runCommand(args []string, id int64) (int, time.Duration) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), fmt.Sprintf("RSA_JOB_ID=%d", id))
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "rsa:", err)
+		return 127, 0
+	}
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	err := cmd.Wait()
+	ran := time.Since(start)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), ran
+		}
+		return ee.ExitCode(), ran
+	}
+	if err != nil {
+		return 1, ran
+	}
+	return 0, ran
+}
+
+// finishJob tells the daemon the command is over, waiting out a daemon
+// restart: the job's output must not sit unnoticed in RAM.
+func finishJob(c *api.Client, id int64, r *reporter) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := c.Act(ctx, id, api.VerbFinish, false)
+		stop()
+		if err == nil || !api.Unreachable(err) || time.Now().After(deadline) {
+			if err != nil {
+				r.say("job %d: could not report the end of the command: %v (the daemon finishes the job when it sees this process gone)", id, err)
+			}
+			return
+		}
+		r.say("job %d: waiting for the rsa daemon to report the end of the command", id)
+		time.Sleep(time.Second)
+	}
+}
+
+func submitCmd(g *globals) *cobra.Command {
+	var f specFlags
+	cmd := &cobra.Command{
+		Use:   "submit [flags]",
+		Short: "Prepare a job: build its RAMDISK and stage its input now",
+		Long: `Submit a job without running it: RSA builds the RAMDISK and stages the input
+at once. Run the command later with 'rsa run --job ID -- COMMAND', or cancel
+with 'rsa cancel ID'. Prints the job id.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			spec, err := f.spec()
+			if err != nil {
+				return err
+			}
+			j, err := c.Submit(cmd.Context(), api.SubmitRequest{Spec: spec})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(os.Stdout, j)
+			}
+			fmt.Println(j.ID)
+			return nil
+		},
+	}
+	f.add(cmd)
+	addJSON(cmd, g)
+	return cmd
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	var watch, all bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show jobs with their job-state, rsa-state, RAM and staging progress",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			for {
+				js, err := c.Jobs(cmd.Context(), all)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return printJSON(os.Stdout, map[string]any{"jobs": js})
+				}
+				if watch {
+					fmt.Print("\033[H\033[2J")
+					fmt.Println(time.Now().Format(time.DateTime))
+				}
+				printJobs(js)
+				if !watch {
+					return nil
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(2 * time.Second):
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "refresh every 2 seconds")
+	cmd.Flags().BoolVar(&all, "all", false, "include ended jobs")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func printJobs(js []api.JobView) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS")
+	for _, j := range js {
+		ram := "-"
+		if j.Capacity() > 0 && lifecycle.HoldsNodes(j.RSA) {
+			ram = units.FormatSize(j.Used) + "/" + units.FormatSize(j.Capacity())
+		}
+		nodes := strings.Join(j.Nodes(), ",")
+		if nodes == "" || !lifecycle.HoldsNodes(j.RSA) {
+			nodes = "-"
+		}
+		note := progressText(&j)
+		if note == "" && (lifecycle.NeedsAdmin(j.RSA) || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted) {
+			note = j.Error
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.User, j.State, j.RSA, nodes, ram, note)
+	}
+	w.Flush()
+}
+
+func waitCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "wait JOB",
+		Short: "Wait until a job's output is staged out and its RAM freed; report the result",
+		Long: `Block until the job is over for RSA: its output staged out and verified and its
+RAMDISK destroyed (exit 0), or stage-out or teardown failed and the job waits
+for an administrator (exit 1, with the reason).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := jobArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.WaitFor(cmd.Context(), id, func(j *api.JobView) bool {
+				return j.Machine().Done() || lifecycle.NeedsAdmin(j.RSA)
+			})
+			if err != nil {
+				return err
+			}
+			if g.json {
+				printJSON(os.Stdout, j)
+			}
+			if lifecycle.NeedsAdmin(j.RSA) {
+				return fmt.Errorf("job %d is %s: %s; its RAM is kept at %s until an administrator runs 'rsa retry %d' or 'rsa discard %d'",
+					id, j.RSA, j.Error, j.Ramdisk, id, id)
+			}
+			evs, _, _ := c.Events(cmd.Context(), id)
+			for _, e := range evs {
+				if e.Kind == string(lifecycle.EvDiscard) {
+					return fmt.Errorf("job %d ended, but an administrator discarded its output", id)
+				}
+			}
+			if !g.json {
+				msg := "done; RAM released"
+				for _, e := range evs {
+					if e.RSAState == lifecycle.DoneStagingOut {
+						msg = "output staged out and verified; RAM released"
+					}
+				}
+				fmt.Printf("job %d: %s\n", id, msg)
+			}
+			return nil
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func cancelCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "End a job: stop staging, stage out what its output holds, free its RAM",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return act(cmd.Context(), g, args[0], api.VerbCancel)
+		},
+	}
+}
+
+func adminCmd(g *globals, verb, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " JOB",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return act(cmd.Context(), g, args[0], verb)
+		},
+	}
+}
+
+func act(ctx context.Context, g *globals, arg, verb string) error {
+	id, err := jobArg(arg)
+	if err != nil {
+		return err
+	}
+	c, err := g.client()
+	if err != nil {
+		return err
+	}
+	j, err := c.Act(ctx, id, verb, false)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("job %d: %s/%s\n", j.ID, j.State, j.RSA)
+	return nil
+}
+
+func logCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "log JOB",
+		Short: "Print a job's timestamped events and its staging log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := jobArg(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			evs, stageLog, err := c.Events(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(os.Stdout, map[string]any{"events": evs, "stage_log": stageLog})
+			}
+			for _, e := range evs {
+				fmt.Printf("%d.%03d %s job %d %s\n", e.At.Unix(), e.At.Nanosecond()/1e6, e.At.UTC().Format("15:04:05"), id, e.Message)
+			}
+			if stageLog != "" {
+				fmt.Printf("--- staging log ---\n%s", stageLog)
+			}
+			return nil
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func nodesCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "Show RSA nodes: capacity, RAM allocated and the jobs holding it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ns, err := c.Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return printJSON(os.Stdout, map[string]any{"nodes": ns})
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NODE\tENGINE\tCAPACITY\tALLOCATED\tFREE\tJOBS")
+			for _, n := range ns {
+				jobs := "-"
+				if len(n.Jobs) > 0 {
+					jobs = strings.Trim(fmt.Sprint(n.Jobs), "[]")
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Engine, units.FormatSize(n.Capacity), units.FormatSize(n.Used),
+					units.FormatSize(n.Capacity-n.Used), jobs)
+			}
+			return w.Flush()
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func gcCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Remove RAMDISKs (and their mounts) that no job holds (root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			rep, err := c.GC(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if len(rep.Removed) == 0 {
+				fmt.Println("nothing to remove")
+			}
+			for _, r := range rep.Removed {
+				fmt.Println("removed", r)
+			}
+			return nil
+		},
+	}
+}

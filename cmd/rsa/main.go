@@ -1,0 +1,190 @@
+// Command rsa is the RAMDISK Storage Accelerator: `rsa serve` is the daemon
+// (root), every other subcommand is a thin client of its socket.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/daemon"
+	"github.com/rsa-hpc/rsa/internal/stage"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// exitCode carries a process exit status (rsa run returns its command's).
+type exitCode int
+
+func (e exitCode) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+type globals struct {
+	config string
+	socket string
+	json   bool
+}
+
+func main() {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:   "rsa",
+		Short: "RAMDISK Storage Accelerator: per-job RAM file systems with asynchronous staging",
+		Long: `RSA gives a batch job its own RAM file system, sized to the job. Before the job
+starts, RSA stages its input into RAM; while it runs, the RAM appears at the
+job's own input path, later at its output path; after it ends, RSA stages the
+output back to persistent storage and frees the RAM, while the compute nodes
+already run the next job.
+
+Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $RSA_CONFIG or "+config.DefaultPath+")")
+	root.PersistentFlags().StringVar(&g.socket, "socket", "", "daemon socket (default $RSA_SOCKET or the config's socket)")
+	root.AddCommand(serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
+		nodesCmd(g), versionCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
+		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
+		gcCmd(g), stageWorkerCmd())
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := root.ExecuteContext(ctx)
+	stop()
+	var code exitCode
+	switch {
+	case err == nil:
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	default:
+		fmt.Fprintln(os.Stderr, "rsa:", err)
+		os.Exit(1)
+	}
+}
+
+// client connects to the daemon named by --socket, RSA_SOCKET or the config.
+func (g *globals) client() (*api.Client, error) {
+	if g.socket != "" {
+		return api.NewClient(g.socket), nil
+	}
+	if s := os.Getenv("RSA_SOCKET"); s != "" {
+		return api.NewClient(s), nil
+	}
+	cfg, err := config.Load(config.Resolve(g.config))
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClient(cfg.Socket), nil
+}
+
+func addJSON(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func jobArg(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a job id (see rsa status)", s)
+	}
+	return id, nil
+}
+
+func serveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the RSA daemon (root)",
+		Long: `Run the RSA daemon in the foreground. It owns all state (SQLite in state_dir),
+builds and destroys RAMDISKs, stages data as each job's user and mounts RAM
+at jobs' paths. After a crash or kill it resumes every job where it stood.
+Without a config file it serves one local RSA node with half of the free RAM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(config.Resolve(g.config))
+			if err != nil {
+				return err
+			}
+			if g.socket != "" {
+				cfg.Socket = g.socket
+			}
+			var level slog.Level
+			level.UnmarshalText([]byte(cfg.LogLevel))
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("locating the rsa binary for staging: %w", err)
+			}
+			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version, Self: self})
+			if err != nil {
+				return err
+			}
+			return d.Run(cmd.Context())
+		},
+	}
+}
+
+func versionCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the client's and the daemon's versions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := map[string]any{"client": version}
+			if c, err := g.client(); err == nil {
+				if v, err := c.Version(cmd.Context()); err == nil {
+					out["daemon"] = v
+				} else {
+					out["daemon_error"] = err.Error()
+				}
+			}
+			if g.json {
+				return printJSON(os.Stdout, out)
+			}
+			fmt.Printf("rsa client %s\n", version)
+			if v, ok := out["daemon"].(api.VersionInfo); ok {
+				fmt.Printf("rsa daemon %s (schema %d, config %s)\n", v.Version, v.Schema, v.Config)
+			} else {
+				fmt.Printf("rsa daemon: %v\n", out["daemon_error"])
+			}
+			return nil
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func stageWorkerCmd() *cobra.Command {
+	var src, dst string
+	var verify bool
+	cmd := &cobra.Command{
+		Use:    "stage-worker",
+		Short:  "Internal: the staging child the daemon starts as the job's user",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() == 0 {
+				return errors.New("stage-worker never runs as root")
+			}
+			return stage.Worker(cmd.Context(), src, dst, verify, os.Stdout, os.Stderr)
+		},
+	}
+	cmd.Flags().StringVar(&src, "src", "", "source tree")
+	cmd.Flags().StringVar(&dst, "dst", "", "destination directory")
+	cmd.Flags().BoolVar(&verify, "verify", false, "compare content after copying")
+	return cmd
+}

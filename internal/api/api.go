@@ -1,0 +1,115 @@
+// Package api is the wire between `rsa serve` and every other entry point:
+// HTTP/JSON over a Unix socket, where the caller's identity is the socket
+// peer's credentials (SO_PEERCRED), never anything the caller says. It owns
+// the request and response types, the HTTP routes and the client. It must
+// not decide anything: the daemon behind Service does.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/job"
+)
+
+// Peer is the calling process, as the kernel reports it.
+type Peer struct {
+	PID int32
+	UID uint32
+	GID uint32
+}
+
+// Root reports whether the caller is root.
+func (p Peer) Root() bool { return p.UID == 0 }
+
+// SubmitRequest creates a job.
+type SubmitRequest struct {
+	Spec job.Spec `json:"spec"`
+	// Attach makes the calling process the job's owner: when it exits, the
+	// job is finished (rsa run).
+	Attach bool `json:"attach,omitempty"`
+}
+
+// JobView is a job with what the daemon knows beyond the record.
+type JobView struct {
+	job.Job
+	Progress *job.Progress `json:"progress,omitempty"`
+	Used     int64         `json:"ram_used,omitempty"`
+	Waiting  string        `json:"waiting,omitempty"` // why it waits, e.g. for capacity
+}
+
+// NodeView is one RSA node's use.
+type NodeView struct {
+	Name     string  `json:"name"`
+	Engine   string  `json:"engine"`
+	Capacity int64   `json:"capacity"`
+	Used     int64   `json:"allocated"`
+	Jobs     []int64 `json:"jobs,omitempty"`
+}
+
+// GCReport lists what gc removed.
+type GCReport struct {
+	Removed []string `json:"removed"`
+}
+
+// VersionInfo identifies the daemon.
+type VersionInfo struct {
+	Version string `json:"version"`
+	Schema  int    `json:"schema"`
+	Config  string `json:"config"`
+}
+
+// Verbs act on one job.
+const (
+	VerbStart   = "start"
+	VerbFinish  = "finish"
+	VerbCancel  = "cancel"
+	VerbRetry   = "retry"
+	VerbDiscard = "discard"
+)
+
+// Service is what the daemon offers. Implementations check the peer's right
+// to each call.
+type Service interface {
+	Submit(ctx context.Context, p Peer, r SubmitRequest) (*JobView, error)
+	Jobs(ctx context.Context, p Peer, all bool) ([]JobView, error)
+	// Job returns the job once its version is above after, or when wait ends.
+	Job(ctx context.Context, p Peer, id int64, after int64, wait time.Duration) (*JobView, error)
+	Events(ctx context.Context, p Peer, id int64) ([]job.Event, string, error)
+	Act(ctx context.Context, p Peer, id int64, verb string, attach bool) (*JobView, error)
+	Nodes(ctx context.Context, p Peer) ([]NodeView, error)
+	GC(ctx context.Context, p Peer) (*GCReport, error)
+	Version(ctx context.Context) VersionInfo
+}
+
+// Error is a failure with the HTTP status it travels as.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Errorf builds an Error.
+func Errorf(status int, format string, args ...any) error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Forbidden, NotFound and Invalid are the usual refusals.
+func Forbidden(format string, args ...any) error {
+	return Errorf(http.StatusForbidden, format, args...)
+}
+func NotFound(format string, args ...any) error { return Errorf(http.StatusNotFound, format, args...) }
+func Invalid(format string, args ...any) error  { return Errorf(http.StatusBadRequest, format, args...) }
+
+// StatusOf maps an error to its HTTP status.
+func StatusOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,154 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/job"
+)
+
+// Client talks to the daemon's socket.
+type Client struct {
+	Socket string
+	http   *http.Client
+}
+
+// NewClient returns a client for the socket at path.
+func NewClient(path string) *Client {
+	return &Client{Socket: path, http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}}
+}
+
+// Unreachable reports whether err means the daemon is not there (not
+// started, restarting): worth retrying, unlike a refusal.
+func Unreachable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://rsa"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if Unreachable(err) {
+			return fmt.Errorf("cannot reach the rsa daemon at %s (is `rsa serve` running?): %w", c.Socket, err)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.NewDecoder(resp.Body).Decode(&e)
+		if e.Error == "" {
+			e.Error = resp.Status
+		}
+		return &Error{Status: resp.StatusCode, Msg: e.Error}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (c *Client) Version(ctx context.Context) (VersionInfo, error) {
+	var v VersionInfo
+	return v, c.do(ctx, "GET", "/v1/version", nil, &v)
+}
+
+func (c *Client) Submit(ctx context.Context, r SubmitRequest) (*JobView, error) {
+	var j JobView
+	return &j, c.do(ctx, "POST", "/v1/jobs", r, &j)
+}
+
+func (c *Client) Jobs(ctx context.Context, all bool) ([]JobView, error) {
+	var out struct {
+		Jobs []JobView `json:"jobs"`
+	}
+	q := ""
+	if all {
+		q = "?all=1"
+	}
+	return out.Jobs, c.do(ctx, "GET", "/v1/jobs"+q, nil, &out)
+}
+
+// Job returns job id once its version exceeds after, or after wait.
+func (c *Client) Job(ctx context.Context, id, after int64, wait time.Duration) (*JobView, error) {
+	var j JobView
+	q := url.Values{}
+	q.Set("after", strconv.FormatInt(after, 10))
+	q.Set("wait", wait.String())
+	return &j, c.do(ctx, "GET", fmt.Sprintf("/v1/jobs/%d?%s", id, q.Encode()), nil, &j)
+}
+
+func (c *Client) Events(ctx context.Context, id int64) ([]job.Event, string, error) {
+	var out struct {
+		Events   []job.Event `json:"events"`
+		StageLog string      `json:"stage_log"`
+	}
+	err := c.do(ctx, "GET", fmt.Sprintf("/v1/jobs/%d/events", id), nil, &out)
+	return out.Events, out.StageLog, err
+}
+
+// Act applies a verb (start, finish, cancel, retry, discard) to a job.
+func (c *Client) Act(ctx context.Context, id int64, verb string, attach bool) (*JobView, error) {
+	var j JobView
+	q := ""
+	if attach {
+		q = "?attach=1"
+	}
+	return &j, c.do(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/%s%s", id, verb, q), nil, &j)
+}
+
+func (c *Client) Nodes(ctx context.Context) ([]NodeView, error) {
+	var out struct {
+		Nodes []NodeView `json:"nodes"`
+	}
+	return out.Nodes, c.do(ctx, "GET", "/v1/nodes", nil, &out)
+}
+
+func (c *Client) GC(ctx context.Context) (*GCReport, error) {
+	var r GCReport
+	return &r, c.do(ctx, "POST", "/v1/gc", nil, &r)
+}
+
+// WaitFor polls job id (by long poll) until done returns true.
+func (c *Client) WaitFor(ctx context.Context, id int64, done func(*JobView) bool) (*JobView, error) {
+	var after int64
+	for {
+		j, err := c.Job(ctx, id, after, 30*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		if done(j) {
+			return j, nil
+		}
+		after = j.Version
+	}
+}

@@ -1,0 +1,378 @@
+// Package daemon is `rsa serve`: it owns the store and drives every job
+// through the lifecycle machine. One goroutine (the loop) applies events in
+// order: it loads the job, asks lifecycle.Step, commits the transition, and
+// only then starts the returned actions, whose completions come back to the
+// loop as events. After a crash the loop resumes each job's in-progress
+// action. The package must not hold lifecycle state outside the store: maps
+// here only track running processes and progress, which die with the daemon.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/node"
+	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/store"
+)
+
+// Daemon is the running service.
+type Daemon struct {
+	cfg     *config.Config
+	store   *store.Store
+	engine  engine.Engine
+	access  node.Access
+	runner  *stage.Runner
+	log     *slog.Logger
+	version string
+
+	inbox   chan msg
+	stopped chan struct{}
+	closing atomic.Bool
+	actx    context.Context // parent of running actions; cancelled at shutdown
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	// Owned by the loop goroutine.
+	pending []msg
+	staging map[int64]context.CancelFunc
+
+	mu       sync.Mutex
+	notify   chan struct{} // closed and replaced on every commit
+	progress map[int64]job.Progress
+	waiting  map[int64]string
+}
+
+// msg is one event for one job, with an optional edit of the record that is
+// committed with the transition, and an optional reply for API callers.
+type msg struct {
+	id    int64
+	ev    lifecycle.Event
+	edit  func(j *job.Job)
+	reply chan reply
+}
+
+type reply struct {
+	job *job.Job
+	err error
+}
+
+// Options are what New needs besides the config.
+type Options struct {
+	Log     *slog.Logger
+	Version string
+	Self    string // the rsa binary, for staging children
+}
+
+// New opens the store and prepares the engine; Run starts serving.
+func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("rsa serve must run as root: it mounts file systems and stages data as each job's user")
+	}
+	st, err := store.Open(ctx, cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "logs"), 0o700); err != nil {
+		st.Close()
+		return nil, err
+	}
+	local, err := engine.NewLocal(cfg.RamdiskRoot)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	d := &Daemon{
+		cfg:      cfg,
+		store:    st,
+		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
+		access:   node.Local{},
+		runner:   &stage.Runner{Self: o.Self},
+		log:      o.Log,
+		version:  o.Version,
+		inbox:    make(chan msg, 256),
+		stopped:  make(chan struct{}),
+		staging:  map[int64]context.CancelFunc{},
+		notify:   make(chan struct{}),
+		progress: map[int64]job.Progress{},
+		waiting:  map[int64]string{},
+	}
+	d.actx, d.cancel = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// Run recovers, then serves the socket until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	lock, err := lockState(d.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	ln, err := api.Listen(d.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	if n := stage.KillLeftovers(); n > 0 {
+		d.log.Warn("killed staging processes left by a previous daemon", "count", n)
+	}
+	if rep, err := d.gc(ctx); err != nil {
+		d.log.Error("gc at start", "err", err)
+	} else if len(rep.Removed) > 0 {
+		d.log.Warn("removed RAMDISKs no job holds", "removed", rep.Removed)
+	}
+	if err := d.resume(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("resuming jobs: %w", err)
+	}
+
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); d.loop(ctx) }()
+	srv := api.NewServer(d, d.log)
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
+		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"))
+
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+	}
+	d.closing.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	<-loopDone
+	d.cancel()
+	waitTimeout(&d.wg, 15*time.Second)
+	os.Remove(d.cfg.Socket)
+	d.store.Close()
+	d.log.Info("rsa stopped")
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// lockState keeps a second daemon off the same state.
+func lockState(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "rsa.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("another rsa daemon holds %s: stop it first", dir)
+	}
+	return f, nil
+}
+
+// post hands an event to the loop; after shutdown began it is dropped, and
+// the job resumes from its committed state at the next start.
+func (d *Daemon) post(m msg) bool {
+	if d.closing.Load() {
+		return false
+	}
+	select {
+	case d.inbox <- m:
+		return true
+	case <-d.stopped:
+		return false
+	}
+}
+
+// call posts an event and waits for the committed result.
+func (d *Daemon) call(ctx context.Context, m msg) (*job.Job, error) {
+	m.reply = make(chan reply, 1)
+	if !d.post(m) {
+		return nil, api.Errorf(http.StatusServiceUnavailable, "rsa daemon is shutting down; try again")
+	}
+	select {
+	case r := <-m.reply:
+		return r.job, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (d *Daemon) loop(ctx context.Context) {
+	defer close(d.stopped)
+	tick := time.NewTicker(d.cfg.Tick)
+	defer tick.Stop()
+	for {
+		for len(d.pending) > 0 {
+			m := d.pending[0]
+			d.pending = d.pending[1:]
+			d.handle(ctx, m)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-d.inbox:
+			d.handle(ctx, m)
+		case now := <-tick.C:
+			d.tick(ctx, now)
+		}
+	}
+}
+
+// tick re-evaluates the jobs that can move with time or capacity: those
+// waiting for nodes and those whose input-to-output switch may be due.
+func (d *Daemon) tick(ctx context.Context, now time.Time) {
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		d.log.Error("listing jobs", "err", err)
+		return
+	}
+	for _, j := range jobs {
+		if j.RSA == lifecycle.Initial || (j.State == lifecycle.Running && j.RSA == lifecycle.InUseIn) {
+			d.handle(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: now}})
+		}
+	}
+}
+
+// handle applies one event: Step, commit, then start the actions.
+func (d *Daemon) handle(ctx context.Context, m msg) {
+	j, err := d.apply(ctx, m)
+	if m.reply != nil {
+		m.reply <- reply{j, err}
+	}
+	if err != nil && m.reply == nil {
+		d.log.Error("applying event", "job", m.id, "event", m.ev.Kind, "err", err)
+	}
+}
+
+func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
+	j, err := d.store.Get(ctx, m.id)
+	if err != nil {
+		return nil, err
+	}
+	switch m.ev.Kind {
+	case lifecycle.EvStagedIn, lifecycle.EvStageInFailed, lifecycle.EvStageInStopped:
+		delete(d.staging, j.ID)
+	}
+	out := lifecycle.Step(j.Machine(), m.ev)
+	if out.Ignored {
+		if m.reply != nil && m.edit == nil {
+			return j, api.Errorf(http.StatusConflict, "job %d is %s/%s: %s does not apply now", j.ID, j.State, j.RSA, m.ev.Kind)
+		}
+		if m.edit == nil {
+			d.log.Debug("event ignored", "job", j.ID, "event", m.ev.Kind, "state", j.State, "rsa", j.RSA)
+			return j, nil
+		}
+	}
+	next := *j
+	next.State, next.RSA = out.Job.State, out.Job.RSA
+	if m.ev.Kind == lifecycle.EvStarted && !out.Ignored {
+		next.StartedAt = out.Job.StartedAt
+	}
+	if next.State == lifecycle.Finished && j.State != lifecycle.Finished {
+		next.FinishedAt = m.ev.At
+	}
+	if m.ev.Reason != "" && isFailure(m.ev.Kind) {
+		next.Error = m.ev.Reason
+	}
+	if m.edit != nil {
+		m.edit(&next)
+	}
+	var evs []job.Event
+	for _, c := range out.Changes {
+		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
+		d.log.Info("transition", "job", j.ID, "event", m.ev.Kind, "change", c.String())
+	}
+	if len(evs) > 0 || m.edit != nil {
+		next.UpdatedAt = time.Now()
+		if err := d.store.Commit(ctx, &next, evs); err != nil {
+			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
+		}
+		d.changed()
+	}
+	if next.Machine().Done() {
+		d.forget(next.ID)
+	}
+	for _, a := range out.Actions {
+		d.start(&next, a)
+	}
+	if lifecycle.HoldsNodes(j.RSA) && !lifecycle.HoldsNodes(next.RSA) {
+		// Capacity came free: let waiting jobs try now, in order.
+		d.tick(ctx, m.ev.At)
+	}
+	return &next, nil
+}
+
+func isFailure(k lifecycle.EventKind) bool {
+	switch k {
+	case lifecycle.EvIneligible, lifecycle.EvBootFailed, lifecycle.EvStageInFailed, lifecycle.EvMountFailed,
+		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed:
+		return true
+	}
+	return false
+}
+
+// changed wakes every long-polling reader.
+func (d *Daemon) changed() {
+	d.mu.Lock()
+	close(d.notify)
+	d.notify = make(chan struct{})
+	d.mu.Unlock()
+}
+
+func (d *Daemon) forget(id int64) {
+	d.mu.Lock()
+	delete(d.progress, id)
+	delete(d.waiting, id)
+	d.mu.Unlock()
+}
+
+// resume restarts every active job's in-progress action and watches the
+// processes that own running jobs.
+func (d *Daemon) resume(ctx context.Context) error {
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if _, busy := lifecycle.Work(j.RSA); busy {
+			d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
+		}
+		d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}})
+		d.watchOwner(j)
+	}
+	return nil
+}
+
+// ramdisk describes j's RAMDISK for the engine.
+func (d *Daemon) ramdisk(j *job.Job) engine.Ramdisk {
+	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, UID: j.UID, GID: j.GID}
+}

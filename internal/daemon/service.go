@@ -1,0 +1,380 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/store"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+var _ api.Service = (*Daemon)(nil)
+
+func (d *Daemon) Version(ctx context.Context) api.VersionInfo {
+	v, _ := d.store.SchemaVersion(ctx)
+	return api.VersionInfo{Version: d.version, Schema: v, Config: cmpOr(d.cfg.Path, "embedded default")}
+}
+
+// Submit validates a job against the caller's own rights and creates it. On
+// this scheduler ("none") the job is on deck at once.
+func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*api.JobView, error) {
+	if p.Root() {
+		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10))
+	if err != nil {
+		return nil, api.Forbidden("uid %d has no account on this host: %v", p.UID, err)
+	}
+	spec := r.Spec
+	if err := d.validate(&spec, p.UID); err != nil {
+		return nil, err
+	}
+	active, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(active) >= d.cfg.Limits.MaxActiveJobs {
+		return nil, api.Errorf(http.StatusServiceUnavailable, "RSA already tracks %d active jobs (limits.max_active_jobs); try again later", len(active))
+	}
+	now := time.Now()
+	j := &job.Job{Spec: spec, UID: p.UID, GID: p.GID, User: u.Username, Home: u.HomeDir, Groups: groups(u),
+		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+	if r.Attach {
+		if err := attach(j, p); err != nil {
+			return nil, err
+		}
+	}
+	msg := fmt.Sprintf("submitted by %s: %s", u.Username, describeSpec(spec))
+	if err := d.store.Create(ctx, j, []job.Event{{At: now, Kind: "submit", JobState: j.State, RSAState: j.RSA, Message: msg}}); err != nil {
+		return nil, err
+	}
+	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "spec", describeSpec(spec))
+	d.watchOwner(j)
+	got, err := d.call(ctx, msg2(j.ID, lifecycle.EvTick))
+	if err != nil {
+		return nil, err
+	}
+	return d.view(got), nil
+}
+
+func msg2(id int64, k lifecycle.EventKind) msg {
+	return msg{id: id, ev: lifecycle.Event{Kind: k, At: time.Now()}}
+}
+
+func attach(j *job.Job, p api.Peer) error {
+	st, err := procStartTime(int(p.PID))
+	if err != nil {
+		return api.Invalid("cannot identify the calling process %d: %v", p.PID, err)
+	}
+	j.Owner = job.Owner{PID: int(p.PID), StartTime: st}
+	return nil
+}
+
+func groups(u *user.User) []uint32 {
+	ids, _ := u.GroupIds()
+	var out []uint32
+	for _, s := range ids {
+		if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+			out = append(out, uint32(n))
+		}
+	}
+	return out
+}
+
+func describeSpec(s job.Spec) string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	add("in", s.Input)
+	add("out", s.Output)
+	add("stage_in", s.StageIn)
+	add("stage_out", s.StageOut)
+	parts = append(parts, "delay="+s.Delay.String(), "compute_nodes="+strconv.Itoa(s.ComputeNodes))
+	if s.Capacity > 0 {
+		parts = append(parts, "capacity="+units.FormatSize(s.Capacity))
+	}
+	return strings.Join(parts, " ")
+}
+
+// validate checks a spec before anything is created or mounted. Every error
+// names the field, the problem and the fix.
+func (d *Daemon) validate(s *job.Spec, uid uint32) error {
+	if s.Input == "" && s.Output == "" && s.StageIn == "" {
+		return api.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
+	}
+	if s.Delay < 0 {
+		s.Delay = d.cfg.DefaultDelay
+	}
+	if s.ComputeNodes <= 0 {
+		s.ComputeNodes = 1
+	}
+	if s.Capacity != 0 && s.Capacity < 1<<20 {
+		return api.Invalid("capacity %s is below the 1M minimum", units.FormatSize(s.Capacity))
+	}
+	for _, t := range []struct{ role, path string }{{"input directory", s.Input}, {"output directory", s.Output}} {
+		if t.path == "" {
+			continue
+		}
+		for _, own := range []string{d.cfg.RamdiskRoot, d.cfg.StateDir, filepath.Dir(d.cfg.Socket)} {
+			if t.path == own || strings.HasPrefix(t.path, own+"/") || strings.HasPrefix(own, t.path+"/") {
+				return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
+			}
+		}
+		if err := mount.CheckTarget(t.role, t.path, uid); err != nil {
+			return api.Invalid("%v", err)
+		}
+	}
+	if s.Input != "" && s.Output != "" {
+		if s.Input == s.Output || strings.HasPrefix(s.Output, s.Input+"/") || strings.HasPrefix(s.Input, s.Output+"/") {
+			return api.Invalid("input %q and output %q must be separate directories (neither inside the other)", s.Input, s.Output)
+		}
+	}
+	for _, p := range []struct{ role, path string }{{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut}} {
+		if p.path == "" {
+			continue
+		}
+		if p.path == "pack" || p.path == "unpack" {
+			return api.Invalid("%s %q: built-in pack/unpack modes come with the mover (rsa copy); give a program path", p.role, p.path)
+		}
+		if !filepath.IsAbs(p.path) {
+			return api.Invalid("%s %q must be an absolute path", p.role, p.path)
+		}
+		st, err := os.Stat(p.path)
+		if err != nil {
+			return api.Invalid("%s %q: %v", p.role, p.path, errors.Unwrap(err))
+		}
+		if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+			return api.Invalid("%s %q is not an executable file (chmod +x it)", p.role, p.path)
+		}
+	}
+	if s.StageOut != "" && s.Output == "" {
+		return api.Invalid("a stage-out program needs an output directory (--out, RSA_DATA_OUT) for $2")
+	}
+	return nil
+}
+
+func (d *Daemon) view(j *job.Job) *api.JobView {
+	v := &api.JobView{Job: *j}
+	d.mu.Lock()
+	if p, ok := d.progress[j.ID]; ok {
+		v.Progress = &p
+	}
+	v.Waiting = d.waiting[j.ID]
+	d.mu.Unlock()
+	if lifecycle.HoldsNodes(j.RSA) && j.Ramdisk != "" {
+		if u, err := d.engine.Usage(d.ramdisk(j)); err == nil {
+			v.Used = u.Used
+		}
+	}
+	return v
+}
+
+func (d *Daemon) Jobs(ctx context.Context, _ api.Peer, all bool) ([]api.JobView, error) {
+	js, err := d.store.List(ctx, all, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.JobView, 0, len(js))
+	for _, j := range js {
+		out = append(out, *d.view(j))
+	}
+	return out, nil
+}
+
+func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
+	j, err := d.store.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, api.NotFound("job %d not found", id)
+	}
+	return j, err
+}
+
+// Job long-polls: it returns once the job's version passes after, or when
+// wait has elapsed.
+func (d *Daemon) Job(ctx context.Context, _ api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		d.mu.Lock()
+		ch := d.notify
+		d.mu.Unlock()
+		j, err := d.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if j.Version > after {
+			return d.view(j), nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return d.view(j), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event, string, error) {
+	j, err := d.get(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	if !p.Root() && p.UID != j.UID {
+		return nil, "", api.Forbidden("job %d belongs to %s; only its user and root may read its log", id, j.User)
+	}
+	evs, err := d.store.Events(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	return evs, tail(d.stageLog(id), 64<<10), nil
+}
+
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		f.Seek(-n, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// Act applies a verb: the job's user (or root) starts, finishes and cancels
+// it; only root retries or discards.
+func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, attachCaller bool) (*api.JobView, error) {
+	j, err := d.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	owner := p.Root() || p.UID == j.UID
+	who := "uid " + strconv.FormatUint(uint64(p.UID), 10)
+	if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
+		who = u.Username
+	}
+	m := msg{id: id, ev: lifecycle.Event{At: time.Now()}}
+	switch verb {
+	case api.VerbStart:
+		m.ev.Kind = lifecycle.EvStarted
+		if attachCaller && !p.Root() {
+			var o job.Job
+			if err := attach(&o, p); err != nil {
+				return nil, err
+			}
+			m.edit = func(n *job.Job) { n.Owner = o.Owner }
+		}
+	case api.VerbFinish:
+		m.ev.Kind = lifecycle.EvFinished
+	case api.VerbCancel:
+		m.ev.Kind, m.ev.Reason = lifecycle.EvFinished, "cancelled by "+who
+	case api.VerbRetry:
+		m.ev.Kind = lifecycle.EvRetry
+	case api.VerbDiscard:
+		m.ev.Kind = lifecycle.EvDiscard
+	default:
+		return nil, api.NotFound("unknown action %q (start, finish, cancel, retry, discard)", verb)
+	}
+	switch {
+	case (verb == api.VerbRetry || verb == api.VerbDiscard) && !p.Root():
+		return nil, api.Forbidden("only root may %s job %d", verb, id)
+	case !owner:
+		return nil, api.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
+	}
+	if m.ev.Kind == lifecycle.EvFinished && j.State == lifecycle.Finished {
+		return d.view(j), nil // finishing twice is harmless
+	}
+	if m.ev.Kind == lifecycle.EvRetry || m.ev.Kind == lifecycle.EvDiscard {
+		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && j.RSA != lifecycle.StageOutFailed) {
+			return nil, api.Errorf(http.StatusConflict, "job %d is %s: %s applies only to a failed stage-out%s", id, j.RSA, verb,
+				map[bool]string{true: " or teardown", false: ""}[verb == api.VerbRetry])
+		}
+	}
+	got, err := d.call(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	if m.edit != nil {
+		d.watchOwner(got)
+	}
+	if got.State == lifecycle.Finished && verb != api.VerbFinish {
+		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
+	}
+	return d.view(got), nil
+}
+
+func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.NodeView
+	for _, n := range d.cfg.Nodes {
+		v := api.NodeView{Name: n.Name, Engine: n.Engine, Capacity: n.Capacity}
+		for _, j := range jobs {
+			if !lifecycle.HoldsNodes(j.RSA) {
+				continue
+			}
+			for _, p := range j.Alloc {
+				if p.Node == n.Name {
+					v.Used += p.Bytes
+					v.Jobs = append(v.Jobs, j.ID)
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
+	if !p.Root() {
+		return nil, api.Forbidden("only root may run gc")
+	}
+	return d.gc(ctx)
+}
+
+// gc destroys RAMDISKs that no job in the store holds: leftovers of a
+// previous run or of a lost state directory. A RAMDISK of a job whose state
+// still holds it is never touched.
+func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
+	found, err := d.engine.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := &api.GCReport{Removed: []string{}}
+	for _, f := range found {
+		j, err := d.store.Get(ctx, f.Job)
+		if err == nil && lifecycle.HoldsNodes(j.RSA) {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return rep, err
+		}
+		if err := d.engine.Destroy(ctx, engine.Ramdisk{Job: f.Job, Dir: f.Dir}); err != nil {
+			return rep, fmt.Errorf("removing %s: %w", f.Dir, err)
+		}
+		d.log.Warn("gc removed a RAMDISK no job holds", "dir", f.Dir, "job", f.Job)
+		rep.Removed = append(rep.Removed, f.Dir)
+	}
+	return rep, nil
+}
