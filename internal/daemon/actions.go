@@ -127,7 +127,9 @@ func (d *Daemon) allocated(ctx context.Context) (map[string]int64, error) {
 func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind) lifecycle.Event {
 	rd := d.ramdisk(j)
 	ok := func(k lifecycle.EventKind) lifecycle.Event { return lifecycle.Event{Kind: k} }
-	fail := func(k lifecycle.EventKind, err error) lifecycle.Event { return lifecycle.Event{Kind: k, Reason: err.Error()} }
+	fail := func(k lifecycle.EventKind, err error) lifecycle.Event {
+		return lifecycle.Event{Kind: k, Reason: err.Error()}
+	}
 	switch kind {
 	case lifecycle.Construct:
 		if err := d.engine.Construct(ctx, rd); err != nil {
