@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -149,11 +150,43 @@ func progressText(j *api.JobView) string {
 	return s
 }
 
+// daemonGrace is how long clients wait out a daemon that is down (being
+// restarted) before giving up.
+const daemonGrace = 10 * time.Minute
+
+// patiently calls fn until it succeeds, fails for a reason other than the
+// daemon being unreachable, or the daemon stays away longer than
+// daemonGrace.
+func patiently(ctx context.Context, r *reporter, fn func() error) error {
+	var since time.Time
+	for {
+		err := fn()
+		if err == nil || !api.Unreachable(err) || ctx.Err() != nil {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+			r.say("the rsa daemon is unreachable; waiting for it to come back")
+		} else if time.Since(since) > daemonGrace {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // poll follows a job until done says so, showing progress.
 func poll(ctx context.Context, c *api.Client, j *api.JobView, r *reporter, done func(*api.JobView) bool) (*api.JobView, error) {
 	for !done(j) {
 		r.show(j)
-		next, err := c.Job(ctx, j.ID, j.Version, time.Second)
+		var next *api.JobView
+		err := patiently(ctx, r, func() (err error) {
+			next, err = c.Job(ctx, j.ID, j.Version, time.Second)
+			return err
+		})
 		if err != nil {
 			r.clear()
 			return nil, err
@@ -247,8 +280,11 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 			r.say("job %d: input staged in RAM", j.ID)
 		}
 	}
-	j, err = c.Act(ctx, j.ID, api.VerbStart, true)
-	if err != nil {
+	id := j.ID
+	if err := patiently(ctx, r, func() (err error) {
+		j, err = c.Act(ctx, id, api.VerbStart, true)
+		return err
+	}); err != nil {
 		return err
 	}
 	j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
@@ -283,6 +319,11 @@ func runCommand(args []string, id int64) (int, time.Duration) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), fmt.Sprintf("RSA_JOB_ID=%d", id))
+	// rsa run is the job: if it is killed, its command goes too, and the
+	// daemon (watching this process) finishes the job.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread() // the death signal follows the starting thread
+	defer runtime.UnlockOSThread()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -312,21 +353,17 @@ func runCommand(args []string, id int64) (int, time.Duration) {
 }
 
 // finishJob tells the daemon the command is over, waiting out a daemon
-// restart: the job's output must not sit unnoticed in RAM.
+// restart. Should that fail, the daemon still finishes the job when it sees
+// this process gone.
 func finishJob(c *api.Client, id int64, r *reporter) {
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
+	err := patiently(context.Background(), r, func() error {
 		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+		defer stop()
 		_, err := c.Act(ctx, id, api.VerbFinish, false)
-		stop()
-		if err == nil || !api.Unreachable(err) || time.Now().After(deadline) {
-			if err != nil {
-				r.say("job %d: could not report the end of the command: %v (the daemon finishes the job when it sees this process gone)", id, err)
-			}
-			return
-		}
-		r.say("job %d: waiting for the rsa daemon to report the end of the command", id)
-		time.Sleep(time.Second)
+		return err
+	})
+	if err != nil {
+		r.say("job %d: could not report the end of the command: %v (the daemon finishes the job when it sees this process gone)", id, err)
 	}
 }
 
@@ -443,10 +480,12 @@ for an administrator (exit 1, with the reason).`,
 			if err != nil {
 				return err
 			}
-			j, err := c.WaitFor(cmd.Context(), id, func(j *api.JobView) bool {
-				return j.Machine().Done() || lifecycle.NeedsAdmin(j.RSA)
-			})
+			done := func(j *api.JobView) bool { return j.Machine().Done() || lifecycle.NeedsAdmin(j.RSA) }
+			j, err := c.Job(cmd.Context(), id, 0, 0)
 			if err != nil {
+				return err
+			}
+			if j, err = poll(cmd.Context(), c, j, &reporter{}, done); err != nil {
 				return err
 			}
 			if g.json {

@@ -137,18 +137,3 @@ func (c *Client) GC(ctx context.Context) (*GCReport, error) {
 	var r GCReport
 	return &r, c.do(ctx, "POST", "/v1/gc", nil, &r)
 }
-
-// WaitFor polls job id (by long poll) until done returns true.
-func (c *Client) WaitFor(ctx context.Context, id int64, done func(*JobView) bool) (*JobView, error) {
-	var after int64
-	for {
-		j, err := c.Job(ctx, id, after, 30*time.Second)
-		if err != nil {
-			return nil, err
-		}
-		if done(j) {
-			return j, nil
-		}
-		after = j.Version
-	}
-}

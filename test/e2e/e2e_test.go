@@ -1,0 +1,374 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// inRAM is shell that fails unless "$1" shows an RSA RAMDISK.
+const inRAM = `ram() { findmnt -n -o FSTYPE,SOURCE --mountpoint "$1" | grep -q '^tmpfs  *rsa-'; }
+waitram() { n=0; until ram "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "$1 never in RAM" >&2; exit 11; }; sleep 0.05; done; }
+`
+
+func TestRunLifecycle(t *testing.T) {
+	e := setup(t, "")
+	in, out := e.mkdir("sim/input"), e.mkdir("sim/results")
+	want := e.fill(in, 64, 4096)
+	e.writeFile(filepath.Join(e.mkdir("sim/input/sub"), "nested"), []byte("nested"), 0o640)
+	os.Chmod(in, 0o751)
+	job := e.script("job.sh", inRAM+`
+ram "$1" || { echo "input not in RAM" >&2; exit 10; }
+[ "$(stat -c %a "$1")" = 751 ] || { echo "RAMDISK root does not keep the input's mode" >&2; exit 12; }
+cat "$1"/f* "$1/sub/nested" > /dev/null
+waitram "$2"
+for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
+mkdir "$2/deep"; echo deep > "$2/deep/x"
+exit 3
+`)
+	b := e.runBG("--in", in, "--out", out, "--delay", "300ms", "--", job, in, out)
+	if code := b.wait(t); code != 3 {
+		t.Fatalf("rsa run exit %d, want the command's 3\n%s", code, b.errb.String())
+	}
+	stdout, stderr, err := e.rsa(false, "wait", "1")
+	if err != nil || !strings.Contains(stdout, "verified") {
+		t.Fatalf("rsa wait: %v\n%s%s", err, stdout, stderr)
+	}
+	for i := 1; i <= 3; i++ {
+		if b, _ := os.ReadFile(filepath.Join(out, "r"+strconv.Itoa(i))); string(b) != "result "+strconv.Itoa(i)+"\n" {
+			t.Fatalf("r%d = %q", i, b)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "deep", "x")); string(b) != "deep\n" {
+		t.Fatal("nested output missing")
+	}
+	sameFiles(t, in, want) // the input on disk is untouched
+	e.noLeaks()
+	log, _, err := e.rsa(false, "log", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []lifecycle.RSAState{lifecycle.StagingIn, lifecycle.Ready, lifecycle.InUseIn, lifecycle.Unmounting,
+		lifecycle.InUseOut, lifecycle.StagingOut, lifecycle.DoneStagingOut, lifecycle.Released} {
+		if !strings.Contains(log, "-> "+string(s)) {
+			t.Errorf("log lacks %s:\n%s", s, log)
+		}
+	}
+}
+
+func TestBadInputRefused(t *testing.T) {
+	e := setup(t, "")
+	real := e.mkdir("real")
+	link := filepath.Join(e.home, "link")
+	os.Symlink(real, link)
+	os.Lchown(link, int(e.user.UID), int(e.user.GID))
+	others := filepath.Join(e.home, "others")
+	os.Mkdir(others, 0o777)
+	os.Chown(others, 4242, 4242)
+	rootOwned := filepath.Join(e.home, "rootowned")
+	os.Mkdir(rootOwned, 0o777)
+	file := filepath.Join(e.home, "file")
+	e.writeFile(file, []byte("x"), 0o644)
+	marker := filepath.Join(e.home, "ran")
+	for _, c := range []struct{ in, why string }{
+		{filepath.Join(e.home, "missing"), "does not exist"},
+		{link, "symbolic link"},
+		{filepath.Join(link, "."), "symbolic link"},
+		{others, "owned by uid 4242"},
+		{rootOwned, "owned by uid 0"},
+		{"/etc", "owned by uid 0"},
+		{file, "not a directory"},
+		{e.root, "overlaps RSA"},
+	} {
+		_, stderr, err := e.rsa(false, "run", "--in", c.in, "--", "touch", marker)
+		if err == nil || !strings.Contains(stderr, c.why) || !strings.Contains(stderr, "input directory") {
+			t.Errorf("--in %s: err %v, stderr %q; want a refusal saying %q", c.in, err, stderr, c.why)
+		}
+		if exists(marker) {
+			t.Fatalf("--in %s: the command ran", c.in)
+		}
+	}
+	_, stderr, err := e.rsa(false, "run", "--in", real, "--stage-in", filepath.Join(e.home, "file"), "--", "true")
+	if err == nil || !strings.Contains(stderr, "not an executable") {
+		t.Errorf("non-executable stage-in: %v %q", err, stderr)
+	}
+	_, stderr, err = e.rsa(false, "run", "--", "true")
+	if err == nil || !strings.Contains(stderr, "nothing to accelerate") {
+		t.Errorf("no directories: %v %q", err, stderr)
+	}
+	out, _, _ := e.rsa(true, "status", "--all")
+	if strings.Count(out, "\n") != 1 {
+		t.Fatalf("refused submissions created jobs:\n%s", out)
+	}
+	if _, ok, _ := mount.MountedAt("/etc"); ok {
+		t.Fatal("mount at /etc")
+	}
+	e.noLeaks()
+}
+
+// pidGone reports whether the pid written to file no longer runs.
+func pidGone(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return err != nil || strings.Contains(string(st), ") Z ")
+}
+
+// TestKillDaemon kills the daemon with SIGKILL in each phase and restarts
+// it: the job completes, its output arrives intact, nothing leaks.
+func TestKillDaemon(t *testing.T) {
+	for _, phase := range []string{"stage-in", "running", "stage-out"} {
+		t.Run(phase, func(t *testing.T) {
+			e := setup(t, "")
+			in, out, ctl := e.mkdir("in"), e.mkdir("out"), e.mkdir("ctl")
+			e.fill(in, 16, 8192)
+			started, gate, pidf := filepath.Join(ctl, "started"), filepath.Join(ctl, "go"), filepath.Join(ctl, "pid")
+			pause := `echo $$ > ` + pidf + `; touch ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done
+`
+			args := []string{"--in", in, "--out", out, "--delay", "100ms"}
+			jobBody := inRAM + `ram "$1"; cat "$1"/f* > /dev/null; waitram "$2"
+for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
+`
+			switch phase {
+			case "stage-in":
+				args = append(args, "--stage-in", e.script("in.sh", `cp -a "$2/." "$1/"
+`+pause))
+			case "running":
+				jobBody += pause
+			case "stage-out":
+				args = append(args, "--stage-out", e.script("out.sh", `cp -a "$1/." "$2/"
+`+pause))
+			}
+			// The job keeps a copy of its output on disk outside RSA, to
+			// compare with what stage-out delivers.
+			ref := e.mkdir("ref")
+			jobBody += `cp -a "$2/." ` + ref + `/
+`
+			b := e.runBG(append(args, "--", e.script("job.sh", jobBody), in, out)...)
+			waitFor(t, phase+" to pause", func() bool { return exists(started) })
+			e.kill(syscall.SIGKILL)
+			if phase != "running" {
+				waitFor(t, "the staging process to die with the daemon", func() bool { return pidGone(t, pidf) })
+			}
+			os.Remove(started)
+			e.start()
+			if phase != "running" {
+				// The interrupted phase runs again from its start.
+				waitFor(t, phase+" to be resumed", func() bool { return exists(started) })
+			}
+			e.writeFile(gate, nil, 0o644)
+			if code := b.wait(t); code != 0 {
+				t.Fatalf("rsa run exit %d\n%s", code, b.errb.String())
+			}
+			if stdout, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+				t.Fatalf("rsa wait: %v %s %s", err, stdout, stderr)
+			}
+			refs, _ := os.ReadDir(ref)
+			if len(refs) != 20 {
+				t.Fatalf("reference has %d files", len(refs))
+			}
+			for _, r := range refs {
+				a, _ := os.ReadFile(filepath.Join(ref, r.Name()))
+				b, err := os.ReadFile(filepath.Join(out, r.Name()))
+				if err != nil || string(a) != string(b) {
+					t.Fatalf("output %s lost or changed (%v)", r.Name(), err)
+				}
+			}
+			e.noLeaks()
+		})
+	}
+}
+
+func TestStageOutFailureKeepsOutput(t *testing.T) {
+	e := setup(t, "")
+	out := e.mkdir("out")
+	allow := filepath.Join(e.mkdir("ctl"), "allow")
+	so := e.script("so.sh", `[ -e `+allow+` ] || { echo "archive server unreachable" >&2; exit 4; }
+cp -a "$1/." "$2/"
+`)
+	job := e.script("job.sh", inRAM+`waitram "$1"; echo precious > "$1/result"
+`)
+	for id := 1; id <= 2; id++ {
+		// Each asks for part of the node: job 1 keeps its share while its
+		// output waits in RAM.
+		b := e.runBG("--out", out, "--stage-out", so, "--capacity", "64M", "--", job, out)
+		if code := b.wait(t); code != 0 {
+			t.Fatalf("exit %d: %s", code, b.errb.String())
+		}
+		_, stderr, err := e.rsa(false, "wait", itoa(id))
+		if err == nil || !strings.Contains(stderr, "archive server unreachable") || !strings.Contains(stderr, "rsa retry") {
+			t.Fatalf("wait should report the failure: %v %q", err, stderr)
+		}
+		j := e.job(id)
+		if j.RSA != lifecycle.StageOutFailed {
+			t.Fatalf("job %d is %s", id, j.RSA)
+		}
+		if b, err := os.ReadFile(filepath.Join(e.root, itoa(id), "result")); err != nil || string(b) != "precious\n" {
+			t.Fatalf("output not kept in RAM: %v", err)
+		}
+		if _, stderr, err := e.rsa(false, "retry", itoa(id)); err == nil || !strings.Contains(stderr, "only root") {
+			t.Fatalf("a user retried: %v %q", err, stderr)
+		}
+	}
+	status, _, _ := e.rsa(false, "status")
+	if !strings.Contains(status, "STAGE_OUT_FAILED") || !strings.Contains(status, "archive server unreachable") {
+		t.Fatalf("status does not show the failure:\n%s", status)
+	}
+	// Job 1: fixed and retried by root.
+	e.writeFile(allow, nil, 0o644)
+	if _, stderr, err := e.rsa(true, "retry", "1"); err != nil {
+		t.Fatalf("retry: %v %s", err, stderr)
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait after retry: %v %s", err, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "result")); string(b) != "precious\n" {
+		t.Fatal("output not staged after retry")
+	}
+	// Job 2: explicitly discarded.
+	os.Remove(allow)
+	if _, stderr, err := e.rsa(true, "discard", "2"); err != nil {
+		t.Fatalf("discard: %v %s", err, stderr)
+	}
+	_, stderr, err := e.rsa(false, "wait", "2")
+	if err == nil || !strings.Contains(stderr, "discarded") {
+		t.Fatalf("wait after discard: %v %q", err, stderr)
+	}
+	e.noLeaks()
+}
+
+func TestGCAtStart(t *testing.T) {
+	e := setup(t, "")
+	e.kill(syscall.SIGTERM)
+	stray := filepath.Join(e.root, "999")
+	os.MkdirAll(stray, 0o700)
+	if err := unix.Mount("rsa-999", stray, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	target := e.mkdir("victim")
+	if err := mount.Bind("input directory", stray, target, e.user.UID); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	e.noLeaks()
+	if !strings.Contains(e.daemonLog(), "gc removed") {
+		t.Fatal("gc not logged")
+	}
+	if out, _, err := e.rsa(true, "gc"); err != nil || !strings.Contains(out, "nothing to remove") {
+		t.Fatalf("rsa gc: %v %s", err, out)
+	}
+}
+
+// TestClientKilled: SIGKILL of `rsa run` ends its command and its job; the
+// output written so far is staged out.
+func TestClientKilled(t *testing.T) {
+	e := setup(t, "")
+	out := e.mkdir("out")
+	ready := filepath.Join(e.mkdir("ctl"), "ready")
+	job := e.script("job.sh", inRAM+`waitram "$1"; echo partial > "$1/checkpoint"; touch `+ready+`; exec sleep 300
+`)
+	b := e.runBG("--out", out, "--", job, out)
+	waitFor(t, "the checkpoint", func() bool { return exists(ready) })
+	b.cmd.Process.Kill()
+	b.wait(t)
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "checkpoint")); string(got) != "partial\n" {
+		t.Fatal("checkpoint not staged out")
+	}
+	e.noLeaks()
+}
+
+// TestStartBeforeStageIn: with --no-wait the command starts while the input
+// is still staging; it reads from disk and the RAM is rebuilt for its
+// output (§3.2.1, App. K).
+func TestStartBeforeStageIn(t *testing.T) {
+	e := setup(t, "")
+	in, out := e.mkdir("in"), e.mkdir("out")
+	want := e.fill(in, 4, 100)
+	staging := filepath.Join(e.mkdir("ctl"), "staging")
+	slow := e.script("slow.sh", `cp -a "$2/." "$1/"; touch `+staging+`; sleep 300
+`)
+	job := e.script("job.sh", inRAM+`! ram "$1" || { echo "input unexpectedly in RAM" >&2; exit 10; }
+cat "$1"/f* > /dev/null
+waitram "$2"; echo fine > "$2/result"
+`)
+	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--stage-in", slow, "--out", out); err != nil {
+		t.Fatalf("submit: %v %s", err, stderr)
+	}
+	waitFor(t, "stage-in to run", func() bool { return exists(staging) })
+	b := e.runBG("--job", "1", "--no-wait", "--", job, in, out)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "fine\n" {
+		t.Fatal("output missing")
+	}
+	sameFiles(t, in, want)
+	log, _, _ := e.rsa(false, "log", "1")
+	if !strings.Contains(log, "job started before stage-in ended") {
+		t.Fatalf("log:\n%s", log)
+	}
+	e.noLeaks()
+}
+
+func TestIneligibleRunsFromDisk(t *testing.T) {
+	e := setup(t, "")
+	in := e.mkdir("in")
+	e.fill(in, 2, 10)
+	job := e.script("job.sh", inRAM+`! ram "$1"; cat "$1"/f* > /dev/null
+`)
+	b := e.runBG("--in", in, "--capacity", "100G", "--", job, in)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if !strings.Contains(b.errb.String(), "runs without RSA") || !strings.Contains(b.errb.String(), "more than the accelerator") {
+		t.Fatalf("stderr: %s", b.errb.String())
+	}
+	e.noLeaks()
+}
+
+func TestCapacityWait(t *testing.T) {
+	e := setup(t, "")
+	in := e.mkdir("in")
+	e.fill(in, 2, 10)
+	for range 2 {
+		if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "300M"); err != nil {
+			t.Fatalf("submit: %v %s", err, stderr)
+		}
+	}
+	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 waiting", func() bool { return strings.Contains(e.job(2).Waiting, "waiting for 300M") })
+	if j := e.job(2); j.RSA != lifecycle.Initial {
+		t.Fatalf("job 2 is %s", j.RSA)
+	}
+	if _, stderr, err := e.rsa(false, "cancel", "1"); err != nil {
+		t.Fatalf("cancel: %v %s", err, stderr)
+	}
+	waitFor(t, "job 2 ready after job 1 released", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	nodes, _, _ := e.rsa(false, "nodes")
+	if !strings.Contains(nodes, "300M") {
+		t.Fatalf("nodes:\n%s", nodes)
+	}
+	e.rsa(false, "cancel", "2")
+	if _, _, err := e.rsa(false, "wait", "2"); err != nil {
+		t.Fatal(err)
+	}
+	e.noLeaks()
+}

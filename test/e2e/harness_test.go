@@ -1,0 +1,317 @@
+// Package e2e runs the real rsa binary as root against real tmpfs and bind
+// mounts, with jobs submitted by a real unprivileged user. Each test gets
+// its own daemon, state, socket and RAMDISK root, and removes all of them
+// (daemon by pid, mounts innermost first) even when it fails.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+var rsaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rsa-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	rsaBin = filepath.Join(dir, "rsa")
+	out, err := exec.Command("go", "build", "-o", rsaBin, "github.com/rsa-hpc/rsa/cmd/rsa").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building rsa: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type env struct {
+	t      *testing.T
+	dir    string // 0755, holds everything of this test
+	cfg    string
+	root   string // RAMDISK root
+	user   testutil.User
+	home   string // the user's work area inside dir
+	daemon *exec.Cmd
+	logf   *os.File
+}
+
+// setup starts a daemon with a config of its own; extra is appended to it.
+func setup(t *testing.T, extra string) *env {
+	t.Helper()
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t, testutil.TestUserName)
+	dir := testutil.TempDir(t)
+	e := &env{t: t, dir: dir, user: u, root: filepath.Join(dir, "run", "ramdisk"), cfg: filepath.Join(dir, "rsa.toml")}
+	e.home = testutil.MkdirOwned(t, u, filepath.Join(dir, "home"))
+	conf := fmt.Sprintf(`state_dir = %q
+socket = %q
+ramdisk_root = %q
+proportion = 1
+tick = "50ms"
+default_delay = "1"
+[[nodes]]
+name = "local"
+capacity = "512M"
+%s`, filepath.Join(dir, "state"), filepath.Join(dir, "run", "rsa.sock"), e.root, extra)
+	if err := os.WriteFile(e.cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.cleanup)
+	e.start()
+	return e
+}
+
+func (e *env) start() {
+	e.t.Helper()
+	f, err := os.OpenFile(filepath.Join(e.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.logf = f
+	cmd := exec.Command(rsaBin, "serve", "--config", e.cfg)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.daemon = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	c := api.NewClient(filepath.Join(e.dir, "run", "rsa.sock"))
+	for {
+		if _, err := c.Version(context.Background()); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("daemon did not come up:\n%s", e.daemonLog())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill stops the daemon: SIGKILL to test crash recovery, SIGTERM otherwise.
+func (e *env) kill(sig syscall.Signal) {
+	if e.daemon == nil {
+		return
+	}
+	e.daemon.Process.Signal(sig)
+	e.daemon.Wait()
+	e.daemon = nil
+	e.logf.Close()
+}
+
+func (e *env) daemonLog() string {
+	b, _ := os.ReadFile(filepath.Join(e.dir, "daemon.log"))
+	return string(b)
+}
+
+func (e *env) cleanup() {
+	e.kill(syscall.SIGTERM)
+	if e.t.Failed() {
+		e.t.Logf("daemon log:\n%s", e.daemonLog())
+	}
+	// Whatever is still mounted below the test's directory goes, innermost
+	// first; a test that leaked a mount has already failed on it.
+	ms, _ := mount.List()
+	var points []string
+	for _, m := range ms {
+		if strings.HasPrefix(m.Point, e.dir+"/") {
+			points = append(points, m.Point)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(points)))
+	for _, p := range points {
+		unix.Unmount(p, unix.MNT_DETACH)
+	}
+}
+
+// leaks lists mounts and RAMDISK directories left below the test's dir.
+func (e *env) leaks() []string {
+	ms, _ := mount.List()
+	var out []string
+	for _, m := range ms {
+		if strings.HasPrefix(m.Point, e.dir+"/") || strings.HasPrefix(m.Source, "rsa-") && strings.HasPrefix(m.Point, e.dir) {
+			out = append(out, m.Point+" ("+m.Source+")")
+		}
+	}
+	ents, _ := os.ReadDir(e.root)
+	for _, d := range ents {
+		out = append(out, filepath.Join(e.root, d.Name()))
+	}
+	return out
+}
+
+func (e *env) noLeaks() {
+	e.t.Helper()
+	if l := e.leaks(); len(l) > 0 {
+		e.t.Fatalf("leaked: %v", l)
+	}
+}
+
+// asUser runs rsa as the test user; root=true runs it as root.
+func (e *env) rsa(root bool, args ...string) (string, string, error) {
+	var cmd *exec.Cmd
+	if root {
+		cmd = exec.Command(rsaBin, append([]string{"--config", e.cfg}, args...)...)
+	} else {
+		cmd = e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// userCmd is a command run as the test user with a plain environment.
+func (e *env) userCmd(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.user.Home}
+	cmd.Dir = e.home
+	return cmd
+}
+
+// mkdir makes a directory in the user's area, owned by the user.
+func (e *env) mkdir(rel string) string {
+	return testutil.MkdirOwned(e.t, e.user, filepath.Join(e.home, rel))
+}
+
+// writeFile writes a file owned by the user.
+func (e *env) writeFile(path string, data []byte, mode os.FileMode) {
+	e.t.Helper()
+	if err := os.WriteFile(path, data, mode); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.Chown(path, int(e.user.UID), int(e.user.GID)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// script writes an executable shell script owned by the user.
+func (e *env) script(name, body string) string {
+	p := filepath.Join(e.home, name)
+	e.writeFile(p, []byte("#!/bin/sh\nset -eu\n"+body), 0o755)
+	return p
+}
+
+// fill writes n files of size bytes with distinct content into dir.
+func (e *env) fill(dir string, n, size int) map[string][]byte {
+	want := map[string][]byte{}
+	for i := range n {
+		b := bytes.Repeat([]byte(fmt.Sprintf("%06d-", i)), size/7+1)[:size]
+		name := fmt.Sprintf("f%04d", i)
+		e.writeFile(filepath.Join(dir, name), b, 0o644)
+		want[name] = b
+	}
+	return want
+}
+
+// sameFiles checks dir holds exactly want's contents.
+func sameFiles(t *testing.T, dir string, want map[string][]byte) {
+	t.Helper()
+	for name, b := range want {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, b) {
+			t.Fatalf("%s/%s: content differs or missing (%v)", dir, name, err)
+		}
+	}
+}
+
+func (e *env) job(id int) api.JobView {
+	e.t.Helper()
+	out, _, err := e.rsa(true, "status", "--all", "--json")
+	if err != nil {
+		e.t.Fatalf("status: %v", err)
+	}
+	var st struct {
+		Jobs []api.JobView `json:"jobs"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, j := range st.Jobs {
+		if j.ID == int64(id) {
+			return j
+		}
+	}
+	e.t.Fatalf("job %d not in status", id)
+	return api.JobView{}
+}
+
+// waitFor polls cond for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// started runs rsa run in the background as the user.
+type bg struct {
+	cmd       *exec.Cmd
+	out, errb bytes.Buffer
+	done      chan error
+}
+
+func (e *env) runBG(args ...string) *bg {
+	e.t.Helper()
+	b := &bg{done: make(chan error, 1)}
+	b.cmd = e.userCmd(rsaBin, append([]string{"--config", e.cfg, "run"}, args...)...)
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.errb
+	b.cmd.WaitDelay = 5 * time.Second // a stray grandchild must not hold the test
+	if err := b.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { b.done <- b.cmd.Wait() }()
+	e.t.Cleanup(func() {
+		if b.cmd.ProcessState == nil {
+			b.cmd.Process.Kill()
+		}
+	})
+	return b
+}
+
+func (b *bg) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-b.done:
+		if err == nil {
+			return 0
+		}
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		t.Fatalf("rsa run: %v", err)
+	case <-time.After(60 * time.Second):
+		b.cmd.Process.Kill()
+		t.Fatalf("rsa run did not end\nstdout:\n%s\nstderr:\n%s", b.out.String(), b.errb.String())
+	}
+	return -1
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
