@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,31 @@ func TestLoadDefaultAndMissing(t *testing.T) {
 	if _, err := Load(p, true); err == nil || !strings.Contains(err.Error(), p) {
 		t.Fatalf("error should name the file: %v", err)
 	}
+}
+
+// TestEveryKeyDocumented keeps docs/config.md in step with the keys Parse
+// reads.
+func TestEveryKeyDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(reflect.Type)
+	walk = func(typ reflect.Type) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			key := f.Tag.Get("toml")
+			if key != "" && !strings.Contains(string(doc), "`"+key+"`") && !strings.Contains(string(doc), "["+key+"]") {
+				t.Errorf("key %q is not documented in docs/config.md", key)
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				walk(ft)
+			}
+		}
+	}
+	walk(reflect.TypeOf(file{}))
 }
