@@ -77,6 +77,16 @@ func (f *specFlags) spec() (job.Spec, error) {
 	if f.nodes < 1 {
 		return s, fmt.Errorf("--nodes %d: a job uses at least one compute node", f.nodes)
 	}
+	// Checked here, as the user who will run them (the daemon does not look
+	// at user files with root's rights).
+	for _, p := range []struct{ flag, path string }{{"stage-in", s.StageIn}, {"stage-out", s.StageOut}} {
+		if p.path == "" {
+			continue
+		}
+		if st, err := os.Stat(p.path); err != nil || !st.Mode().IsRegular() || unix.Access(p.path, unix.X_OK) != nil {
+			return s, fmt.Errorf("--%s %q is not an executable file you can run (chmod +x it)", p.flag, p.path)
+		}
+	}
 	return s, nil
 }
 

@@ -372,3 +372,56 @@ func TestCapacityWait(t *testing.T) {
 	}
 	e.noLeaks()
 }
+
+func TestAuthorisationAndPermissions(t *testing.T) {
+	e := setup(t, "")
+	in := e.mkdir("in")
+	e.fill(in, 2, 10)
+	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "16M"); err != nil {
+		t.Fatalf("submit: %v %s", err, stderr)
+	}
+	waitFor(t, "job ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	nobody := func(args ...string) (string, error) {
+		cmd := e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, verb := range []string{"cancel", "log", "retry", "discard"} {
+		out, err := nobody(verb, "1")
+		if err == nil || (!strings.Contains(out, "belongs to rsatest") && !strings.Contains(out, "only root")) {
+			t.Errorf("nobody %s 1: %v %q", verb, err, out)
+		}
+	}
+	if out, err := nobody("status"); err != nil || !strings.Contains(out, "rsatest") {
+		t.Errorf("status is for everyone: %v %q", err, out)
+	}
+	if out, err := nobody("gc"); err == nil || !strings.Contains(out, "only root") {
+		t.Errorf("nobody gc: %v %q", err, out)
+	}
+	if _, stderr, err := e.rsa(true, "run", "--in", in, "--", "true"); err == nil || !strings.Contains(stderr, "normal user") {
+		t.Errorf("root job: %v %q", err, stderr)
+	}
+	for path, want := range map[string]os.FileMode{
+		filepath.Join(e.dir, "state"):               0o700,
+		filepath.Join(e.dir, "run"):                 0o755,
+		e.root:                                      0o755,
+		filepath.Join(e.root, "1"):                  0o700, // the RAMDISK: its user's only
+		filepath.Join(e.dir, "run", "rsa.sock"):     0o666 | os.ModeSocket,
+		filepath.Join(e.dir, "state", "rsa.db"):     0o644,
+		filepath.Join(e.dir, "state", "logs"):       0o700,
+		filepath.Join(e.dir, "state", "logs/1.log"): 0o600,
+	} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if got := st.Mode() & (os.ModePerm | os.ModeSocket); got != want&(os.ModePerm|os.ModeSocket) {
+			t.Errorf("%s: mode %v, want %v", path, got, want)
+		}
+	}
+	e.rsa(false, "cancel", "1")
+	e.rsa(false, "wait", "1")
+	e.noLeaks()
+}
