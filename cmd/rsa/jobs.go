@@ -227,13 +227,9 @@ serves only the output), as the thesis' fallback does.
 Example:
   rsa run --in ~/sim/input --out ~/sim/results --delay 60 --capacity 8G -- ./sim`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
 			return runJob(cmd.Context(), c, &f, jobID, noWait, args)
-		},
+		}),
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start COMMAND at once, even before the input is in RAM")
@@ -386,11 +382,7 @@ func submitCmd(g *globals) *cobra.Command {
 at once. Run the command later with 'rsa run --job ID -- COMMAND', or cancel
 with 'rsa cancel ID'. Prints the job id.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, _ []string) error {
 			spec, err := f.spec()
 			if err != nil {
 				return err
@@ -404,7 +396,7 @@ with 'rsa cancel ID'. Prints the job id.`,
 			}
 			fmt.Println(j.ID)
 			return nil
-		},
+		}),
 	}
 	f.add(cmd)
 	addJSON(cmd, g)
@@ -417,11 +409,7 @@ func statusCmd(g *globals) *cobra.Command {
 		Use:   "status",
 		Short: "Show jobs with their job-state, rsa-state, RAM and staging progress",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, _ []string) error {
 			for {
 				js, err := c.Jobs(cmd.Context(), all)
 				if err != nil {
@@ -444,7 +432,7 @@ func statusCmd(g *globals) *cobra.Command {
 				case <-time.After(2 * time.Second):
 				}
 			}
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&watch, "watch", false, "refresh every 2 seconds")
 	cmd.Flags().BoolVar(&all, "all", false, "include ended jobs")
@@ -481,12 +469,8 @@ func waitCmd(g *globals) *cobra.Command {
 RAMDISK destroyed (exit 0), or stage-out or teardown failed and the job waits
 for an administrator (exit 1, with the reason).`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
 			id, err := jobArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
 			if err != nil {
 				return err
 			}
@@ -521,7 +505,7 @@ for an administrator (exit 1, with the reason).`,
 				fmt.Printf("job %d: %s\n", id, msg)
 			}
 			return nil
-		},
+		}),
 	}
 	addJSON(cmd, g)
 	return cmd
@@ -532,9 +516,9 @@ func cancelCmd(g *globals) *cobra.Command {
 		Use:   "cancel JOB",
 		Short: "End a job: stop staging, stage out what its output holds, free its RAM",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return act(cmd.Context(), g, args[0], api.VerbCancel)
-		},
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
+			return act(cmd.Context(), c, args[0], api.VerbCancel)
+		}),
 	}
 }
 
@@ -543,18 +527,14 @@ func adminCmd(g *globals, verb, short string) *cobra.Command {
 		Use:   verb + " JOB",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return act(cmd.Context(), g, args[0], verb)
-		},
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
+			return act(cmd.Context(), c, args[0], verb)
+		}),
 	}
 }
 
-func act(ctx context.Context, g *globals, arg, verb string) error {
+func act(ctx context.Context, c *api.Client, arg, verb string) error {
 	id, err := jobArg(arg)
-	if err != nil {
-		return err
-	}
-	c, err := g.client()
 	if err != nil {
 		return err
 	}
@@ -571,12 +551,8 @@ func logCmd(g *globals) *cobra.Command {
 		Use:   "log JOB",
 		Short: "Print a job's timestamped events and its staging log",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
 			id, err := jobArg(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := g.client()
 			if err != nil {
 				return err
 			}
@@ -594,7 +570,7 @@ func logCmd(g *globals) *cobra.Command {
 				fmt.Printf("--- staging log ---\n%s", stageLog)
 			}
 			return nil
-		},
+		}),
 	}
 	addJSON(cmd, g)
 	return cmd
@@ -605,11 +581,7 @@ func nodesCmd(g *globals) *cobra.Command {
 		Use:   "nodes",
 		Short: "Show RSA nodes: capacity, RAM allocated and the jobs holding it",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, _ []string) error {
 			ns, err := c.Nodes(cmd.Context())
 			if err != nil {
 				return err
@@ -628,7 +600,7 @@ func nodesCmd(g *globals) *cobra.Command {
 					units.FormatSize(n.Capacity-n.Used), jobs)
 			}
 			return w.Flush()
-		},
+		}),
 	}
 	addJSON(cmd, g)
 	return cmd
@@ -639,11 +611,7 @@ func gcCmd(g *globals) *cobra.Command {
 		Use:   "gc",
 		Short: "Remove RAMDISKs (and their mounts) that no job holds (root)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, _ []string) error {
 			rep, err := c.GC(cmd.Context())
 			if err != nil {
 				return err
@@ -655,6 +623,6 @@ func gcCmd(g *globals) *cobra.Command {
 				fmt.Println("removed", r)
 			}
 			return nil
-		},
+		}),
 	}
 }

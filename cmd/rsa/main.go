@@ -87,6 +87,17 @@ func (g *globals) client() (*api.Client, error) {
 	return api.NewClient(cfg.Socket), nil
 }
 
+// clientRun adapts fn to a cobra RunE that first connects to the daemon.
+func (g *globals) clientRun(fn func(cmd *cobra.Command, c *api.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		return fn(cmd, c, args)
+	}
+}
+
 func addJSON(cmd *cobra.Command, g *globals) {
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
 }
