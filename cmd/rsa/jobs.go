@@ -512,28 +512,32 @@ for an administrator (exit 1, with the reason).`,
 }
 
 func cancelCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "cancel JOB",
 		Short: "End a job: stop staging, stage out what its output holds, free its RAM",
 		Args:  cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
-			return act(cmd.Context(), c, args[0], api.VerbCancel)
+			return act(cmd.Context(), g, c, args[0], api.VerbCancel)
 		}),
 	}
+	addJSON(cmd, g)
+	return cmd
 }
 
 func adminCmd(g *globals, verb, short string) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   verb + " JOB",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
-			return act(cmd.Context(), c, args[0], verb)
+			return act(cmd.Context(), g, c, args[0], verb)
 		}),
 	}
+	addJSON(cmd, g)
+	return cmd
 }
 
-func act(ctx context.Context, c *api.Client, arg, verb string) error {
+func act(ctx context.Context, g *globals, c *api.Client, arg, verb string) error {
 	id, err := jobArg(arg)
 	if err != nil {
 		return err
@@ -541,6 +545,9 @@ func act(ctx context.Context, c *api.Client, arg, verb string) error {
 	j, err := c.Act(ctx, id, verb, false)
 	if err != nil {
 		return err
+	}
+	if g.json {
+		return printJSON(os.Stdout, j)
 	}
 	fmt.Printf("job %d: %s/%s\n", j.ID, j.State, j.RSA)
 	return nil
@@ -607,7 +614,7 @@ func nodesCmd(g *globals) *cobra.Command {
 }
 
 func gcCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove RAMDISKs (and their mounts) that no job holds (root)",
 		Args:  cobra.NoArgs,
@@ -615,6 +622,9 @@ func gcCmd(g *globals) *cobra.Command {
 			rep, err := c.GC(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if g.json {
+				return printJSON(os.Stdout, rep)
 			}
 			if len(rep.Removed) == 0 {
 				fmt.Println("nothing to remove")
@@ -625,4 +635,6 @@ func gcCmd(g *globals) *cobra.Command {
 			return nil
 		}),
 	}
+	addJSON(cmd, g)
+	return cmd
 }
