@@ -19,7 +19,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
-	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -56,7 +55,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	root.AddCommand(serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
 		nodesCmd(g), versionCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
-		gcCmd(g), stageWorkerCmd())
+		gcCmd(g), copyCmd())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := root.ExecuteContext(ctx)
@@ -176,26 +175,5 @@ func versionCmd(g *globals) *cobra.Command {
 		},
 	}
 	addJSON(cmd, g)
-	return cmd
-}
-
-func stageWorkerCmd() *cobra.Command {
-	var src, dst string
-	var verify bool
-	cmd := &cobra.Command{
-		Use:    "stage-worker",
-		Short:  "Internal: the staging child the daemon starts as the job's user",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() == 0 {
-				return errors.New("stage-worker never runs as root")
-			}
-			return stage.Worker(cmd.Context(), src, dst, verify, os.Stdout, os.Stderr)
-		},
-	}
-	cmd.Flags().StringVar(&src, "src", "", "source tree")
-	cmd.Flags().StringVar(&dst, "dst", "", "destination directory")
-	cmd.Flags().BoolVar(&verify, "verify", false, "compare content after copying")
 	return cmd
 }

@@ -66,10 +66,11 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		if t.Phase == "stage-out" {
 			src, dst = t.Ramdisk, t.Data
 		}
-		args = []string{r.Self, "stage-worker", "--src", src, "--dst", dst}
+		args = []string{r.Self, "copy", "--progress=json", "--json", "--sync"}
 		if t.Phase == "stage-out" {
 			args = append(args, "--verify")
 		}
+		args = append(args, "--", src, dst)
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
@@ -164,54 +165,20 @@ func cleanEnv(t Task) []string {
 func readProgress(r io.Reader, fn func(Progress), logw io.Writer) {
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		var p workerLine
-		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			fmt.Fprintln(logw, sc.Text())
 			continue
 		}
-		if fn != nil && p.Progress != nil {
-			fn(*p.Progress)
+		if fn != nil && l.Progress != nil {
+			fn(*l.Progress)
 		}
-		if p.Done != nil {
-			fmt.Fprintf(logw, "copied %d files, %d bytes (%d already in place), %d dirs, %d symlinks\n",
-				p.Done.Files, p.Done.Bytes, p.Done.Skipped, p.Done.Dirs, p.Done.Links)
+		if d := l.Done; d != nil {
+			fmt.Fprintf(logw, "copied %d files, %d bytes (%d already in place), %d dirs, %d symlinks, %d hard links in %.3fs\n",
+				d.Files, d.Bytes, d.Skipped, d.Dirs, d.Links, d.HardLinks, l.Seconds)
 		}
 	}
 	io.Copy(io.Discard, r)
-}
-
-// workerLine is one line the stage-worker child prints on stdout.
-type workerLine struct {
-	Progress *Progress `json:"progress,omitempty"`
-	Done     *Stats    `json:"done,omitempty"`
-}
-
-// Worker is the body of `rsa stage-worker`, running as the job's user.
-func Worker(ctx context.Context, src, dst string, verify bool, stdout, stderr io.Writer) error {
-	enc := json.NewEncoder(stdout)
-	c := &Copier{
-		Progress: func(p Progress) { enc.Encode(workerLine{Progress: &p}) },
-		Warn:     func(path, why string) { fmt.Fprintf(stderr, "%s: %s\n", path, why) },
-	}
-	st, err := c.Copy(ctx, src, dst)
-	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-		_, need, _ := Measure(src)
-		var fs unix.Statfs_t
-		room := int64(-1)
-		if unix.Statfs(dst, &fs) == nil {
-			room = int64(fs.Blocks) * int64(fs.Bsize)
-		}
-		return fmt.Errorf("no space left in %s: the data is %d bytes, the target holds %d bytes; request more RAM (capacity) or stage less", dst, need, room)
-	}
-	if err != nil {
-		return err
-	}
-	if verify {
-		if err := Verify(ctx, src, dst); err != nil {
-			return err
-		}
-	}
-	return enc.Encode(workerLine{Done: &st})
 }
 
 // tailWriter keeps the last bytes written, for error messages.

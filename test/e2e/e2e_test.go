@@ -377,6 +377,7 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 	e := setup(t, "")
 	in := e.mkdir("in")
 	e.fill(in, 2, 10)
+	os.Chmod(in, 0o700) // the RAMDISK takes the input's mode: private here
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "16M"); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
@@ -406,7 +407,7 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 		filepath.Join(e.dir, "state"):               0o700,
 		filepath.Join(e.dir, "run"):                 0o755,
 		e.root:                                      0o755,
-		filepath.Join(e.root, "1"):                  0o700, // the RAMDISK: its user's only
+		filepath.Join(e.root, "1"):                  0o700, // the RAMDISK: as private as the input
 		filepath.Join(e.dir, "run", "rsa.sock"):     0o666 | os.ModeSocket,
 		filepath.Join(e.dir, "state", "rsa.db"):     0o644,
 		filepath.Join(e.dir, "state", "logs"):       0o700,

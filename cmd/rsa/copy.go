@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+type copyFlags struct {
+	user, bwlimit, progress, chunk string
+	workers                        int
+	verify, json, sync             bool
+	pack, unpack                   bool
+}
+
+func copyCmd() *cobra.Command {
+	var f copyFlags
+	cmd := &cobra.Command{
+		Use:   "copy [flags] SRC DST",
+		Short: "Copy a tree in parallel, safely and verifiably (RSA's mover)",
+		Long: `Copy the tree at SRC into DST, like 'cp -a SRC/. DST/', with a pool of workers.
+Keeps contents, directories, symlinks (never followed), hard links, sparse files,
+permissions, nanosecond times and user.* extended attributes. Files appear under
+their name only when complete; running the same copy again copies only what is
+missing or different. Entries that fail are listed with the reason, and the exit
+status is non-zero.
+
+As root, --user NAME runs the whole copy as that user (uid, gid and groups)
+before any path is opened. The RSA daemon stages every job this way.
+
+  rsa copy --verify /gpfs/proj/input /run/rsa/ramdisk/17
+  rsa copy --pack  results/ /gpfs/proj/results.tar     # one POSIX tar, streamed
+  rsa copy --unpack /gpfs/proj/input.tar /run/rsa/ramdisk/17`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.user != "" {
+				return copyAsUser(f.user)
+			}
+			return runCopy(cmd, &f, args[0], args[1])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.user, "user", "", "run as this user, NAME or UID (root only)")
+	fl.IntVar(&f.workers, "workers", 0, "parallel workers (default: from the CPUs)")
+	fl.BoolVar(&f.verify, "verify", false, "re-read both sides and compare content (xxh3); with a resumed copy, compare content instead of size and time")
+	fl.StringVar(&f.bwlimit, "bwlimit", "", "cap the read rate from SRC, bytes per second, e.g. 200M")
+	fl.StringVar(&f.progress, "progress", "auto", "progress: auto (a bar on a terminal), json (lines on stdout), none")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
+	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size, in parallel")
+	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
+	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC into the directory DST")
+	return cmd
+}
+
+// copyAsUser re-runs this command as the named user: a child with the
+// user's credentials does all the work, so no path is opened as root.
+func copyAsUser(name string) error {
+	if os.Geteuid() != 0 {
+		return errors.New("--user is for root; as a normal user, copies run as you")
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		if u, err = user.LookupId(name); err != nil {
+			return fmt.Errorf("--user %q: no such user", name)
+		}
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	if uid == 0 {
+		return errors.New("--user: copying as root is what --user avoids; name a normal user")
+	}
+	var groups []uint32
+	ids, _ := u.GroupIds()
+	for _, g := range ids {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			groups = append(groups, uint32(n))
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var args []string
+	skip := false
+	for _, a := range os.Args[1:] {
+		switch {
+		case skip:
+			skip = false
+		case a == "--user":
+			skip = true
+		case strings.HasPrefix(a, "--user="):
+		default:
+			args = append(args, a)
+		}
+	}
+	c := exec.Command(self, args...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.HomeDir, "USER=" + u.Username, "LANG=C.UTF-8"}
+	c.Dir = "/"
+	c.SysProcAttr = &syscall.SysProcAttr{
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups},
+		Pdeathsig:  syscall.SIGKILL,
+	}
+	runtime.LockOSThread()
+	err = c.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitCode(ee.ExitCode())
+	}
+	return err
+}
+
+func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
+	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync,
+		Warn: func(path, why string) { fmt.Fprintf(os.Stderr, "rsa copy: %s: %s\n", path, why) }}
+	var err error
+	if m.ChunkSize, err = units.ParseSize(f.chunk); err != nil || m.ChunkSize < 1<<20 {
+		return fmt.Errorf("--chunk-size %q: give a size of at least 1M", f.chunk)
+	}
+	m.BigFile = 4 * m.ChunkSize
+	if f.bwlimit != "" {
+		if m.BWLimit, err = units.ParseSize(f.bwlimit); err != nil || m.BWLimit < 1<<10 {
+			return fmt.Errorf("--bwlimit %q: give bytes per second, e.g. 200M", f.bwlimit)
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	bar := &progressBar{}
+	switch f.progress {
+	case "json":
+		m.Progress = func(p stage.Progress) { enc.Encode(stage.Line{Progress: &p}) }
+	case "auto":
+		if _, err := unix.IoctlGetTermios(int(os.Stderr.Fd()), unix.TCGETS); err == nil {
+			bar.start = time.Now()
+			m.Progress = bar.show
+		}
+	case "none":
+	default:
+		return fmt.Errorf("--progress %q: use auto, json or none", f.progress)
+	}
+	start := time.Now()
+	var st stage.Stats
+	switch {
+	case f.pack && f.unpack:
+		return errors.New("--pack and --unpack exclude each other")
+	case f.pack:
+		st, err = m.Pack(cmd.Context(), src, dst)
+	case f.unpack:
+		st, err = m.Unpack(cmd.Context(), src, dst)
+	default:
+		if mkErr := os.MkdirAll(dst, 0o700); mkErr != nil {
+			return fmt.Errorf("destination: %w", mkErr)
+		}
+		st, err = m.Copy(cmd.Context(), src, dst)
+	}
+	bar.clear()
+	secs := time.Since(start).Seconds()
+	if f.json {
+		l := stage.Line{Done: &st, Seconds: secs}
+		if err != nil {
+			l.Error = err.Error()
+		}
+		enc.Encode(l)
+	} else {
+		rate := float64(st.Bytes) / max(secs, 1e-9)
+		fmt.Printf("copied %d files (%s) in %.2fs, %s/s; %d dirs, %d symlinks, %d hard links; %d already in place, %d failed\n",
+			st.Files, units.FormatSize(st.Bytes), secs, units.FormatSize(int64(rate)), st.Dirs, st.Links, st.HardLinks, st.Skipped, st.Failed)
+	}
+	return err
+}
+
+// progressBar draws one self-rewriting line on stderr.
+type progressBar struct {
+	start time.Time
+	drawn bool
+}
+
+func (b *progressBar) show(p stage.Progress) {
+	el := time.Since(b.start).Seconds()
+	rate := float64(p.Bytes) / max(el, 1e-9)
+	line := fmt.Sprintf("%d", p.Files)
+	if p.TotalFiles > 0 {
+		line += fmt.Sprintf("/%d", p.TotalFiles)
+	}
+	line += " files  " + units.FormatSize(p.Bytes)
+	if p.TotalBytes > 0 {
+		pct := 100 * float64(p.Bytes) / float64(p.TotalBytes)
+		line += fmt.Sprintf("/%s (%.0f%%)", units.FormatSize(p.TotalBytes), pct)
+		if rate > 0 && p.TotalBytes > p.Bytes {
+			line += "  ETA " + time.Duration(float64(p.TotalBytes-p.Bytes)/rate*1e9).Round(time.Second).String()
+		}
+	}
+	line += "  " + units.FormatSize(int64(rate)) + "/s"
+	fmt.Fprint(os.Stderr, "\r\033[K"+line)
+	b.drawn = true
+}
+
+func (b *progressBar) clear() {
+	if b.drawn {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+}

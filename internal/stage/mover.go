@@ -1,0 +1,765 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mover copies a tree like `cp -a SRC/. DST/`, in parallel: a pool of
+// workers walks directories, copies small files whole and large files in
+// chunks, with the kernel's copy paths where they apply. Every path below
+// SRC and DST is reached from its parent directory's descriptor with
+// O_NOFOLLOW: no symbolic link, in SRC or planted in DST, is ever followed.
+//
+// It keeps contents, directories (empty ones too), symlinks as symlinks,
+// hard links within the tree, sparse files sparse, permission bits,
+// modification times in nanoseconds (directories after their contents) and
+// user.* extended attributes where both sides support them; FIFOs are
+// recreated; sockets and devices are skipped with a warning. Files are
+// written under a temporary name and renamed into place, so an interrupted
+// copy never leaves a partial file looking complete, and running it again
+// copies only what is missing or different (size and mtime; content with
+// Verify).
+type Mover struct {
+	Workers   int   // 0: chosen from the CPUs
+	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
+	BigFile   int64 // files at least this large are chunked (0: 256 MiB)
+	Verify    bool  // re-read both sides and compare content (xxh3) at the end
+	BWLimit   int64 // bytes per second read from SRC; 0: unlimited
+	Sync      bool  // flush DST's file system before returning
+	Progress  func(Progress)
+	Warn      func(path, why string)
+}
+
+// EntryError is one entry that could not be copied.
+type EntryError struct {
+	Path string
+	Err  error
+}
+
+func (e EntryError) Error() string { return fmt.Sprintf("%s: %v", printable(e.Path), e.Err) }
+
+// CopyError lists the entries that failed; the rest was copied.
+type CopyError struct {
+	Failed []EntryError
+	Total  int64
+}
+
+func (e *CopyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d entries could not be copied:", e.Total)
+	for _, f := range e.Failed {
+		b.WriteString("\n  " + f.Error())
+	}
+	if int64(len(e.Failed)) < e.Total {
+		fmt.Fprintf(&b, "\n  ... and %d more", e.Total-int64(len(e.Failed)))
+	}
+	return b.String()
+}
+
+// NoSpaceError is returned when DST filled up: the copy stops at once.
+type NoSpaceError struct {
+	Dst        string
+	Need, Room int64
+}
+
+func (e *NoSpaceError) Error() string {
+	return fmt.Sprintf("no space left in %s: the data is %d bytes, the file system there holds %d bytes; request more RAM (capacity) or stage less",
+		e.Dst, e.Need, e.Room)
+}
+
+const maxListedErrors = 100
+
+// copyRun is the state of one Copy call.
+type copyRun struct {
+	m       *Mover
+	ctx     context.Context
+	cancel  context.CancelFunc
+	pool    *pool
+	src     string
+	dstRoot int
+	limit   *limiter
+	chunk   int64
+	big     int64
+
+	files, dirs, links, hard, bytes, skipped atomic.Int64
+	totalFiles, totalBytes                   atomic.Int64
+
+	mu      sync.Mutex
+	failed  []EntryError
+	nFailed int64
+	fatal   error
+	hl      map[inode]*hardLink
+	tmpSeq  atomic.Int64
+}
+
+type inode struct{ dev, ino uint64 }
+
+// hardLink tracks the first copy of a multiply linked file; further names
+// are linked to it once it is in place.
+type hardLink struct {
+	rel     string // DST-relative path of the first copy
+	done    bool
+	ok      bool
+	waiters []linkWaiter
+}
+
+type linkWaiter struct {
+	dir  *dirNode
+	name string
+}
+
+// dirNode is a directory being copied. pending counts what must end before
+// its attributes are set: its own listing, its subdirectories, chunked files
+// and hard links still to be made in it.
+type dirNode struct {
+	parent  *dirNode
+	rel     string
+	srcFd   int
+	dstFd   int
+	st      unix.Stat_t
+	pending atomic.Int64
+}
+
+// Copy copies the tree at src into the existing directory dst.
+func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
+	r := &copyRun{m: m, src: src, hl: map[inode]*hardLink{}, chunk: m.ChunkSize, big: m.BigFile}
+	if r.chunk <= 0 {
+		r.chunk = 64 << 20
+	}
+	if r.big <= 0 {
+		r.big = 256 << 20
+	}
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	if m.BWLimit > 0 {
+		r.limit = newLimiter(m.BWLimit)
+	}
+	srcFd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Stats{}, fmt.Errorf("source %s: %w", src, err)
+	}
+	dstFd, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(srcFd)
+		return Stats{}, fmt.Errorf("destination %s: %w", dst, err)
+	}
+	r.dstRoot, _ = unix.FcntlInt(uintptr(dstFd), unix.F_DUPFD_CLOEXEC, 0)
+	defer unix.Close(r.dstRoot)
+	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd}
+	if err := unix.Fstat(srcFd, &root.st); err != nil {
+		return Stats{}, err
+	}
+	r.copyXattrs(".", srcFd, dstFd)
+	root.pending.Store(1)
+
+	stopProgress := r.startProgress()
+	r.pool = newPool(workersFor(m.Workers))
+	r.pool.submit(func() { r.listDir(root) })
+	r.pool.wait()
+	stopProgress()
+
+	st := r.stats()
+	if r.fatal != nil {
+		if errors.Is(r.fatal, unix.ENOSPC) || errors.Is(r.fatal, unix.EDQUOT) {
+			_, need, _ := Measure(src)
+			var fs unix.Statfs_t
+			unix.Statfs(dst, &fs)
+			return st, &NoSpaceError{Dst: dst, Need: need, Room: int64(fs.Blocks) * int64(fs.Bsize)}
+		}
+		return st, r.fatal
+	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	if m.Sync {
+		if err := unix.Syncfs(r.dstRoot); err != nil {
+			return st, fmt.Errorf("flushing %s: %w", dst, err)
+		}
+	}
+	if m.Verify {
+		if err := VerifyTree(ctx, src, dst, workersFor(m.Workers)); err != nil {
+			return st, err
+		}
+	}
+	if r.nFailed > 0 {
+		return st, &CopyError{Failed: r.failed, Total: r.nFailed}
+	}
+	return st, nil
+}
+
+// workersFor picks the pool size: staging is bound by I/O latency more than
+// by CPU, so more workers than cores pay off, within reason.
+func workersFor(n int) int {
+	if n > 0 {
+		return n
+	}
+	return min(max(4*runtime.NumCPU(), 8), 64)
+}
+
+func (r *copyRun) stats() Stats {
+	return Stats{Files: r.files.Load(), Dirs: r.dirs.Load(), Links: r.links.Load(), HardLinks: r.hard.Load(),
+		Bytes: r.bytes.Load(), Skipped: r.skipped.Load(), Failed: r.nFailed}
+}
+
+// fail records an entry that could not be copied. Out of space ends the
+// whole copy: every further entry would fail the same way.
+func (r *copyRun) fail(rel string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		if r.fatal == nil {
+			r.fatal = err
+			r.cancel()
+		}
+		return
+	}
+	r.nFailed++
+	if len(r.failed) < maxListedErrors {
+		r.failed = append(r.failed, EntryError{Path: rel, Err: err})
+	}
+}
+
+func (r *copyRun) warn(rel, why string) {
+	if r.m.Warn != nil {
+		r.m.Warn(rel, why)
+	}
+}
+
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// listDir copies the entries of one directory. Reading the listing uses a
+// duplicate descriptor; the directory's own descriptors stay open until its
+// last task is done (release).
+func (r *copyRun) listDir(d *dirNode) {
+	defer r.release(d)
+	srcFd := d.srcFd
+	lister, err := unix.FcntlInt(uintptr(srcFd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		r.fail(d.rel, err)
+		return
+	}
+	f := os.NewFile(uintptr(lister), d.rel)
+	defer f.Close()
+	for r.ctx.Err() == nil {
+		names, err := f.Readdirnames(1024)
+		for _, name := range names {
+			if r.ctx.Err() != nil {
+				return
+			}
+			r.entry(d, srcFd, name)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				r.fail(d.rel, fmt.Errorf("reading directory: %w", err))
+			}
+			return
+		}
+	}
+}
+
+func (r *copyRun) entry(d *dirNode, srcFd int, name string) {
+	rel := join(d.rel, name)
+	var st unix.Stat_t
+	if err := unix.Fstatat(srcFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		r.fail(rel, err)
+		return
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		r.subdir(d, srcFd, name, rel, &st)
+	case unix.S_IFREG:
+		r.totalFiles.Add(1)
+		r.totalBytes.Add(st.Size)
+		d.pending.Add(1)
+		r.pool.submit(func() {
+			r.file(d, srcFd, name, rel, &st)
+			r.release(d)
+		})
+	case unix.S_IFLNK:
+		r.symlink(d, srcFd, name, rel, &st)
+	case unix.S_IFIFO:
+		if err := r.replaceNonDir(d.dstFd, name); err != nil {
+			r.fail(rel, err)
+			return
+		}
+		if err := unix.Mknodat(d.dstFd, name, unix.S_IFIFO|(st.Mode&0o7777), 0); err != nil && !errors.Is(err, unix.EEXIST) {
+			r.fail(rel, err)
+			return
+		}
+		setTimesAt(d.dstFd, name, &st)
+	default:
+		r.warn(rel, "skipped: sockets and device files are not copied")
+	}
+}
+
+// replaceNonDir removes whatever non-directory sits at name in a DST
+// directory (a stale copy, or a symlink planted there), so that nothing is
+// written through it.
+func (r *copyRun) replaceNonDir(dirFd int, name string) error {
+	err := unix.Unlinkat(dirFd, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
+}
+
+func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
+	if err := unix.Mkdirat(d.dstFd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		r.fail(rel, err)
+		return
+	}
+	dstFd, err := unix.Openat(d.dstFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		// A symlink or file stands where the directory goes: replace it.
+		if err = r.replaceNonDir(d.dstFd, name); err == nil {
+			if err = unix.Mkdirat(d.dstFd, name, 0o700); err == nil {
+				dstFd, err = unix.Openat(d.dstFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			}
+		}
+	}
+	if err != nil {
+		r.fail(rel, err)
+		return
+	}
+	// The copy must be writable while it is filled; its mode comes last.
+	unix.Fchmod(dstFd, 0o700)
+	childSrc, err := unix.Openat(srcFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dstFd)
+		r.fail(rel, err)
+		return
+	}
+	r.copyXattrs(rel, childSrc, dstFd)
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st}
+	c.pending.Store(1)
+	d.pending.Add(1)
+	r.pool.submit(func() { r.listDir(c) })
+}
+
+// release drops one pending count of d; the last one sets the directory's
+// attributes (after all its contents changed) and releases the parent.
+func (r *copyRun) release(d *dirNode) {
+	if d.pending.Add(-1) > 0 {
+		return
+	}
+	if r.ctx.Err() == nil {
+		if err := unix.Fchmod(d.dstFd, d.st.Mode&0o7777); err != nil {
+			r.fail(d.rel, err)
+		}
+		if err := futimens(d.dstFd, []unix.Timespec{d.st.Atim, d.st.Mtim}); err != nil {
+			r.fail(d.rel, err)
+		}
+	}
+	unix.Close(d.dstFd)
+	unix.Close(d.srcFd)
+	r.dirs.Add(1)
+	if d.parent != nil {
+		r.release(d.parent)
+	}
+}
+
+func futimens(fd int, ts []unix.Timespec) error {
+	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), ts, 0)
+}
+
+func setTimesAt(dirFd int, name string, st *unix.Stat_t) {
+	unix.UtimesNanoAt(dirFd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func (r *copyRun) symlink(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
+	buf := make([]byte, st.Size+1)
+	n, err := unix.Readlinkat(srcFd, name, buf)
+	if err != nil {
+		r.fail(rel, err)
+		return
+	}
+	target := string(buf[:n])
+	old := make([]byte, len(buf)+1)
+	if m, err := unix.Readlinkat(d.dstFd, name, old); err == nil && string(old[:m]) == target {
+		r.links.Add(1)
+		return
+	}
+	if err := r.replaceNonDir(d.dstFd, name); err != nil {
+		r.fail(rel, err)
+		return
+	}
+	if err := unix.Symlinkat(target, d.dstFd, name); err != nil {
+		r.fail(rel, err)
+		return
+	}
+	setTimesAt(d.dstFd, name, st)
+	r.links.Add(1)
+}
+
+func (r *copyRun) file(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
+	if st.Nlink > 1 && r.linkToFirst(d, name, rel, st) {
+		return
+	}
+	var have unix.Stat_t
+	if unix.Fstatat(d.dstFd, name, &have, unix.AT_SYMLINK_NOFOLLOW) == nil && have.Mode&unix.S_IFMT == unix.S_IFREG &&
+		have.Size == st.Size && have.Mtim == st.Mtim && have.Mode&0o7777 == st.Mode&0o7777 &&
+		(!r.m.Verify || sameHashAt(srcFd, d.dstFd, name)) {
+		r.skipped.Add(1)
+		r.files.Add(1)
+		r.bytes.Add(st.Size)
+		r.firstDone(st, rel, true)
+		return
+	}
+	in, err := unix.Openat(srcFd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		r.fail(rel, err)
+		r.firstDone(st, rel, false)
+		return
+	}
+	tmp := r.tempName(name)
+	out, err := unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EEXIST) { // left by an interrupted run
+		unix.Unlinkat(d.dstFd, tmp, 0)
+		out, err = unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	}
+	if err != nil {
+		unix.Close(in)
+		r.fail(rel, err)
+		r.firstDone(st, rel, false)
+		return
+	}
+	f := &fileCopy{r: r, d: d, name: name, tmp: tmp, rel: rel, st: *st, in: in, out: out}
+	sparse := st.Blocks*512 < st.Size
+	if st.Size < r.big || sparse {
+		f.finish(f.copyRange(0, st.Size, sparse))
+		return
+	}
+	// A large file: chunks copied in parallel, finished by the last one.
+	if err := unix.Ftruncate(out, st.Size); err != nil {
+		f.finish(err)
+		return
+	}
+	d.pending.Add(1)
+	n := (st.Size + r.chunk - 1) / r.chunk
+	f.left.Store(n)
+	for i := range n {
+		off := i * r.chunk
+		size := min(r.chunk, st.Size-off)
+		r.pool.submit(func() {
+			f.chunkDone(f.copyRange(off, size, false))
+		})
+	}
+}
+
+// tempName is a short hidden name in the same directory; long names would
+// not fit 255 bytes with a prefix.
+func (r *copyRun) tempName(name string) string {
+	if len(name) <= 200 {
+		return ".rsa-tmp." + name
+	}
+	return fmt.Sprintf(".rsa-tmp.%d.%d", os.Getpid(), r.tmpSeq.Add(1))
+}
+
+// fileCopy is one regular file on its way.
+type fileCopy struct {
+	r        *copyRun
+	d        *dirNode
+	name     string
+	tmp, rel string
+	st       unix.Stat_t
+	in, out  int
+	left     atomic.Int64
+	errOnce  sync.Once
+	err      error
+}
+
+func (f *fileCopy) chunkDone(err error) {
+	if err != nil {
+		f.errOnce.Do(func() { f.err = err })
+	}
+	if f.left.Add(-1) == 0 {
+		f.finish(f.err)
+		f.r.release(f.d)
+	}
+}
+
+// copyRange copies [off, off+size) from in to out: copy_file_range where
+// the kernel allows it, otherwise positioned reads and writes; sparse files
+// copy only their data extents.
+func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
+	if sparse {
+		return f.copySparse()
+	}
+	end := off + size
+	useCFR := true
+	buf := []byte(nil)
+	for off < end {
+		if err := f.r.ctx.Err(); err != nil {
+			return err
+		}
+		n := min(end-off, 8<<20)
+		if f.r.limit != nil {
+			f.r.limit.wait(f.r.ctx, n)
+		}
+		if useCFR {
+			roff, woff := off, off
+			m, err := unix.CopyFileRange(f.in, &roff, f.out, &woff, int(n), 0)
+			if err == nil && m > 0 {
+				off += int64(m)
+				f.r.bytes.Add(int64(m))
+				continue
+			}
+			if err == nil && m == 0 {
+				return fmt.Errorf("file shrank while being copied")
+			}
+			if !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) &&
+				!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EBADF) {
+				return err
+			}
+			useCFR = false
+		}
+		if buf == nil {
+			bp := bufPool.Get().(*[]byte)
+			defer bufPool.Put(bp)
+			buf = *bp
+		}
+		m, err := unix.Pread(f.in, buf[:min(n, int64(len(buf)))], off)
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			return fmt.Errorf("file shrank while being copied")
+		}
+		if _, err := pwriteAll(f.out, buf[:m], off); err != nil {
+			return err
+		}
+		off += int64(m)
+		f.r.bytes.Add(int64(m))
+	}
+	return nil
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func pwriteAll(fd int, b []byte, off int64) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.Pwrite(fd, b[done:], off+int64(done))
+		if err != nil {
+			return done, err
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// copySparse copies only the data extents and sets the length, so holes
+// stay holes.
+func (f *fileCopy) copySparse() error {
+	size := f.st.Size
+	var off int64
+	for off < size {
+		data, err := unix.Seek(f.in, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole remains
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(f.in, data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if err := f.copyRange(data, hole-data, false); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return unix.Ftruncate(f.out, size)
+}
+
+// finish sets the copy's attributes and renames it into place, or removes
+// it if anything failed.
+func (f *fileCopy) finish(err error) {
+	r := f.r
+	if err == nil {
+		r.copyXattrs(f.rel, f.in, f.out)
+		err = unix.Fchmod(f.out, f.st.Mode&0o7777)
+	}
+	unix.Close(f.in)
+	if err == nil {
+		err = futimens(f.out, []unix.Timespec{f.st.Atim, f.st.Mtim})
+	}
+	if cerr := unix.Close(f.out); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(f.d.dstFd, f.tmp, f.d.dstFd, f.name)
+	}
+	if err != nil {
+		unix.Unlinkat(f.d.dstFd, f.tmp, 0)
+		r.fail(f.rel, err)
+		r.firstDone(&f.st, f.rel, false)
+		return
+	}
+	r.files.Add(1)
+	r.firstDone(&f.st, f.rel, true)
+}
+
+// linkToFirst handles a further name of a multiply linked file: it links to
+// the first copy (now or once that is in place) and reports true; for the
+// first name it records the file and reports false.
+func (r *copyRun) linkToFirst(d *dirNode, name, rel string, st *unix.Stat_t) bool {
+	k := inode{uint64(st.Dev), st.Ino}
+	r.mu.Lock()
+	h, seen := r.hl[k]
+	if !seen {
+		r.hl[k] = &hardLink{rel: rel}
+		r.mu.Unlock()
+		return false
+	}
+	if !h.done {
+		d.pending.Add(1)
+		h.waiters = append(h.waiters, linkWaiter{d, name})
+		r.mu.Unlock()
+		return true
+	}
+	r.mu.Unlock()
+	r.makeLink(h, d, name)
+	return true
+}
+
+// firstDone completes the first copy of a hard-linked file and makes the
+// links that waited for it.
+func (r *copyRun) firstDone(st *unix.Stat_t, rel string, ok bool) {
+	if st.Nlink < 2 {
+		return
+	}
+	r.mu.Lock()
+	h := r.hl[inode{uint64(st.Dev), st.Ino}]
+	if h == nil || h.rel != rel || h.done {
+		r.mu.Unlock()
+		return
+	}
+	h.done, h.ok = true, ok
+	waiters := h.waiters
+	h.waiters = nil
+	r.mu.Unlock()
+	for _, w := range waiters {
+		r.makeLink(h, w.dir, w.name)
+		r.release(w.dir)
+	}
+}
+
+func (r *copyRun) makeLink(h *hardLink, d *dirNode, name string) {
+	rel := join(d.rel, name)
+	if !h.ok {
+		r.fail(rel, fmt.Errorf("not linked: its first name %s was not copied", printable(h.rel)))
+		return
+	}
+	fd, err := unix.Openat2(r.dstRoot, h.rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		r.fail(rel, fmt.Errorf("linking to %s: %w", printable(h.rel), err))
+		return
+	}
+	defer unix.Close(fd)
+	var a, b unix.Stat_t
+	if unix.Fstat(fd, &a) == nil && unix.Fstatat(d.dstFd, name, &b, unix.AT_SYMLINK_NOFOLLOW) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
+		r.hard.Add(1) // already linked (a resumed copy)
+		return
+	}
+	if err := r.replaceNonDir(d.dstFd, name); err != nil {
+		r.fail(rel, err)
+		return
+	}
+	if err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), d.dstFd, name, unix.AT_SYMLINK_FOLLOW); err != nil {
+		r.fail(rel, fmt.Errorf("linking to %s: %w", printable(h.rel), err))
+		return
+	}
+	r.hard.Add(1)
+}
+
+// copyXattrs copies the user.* attributes of srcFd onto dstFd. File
+// systems without extended attributes are not an error.
+func (r *copyRun) copyXattrs(rel string, srcFd, dstFd int) {
+	buf := make([]byte, 4096)
+	n, err := unix.Flistxattr(srcFd, buf)
+	if err != nil || n == 0 {
+		return
+	}
+	for _, name := range strings.Split(string(buf[:n]), "\x00") {
+		if !strings.HasPrefix(name, "user.") {
+			continue
+		}
+		val := make([]byte, 64<<10)
+		m, err := unix.Fgetxattr(srcFd, name, val)
+		if err != nil {
+			continue
+		}
+		if err := unix.Fsetxattr(dstFd, name, val[:m], 0); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+			r.warn(rel, "extended attribute "+name+" not copied: "+err.Error())
+		}
+	}
+}
+
+func (r *copyRun) startProgress() (stop func()) {
+	if r.m.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r.m.Progress(r.progress())
+			}
+		}
+	}()
+	// Count the source beside the copy, for totals and an ETA.
+	go func() {
+		files, bytes, err := Measure(r.src)
+		if err == nil {
+			r.totalFiles.Store(max(files, r.totalFiles.Load()))
+			r.totalBytes.Store(max(bytes, r.totalBytes.Load()))
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		r.m.Progress(r.progress())
+	}
+}
+
+func (r *copyRun) progress() Progress {
+	return Progress{Files: r.files.Load(), Bytes: r.bytes.Load(), TotalFiles: r.totalFiles.Load(), TotalBytes: r.totalBytes.Load()}
+}
+
+// printable quotes a path that holds bytes a terminal would mangle.
+func printable(p string) string {
+	for _, c := range []byte(p) {
+		if c < 0x20 || c == 0x7f || c >= 0x80 {
+			return strconv.Quote(p)
+		}
+	}
+	return p
+}

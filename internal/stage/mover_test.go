@@ -1,0 +1,449 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// fileSystems returns a directory on the machine's disk (ext4 here) and one
+// on a fresh tmpfs, the two kinds RSA copies between.
+func fileSystems(t *testing.T) map[string]string {
+	t.Helper()
+	testutil.RequireRoot(t)
+	disk, err := os.MkdirTemp("/var/tmp", "rsa-mover-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(disk) })
+	ram := filepath.Join(testutil.TempDir(t), "tmpfs")
+	os.Mkdir(ram, 0o755)
+	if err := unix.Mount("rsa-movertest", ram, "tmpfs", 0, "size=512m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(ram, unix.MNT_DETACH) })
+	return map[string]string{"disk": disk, "tmpfs": ram}
+}
+
+var ts = time.Date(2001, 2, 3, 4, 5, 6, 789012345, time.UTC)
+
+// tree builds a source with every kind of entry the mover must keep.
+func tree(t *testing.T, root string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := func(rel string, b []byte, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		must(os.MkdirAll(filepath.Dir(p), 0o755))
+		must(os.WriteFile(p, b, mode))
+		must(os.Chmod(p, mode))
+		must(os.Chtimes(p, ts, ts))
+	}
+	w("small", []byte("small"), 0o640)
+	w("exec", []byte("#!/bin/sh\n"), 0o755)
+	w("empty", nil, 0o600)
+	w("dir/a/b/c", bytes.Repeat([]byte("abc"), 100000), 0o644)
+	big := make([]byte, 9<<20+123) // chunked: BigFile is lowered below
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	w("big", big, 0o644)
+	must(os.MkdirAll(filepath.Join(root, "emptydir", "inner"), 0o711))
+	// Sparse: a hole of 64 MiB between two small extents.
+	f, err := os.Create(filepath.Join(root, "sparse"))
+	must(err)
+	f.Write([]byte("head"))
+	f.WriteAt([]byte("tail"), 64<<20)
+	f.Close()
+	must(os.Chtimes(filepath.Join(root, "sparse"), ts, ts))
+	// Hard links, also across directories.
+	must(os.Link(filepath.Join(root, "small"), filepath.Join(root, "dir", "small-link")))
+	must(os.Link(filepath.Join(root, "small"), filepath.Join(root, "small-link2")))
+	// Symlinks: relative, absolute out of the tree, dangling, looping.
+	must(os.Symlink("dir/a/b/c", filepath.Join(root, "rel-link")))
+	must(os.Symlink("/etc/shadow", filepath.Join(root, "out-link")))
+	must(os.Symlink("nowhere", filepath.Join(root, "dangling")))
+	must(os.Symlink("loop2", filepath.Join(root, "loop1")))
+	must(os.Symlink("loop1", filepath.Join(root, "loop2")))
+	must(unix.Mkfifo(filepath.Join(root, "fifo"), 0o620))
+	// Names with a newline, with non-UTF-8 bytes, and of 255 bytes.
+	w("new\nline", []byte("nl"), 0o644)
+	w("bad-\xff\xfe-utf8", []byte("bytes"), 0o644)
+	w(strings.Repeat("n", 255), []byte("long"), 0o644)
+	// 48 levels deep.
+	deep := root
+	for i := range 48 {
+		deep = filepath.Join(deep, strings.Repeat(string(rune('a'+i%26)), 40))
+	}
+	must(os.MkdirAll(deep, 0o755))
+	w(strings.TrimPrefix(deep, root+"/")+"/bottom", []byte("deep"), 0o644)
+	// A user.* extended attribute where the file system has them.
+	unix.Setxattr(filepath.Join(root, "small"), "user.rsa.test", []byte("kept"), 0)
+	// Directory times last.
+	must(os.Chtimes(filepath.Join(root, "dir", "a"), ts, ts))
+	must(os.Chtimes(filepath.Join(root, "emptydir"), ts, ts))
+}
+
+// sameTree compares two trees entry by entry, with every preserved property.
+func sameTree(t *testing.T, src, dst string) {
+	t.Helper()
+	n := 0
+	err := filepath.Walk(src, func(p string, a os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		q := filepath.Join(dst, rel)
+		b, err := os.Lstat(q)
+		if err != nil {
+			t.Errorf("%q missing in the copy", rel)
+			return nil
+		}
+		n++
+		if a.Mode() != b.Mode() {
+			t.Errorf("%q: mode %v, want %v", rel, b.Mode(), a.Mode())
+		}
+		if a.Mode()&os.ModeSymlink == 0 && !a.ModTime().Equal(b.ModTime()) && rel != "." {
+			t.Errorf("%q: mtime %v, want %v", rel, b.ModTime(), a.ModTime())
+		}
+		switch {
+		case a.Mode().IsRegular():
+			x, _ := os.ReadFile(p)
+			y, _ := os.ReadFile(q)
+			if !bytes.Equal(x, y) {
+				t.Errorf("%q: content differs", rel)
+			}
+		case a.Mode()&os.ModeSymlink != 0:
+			x, _ := os.Readlink(p)
+			y, _ := os.Readlink(q)
+			if x != y {
+				t.Errorf("%q: link %q, want %q", rel, y, x)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Fatalf("only %d entries compared", n)
+	}
+}
+
+func TestMoverKeepsEverything(t *testing.T) {
+	fss := fileSystems(t)
+	for _, dir := range [][2]string{{"disk", "tmpfs"}, {"tmpfs", "disk"}, {"disk", "disk"}} {
+		t.Run(dir[0]+"-to-"+dir[1], func(t *testing.T) {
+			src := filepath.Join(fss[dir[0]], "src-"+dir[1])
+			dst := filepath.Join(fss[dir[1]], "dst-"+dir[0])
+			os.Mkdir(src, 0o750)
+			os.Mkdir(dst, 0o700)
+			tree(t, src)
+			var warned []string
+			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true,
+				Warn: func(p, why string) { warned = append(warned, p) }}
+			st, err := m.Copy(context.Background(), src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTree(t, src, dst)
+			// Hard links stay links.
+			var a, b, c unix.Stat_t
+			unix.Stat(filepath.Join(dst, "small"), &a)
+			unix.Stat(filepath.Join(dst, "dir", "small-link"), &b)
+			unix.Stat(filepath.Join(dst, "small-link2"), &c)
+			if a.Ino != b.Ino || a.Ino != c.Ino || a.Nlink != 3 || st.HardLinks != 2 {
+				t.Errorf("hard links not kept: %d %d %d nlink %d, stats %+v", a.Ino, b.Ino, c.Ino, a.Nlink, st)
+			}
+			// Sparse stays sparse.
+			var sp unix.Stat_t
+			unix.Stat(filepath.Join(dst, "sparse"), &sp)
+			if sp.Size != 64<<20+4 || sp.Blocks*512 > 1<<20 {
+				t.Errorf("sparse file: size %d, %d bytes allocated", sp.Size, sp.Blocks*512)
+			}
+			// The FIFO is recreated.
+			if fi, err := os.Lstat(filepath.Join(dst, "fifo")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+				t.Errorf("fifo: %v %v", fi, err)
+			}
+			// xattrs where both sides support them.
+			want := make([]byte, 16)
+			if n, err := unix.Getxattr(filepath.Join(src, "small"), "user.rsa.test", want); err == nil {
+				got := make([]byte, 16)
+				m, err := unix.Getxattr(filepath.Join(dst, "small"), "user.rsa.test", got)
+				if err != nil && !errors.Is(err, unix.EOPNOTSUPP) || err == nil && string(got[:m]) != string(want[:n]) {
+					t.Errorf("xattr: %q %v", got[:max(m, 0)], err)
+				}
+			}
+			// Nothing temporary is left.
+			filepath.Walk(dst, func(p string, _ os.FileInfo, _ error) error {
+				if strings.Contains(filepath.Base(p), ".rsa-tmp.") {
+					t.Errorf("temporary file left: %q", p)
+				}
+				return nil
+			})
+			// Resume: a second run copies nothing and changes nothing.
+			st2, err := m.Copy(context.Background(), src, dst)
+			if err != nil || st2.Skipped != st.Files-st.HardLinks && st2.Skipped < st.Files-2 {
+				t.Errorf("resume: %+v, %v (first run %+v)", st2, err, st)
+			}
+			sameTree(t, src, dst)
+		})
+	}
+}
+
+func TestMoverSocketsSkippedWithWarning(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	fd, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: filepath.Join(src, "sock")}); err != nil {
+		t.Skip("cannot make a socket here:", err)
+	}
+	var warned []string
+	_, err := (&Mover{Warn: func(p, why string) { warned = append(warned, p+": "+why) }}).Copy(context.Background(), src, dst)
+	if err != nil || len(warned) != 1 || !strings.Contains(warned[0], "sock") {
+		t.Fatalf("err %v, warnings %v", err, warned)
+	}
+}
+
+func TestMoverResumesAfterInterruption(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for i := range 300 {
+		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i%26))+strings.Repeat("x", i%7)+"-"+itoa(i)), bytes.Repeat([]byte{byte(i)}, 20000), 0o644)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mover{Workers: 2, Progress: func(p Progress) {
+		if p.Files > 20 {
+			cancel()
+		}
+	}}
+	m.Copy(ctx, src, dst) // interrupted somewhere
+	// A partial file under its final name would be a lie; a stale changed
+	// file must be replaced.
+	os.WriteFile(filepath.Join(dst, ".rsa-tmp.stale"), []byte("junk"), 0o600)
+	st, err := (&Mover{Workers: 2}).Copy(context.Background(), src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyTree(context.Background(), src, dst, 2); err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 300 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Content-level resume: same size and time, different bytes.
+	victim := filepath.Join(dst, "fa-0")
+	info, _ := os.Stat(victim)
+	os.WriteFile(victim, bytes.Repeat([]byte{9}, 20000), 0o644)
+	os.Chtimes(victim, info.ModTime(), info.ModTime())
+	if _, err := (&Mover{}).Copy(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if VerifyTree(context.Background(), src, dst, 2) == nil {
+		t.Fatal("size+mtime resume should have kept the changed file; verify must catch it")
+	}
+	if _, err := (&Mover{Verify: true}).Copy(context.Background(), src, dst); err != nil {
+		t.Fatalf("--verify resume should repair it: %v", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestMoverReportsFailures(t *testing.T) {
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t, testutil.TestUserName)
+	dir := testutil.TempDir(t)
+	src := testutil.MkdirOwned(t, u, filepath.Join(dir, "src"))
+	dst := testutil.MkdirOwned(t, u, filepath.Join(dir, "dst"))
+	os.WriteFile(filepath.Join(src, "readable"), []byte("ok"), 0o644)
+	os.WriteFile(filepath.Join(src, "secret"), []byte("root only"), 0o600) // root-owned
+	// Run as the user, in a child, as the daemon does.
+	out, err := runAsUser(t, u, "copy", src, dst)
+	if err == nil || !strings.Contains(out, "secret") || !strings.Contains(out, "permission denied") {
+		t.Fatalf("an unreadable file must fail the copy with its path and reason: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "readable")); string(b) != "ok" {
+		t.Fatal("the readable file should still be copied")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "secret")); err == nil {
+		t.Fatal("a file appeared for the unreadable source")
+	}
+}
+
+func TestMoverNoSpace(t *testing.T) {
+	fss := fileSystems(t)
+	small := filepath.Join(filepath.Dir(fss["tmpfs"]), "small")
+	os.Mkdir(small, 0o755)
+	if err := unix.Mount("rsa-small", small, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Unmount(small, unix.MNT_DETACH)
+	src := filepath.Join(fss["disk"], "src")
+	os.Mkdir(src, 0o755)
+	for i := range 8 {
+		os.WriteFile(filepath.Join(src, "f"+itoa(i)), make([]byte, 512<<10), 0o644)
+	}
+	_, err := (&Mover{}).Copy(context.Background(), src, small)
+	var ns *NoSpaceError
+	if !errors.As(err, &ns) || ns.Need != 4<<20 || ns.Room != 1<<20 || !strings.Contains(err.Error(), "request more RAM") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestPackUnpackRoundTrip(t *testing.T) {
+	fss := fileSystems(t)
+	src := filepath.Join(fss["disk"], "src")
+	os.Mkdir(src, 0o750)
+	tree(t, src)
+	os.Remove(filepath.Join(src, "fifo")) // FIFOs round-trip too, but make the tree readable by tar tools
+	archive := filepath.Join(fss["disk"], "out.tar")
+	m := &Mover{Workers: 4}
+	st, err := m.Pack(context.Background(), src, archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.HardLinks != 2 {
+		t.Errorf("pack stats %+v", st)
+	}
+	// GNU tar reads it.
+	if out, err := runCmd("tar", "-tf", archive); err != nil || !strings.Contains(out, "dir/a/b/c") {
+		t.Fatalf("tar -t: %v\n%s", err, out)
+	}
+	dst := filepath.Join(fss["tmpfs"], "unpacked")
+	if _, err := m.Unpack(context.Background(), archive, dst); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, dst)
+}
+
+func TestUnpackRefusesEscapes(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	os.Mkdir(outside, 0o755)
+	// An archive with a symlink out of the target and a file written
+	// through it, plus a '..' member.
+	arc := filepath.Join(dir, "evil.tar")
+	build := filepath.Join(dir, "build")
+	os.Mkdir(build, 0o755)
+	os.Symlink(outside, filepath.Join(build, "link"))
+	if out, err := runCmd("tar", "-C", build, "-cf", arc, "link"); err != nil {
+		t.Fatal(out)
+	}
+	os.Remove(filepath.Join(build, "link"))
+	os.Mkdir(filepath.Join(build, "link"), 0o755)
+	os.WriteFile(filepath.Join(build, "link", "pwned"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "up"), []byte("x"), 0o644)
+	if out, err := runCmd("tar", "-C", build, "-rf", arc, "link/pwned"); err != nil {
+		t.Fatal(out)
+	}
+	if out, err := runCmd("tar", "-C", build, "-rf", arc, "--absolute-names", "../up"); err != nil {
+		t.Fatal(out)
+	}
+	dst := filepath.Join(dir, "dst")
+	_, err := (&Mover{}).Unpack(context.Background(), arc, dst)
+	if err == nil {
+		t.Fatal("unpacking an escaping archive reported success")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
+		t.Fatal("unpack wrote through a symlink out of the target")
+	}
+}
+
+var rsaBin string
+
+// TestMain builds the rsa binary where the test user can run it: the
+// failure and security tests run `rsa copy --user` exactly as the daemon's
+// staging does.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "rsa-stage-bin-")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	rsaBin = filepath.Join(dir, "rsa")
+	if out, err := osexec.Command("go", "build", "-o", rsaBin, "github.com/rsa-hpc/rsa/cmd/rsa").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building rsa: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func runCmd(name string, args ...string) (string, error) {
+	out, err := osexec.Command(name, args...).CombinedOutput()
+	return string(out), err
+}
+
+// runAsUser runs `rsa <args> --user NAME` as root, which drops to the user.
+func runAsUser(t *testing.T, u testutil.User, args ...string) (string, error) {
+	t.Helper()
+	return runCmd(rsaBin, append([]string{args[0], "--user", u.Name}, args[1:]...)...)
+}
+
+// TestCopyAsUserNeverUsesRootRights: as root with --user, a symlink in SRC
+// to a root-only file is copied as a symlink (the file is never read), and
+// a symlink the user planted in DST is replaced, never written through.
+func TestCopyAsUserNeverUsesRootRights(t *testing.T) {
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t, testutil.TestUserName)
+	dir := testutil.TempDir(t)
+	secret := filepath.Join(dir, "secret")
+	os.WriteFile(secret, []byte("root only"), 0o600)
+	src := testutil.MkdirOwned(t, u, filepath.Join(dir, "src"))
+	dst := testutil.MkdirOwned(t, u, filepath.Join(dir, "dst"))
+	os.Symlink(secret, filepath.Join(src, "to-secret"))
+	os.Lchown(filepath.Join(src, "to-secret"), int(u.UID), int(u.GID))
+	os.WriteFile(filepath.Join(src, "data"), []byte("new content"), 0o644)
+	os.Chown(filepath.Join(src, "data"), int(u.UID), int(u.GID))
+	os.MkdirAll(filepath.Join(src, "sub"), 0o755)
+	os.Chown(filepath.Join(src, "sub"), int(u.UID), int(u.GID))
+	os.WriteFile(filepath.Join(src, "sub", "f"), []byte("in sub"), 0o644)
+	os.Chown(filepath.Join(src, "sub", "f"), int(u.UID), int(u.GID))
+	// Planted in DST: a symlink where a file goes, and one where a
+	// directory goes, both pointing at a file and a directory outside.
+	victim := testutil.MkdirOwned(t, u, filepath.Join(dir, "victim"))
+	os.WriteFile(filepath.Join(victim, "file"), []byte("untouched"), 0o644)
+	os.Chown(filepath.Join(victim, "file"), int(u.UID), int(u.GID))
+	os.Symlink(filepath.Join(victim, "file"), filepath.Join(dst, "data"))
+	os.Symlink(victim, filepath.Join(dst, "sub"))
+	if out, err := runAsUser(t, u, "copy", "--verify", src, dst); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if l, err := os.Readlink(filepath.Join(dst, "to-secret")); err != nil || l != secret {
+		t.Fatalf("the symlink to the root-only file was not copied as a symlink: %q %v", l, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(victim, "file")); string(b) != "untouched" {
+		t.Fatal("wrote through a symlink planted in DST")
+	}
+	if _, err := os.Stat(filepath.Join(victim, "f")); err == nil {
+		t.Fatal("created a file through a directory symlink planted in DST")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "data")); string(b) != "new content" {
+		t.Fatalf("data = %q", b)
+	}
+	var st unix.Stat_t
+	unix.Lstat(filepath.Join(dst, "data"), &st)
+	if st.Uid != u.UID {
+		t.Fatalf("copy owned by uid %d, want the user's %d", st.Uid, u.UID)
+	}
+	if out, err := runCmd(rsaBin, "copy", "--user", "root", src, dst); err == nil {
+		t.Fatalf("--user root must be refused: %s", out)
+	}
+}

@@ -1,0 +1,595 @@
+package stage
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// readAhead bounds the bytes of small files read ahead of the tar writer,
+// and of file bodies waiting for the unpack writers.
+const (
+	readAhead     = 64 << 20
+	smallFileSize = 1 << 20
+)
+
+// Pack writes the tree at src as one POSIX (pax) tar file at dst, streamed:
+// no temporary copy of the tree. Small files are read ahead in parallel
+// while the archive is written in order (the thesis' aggregation of many
+// small result files, §3.2.4). dst appears only when complete.
+func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
+	var st Stats
+	tmp := filepath.Join(filepath.Dir(dst), ".rsa-tmp."+filepath.Base(dst))
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return st, fmt.Errorf("creating %s: %w", dst, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Close()
+			os.Remove(tmp)
+		}
+	}()
+	tw := tar.NewWriter(out)
+
+	type item struct {
+		rel  string
+		info fs.FileInfo
+		data chan []byte // small files: filled by a reader
+		err  error
+	}
+	items := make(chan *item, 4096)
+	sem := make(chan struct{}, workersFor(m.Workers))
+	var budget = newBudget(readAhead)
+	walkErr := make(chan error, 1)
+	go func() {
+		defer close(items)
+		walkErr <- filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(src, p)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			it := &item{rel: rel, info: info}
+			if info.Mode().IsRegular() && info.Size() <= smallFileSize {
+				it.data = make(chan []byte, 1)
+				budget.take(info.Size())
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem }()
+					b, err := readNoFollow(p)
+					it.err = err
+					it.data <- b
+				}()
+			}
+			items <- it
+			return nil
+		})
+	}()
+
+	links := map[inode]string{}
+	for it := range items {
+		hdr, err := tarHeader(src, it.rel, it.info)
+		if err != nil {
+			return st, err
+		}
+		if it.info.Mode().IsRegular() {
+			if sys, ok := it.info.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
+				k := inode{uint64(sys.Dev), sys.Ino}
+				if first, seen := links[k]; seen {
+					hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, first, 0
+					if err := tw.WriteHeader(hdr); err != nil {
+						return st, err
+					}
+					if it.data != nil {
+						<-it.data
+						budget.give(it.info.Size())
+					}
+					st.HardLinks++
+					continue
+				}
+				links[k] = hdr.Name
+			}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return st, fmt.Errorf("writing %s: %w", dst, err)
+		}
+		switch {
+		case it.data != nil:
+			b := <-it.data
+			budget.give(it.info.Size())
+			if it.err != nil {
+				return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
+			}
+			if int64(len(b)) != it.info.Size() {
+				return st, fmt.Errorf("%s changed size while being packed", printable(it.rel))
+			}
+			if _, err := tw.Write(b); err != nil {
+				return st, err
+			}
+			st.Files++
+			st.Bytes += int64(len(b))
+		case it.info.Mode().IsRegular():
+			n, err := copyFileInto(tw, filepath.Join(src, it.rel), m.limitFor(ctx))
+			if err != nil {
+				return st, fmt.Errorf("reading %s: %w", printable(it.rel), err)
+			}
+			st.Files++
+			st.Bytes += n
+		case it.info.IsDir():
+			st.Dirs++
+		case it.info.Mode()&fs.ModeSymlink != 0:
+			st.Links++
+		}
+		if m.Progress != nil && st.Files%256 == 0 {
+			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
+		}
+	}
+	if err := <-walkErr; err != nil {
+		return st, fmt.Errorf("reading %s: %w", src, err)
+	}
+	if err := tw.Close(); err != nil {
+		return st, err
+	}
+	if m.Sync {
+		if err := out.Sync(); err != nil {
+			return st, err
+		}
+	}
+	if err := out.Close(); err != nil {
+		return st, err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return st, err
+	}
+	ok = true
+	if m.Progress != nil {
+		m.Progress(Progress{Files: st.Files, Bytes: st.Bytes, TotalFiles: st.Files, TotalBytes: st.Bytes})
+	}
+	return st, nil
+}
+
+func (m *Mover) limitFor(ctx context.Context) func(int64) {
+	if m.BWLimit <= 0 {
+		return nil
+	}
+	l := newLimiter(m.BWLimit)
+	return func(n int64) { l.wait(ctx, n) }
+}
+
+func readNoFollow(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func copyFileInto(w io.Writer, p string, limit func(int64)) (int64, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	var n int64
+	for {
+		k, err := f.Read(*bp)
+		if k > 0 {
+			if limit != nil {
+				limit(int64(k))
+			}
+			if _, werr := w.Write((*bp)[:k]); werr != nil {
+				return n, werr
+			}
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// tarHeader describes one entry: pax format, nanosecond times, user.*
+// extended attributes as SCHILY.xattr records.
+func tarHeader(root, rel string, info fs.FileInfo) (*tar.Header, error) {
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = os.Readlink(filepath.Join(root, rel)); err != nil {
+			return nil, err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", printable(rel), err)
+	}
+	hdr.Format = tar.FormatPAX
+	hdr.Name = filepath.ToSlash(rel)
+	if rel == "." {
+		hdr.Name = "./"
+	} else if info.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.Uname, hdr.Gname = "", ""
+	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+	if info.Mode()&fs.ModeSymlink == 0 {
+		p := filepath.Join(root, rel)
+		buf := make([]byte, 4096)
+		if n, err := unix.Llistxattr(p, buf); err == nil && n > 0 {
+			for _, name := range strings.Split(string(buf[:n]), "\x00") {
+				if !strings.HasPrefix(name, "user.") {
+					continue
+				}
+				val := make([]byte, 64<<10)
+				if k, err := unix.Lgetxattr(p, name, val); err == nil {
+					if hdr.PAXRecords == nil {
+						hdr.PAXRecords = map[string]string{}
+					}
+					hdr.PAXRecords["SCHILY.xattr."+name] = string(val[:k])
+				}
+			}
+		}
+	}
+	return hdr, nil
+}
+
+// budget bounds the bytes held in memory between a producer and consumer.
+type budget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	avail int64
+	max   int64
+}
+
+func newBudget(n int64) *budget {
+	b := &budget{avail: n, max: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *budget) take(n int64) {
+	n = min(n, b.max)
+	b.mu.Lock()
+	for b.avail < n {
+		b.cond.Wait()
+	}
+	b.avail -= n
+	b.mu.Unlock()
+}
+
+func (b *budget) give(n int64) {
+	n = min(n, b.max)
+	b.mu.Lock()
+	b.avail += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// Unpack extracts the tar file at src into the directory dst. Every path is
+// resolved beneath dst without following symlinks, so an archive cannot
+// write outside dst through its own links or through links already there.
+// Small files are written by parallel workers; directory attributes are set
+// last.
+func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
+	var st Stats
+	in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return st, fmt.Errorf("opening archive: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return st, err
+	}
+	root, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return st, err
+	}
+	defer unix.Close(root)
+	u := &unpacker{m: m, root: root}
+	p := newPool(workersFor(m.Workers))
+	budget := newBudget(readAhead)
+	tr := tar.NewReader(in)
+	var dirs []*tar.Header
+	var links []*tar.Header
+	for {
+		if err := ctx.Err(); err != nil {
+			p.wait()
+			return st, err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			p.wait()
+			return st, fmt.Errorf("reading archive %s: %w", src, err)
+		}
+		name, err := cleanMember(hdr.Name)
+		if err != nil {
+			u.fail(hdr.Name, err)
+			continue
+		}
+		hdr.Name = name
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if name != "." {
+				if err := u.mkdirAll(name); err != nil {
+					u.fail(name, err)
+				}
+			}
+			dirs = append(dirs, hdr)
+			st.Dirs++
+		case tar.TypeReg, tar.TypeRegA:
+			st.Files++
+			st.Bytes += hdr.Size
+			if hdr.Size <= smallFileSize {
+				b := make([]byte, hdr.Size)
+				if _, err := io.ReadFull(tr, b); err != nil {
+					p.wait()
+					return st, fmt.Errorf("reading archive %s: %w", src, err)
+				}
+				budget.take(hdr.Size)
+				h := hdr
+				p.submit(func() {
+					defer budget.give(h.Size)
+					u.writeFile(h, bytes.NewReader(b))
+				})
+			} else {
+				u.writeFile(hdr, tr)
+			}
+		case tar.TypeSymlink:
+			u.symlink(hdr)
+			st.Links++
+		case tar.TypeLink:
+			links = append(links, hdr)
+		case tar.TypeFifo:
+			if dir, base, err := u.parent(name); err == nil {
+				unix.Unlinkat(dir, base, 0)
+				if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
+					u.fail(name, err)
+				}
+				unix.Close(dir)
+			} else {
+				u.fail(name, err)
+			}
+		default:
+			if m.Warn != nil {
+				m.Warn(name, "skipped: not a file, directory, link or FIFO")
+			}
+		}
+		if m.Progress != nil && st.Files%256 == 0 {
+			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
+		}
+	}
+	p.wait()
+	for _, hdr := range links {
+		if err := u.hardlink(hdr); err != nil {
+			u.fail(hdr.Name, err)
+		} else {
+			st.HardLinks++
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		u.setDirAttrs(dirs[i])
+	}
+	if u.fatal != nil {
+		return st, u.fatal
+	}
+	if m.Sync {
+		if err := unix.Syncfs(root); err != nil {
+			return st, err
+		}
+	}
+	if len(u.failed) > 0 {
+		st.Failed = u.n
+		return st, &CopyError{Failed: u.failed, Total: u.n}
+	}
+	return st, nil
+}
+
+// cleanMember makes an archive member's name relative and clean, refusing
+// names that climb out of the target.
+func cleanMember(name string) (string, error) {
+	c := path.Clean("/" + name)
+	if c == "/" {
+		return ".", nil
+	}
+	c = strings.TrimPrefix(c, "/")
+	if strings.HasPrefix(name, "/") || strings.Contains("/"+name+"/", "/../") {
+		return "", errors.New("refused: member name is absolute or climbs out with '..'")
+	}
+	return c, nil
+}
+
+type unpacker struct {
+	m      *Mover
+	root   int
+	mu     sync.Mutex
+	failed []EntryError
+	n      int64
+	fatal  error
+}
+
+func (u *unpacker) fail(name string, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		if u.fatal == nil {
+			u.fatal = fmt.Errorf("no space left while unpacking %s: %w", printable(name), err)
+		}
+		return
+	}
+	u.n++
+	if len(u.failed) < maxListedErrors {
+		u.failed = append(u.failed, EntryError{Path: name, Err: err})
+	}
+}
+
+func (u *unpacker) open(rel string, flags uint64) (int, error) {
+	return unix.Openat2(u.root, rel, &unix.OpenHow{Flags: flags | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+}
+
+// mkdirAll creates rel and its parents beneath the root, one component at a
+// time, never through a symlink.
+func (u *unpacker) mkdirAll(rel string) error {
+	dir, err := unix.Dup(u.root)
+	if err != nil {
+		return err
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if err := unix.Mkdirat(dir, c, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			unix.Close(dir)
+			return err
+		}
+		next, err := unix.Openat(dir, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return fmt.Errorf("%s: %w (a symlink or file is in the way)", c, err)
+		}
+		dir = next
+	}
+	return unix.Close(dir)
+}
+
+// parent opens the directory that will hold rel (creating it) and returns
+// it with rel's last component.
+func (u *unpacker) parent(rel string) (int, string, error) {
+	d, base := path.Split(rel)
+	d = strings.TrimSuffix(d, "/")
+	if d == "" {
+		fd, err := unix.Dup(u.root)
+		return fd, base, err
+	}
+	if err := u.mkdirAll(d); err != nil {
+		return -1, "", err
+	}
+	fd, err := u.open(d, unix.O_RDONLY|unix.O_DIRECTORY)
+	return fd, base, err
+}
+
+func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
+	dir, base, err := u.parent(hdr.Name)
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return
+	}
+	defer unix.Close(dir)
+	tmp := ".rsa-tmp." + base
+	if len(tmp) > 255 {
+		tmp = fmt.Sprintf(".rsa-tmp.%d", time.Now().UnixNano())
+	}
+	unix.Unlinkat(dir, tmp, 0)
+	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return
+	}
+	f := os.NewFile(uintptr(fd), hdr.Name)
+	_, err = io.Copy(f, r)
+	for k, v := range hdr.PAXRecords {
+		if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && strings.HasPrefix(name, "user.") && err == nil {
+			if xerr := unix.Fsetxattr(fd, name, []byte(v), 0); xerr != nil && !errors.Is(xerr, unix.EOPNOTSUPP) && u.m.Warn != nil {
+				u.m.Warn(hdr.Name, "extended attribute "+name+" not set: "+xerr.Error())
+			}
+		}
+	}
+	if err == nil {
+		err = f.Chmod(fs.FileMode(hdr.Mode & 0o777))
+		if hdr.Mode&0o7000 != 0 {
+			unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
+		}
+	}
+	if err == nil {
+		err = futimens(fd, []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())})
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, base)
+	}
+	if err != nil {
+		unix.Unlinkat(dir, tmp, 0)
+		u.fail(hdr.Name, err)
+	}
+}
+
+func (u *unpacker) symlink(hdr *tar.Header) {
+	dir, base, err := u.parent(hdr.Name)
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return
+	}
+	defer unix.Close(dir)
+	unix.Unlinkat(dir, base, 0)
+	if err := unix.Symlinkat(hdr.Linkname, dir, base); err != nil {
+		u.fail(hdr.Name, err)
+		return
+	}
+	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
+	unix.UtimesNanoAt(dir, base, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func (u *unpacker) hardlink(hdr *tar.Header) error {
+	target, err := cleanMember(hdr.Linkname)
+	if err != nil {
+		return err
+	}
+	src, err := u.open(target, unix.O_PATH|unix.O_NOFOLLOW)
+	if err != nil {
+		return fmt.Errorf("link target %s: %w", printable(target), err)
+	}
+	defer unix.Close(src)
+	dir, base, err := u.parent(hdr.Name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dir)
+	unix.Unlinkat(dir, base, 0)
+	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", src), dir, base, unix.AT_SYMLINK_FOLLOW)
+}
+
+func (u *unpacker) setDirAttrs(hdr *tar.Header) {
+	var fd int
+	var err error
+	if hdr.Name == "." {
+		fd, err = unix.Dup(u.root)
+	} else {
+		fd, err = u.open(hdr.Name, unix.O_RDONLY|unix.O_DIRECTORY)
+	}
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return
+	}
+	defer unix.Close(fd)
+	unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
+	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
+	futimens(fd, []unix.Timespec{ts, ts})
+}
