@@ -63,7 +63,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size, in parallel")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
-	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC into the directory DST")
+	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
 	return cmd
 }
 
@@ -158,9 +158,11 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	case f.pack && f.unpack:
 		return errors.New("--pack and --unpack exclude each other")
 	case f.pack:
-		st, err = m.Pack(cmd.Context(), src, dst)
+		if st, err = m.Pack(cmd.Context(), src, dst); err == nil && f.verify {
+			err = stage.VerifyArchive(cmd.Context(), src, dst)
+		}
 	case f.unpack:
-		st, err = m.Unpack(cmd.Context(), src, dst)
+		st, err = m.UnpackAll(cmd.Context(), src, dst)
 	default:
 		if mkErr := os.MkdirAll(dst, 0o700); mkErr != nil {
 			return fmt.Errorf("destination: %w", mkErr)

@@ -20,6 +20,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -34,8 +35,8 @@ func (f *specFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.in, "in", "", "input directory: staged into RAM, then served at this path (RSA_DATA_IN)")
 	fl.StringVar(&f.out, "out", "", "output directory: served from RAM, staged back here after the job (RSA_DATA_OUT)")
-	fl.StringVar(&f.stageIn, "stage-in", "", "program run as you instead of the copy: $1=RAMDISK $2=input dir (RSA_STAGE_IN)")
-	fl.StringVar(&f.stageOut, "stage-out", "", "program run as you instead of the copy: $1=RAMDISK $2=output dir (RSA_STAGE_OUT)")
+	fl.StringVar(&f.stageIn, "stage-in", "", "program run as you instead of the copy, $1=RAMDISK $2=input dir; or 'unpack': extract the input's *.tar files (RSA_STAGE_IN)")
+	fl.StringVar(&f.stageOut, "stage-out", "", "program run as you instead of the copy, $1=RAMDISK $2=output dir; or 'pack': one verified tar, rsa-job-ID.tar (RSA_STAGE_OUT)")
 	fl.StringVar(&f.delay, "delay", "", "switch the RAM from input to output this long after start, e.g. 300 or 5m (RSA_DELAY; default from the daemon)")
 	fl.StringVar(&f.capacity, "capacity", "", "RAM to request, e.g. 8G (default: by compute nodes and the site's proportion)")
 	fl.IntVar(&f.nodes, "nodes", 1, "compute nodes the job uses (RSA nodes are assigned in proportion)")
@@ -60,6 +61,10 @@ func (f *specFlags) spec() (job.Spec, error) {
 		in   string
 		out  *string
 	}{{"in", f.in, &s.Input}, {"out", f.out, &s.Output}, {"stage-in", f.stageIn, &s.StageIn}, {"stage-out", f.stageOut, &s.StageOut}} {
+		if stage.BuiltIn(x.in) {
+			*x.out = x.in
+			continue
+		}
 		if *x.out, err = absPath(x.flag, x.in); err != nil {
 			return s, err
 		}
@@ -80,7 +85,7 @@ func (f *specFlags) spec() (job.Spec, error) {
 	// Checked here, as the user who will run them (the daemon does not look
 	// at user files with root's rights).
 	for _, p := range []struct{ flag, path string }{{"stage-in", s.StageIn}, {"stage-out", s.StageOut}} {
-		if p.path == "" {
+		if p.path == "" || stage.BuiltIn(p.path) {
 			continue
 		}
 		if st, err := os.Stat(p.path); err != nil || !st.Mode().IsRegular() || unix.Access(p.path, unix.X_OK) != nil {

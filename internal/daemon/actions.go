@@ -233,6 +233,9 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 }
 
 func describe(program, data string) string {
+	if stage.BuiltIn(program) {
+		return "built-in " + program + " with " + data
+	}
 	if program != "" {
 		return fmt.Sprintf("running %s RAMDISK %s", program, data)
 	}

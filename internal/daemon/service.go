@@ -18,6 +18,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -150,8 +151,11 @@ func (d *Daemon) validate(s *job.Spec, uid uint32) error {
 		if p.path == "" {
 			continue
 		}
-		if p.path == "pack" || p.path == "unpack" {
-			return api.Invalid("%s %q: built-in pack/unpack modes come with the mover (rsa copy); give a program path", p.role, p.path)
+		if stage.BuiltIn(p.path) {
+			if (p.path == stage.ModePack) != (p.role == "stage-out program") {
+				return api.Invalid("%s %q: 'pack' is a stage-out mode and 'unpack' a stage-in mode", p.role, p.path)
+			}
+			continue
 		}
 		// Only the form is checked here: looking at the file as root would
 		// follow the user's symlinks with root's rights. It runs as the

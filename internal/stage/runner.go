@@ -32,7 +32,7 @@ type Task struct {
 	Job     int64
 	Phase   string // "stage-in" or "stage-out"
 	User    Identity
-	Program string // the user's stage program; "" for the built-in copy
+	Program string // the user's stage program; "" for the built-in copy, or ModePack / ModeUnpack
 	Ramdisk string // $1 of a stage program
 	Data    string // $2: the input or output directory
 	// Log receives the child's diagnostics and a stage program's output.
@@ -40,6 +40,21 @@ type Task struct {
 	// Progress receives the built-in copy's progress.
 	Progress func(Progress)
 }
+
+// Built-in staging modes beside the copy (thesis §3.2.4, Table 5.2):
+// stage-out packs the RAMDISK into one tar in the output directory, stage-in
+// unpacks every tar of the input directory into the RAMDISK.
+const (
+	ModePack   = "pack"
+	ModeUnpack = "unpack"
+)
+
+// PackName is the archive a packed stage-out writes into the output
+// directory.
+func PackName(job int64) string { return fmt.Sprintf("rsa-job-%d.tar", job) }
+
+// BuiltIn reports whether a stage program is one of the built-in modes.
+func BuiltIn(p string) bool { return p == ModePack || p == ModeUnpack }
 
 // TagVar is set in every staging child's environment; at start the daemon
 // kills leftover processes carrying it (a crash leaves grandchildren of stage
@@ -58,19 +73,23 @@ type Runner struct {
 func (r *Runner) Run(ctx context.Context, t Task) error {
 	var args []string
 	dir := "/"
-	if t.Program != "" {
+	custom := t.Program != "" && !BuiltIn(t.Program)
+	copyArgs := []string{r.Self, "copy", "--progress=json", "--json", "--sync"}
+	if t.Phase == "stage-out" {
+		copyArgs = append(copyArgs, "--verify") // before the RAMDISK may go
+	}
+	switch {
+	case custom:
 		args = []string{t.Program, t.Ramdisk, t.Data}
 		dir = t.Ramdisk
-	} else {
-		src, dst := t.Data, t.Ramdisk
-		if t.Phase == "stage-out" {
-			src, dst = t.Ramdisk, t.Data
-		}
-		args = []string{r.Self, "copy", "--progress=json", "--json", "--sync"}
-		if t.Phase == "stage-out" {
-			args = append(args, "--verify")
-		}
-		args = append(args, "--", src, dst)
+	case t.Program == ModePack:
+		args = append(copyArgs, "--pack", "--", t.Ramdisk, filepath.Join(t.Data, PackName(t.Job)))
+	case t.Program == ModeUnpack:
+		args = append(copyArgs, "--unpack", "--", t.Data, t.Ramdisk)
+	case t.Phase == "stage-out":
+		args = append(copyArgs, "--", t.Ramdisk, t.Data)
+	default:
+		args = append(copyArgs, "--", t.Data, t.Ramdisk)
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
@@ -91,7 +110,7 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	cmd.Stderr = io.MultiWriter(logw, tail)
 	var stdout io.ReadCloser
 	var err error
-	if t.Program != "" {
+	if custom {
 		cmd.Stdout = logw
 	} else if stdout, err = cmd.StdoutPipe(); err != nil {
 		return err
@@ -122,11 +141,11 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	msg := strings.TrimSpace(tail.String())
 	var exit *exec.ExitError
 	switch {
-	case errors.As(err, &exit) && t.Program != "":
+	case errors.As(err, &exit) && custom:
 		return fmt.Errorf("%s program %s failed (%v)%s", t.Phase, t.Program, exit, lastLine(msg))
 	case errors.As(err, &exit):
 		return fmt.Errorf("%s failed%s", t.Phase, lastLine(msg))
-	case t.Program != "":
+	case custom:
 		return fmt.Errorf("%s program %s could not be started as %s: %w", t.Phase, t.Program, t.User.Name, err)
 	default:
 		return fmt.Errorf("%s could not start: %w", t.Phase, err)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
 )
 
@@ -592,4 +593,101 @@ func (u *unpacker) setDirAttrs(hdr *tar.Header) {
 	unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
 	ts := unix.NsecToTimespec(hdr.ModTime.UnixNano())
 	futimens(fd, []unix.Timespec{ts, ts})
+}
+
+// UnpackAll extracts src into dst: the archive itself, or every *.tar file
+// of the directory src, in name order (a built-in stage-in).
+func (m *Mover) UnpackAll(ctx context.Context, src, dst string) (Stats, error) {
+	info, err := os.Stat(src)
+	if err != nil {
+		return Stats{}, err
+	}
+	if !info.IsDir() {
+		return m.Unpack(ctx, src, dst)
+	}
+	archives, err := filepath.Glob(filepath.Join(src, "*.tar"))
+	if err != nil {
+		return Stats{}, err
+	}
+	if len(archives) == 0 {
+		return Stats{}, fmt.Errorf("no *.tar file in %s to unpack", src)
+	}
+	var total Stats
+	for _, a := range archives {
+		st, err := m.Unpack(ctx, a, dst)
+		total.Files += st.Files
+		total.Dirs += st.Dirs
+		total.Links += st.Links
+		total.HardLinks += st.HardLinks
+		total.Bytes += st.Bytes
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", a, err)
+		}
+	}
+	return total, nil
+}
+
+// VerifyArchive re-reads the tar file at archive and checks every regular
+// member against the file it was packed from under src (xxh3), and that
+// every regular file of src is in it.
+func VerifyArchive(ctx context.Context, src, archive string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	defer f.Close()
+	root, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	defer unix.Close(root)
+	tr := tar.NewReader(f)
+	var seen int64
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("verify: reading %s: %w", archive, err)
+		}
+		switch hdr.Typeflag {
+		case tar.TypeLink:
+			seen++
+			continue
+		case tar.TypeReg, tar.TypeRegA:
+		default:
+			continue
+		}
+		seen++
+		h := xxh3.New()
+		if _, err := io.CopyBuffer(h, tr, *bp); err != nil {
+			return fmt.Errorf("verify: reading %s: %w", archive, err)
+		}
+		fd, err := unix.Openat2(root, hdr.Name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS})
+		if err != nil {
+			return fmt.Errorf("verify: %s: %w", printable(hdr.Name), err)
+		}
+		g := xxh3.New()
+		file := os.NewFile(uintptr(fd), hdr.Name)
+		_, err = io.CopyBuffer(g, file, *bp)
+		file.Close()
+		if err != nil || g.Sum128() != h.Sum128() {
+			return fmt.Errorf("verify: %s differs in the archive", printable(hdr.Name))
+		}
+	}
+	files, _, err := Measure(src)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if files != seen {
+		return fmt.Errorf("verify: the archive holds %d files, %s has %d", seen, src, files)
+	}
+	return nil
 }

@@ -426,3 +426,44 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 	e.rsa(false, "wait", "1")
 	e.noLeaks()
 }
+
+// TestPackAndUnpackModes: the thesis' aggregation (§3.2.4, Table 5.2) as
+// built-in modes: the input's tar is unpacked into RAM; thousands of small
+// results leave RAM as one verified tar.
+func TestPackAndUnpackModes(t *testing.T) {
+	e := setup(t, "")
+	in, out, build := e.mkdir("in"), e.mkdir("out"), e.mkdir("build")
+	e.fill(build, 50, 1000)
+	tar := e.userCmd("tar", "-C", build, "-cf", filepath.Join(in, "input.tar"), ".")
+	if b, err := tar.CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, b)
+	}
+	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] || { echo "not unpacked" >&2; exit 10; }
+waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i+1)); done
+`)
+	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "100ms", "--", job, in, out)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	ents, _ := os.ReadDir(out)
+	if len(ents) != 1 || ents[0].Name() != "rsa-job-1.tar" {
+		t.Fatalf("output dir holds %v, want one rsa-job-1.tar", ents)
+	}
+	check := e.mkdir("check")
+	if b, err := e.userCmd("tar", "-C", check, "-xf", filepath.Join(out, "rsa-job-1.tar")).CombinedOutput(); err != nil {
+		t.Fatalf("GNU tar cannot read the pack: %v %s", err, b)
+	}
+	for _, i := range []int{0, 999, 1999} {
+		if got, _ := os.ReadFile(filepath.Join(check, "r"+itoa(i))); string(got) != "result "+itoa(i)+"\n" {
+			t.Fatalf("r%d = %q", i, got)
+		}
+	}
+	log, _, _ := e.rsa(false, "log", "1")
+	if !strings.Contains(log, "built-in unpack") || !strings.Contains(log, "built-in pack") {
+		t.Fatalf("log:\n%s", log)
+	}
+	e.noLeaks()
+}
