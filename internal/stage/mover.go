@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,6 +103,8 @@ type copyRun struct {
 	fatal   error
 	hl      map[inode]*hardLink
 	tmpSeq  atomic.Int64
+	umask   uint32
+	noCFR   atomic.Bool // copy_file_range does not work between SRC and DST
 }
 
 type inode struct{ dev, ino uint64 }
@@ -126,6 +129,7 @@ type linkWaiter struct {
 type dirNode struct {
 	parent  *dirNode
 	rel     string
+	fresh   bool // created empty by this copy: nothing to resume in it
 	srcFd   int
 	dstFd   int
 	st      unix.Stat_t
@@ -143,6 +147,8 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
+	r.umask = uint32(unix.Umask(0o022))
+	unix.Umask(int(r.umask))
 	if m.BWLimit > 0 {
 		r.limit = newLimiter(m.BWLimit)
 	}
@@ -157,7 +163,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	r.dstRoot, _ = unix.FcntlInt(uintptr(dstFd), unix.F_DUPFD_CLOEXEC, 0)
 	defer unix.Close(r.dstRoot)
-	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd}
+	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd, fresh: emptyDir(dstFd)}
 	if err := unix.Fstat(srcFd, &root.st); err != nil {
 		return Stats{}, err
 	}
@@ -201,6 +207,18 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 
 // workersFor picks the pool size: staging is bound by I/O latency more than
 // by CPU, so more workers than cores pay off, within reason.
+// emptyDir reports whether the directory at fd has no entries.
+func emptyDir(fd int) bool {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(dup), "")
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && errors.Is(err, io.EOF)
+}
+
 func workersFor(n int) int {
 	if n > 0 {
 		return n
@@ -258,13 +276,42 @@ func (r *copyRun) listDir(d *dirNode) {
 	f := os.NewFile(uintptr(lister), d.rel)
 	defer f.Close()
 	for r.ctx.Err() == nil {
-		names, err := f.Readdirnames(1024)
-		for _, name := range names {
+		ents, err := f.ReadDir(1024)
+		// Files go to the workers in batches, by name: the workers stat
+		// them (in parallel, which matters when inodes come from disk),
+		// and one hand-off per file would cost more than a small copy.
+		var batch []string
+		flush := func() {
+			if len(batch) == 0 {
+				return
+			}
+			b := batch
+			batch = nil
+			d.pending.Add(1)
+			r.pool.submit(func() {
+				for _, name := range b {
+					if r.ctx.Err() != nil {
+						break
+					}
+					r.regular(d, srcFd, name)
+				}
+				r.release(d)
+			})
+		}
+		for _, e := range ents {
 			if r.ctx.Err() != nil {
 				return
 			}
-			r.entry(d, srcFd, name)
+			if e.Type().IsRegular() {
+				batch = append(batch, e.Name())
+				if len(batch) == fileBatch {
+					flush()
+				}
+				continue
+			}
+			r.entry(d, srcFd, e.Name())
 		}
+		flush()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				r.fail(d.rel, fmt.Errorf("reading directory: %w", err))
@@ -274,6 +321,34 @@ func (r *copyRun) listDir(d *dirNode) {
 	}
 }
 
+// fileBatch is how many regular files one task copies.
+const fileBatch = 64
+
+// regular copies an entry the listing said is a regular file: opened
+// first, then examined through the descriptor, which saves a second name
+// lookup. O_NONBLOCK keeps a FIFO swapped in meanwhile from blocking.
+func (r *copyRun) regular(d *dirNode, srcFd int, name string) {
+	in, err := unix.Openat(srcFd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENXIO) {
+			r.entry(d, srcFd, name) // no longer a regular file
+			return
+		}
+		r.fail(join(d.rel, name), err)
+		return
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(in, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(in)
+		r.entry(d, srcFd, name)
+		return
+	}
+	r.totalFiles.Add(1)
+	r.totalBytes.Add(st.Size)
+	r.copyOpen(d, srcFd, name, join(d.rel, name), &st, in)
+}
+
+// entry copies one directory entry of any kind.
 func (r *copyRun) entry(d *dirNode, srcFd int, name string) {
 	rel := join(d.rel, name)
 	var st unix.Stat_t
@@ -287,21 +362,17 @@ func (r *copyRun) entry(d *dirNode, srcFd int, name string) {
 	case unix.S_IFREG:
 		r.totalFiles.Add(1)
 		r.totalBytes.Add(st.Size)
-		d.pending.Add(1)
-		r.pool.submit(func() {
-			r.file(d, srcFd, name, rel, &st)
-			r.release(d)
-		})
+		r.file(d, srcFd, name, rel, &st)
 	case unix.S_IFLNK:
 		r.symlink(d, srcFd, name, rel, &st)
 	case unix.S_IFIFO:
 		if err := r.replaceNonDir(d.dstFd, name); err != nil {
 			r.fail(rel, err)
-			return
+			break
 		}
 		if err := unix.Mknodat(d.dstFd, name, unix.S_IFIFO|(st.Mode&0o7777), 0); err != nil && !errors.Is(err, unix.EEXIST) {
 			r.fail(rel, err)
-			return
+			break
 		}
 		setTimesAt(d.dstFd, name, &st)
 	default:
@@ -321,12 +392,15 @@ func (r *copyRun) replaceNonDir(dirFd int, name string) error {
 }
 
 func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
-	if err := unix.Mkdirat(d.dstFd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+	err := unix.Mkdirat(d.dstFd, name, 0o700)
+	fresh := err == nil
+	if err != nil && !errors.Is(err, unix.EEXIST) {
 		r.fail(rel, err)
 		return
 	}
 	dstFd, err := unix.Openat(d.dstFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		fresh = true
 		// A symlink or file stands where the directory goes: replace it.
 		if err = r.replaceNonDir(d.dstFd, name); err == nil {
 			if err = unix.Mkdirat(d.dstFd, name, 0o700); err == nil {
@@ -347,7 +421,7 @@ func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_
 		return
 	}
 	r.copyXattrs(rel, childSrc, dstFd)
-	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st}
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh}
 	c.pending.Store(1)
 	d.pending.Add(1)
 	r.pool.submit(func() { r.listDir(c) })
@@ -375,8 +449,14 @@ func (r *copyRun) release(d *dirNode) {
 	}
 }
 
+// futimens sets a descriptor's times: utimensat(fd, NULL, ...), which
+// needs no path lookup.
 func futimens(fd int, ts []unix.Timespec) error {
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), ts, 0)
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 func setTimesAt(dirFd int, name string, st *unix.Stat_t) {
@@ -409,30 +489,32 @@ func (r *copyRun) symlink(d *dirNode, srcFd int, name, rel string, st *unix.Stat
 }
 
 func (r *copyRun) file(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
-	if st.Nlink > 1 && r.linkToFirst(d, name, rel, st) {
-		return
-	}
-	var have unix.Stat_t
-	if unix.Fstatat(d.dstFd, name, &have, unix.AT_SYMLINK_NOFOLLOW) == nil && have.Mode&unix.S_IFMT == unix.S_IFREG &&
-		have.Size == st.Size && have.Mtim == st.Mtim && have.Mode&0o7777 == st.Mode&0o7777 &&
-		(!r.m.Verify || sameHashAt(srcFd, d.dstFd, name)) {
-		r.skipped.Add(1)
-		r.files.Add(1)
-		r.bytes.Add(st.Size)
-		r.firstDone(st, rel, true)
-		return
-	}
 	in, err := unix.Openat(srcFd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		r.fail(rel, err)
 		r.firstDone(st, rel, false)
 		return
 	}
+	r.copyOpen(d, srcFd, name, rel, st, in)
+}
+
+// copyOpen copies the regular file open as in (whose status is st), unless
+// it is a further name of a hard-linked file or already in place.
+func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t, in int) {
+	if st.Nlink > 1 || !d.fresh {
+		if r.done(d, srcFd, name, rel, st) {
+			unix.Close(in)
+			return
+		}
+	}
 	tmp := r.tempName(name)
-	out, err := unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	// Created with its final permission bits: no fchmod is needed unless
+	// the umask takes some away or the mode has special bits.
+	perm := st.Mode & 0o777
+	out, err := unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if errors.Is(err, unix.EEXIST) { // left by an interrupted run
 		unix.Unlinkat(d.dstFd, tmp, 0)
-		out, err = unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		out, err = unix.Openat(d.dstFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	}
 	if err != nil {
 		unix.Close(in)
@@ -461,6 +543,25 @@ func (r *copyRun) file(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t)
 			f.chunkDone(f.copyRange(off, size, false))
 		})
 	}
+}
+
+// done reports whether the file needs no copy: a further name of a
+// hard-linked file (linked instead), or a resumed copy already in place.
+func (r *copyRun) done(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) bool {
+	if st.Nlink > 1 && r.linkToFirst(d, name, rel, st) {
+		return true
+	}
+	var have unix.Stat_t
+	if !d.fresh && unix.Fstatat(d.dstFd, name, &have, unix.AT_SYMLINK_NOFOLLOW) == nil && have.Mode&unix.S_IFMT == unix.S_IFREG &&
+		have.Size == st.Size && have.Mtim == st.Mtim && have.Mode&0o7777 == st.Mode&0o7777 &&
+		(!r.m.Verify || sameHashAt(srcFd, d.dstFd, name)) {
+		r.skipped.Add(1)
+		r.files.Add(1)
+		r.bytes.Add(st.Size)
+		r.firstDone(st, rel, true)
+		return true
+	}
+	return false
 }
 
 // tempName is a short hidden name in the same directory; long names would
@@ -503,7 +604,7 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 		return f.copySparse()
 	}
 	end := off + size
-	useCFR := true
+	useCFR := !f.r.noCFR.Load()
 	buf := []byte(nil)
 	for off < end {
 		if err := f.r.ctx.Err(); err != nil {
@@ -527,6 +628,9 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 			if !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) &&
 				!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EBADF) {
 				return err
+			}
+			if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+				f.r.noCFR.Store(true) // the same for every file of this copy
 			}
 			useCFR = false
 		}
@@ -596,7 +700,9 @@ func (f *fileCopy) finish(err error) {
 	r := f.r
 	if err == nil {
 		r.copyXattrs(f.rel, f.in, f.out)
-		err = unix.Fchmod(f.out, f.st.Mode&0o7777)
+		if f.st.Mode&0o7000 != 0 || f.st.Mode&r.umask != 0 {
+			err = unix.Fchmod(f.out, f.st.Mode&0o7777)
+		}
 	}
 	unix.Close(f.in)
 	if err == nil {
