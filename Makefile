@@ -6,7 +6,7 @@ BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps test lint unit demo clean
+.PHONY: all build deps test lint unit demo bench-copy clean
 
 all: build
 
@@ -39,6 +39,11 @@ unit:
 
 demo: build
 	scripts/demo.sh
+
+# Benchmarks, not tests: rsa copy against cp, rsync, tar, fpsync and dd.
+bench-copy: build
+	@for p in rsync fpart; do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync fpart; break; }; done
+	scripts/bench-copy.sh
 
 clean:
 	rm -rf bin

@@ -525,6 +525,10 @@ func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Sta
 	f := &fileCopy{r: r, d: d, name: name, tmp: tmp, rel: rel, st: *st, in: in, out: out}
 	sparse := st.Blocks*512 < st.Size
 	if st.Size < r.big || sparse {
+		if !sparse && st.Size >= sendfileMin && r.noCFR.Load() && r.limit == nil {
+			f.finish(f.sendWhole())
+			return
+		}
 		f.finish(f.copyRange(0, st.Size, sparse))
 		return
 	}
@@ -651,6 +655,32 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 		}
 		off += int64(m)
 		f.r.bytes.Add(int64(m))
+	}
+	return nil
+}
+
+// sendfileMin is the size from which a whole file goes through sendfile(2)
+// (page cache to page cache, no copy through user space) rather than
+// positioned reads and writes; below it the pipe sendfile sets up costs more
+// than the copy saves.
+const sendfileMin = 64 << 10
+
+// sendWhole copies a whole file with sendfile(2). The output's file
+// position advances, so it serves whole files, never parallel chunks.
+func (f *fileCopy) sendWhole() error {
+	var off int64
+	for off < f.st.Size {
+		if err := f.r.ctx.Err(); err != nil {
+			return err
+		}
+		n, err := unix.Sendfile(f.out, f.in, &off, int(min(f.st.Size-off, 1<<30)))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("file shrank while being copied")
+		}
+		f.r.bytes.Add(int64(n))
 	}
 	return nil
 }

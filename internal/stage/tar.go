@@ -2,6 +2,7 @@ package stage
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -45,20 +46,36 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			os.Remove(tmp)
 		}
 	}()
-	tw := tar.NewWriter(out)
+	bw := bufio.NewWriterSize(out, 1<<20)
+	tw := tar.NewWriter(bw)
 
 	type item struct {
-		rel  string
-		info fs.FileInfo
-		data chan []byte // small files: filled by a reader
-		err  error
+		rel   string
+		path  string
+		info  fs.FileInfo
+		data  chan []byte // small files: filled by a reader
+		xattr map[string]string
+		err   error
 	}
 	items := make(chan *item, 4096)
-	sem := make(chan struct{}, workersFor(m.Workers))
+	reads := make(chan *item, 4096)
 	var budget = newBudget(readAhead)
+	var readers sync.WaitGroup
+	for range workersFor(m.Workers) {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for it := range reads {
+				b, x, err := readSmall(it.path, it.info.Size())
+				it.err, it.xattr = err, x
+				it.data <- b
+			}
+		}()
+	}
 	walkErr := make(chan error, 1)
 	go func() {
 		defer close(items)
+		defer close(reads)
 		walkErr <- filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -71,28 +88,37 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			if err != nil {
 				return err
 			}
-			it := &item{rel: rel, info: info}
+			it := &item{rel: rel, path: p, info: info}
 			if info.Mode().IsRegular() && info.Size() <= smallFileSize {
 				it.data = make(chan []byte, 1)
 				budget.take(info.Size())
-				sem <- struct{}{}
-				go func() {
-					defer func() { <-sem }()
-					b, err := readNoFollow(p)
-					it.err = err
-					it.data <- b
-				}()
+				reads <- it
 			}
 			items <- it
 			return nil
 		})
 	}()
 
+	defer readers.Wait()
 	links := map[inode]string{}
 	for it := range items {
-		hdr, err := tarHeader(src, it.rel, it.info)
+		var b []byte
+		if it.data != nil {
+			b = <-it.data
+			if it.err != nil {
+				budget.give(it.info.Size())
+				return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
+			}
+		}
+		hdr, err := tarHeader(src, it.rel, it.info, it.data == nil)
 		if err != nil {
 			return st, err
+		}
+		for k, v := range it.xattr {
+			if hdr.PAXRecords == nil {
+				hdr.PAXRecords = map[string]string{}
+			}
+			hdr.PAXRecords["SCHILY.xattr."+k] = v
 		}
 		if it.info.Mode().IsRegular() {
 			if sys, ok := it.info.Sys().(*syscall.Stat_t); ok && sys.Nlink > 1 {
@@ -102,8 +128,8 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 					if err := tw.WriteHeader(hdr); err != nil {
 						return st, err
 					}
-					if it.data != nil {
-						<-it.data
+					if b != nil {
+						putBody(b)
 						budget.give(it.info.Size())
 					}
 					st.HardLinks++
@@ -117,19 +143,14 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		}
 		switch {
 		case it.data != nil:
-			b := <-it.data
 			budget.give(it.info.Size())
-			if it.err != nil {
-				return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
-			}
-			if int64(len(b)) != it.info.Size() {
-				return st, fmt.Errorf("%s changed size while being packed", printable(it.rel))
-			}
-			if _, err := tw.Write(b); err != nil {
+			_, err := tw.Write(b)
+			putBody(b)
+			if err != nil {
 				return st, err
 			}
 			st.Files++
-			st.Bytes += int64(len(b))
+			st.Bytes += it.info.Size()
 		case it.info.Mode().IsRegular():
 			n, err := copyFileInto(tw, filepath.Join(src, it.rel), m.limitFor(ctx))
 			if err != nil {
@@ -150,6 +171,9 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, fmt.Errorf("reading %s: %w", src, err)
 	}
 	if err := tw.Close(); err != nil {
+		return st, err
+	}
+	if err := bw.Flush(); err != nil {
 		return st, err
 	}
 	if m.Sync {
@@ -178,13 +202,68 @@ func (m *Mover) limitFor(ctx context.Context) func(int64) {
 	return func(n int64) { l.wait(ctx, n) }
 }
 
-func readNoFollow(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+// bodyPool holds the buffers small files pass through on their way into or
+// out of an archive (at most smallFileSize each).
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, smallFileSize); return &b }}
+
+func getBody(n int64) []byte { return (*bodyPool.Get().(*[]byte))[:n] }
+
+func putBody(b []byte) {
+	b = b[:cap(b)]
+	bodyPool.Put(&b)
+}
+
+// readSmall reads a small file of the given size and its user.* extended
+// attributes through one descriptor; a file that changed size meanwhile is
+// an error.
+func readSmall(p string, size int64) ([]byte, map[string]string, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer f.Close()
-	return io.ReadAll(f)
+	defer unix.Close(fd)
+	b := getBody(size)
+	n, err := readFull(fd, b)
+	if err != nil || int64(n) != size {
+		putBody(b)
+		return nil, nil, fmt.Errorf("changed while being packed (%d of %d bytes): %v", n, size, err)
+	}
+	return b, fxattrs(fd), nil
+}
+
+func readFull(fd int, b []byte) (int, error) {
+	done := 0
+	for done < len(b) {
+		n, err := unix.Read(fd, b[done:])
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			break
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// fxattrs reads the user.* extended attributes of an open file.
+func fxattrs(fd int) map[string]string {
+	buf := make([]byte, 4096)
+	n, err := unix.Flistxattr(fd, buf)
+	if err != nil || n == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for _, name := range strings.Split(string(buf[:n]), "\x00") {
+		if !strings.HasPrefix(name, "user.") {
+			continue
+		}
+		val := make([]byte, 64<<10)
+		if k, err := unix.Fgetxattr(fd, name, val); err == nil {
+			out[name] = string(val[:k])
+		}
+	}
+	return out
 }
 
 func copyFileInto(w io.Writer, p string, limit func(int64)) (int64, error) {
@@ -216,9 +295,10 @@ func copyFileInto(w io.Writer, p string, limit func(int64)) (int64, error) {
 	}
 }
 
-// tarHeader describes one entry: pax format, nanosecond times, user.*
-// extended attributes as SCHILY.xattr records.
-func tarHeader(root, rel string, info fs.FileInfo) (*tar.Header, error) {
+// tarHeader describes one entry: pax format, nanosecond times, and (with
+// withXattrs; small files bring theirs from their reader) user.* extended
+// attributes as SCHILY.xattr records.
+func tarHeader(root, rel string, info fs.FileInfo, withXattrs bool) (*tar.Header, error) {
 	link := ""
 	if info.Mode()&fs.ModeSymlink != 0 {
 		var err error
@@ -239,7 +319,7 @@ func tarHeader(root, rel string, info fs.FileInfo) (*tar.Header, error) {
 	}
 	hdr.Uname, hdr.Gname = "", ""
 	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
-	if info.Mode()&fs.ModeSymlink == 0 {
+	if withXattrs && info.Mode()&fs.ModeSymlink == 0 {
 		p := filepath.Join(root, rel)
 		buf := make([]byte, 4096)
 		if n, err := unix.Llistxattr(p, buf); err == nil && n > 0 {
@@ -312,10 +392,13 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, err
 	}
 	defer unix.Close(root)
-	u := &unpacker{m: m, root: root}
+	u := &unpacker{m: m, root: root, dirs: map[string]int{}}
+	u.umask = uint32(unix.Umask(0o022))
+	unix.Umask(int(u.umask))
+	defer u.closeDirs()
 	p := newPool(workersFor(m.Workers))
 	budget := newBudget(readAhead)
-	tr := tar.NewReader(in)
+	tr := tar.NewReader(bufio.NewReaderSize(in, 1<<20))
 	var dirs []*tar.Header
 	var links []*tar.Header
 	for {
@@ -350,16 +433,17 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			st.Files++
 			st.Bytes += hdr.Size
 			if hdr.Size <= smallFileSize {
-				b := make([]byte, hdr.Size)
+				budget.take(hdr.Size)
+				b := getBody(hdr.Size)
 				if _, err := io.ReadFull(tr, b); err != nil {
 					p.wait()
 					return st, fmt.Errorf("reading archive %s: %w", src, err)
 				}
-				budget.take(hdr.Size)
 				h := hdr
 				p.submit(func() {
 					defer budget.give(h.Size)
 					u.writeFile(h, bytes.NewReader(b))
+					putBody(b)
 				})
 			} else {
 				u.writeFile(hdr, tr)
@@ -375,7 +459,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 				if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
 					u.fail(name, err)
 				}
-				unix.Close(dir)
+				u.done(dir)
 			} else {
 				u.fail(name, err)
 			}
@@ -435,6 +519,20 @@ type unpacker struct {
 	failed []EntryError
 	n      int64
 	fatal  error
+	// dirs caches open descriptors of directories made beneath root, so
+	// that members need no path walk of their own. Bounded; closed at the
+	// end.
+	dirMu sync.Mutex
+	dirs  map[string]int
+	umask uint32
+}
+
+const maxCachedDirs = 4096
+
+func (u *unpacker) closeDirs() {
+	for _, fd := range u.dirs {
+		unix.Close(fd)
+	}
 }
 
 func (u *unpacker) fail(name string, err error) {
@@ -480,19 +578,51 @@ func (u *unpacker) mkdirAll(rel string) error {
 }
 
 // parent opens the directory that will hold rel (creating it) and returns
-// it with rel's last component.
+// a descriptor of it (the caller closes it) with rel's last component.
 func (u *unpacker) parent(rel string) (int, string, error) {
 	d, base := path.Split(rel)
 	d = strings.TrimSuffix(d, "/")
 	if d == "" {
-		fd, err := unix.Dup(u.root)
-		return fd, base, err
+		return u.root, base, nil
+	}
+	u.dirMu.Lock()
+	cached, ok := u.dirs[d]
+	u.dirMu.Unlock()
+	if ok {
+		return cached, base, nil
 	}
 	if err := u.mkdirAll(d); err != nil {
 		return -1, "", err
 	}
 	fd, err := u.open(d, unix.O_RDONLY|unix.O_DIRECTORY)
-	return fd, base, err
+	if err != nil {
+		return -1, "", err
+	}
+	u.dirMu.Lock()
+	defer u.dirMu.Unlock()
+	if have, ok := u.dirs[d]; ok {
+		unix.Close(fd)
+		return have, base, nil
+	}
+	if len(u.dirs) < maxCachedDirs {
+		u.dirs[d] = fd
+		return fd, base, nil
+	}
+	return fd, base, nil // uncached: the caller's done() closes it
+}
+
+// done releases a descriptor parent returned.
+func (u *unpacker) done(fd int) {
+	u.dirMu.Lock()
+	defer u.dirMu.Unlock()
+	for _, c := range u.dirs {
+		if c == fd {
+			return
+		}
+	}
+	if fd != u.root {
+		unix.Close(fd)
+	}
 }
 
 func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
@@ -501,13 +631,18 @@ func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
 		u.fail(hdr.Name, err)
 		return
 	}
-	defer unix.Close(dir)
+	defer u.done(dir)
 	tmp := ".rsa-tmp." + base
 	if len(tmp) > 255 {
 		tmp = fmt.Sprintf(".rsa-tmp.%d", time.Now().UnixNano())
 	}
-	unix.Unlinkat(dir, tmp, 0)
-	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	perm := uint32(hdr.Mode & 0o777)
+	fd, err := unix.Openat(dir, tmp, flags, perm)
+	if errors.Is(err, unix.EEXIST) { // left by an interrupted run
+		unix.Unlinkat(dir, tmp, 0)
+		fd, err = unix.Openat(dir, tmp, flags, perm)
+	}
 	if err != nil {
 		u.fail(hdr.Name, err)
 		return
@@ -521,11 +656,8 @@ func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
 			}
 		}
 	}
-	if err == nil {
-		err = f.Chmod(fs.FileMode(hdr.Mode & 0o777))
-		if hdr.Mode&0o7000 != 0 {
-			unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
-		}
+	if err == nil && (hdr.Mode&0o7000 != 0 || uint32(hdr.Mode)&u.umask != 0) {
+		err = unix.Fchmod(fd, uint32(hdr.Mode&0o7777))
 	}
 	if err == nil {
 		err = futimens(fd, []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())})
@@ -548,7 +680,7 @@ func (u *unpacker) symlink(hdr *tar.Header) {
 		u.fail(hdr.Name, err)
 		return
 	}
-	defer unix.Close(dir)
+	defer u.done(dir)
 	unix.Unlinkat(dir, base, 0)
 	if err := unix.Symlinkat(hdr.Linkname, dir, base); err != nil {
 		u.fail(hdr.Name, err)
@@ -572,7 +704,7 @@ func (u *unpacker) hardlink(hdr *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dir)
+	defer u.done(dir)
 	unix.Unlinkat(dir, base, 0)
 	return unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", src), dir, base, unix.AT_SYMLINK_FOLLOW)
 }
