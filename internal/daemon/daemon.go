@@ -280,7 +280,10 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	}
 	switch m.ev.Kind {
 	case lifecycle.EvStagedIn, lifecycle.EvStageInFailed, lifecycle.EvStageInStopped:
-		delete(d.staging, j.ID)
+		if cancel, ok := d.staging[j.ID]; ok {
+			cancel() // releases the stage-in's context
+			delete(d.staging, j.ID)
+		}
 	}
 	out := lifecycle.Step(j.Machine(), m.ev)
 	if out.Ignored {

@@ -105,6 +105,7 @@ type copyRun struct {
 	tmpSeq  atomic.Int64
 	umask   uint32
 	noCFR   atomic.Bool // copy_file_range does not work between SRC and DST
+	chunked bool        // DST takes parallel writes into one file well
 }
 
 type inode struct{ dev, ino uint64 }
@@ -147,8 +148,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	r.umask = uint32(unix.Umask(0o022))
-	unix.Umask(int(r.umask))
+	r.umask = currentUmask()
 	if m.BWLimit > 0 {
 		r.limit = newLimiter(m.BWLimit)
 	}
@@ -169,6 +169,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	r.copyXattrs(".", srcFd, dstFd)
 	root.pending.Store(1)
+	r.chunked = parallelWrites(dstFd)
 
 	stopProgress := r.startProgress()
 	r.pool = newPool(workersFor(m.Workers))
@@ -207,6 +208,39 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 
 // workersFor picks the pool size: staging is bound by I/O latency more than
 // by CPU, so more workers than cores pay off, within reason.
+// File system magic numbers of destinations that take parallel writes into
+// one file well: RAM, and parallel file systems striping a file over
+// servers (the multi-stream transfers of the SCinet report). A local disk
+// file system is written fastest in one stream per file.
+var parallelFS = map[int64]bool{
+	unix.TMPFS_MAGIC: true, unix.RAMFS_MAGIC: true,
+	0x0BD00BD0: true, // Lustre
+	0x47504653: true, // GPFS / Spectrum Scale
+	0x19830326: true, // BeeGFS
+	0x00C36400: true, // CephFS
+	0x20030528: true, // PVFS2 / OrangeFS, the thesis' RAMDISK file system
+}
+
+func parallelWrites(fd int) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) == nil && parallelFS[int64(fs.Type)]
+}
+
+// currentUmask reads the process umask without changing it (setting and
+// restoring it would race with other goroutines creating files).
+func currentUmask() uint32 {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(n)
+				}
+			}
+		}
+	}
+	return 0o777 // unknown: always set the mode explicitly
+}
+
 // emptyDir reports whether the directory at fd has no entries.
 func emptyDir(fd int) bool {
 	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
@@ -524,7 +558,7 @@ func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Sta
 	}
 	f := &fileCopy{r: r, d: d, name: name, tmp: tmp, rel: rel, st: *st, in: in, out: out}
 	sparse := st.Blocks*512 < st.Size
-	if st.Size < r.big || sparse {
+	if st.Size < r.big || sparse || !r.chunked {
 		if !sparse && st.Size >= sendfileMin && r.noCFR.Load() && r.limit == nil {
 			f.finish(f.sendWhole())
 			return

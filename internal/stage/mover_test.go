@@ -447,3 +447,23 @@ func TestCopyAsUserNeverUsesRootRights(t *testing.T) {
 		t.Fatalf("--user root must be refused: %s", out)
 	}
 }
+
+// TestBWLimit: with --bwlimit the copy cannot read faster than the cap. Only
+// a lower bound on the time is checked, which slowness cannot break.
+func TestBWLimit(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	for i := range 6 {
+		os.WriteFile(filepath.Join(src, "f"+itoa(i)), make([]byte, 1<<20), 0o644)
+	}
+	start := time.Now()
+	if _, err := (&Mover{BWLimit: 4 << 20}).Copy(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	// 6 MiB at 4 MiB/s after a 1 MiB burst: at least 1.25 s.
+	if el := time.Since(start); el < 1200*time.Millisecond {
+		t.Fatalf("6 MiB copied in %v despite a 4 MiB/s cap", el)
+	}
+	if err := VerifyTree(context.Background(), src, dst, 2); err != nil {
+		t.Fatal(err)
+	}
+}
