@@ -14,7 +14,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
-// inRAM is shell that fails unless "$1" shows an RSA RAMDISK.
+// inRAM is shell that fails unless "$1" shows an RSA RAMDISK. Jobs that
+// check their input is in RAM use a switch delay of seconds, so a slow
+// start under load cannot see the input already switched away.
 const inRAM = `ram() { findmnt -n -o FSTYPE,SOURCE --mountpoint "$1" | grep -q '^tmpfs  *rsa-'; }
 waitram() { n=0; until ram "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "$1 never in RAM" >&2; exit 11; }; sleep 0.05; done; }
 `
@@ -34,7 +36,7 @@ for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
 mkdir "$2/deep"; echo deep > "$2/deep/x"
 exit 3
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "300ms", "--", job, in, out)
+	b := e.runBG("--in", in, "--out", out, "--delay", "2s", "--", job, in, out)
 	if code := b.wait(t); code != 3 {
 		t.Fatalf("rsa run exit %d, want the command's 3\n%s", code, b.errb.String())
 	}
@@ -137,7 +139,7 @@ func TestKillDaemon(t *testing.T) {
 			started, gate, pidf := filepath.Join(ctl, "started"), filepath.Join(ctl, "go"), filepath.Join(ctl, "pid")
 			pause := `echo $$ > ` + pidf + `; touch ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done
 `
-			args := []string{"--in", in, "--out", out, "--delay", "100ms"}
+			args := []string{"--in", in, "--out", out, "--delay", "2s"}
 			jobBody := inRAM + `ram "$1"; cat "$1"/f* > /dev/null; waitram "$2"
 for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
 `
@@ -441,7 +443,7 @@ func TestPackAndUnpackModes(t *testing.T) {
 	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] || { echo "not unpacked" >&2; exit 10; }
 waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i+1)); done
 `)
-	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "100ms", "--", job, in, out)
+	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "2s", "--", job, in, out)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
