@@ -243,11 +243,10 @@ func currentUmask() uint32 {
 
 // emptyDir reports whether the directory at fd has no entries.
 func emptyDir(fd int) bool {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	f, err := openLister(fd, "")
 	if err != nil {
 		return false
 	}
-	f := os.NewFile(uintptr(dup), "")
 	defer f.Close()
 	names, err := f.Readdirnames(1)
 	return len(names) == 0 && errors.Is(err, io.EOF)
@@ -302,50 +301,39 @@ func join(dir, name string) string {
 func (r *copyRun) listDir(d *dirNode) {
 	defer r.release(d)
 	srcFd := d.srcFd
-	lister, err := unix.FcntlInt(uintptr(srcFd), unix.F_DUPFD_CLOEXEC, 0)
+	f, err := openLister(srcFd, d.rel)
 	if err != nil {
 		r.fail(d.rel, err)
 		return
 	}
-	f := os.NewFile(uintptr(lister), d.rel)
 	defer f.Close()
+	// Files go to the workers in batches, by name: the workers stat them
+	// (in parallel, which matters when inodes come from disk).
+	files := &batcher[string]{n: fileBatch, run: func(names []string) {
+		d.pending.Add(1)
+		r.pool.submit(func() {
+			for _, name := range names {
+				if r.ctx.Err() != nil {
+					break
+				}
+				r.regular(d, srcFd, name)
+			}
+			r.release(d)
+		})
+	}}
 	for r.ctx.Err() == nil {
 		ents, err := f.ReadDir(1024)
-		// Files go to the workers in batches, by name: the workers stat
-		// them (in parallel, which matters when inodes come from disk),
-		// and one hand-off per file would cost more than a small copy.
-		var batch []string
-		flush := func() {
-			if len(batch) == 0 {
-				return
-			}
-			b := batch
-			batch = nil
-			d.pending.Add(1)
-			r.pool.submit(func() {
-				for _, name := range b {
-					if r.ctx.Err() != nil {
-						break
-					}
-					r.regular(d, srcFd, name)
-				}
-				r.release(d)
-			})
-		}
 		for _, e := range ents {
 			if r.ctx.Err() != nil {
 				return
 			}
 			if e.Type().IsRegular() {
-				batch = append(batch, e.Name())
-				if len(batch) == fileBatch {
-					flush()
-				}
+				files.add(e.Name())
 				continue
 			}
 			r.entry(d, srcFd, e.Name())
 		}
-		flush()
+		files.flush()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				r.fail(d.rel, fmt.Errorf("reading directory: %w", err))

@@ -371,18 +371,14 @@ var rsaBin string
 // failure and security tests run `rsa copy --user` exactly as the daemon's
 // staging does.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rsa-stage-bin-")
+	bin, cleanup, err := testutil.BuildRSA()
 	if err != nil {
-		panic(err)
-	}
-	os.Chmod(dir, 0o755)
-	rsaBin = filepath.Join(dir, "rsa")
-	if out, err := osexec.Command("go", "build", "-o", rsaBin, "github.com/rsa-hpc/rsa/cmd/rsa").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building rsa: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	rsaBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

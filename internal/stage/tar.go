@@ -453,21 +453,15 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		hdr  *tar.Header
 		body []byte
 	}
-	var batch []member
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		b := batch
-		batch = nil
+	small := &batcher[member]{n: fileBatch, run: func(ms []member) {
 		p.submit(func() {
-			for _, m := range b {
+			for _, m := range ms {
 				u.writeFile(m.hdr, bytes.NewReader(m.body))
 				putBody(m.body)
 				budget.give(m.hdr.Size)
 			}
 		})
-	}
+	}}
 	for {
 		if err := ctx.Err(); err != nil {
 			p.wait()
@@ -478,7 +472,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			break
 		}
 		if err != nil {
-			flush()
+			small.flush()
 			p.wait()
 			return st, fmt.Errorf("reading archive %s: %w", src, err)
 		}
@@ -507,10 +501,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 					p.wait()
 					return st, fmt.Errorf("reading archive %s: %w", src, err)
 				}
-				batch = append(batch, member{hdr, b})
-				if len(batch) == fileBatch {
-					flush()
-				}
+				small.add(member{hdr, b})
 			} else {
 				u.writeFile(hdr, tr)
 			}
@@ -538,7 +529,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
 		}
 	}
-	flush()
+	small.flush()
 	p.wait()
 	for _, hdr := range links {
 		if err := u.hardlink(hdr); err != nil {

@@ -74,12 +74,11 @@ func (v *verifier) fail(rel string, err error) {
 
 func (v *verifier) dir(d *vdir) {
 	defer d.release()
-	lister, err := unix.FcntlInt(uintptr(d.src), unix.F_DUPFD_CLOEXEC, 0)
+	f, err := openLister(d.src, d.rel)
 	if err != nil {
 		v.fail(d.rel, err)
 		return
 	}
-	f := os.NewFile(uintptr(lister), d.rel)
 	defer f.Close()
 	for v.ctx.Err() == nil {
 		names, err := f.Readdirnames(1024)

@@ -4,9 +4,11 @@
 package testutil
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -80,4 +82,25 @@ func TempDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// BuildRSA builds the rsa binary into a fresh 0755 directory, where an
+// unprivileged test user can run it, for a TestMain. The returned function
+// removes it.
+func BuildRSA() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "rsa-test-bin-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	if err := os.Chmod(dir, 0o755); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "rsa")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/rsa-hpc/rsa/cmd/rsa").CombinedOutput(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("building rsa: %v\n%s", err, out)
+	}
+	return bin, cleanup, nil
 }

@@ -29,19 +29,14 @@ import (
 var rsaBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "rsa-e2e-bin-")
+	bin, cleanup, err := testutil.BuildRSA()
 	if err != nil {
-		panic(err)
-	}
-	os.Chmod(dir, 0o755)
-	rsaBin = filepath.Join(dir, "rsa")
-	out, err := exec.Command("go", "build", "-o", rsaBin, "github.com/rsa-hpc/rsa/cmd/rsa").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "building rsa: %v\n%s", err, out)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	rsaBin = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
