@@ -15,7 +15,7 @@ import (
 
 func TestLocalLifecycle(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	ctx := context.Background()
 	root := filepath.Join(testutil.TempDir(t), "ramdisk")
 	l, err := NewLocal(root)

@@ -31,7 +31,7 @@ func ramdisk(t *testing.T, dir string) string {
 
 func TestTargetChecks(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	own := testutil.MkdirOwned(t, u, filepath.Join(dir, "own"))
 	testutil.MkdirOwned(t, u, filepath.Join(dir, "own", "sub"))
@@ -75,7 +75,7 @@ func TestTargetChecks(t *testing.T) {
 
 func TestBindAndUnbind(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	src := ramdisk(t, dir)
 	if err := os.WriteFile(filepath.Join(src, "staged"), []byte("in RAM"), 0o644); err != nil {
@@ -127,7 +127,7 @@ func TestBindAndUnbind(t *testing.T) {
 
 func TestBindRefusesSymlinkSwap(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	src := ramdisk(t, dir)
 	link := filepath.Join(dir, "in")

@@ -267,7 +267,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestMoverReportsFailures(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	src := testutil.MkdirOwned(t, u, filepath.Join(dir, "src"))
 	dst := testutil.MkdirOwned(t, u, filepath.Join(dir, "dst"))
@@ -398,7 +398,7 @@ func runAsUser(t *testing.T, u testutil.User, args ...string) (string, error) {
 // a symlink the user planted in DST is replaced, never written through.
 func TestCopyAsUserNeverUsesRootRights(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	secret := filepath.Join(dir, "secret")
 	os.WriteFile(secret, []byte("root only"), 0o600)

@@ -16,7 +16,7 @@ import (
 
 func TestRunnerAsUser(t *testing.T) {
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	t.Setenv("RSA_SECRET_TEST", "1") // root's environment: must not reach the child
 	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}

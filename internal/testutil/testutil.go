@@ -33,14 +33,21 @@ type User struct {
 	Home     string
 }
 
-// TestUserName is the account the tests run jobs as.
-const TestUserName = "rsatest"
+// TestUserName names the account the tests of the calling package run
+// jobs as: one per package ("rsatest-mount", "rsatest-e2e", ...), because
+// go test runs packages in parallel and one package's cleanup must not
+// remove a user another package is using.
+func TestUserName() string {
+	wd, _ := os.Getwd()
+	return "rsatest-" + filepath.Base(wd)
+}
 
-// EnsureUser returns the test account, creating it (and removing it when
-// the test binary's tests are done) if it does not exist.
-func EnsureUser(t testing.TB, name string) User {
+// EnsureUser returns the package's test account, creating it if it does
+// not exist and then removing it when the test ends.
+func EnsureUser(t testing.TB) User {
 	t.Helper()
 	RequireRoot(t)
+	name := TestUserName()
 	u, err := user.Lookup(name)
 	if err != nil {
 		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput()

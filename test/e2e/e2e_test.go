@@ -392,11 +392,11 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 	}
 	for _, verb := range []string{"cancel", "log", "retry", "discard"} {
 		out, err := nobody(verb, "1")
-		if err == nil || (!strings.Contains(out, "belongs to rsatest") && !strings.Contains(out, "only root")) {
+		if err == nil || (!strings.Contains(out, "belongs to "+e.user.Name) && !strings.Contains(out, "only root")) {
 			t.Errorf("nobody %s 1: %v %q", verb, err, out)
 		}
 	}
-	if out, err := nobody("status"); err != nil || !strings.Contains(out, "rsatest") {
+	if out, err := nobody("status"); err != nil || !strings.Contains(out, e.user.Name) {
 		t.Errorf("status is for everyone: %v %q", err, out)
 	}
 	if out, err := nobody("gc"); err == nil || !strings.Contains(out, "only root") {

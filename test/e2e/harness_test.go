@@ -55,7 +55,7 @@ type env struct {
 func setup(t *testing.T, extra string) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t, testutil.TestUserName)
+	u := testutil.EnsureUser(t)
 	dir := testutil.TempDir(t)
 	e := &env{t: t, dir: dir, user: u, root: filepath.Join(dir, "run", "ramdisk"), cfg: filepath.Join(dir, "rsa.toml")}
 	e.home = testutil.MkdirOwned(t, u, filepath.Join(dir, "home"))
