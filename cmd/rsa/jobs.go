@@ -270,7 +270,10 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 	}
 	if !noWait {
 		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
-			return j.State == lifecycle.Finished || j.RSA == lifecycle.Ready || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted
+			// Ready, or nothing more to wait for: not eligible, stage-in
+			// failed, or the job was already started or ended elsewhere.
+			return j.State == lifecycle.Finished || j.State == lifecycle.Running ||
+				j.RSA == lifecycle.Ready || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted
 		})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -282,6 +285,8 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		switch {
 		case j.State == lifecycle.Finished:
 			return fmt.Errorf("job %d ended before its command started: %s", j.ID, j.Error)
+		case j.State == lifecycle.Running:
+			return fmt.Errorf("job %d is already running a command; a job runs one (submit another)", j.ID)
 		case j.RSA == lifecycle.Aborted:
 			cancel("stage-in failed")
 			return fmt.Errorf("job %d: %s; the command was not run (fix the input or stage-in program, or use --no-wait to read from disk)", j.ID, j.Error)

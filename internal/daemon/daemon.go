@@ -287,17 +287,18 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	}
 	out := lifecycle.Step(j.Machine(), m.ev)
 	if out.Ignored {
-		if m.reply != nil && m.edit == nil {
+		// An event the machine does not take changes nothing, edits
+		// included: a stale allocation must not overwrite one, a second
+		// start must not take over the job.
+		if m.reply != nil {
 			return j, api.Errorf(http.StatusConflict, "job %d is %s/%s: %s does not apply now", j.ID, j.State, j.RSA, m.ev.Kind)
 		}
-		if m.edit == nil {
-			d.log.Debug("event ignored", "job", j.ID, "event", m.ev.Kind, "state", j.State, "rsa", j.RSA)
-			return j, nil
-		}
+		d.log.Debug("event ignored", "job", j.ID, "event", m.ev.Kind, "state", j.State, "rsa", j.RSA)
+		return j, nil
 	}
 	next := *j
 	next.State, next.RSA = out.Job.State, out.Job.RSA
-	if m.ev.Kind == lifecycle.EvStarted && !out.Ignored {
+	if m.ev.Kind == lifecycle.EvStarted {
 		next.StartedAt = out.Job.StartedAt
 	}
 	if next.State == lifecycle.Finished && j.State != lifecycle.Finished {

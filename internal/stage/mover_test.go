@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -370,17 +369,7 @@ var rsaBin string
 // TestMain builds the rsa binary where the test user can run it: the
 // failure and security tests run `rsa copy --user` exactly as the daemon's
 // staging does.
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testutil.BuildRSA()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	rsaBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
 
 func runCmd(name string, args ...string) (string, error) {
 	out, err := osexec.Command(name, args...).CombinedOutput()

@@ -111,3 +111,17 @@ func BuildRSA() (string, func(), error) {
 	}
 	return bin, cleanup, nil
 }
+
+// RunWithRSA is a TestMain body: it builds rsa (BuildRSA), stores its path
+// in *bin, runs the package's tests, removes the binary and exits.
+func RunWithRSA(m *testing.M, bin *string) {
+	path, cleanup, err := BuildRSA()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*bin = path
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}

@@ -469,3 +469,41 @@ waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i
 	}
 	e.noLeaks()
 }
+
+// TestSecondStartRefused: a job runs one command; starting it again is
+// refused and does not take the job over from the running rsa run.
+func TestSecondStartRefused(t *testing.T) {
+	e := setup(t, "")
+	in := e.mkdir("in")
+	e.fill(in, 2, 10)
+	gate := filepath.Join(e.mkdir("ctl"), "go")
+	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "16M"); err != nil {
+		t.Fatalf("submit: %v %s", err, stderr)
+	}
+	job := e.script("job.sh", `while [ ! -e `+gate+` ]; do sleep 0.05; done
+`)
+	first := e.runBG("--job", "1", "--", job)
+	waitFor(t, "the first command to run", func() bool { return e.job(1).State == lifecycle.Running })
+	_, stderr, err := e.rsa(false, "run", "--job", "1", "--", "true")
+	if err == nil || !strings.Contains(stderr, "already running") {
+		t.Fatalf("second run: %v %q", err, stderr)
+	}
+	// Straight at the API (bypassing the client's own check), the
+	// daemon refuses too.
+	_, stderr, err = e.rsa(false, "run", "--job", "1", "--no-wait", "--", "true")
+	if err == nil || !strings.Contains(stderr, "does not apply now") {
+		t.Fatalf("second start: %v %q", err, stderr)
+	}
+	before := e.job(1).Owner
+	e.writeFile(gate, nil, 0o644)
+	if code := first.wait(t); code != 0 {
+		t.Fatalf("first run exit %d: %s", code, first.errb.String())
+	}
+	if before.PID != first.cmd.Process.Pid {
+		t.Fatalf("owner is pid %d, want the first rsa run %d", before.PID, first.cmd.Process.Pid)
+	}
+	if _, _, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatal(err)
+	}
+	e.noLeaks()
+}

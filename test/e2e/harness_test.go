@@ -28,17 +28,7 @@ import (
 
 var rsaBin string
 
-func TestMain(m *testing.M) {
-	bin, cleanup, err := testutil.BuildRSA()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	rsaBin = bin
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
 
 type env struct {
 	t      *testing.T
