@@ -54,16 +54,12 @@ exit 3
 	}
 	sameFiles(t, in, want) // the input on disk is untouched
 	e.noLeaks()
-	log, _, err := e.rsa(false, "log", "1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var states []string
 	for _, s := range []lifecycle.RSAState{lifecycle.StagingIn, lifecycle.Ready, lifecycle.InUseIn, lifecycle.Unmounting,
 		lifecycle.InUseOut, lifecycle.StagingOut, lifecycle.DoneStagingOut, lifecycle.Released} {
-		if !strings.Contains(log, "-> "+string(s)) {
-			t.Errorf("log lacks %s:\n%s", s, log)
-		}
+		states = append(states, "-> "+string(s))
 	}
+	e.logHas(1, states...)
 }
 
 func TestBadInputRefused(t *testing.T) {
@@ -323,10 +319,7 @@ waitram "$2"; echo fine > "$2/result"
 		t.Fatal("output missing")
 	}
 	sameFiles(t, in, want)
-	log, _, _ := e.rsa(false, "log", "1")
-	if !strings.Contains(log, "job started before stage-in ended") {
-		t.Fatalf("log:\n%s", log)
-	}
+	e.logHas(1, "job started before stage-in ended")
 	e.noLeaks()
 }
 
@@ -463,10 +456,7 @@ waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i
 			t.Fatalf("r%d = %q", i, got)
 		}
 	}
-	log, _, _ := e.rsa(false, "log", "1")
-	if !strings.Contains(log, "built-in unpack") || !strings.Contains(log, "built-in pack") {
-		t.Fatalf("log:\n%s", log)
-	}
+	e.logHas(1, "built-in unpack", "built-in pack")
 	e.noLeaks()
 }
 

@@ -242,6 +242,21 @@ func (e *env) job(id int) api.JobView {
 	return api.JobView{}
 }
 
+// logHas fails unless job id's log (rsa log, as its user) contains every
+// phrase.
+func (e *env) logHas(id int, phrases ...string) {
+	e.t.Helper()
+	log, stderr, err := e.rsa(false, "log", itoa(id))
+	if err != nil {
+		e.t.Fatalf("rsa log %d: %v %s", id, err, stderr)
+	}
+	for _, p := range phrases {
+		if !strings.Contains(log, p) {
+			e.t.Errorf("log of job %d lacks %q:\n%s", id, p, log)
+		}
+	}
+}
+
 // waitFor polls cond for up to 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
