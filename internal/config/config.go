@@ -45,6 +45,35 @@ type Config struct {
 	LogLevel     string
 	Nodes        []Node
 	Limits       Limits
+	Slurm        Slurm
+}
+
+// Schedulers RSA can follow.
+const (
+	SchedulerNone      = "none"       // rsa run / rsa submit
+	SchedulerSlurm     = "slurm"      // Slurm's burst_buffer/lua plugin calls rsa slurm-bb
+	SchedulerSlurmPoll = "slurm-poll" // RSA polls squeue (the thesis' integration)
+)
+
+// Slurm configures both Slurm adapters.
+type Slurm struct {
+	// Users may call the scheduler hooks besides root (slurmctld's
+	// SlurmUser).
+	Users []string
+	// Pool is the burst buffer pool name RSA reports to Slurm.
+	Pool string
+	// PollInterval is how often the polling adapter reads squeue.
+	PollInterval time.Duration
+	// StageInLead is how long before a job's expected start RSA begins
+	// its stage-in, on top of the copy's estimated duration.
+	StageInLead time.Duration
+	// StageRate estimates copy time (bytes per second) for the lead.
+	StageRate int64
+	// NodeNamespaces, if set, holds one pinned mount namespace per
+	// compute node name; RSA mounts inside them (see node.Namespaces).
+	NodeNamespaces string
+	// Bin is where squeue and scontrol are, "" for $PATH.
+	Bin string
 }
 
 // Limits bound what one job or one user may take.
@@ -75,6 +104,15 @@ type file struct {
 		MaxJobCapacity *string `toml:"max_job_capacity"`
 		StageTimeout   *string `toml:"stage_timeout"`
 	} `toml:"limits"`
+	Slurm struct {
+		Users          []string `toml:"users"`
+		Pool           *string  `toml:"pool"`
+		PollInterval   *string  `toml:"poll_interval"`
+		StageInLead    *string  `toml:"stage_in_lead"`
+		StageRate      *string  `toml:"stage_rate"`
+		NodeNamespaces *string  `toml:"node_namespaces"`
+		Bin            *string  `toml:"bin"`
+	} `toml:"slurm"`
 }
 
 // Defaults of every key; docs/config.md repeats them.
@@ -97,6 +135,7 @@ func defaults() Config {
 		Tick:         time.Second,
 		LogLevel:     "info",
 		Limits:       Limits{MaxActiveJobs: 256, StageTimeout: 0},
+		Slurm:        Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30},
 	}
 }
 
@@ -165,9 +204,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if f.Scheduler != nil {
 		switch *f.Scheduler {
-		case "none":
+		case SchedulerNone, SchedulerSlurm, SchedulerSlurmPoll:
 		default:
-			return nil, fmt.Errorf("scheduler: %q is not supported (use \"none\"; Slurm adapters come with the Slurm integration)", *f.Scheduler)
+			return nil, fmt.Errorf("scheduler: %q is not supported (use \"none\", \"slurm\" for burst_buffer/lua or \"slurm-poll\")", *f.Scheduler)
 		}
 		c.Scheduler = *f.Scheduler
 	}
@@ -248,7 +287,62 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Limits.StageTimeout = d
 	}
+	if err := parseSlurm(&f, &c.Slurm); err != nil {
+		return nil, err
+	}
 	return &c, c.finish()
+}
+
+func parseSlurm(f *file, s *Slurm) error {
+	fs := f.Slurm
+	for _, u := range fs.Users {
+		if u == "" || strings.ContainsAny(u, " \t\n/:") {
+			return fmt.Errorf("slurm.users: %q is not a user name", u)
+		}
+	}
+	s.Users = fs.Users
+	if fs.Pool != nil {
+		if *fs.Pool == "" || strings.ContainsAny(*fs.Pool, " \t\n\"") {
+			return fmt.Errorf("slurm.pool: %q must be a single word", *fs.Pool)
+		}
+		s.Pool = *fs.Pool
+	}
+	for _, d := range []struct {
+		key string
+		v   *string
+		dst *time.Duration
+		min time.Duration
+	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}} {
+		if d.v == nil {
+			continue
+		}
+		v, err := units.ParseDuration(*d.v)
+		if err != nil || v < d.min {
+			return fmt.Errorf("%s: %q must be a duration of at least %s", d.key, *d.v, d.min)
+		}
+		*d.dst = v
+	}
+	if fs.StageRate != nil {
+		n, err := units.ParseSize(*fs.StageRate)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("slurm.stage_rate: %q must be a size per second such as \"1G\"", *fs.StageRate)
+		}
+		s.StageRate = n
+	}
+	for _, p := range []struct {
+		key string
+		v   *string
+		dst *string
+	}{{"slurm.node_namespaces", fs.NodeNamespaces, &s.NodeNamespaces}, {"slurm.bin", fs.Bin, &s.Bin}} {
+		if p.v == nil {
+			continue
+		}
+		if !filepath.IsAbs(*p.v) || filepath.Clean(*p.v) != *p.v {
+			return fmt.Errorf("%s: %q must be a clean absolute path", p.key, *p.v)
+		}
+		*p.dst = *p.v
+	}
+	return nil
 }
 
 // finish fills what depends on other keys or on the machine.

@@ -117,14 +117,37 @@ func CheckTarget(role, path string, uid uint32) error {
 // (a directory the job's user owns). It is idempotent: if target already
 // shows src's file system at its root, it does nothing.
 func Bind(role, src, target string, uid uint32) error {
+	tree, err := CloneTree(src)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tree)
+	return Attach(role, tree, target, uid)
+}
+
+// CloneTree returns a detached copy of the mount at src (open_tree with
+// OPEN_TREE_CLONE), which Attach can place in this or, passed as a file
+// descriptor, in another mount namespace. The caller closes it.
+func CloneTree(src string) (int, error) {
+	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("cloning RAMDISK %s: %w", src, err)
+	}
+	return tree, nil
+}
+
+// Attach mounts the detached tree over target after the race-free checks of
+// OpenTarget. It is idempotent: a target that already shows the tree's root
+// is left as it is.
+func Attach(role string, tree int, target string, uid uint32) error {
 	tfd, tst, err := openDir(role, target)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(tfd)
 	var sst unix.Stat_t
-	if err := unix.Stat(src, &sst); err != nil {
-		return fmt.Errorf("RAMDISK %s: %w", src, err)
+	if err := unix.Fstat(tree, &sst); err != nil {
+		return fmt.Errorf("examining RAMDISK: %w", err)
 	}
 	if sst.Dev == tst.Dev && sst.Ino == tst.Ino {
 		return nil // already mounted (a resumed action)
@@ -132,11 +155,6 @@ func Bind(role, src, target string, uid uint32) error {
 	if err := checkOwner(role, target, tst, uid); err != nil {
 		return err
 	}
-	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("cloning RAMDISK %s: %w", src, err)
-	}
-	defer unix.Close(tree)
 	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return fmt.Errorf("mounting RAMDISK over %s %s: %w", role, target, err)
 	}
@@ -223,22 +241,36 @@ func MountedAt(path string) (Info, bool, error) {
 // other than src itself: the RAMDISK's bind mounts at job paths, wherever a
 // user may have moved them since.
 func Binds(src string) ([]Info, error) {
+	dev, err := DevOf(src)
+	if err != nil || dev == "" {
+		return nil, err
+	}
+	return bindsOf(dev, src)
+}
+
+// DevOf returns the device (major:minor) of the mount at src, or "" if
+// nothing is mounted there. It names a RAMDISK in every mount namespace.
+func DevOf(src string) (string, error) {
+	ms, err := List()
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if m.Point == src {
+			return m.Dev, nil
+		}
+	}
+	return "", nil
+}
+
+func bindsOf(dev, except string) ([]Info, error) {
 	ms, err := List()
 	if err != nil {
 		return nil, err
 	}
-	var dev string
-	for _, m := range ms {
-		if m.Point == src {
-			dev = m.Dev
-		}
-	}
-	if dev == "" {
-		return nil, nil
-	}
 	var out []Info
 	for _, m := range ms {
-		if m.Dev == dev && m.Point != src {
+		if m.Dev == dev && m.Point != except {
 			out = append(out, m)
 		}
 	}
@@ -249,7 +281,20 @@ func Binds(src string) ([]Info, error) {
 // the mounts are detached even if busy (used once the job has ended); without
 // it a busy mount returns ErrBusy and stays.
 func Unbind(src string, detach bool) error {
-	binds, err := Binds(src)
+	dev, err := DevOf(src)
+	if err != nil {
+		return fmt.Errorf("reading mounts: %w", err)
+	}
+	if dev == "" {
+		return nil
+	}
+	return UnbindDev(dev, src, detach)
+}
+
+// UnbindDev removes every mount of the file system dev in this mount
+// namespace except the one at except (the RAMDISK itself, on its own host).
+func UnbindDev(dev, except string, detach bool) error {
+	binds, err := bindsOf(dev, except)
 	if err != nil {
 		return fmt.Errorf("reading mounts: %w", err)
 	}

@@ -9,6 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
@@ -49,4 +54,91 @@ func (Local) Unbind(_ context.Context, _ []string, ramdisk string, detach bool) 
 		return fmt.Errorf("on this host: %w", err)
 	}
 	return nil
+}
+
+// Namespaces is Access for compute nodes that are mount namespaces of this
+// host, each pinned (bind-mounted, as `unshare --mount=FILE` does) at
+// Dir/<node>: several slurmd on one machine, each with its own view of the
+// file system. The RAMDISK's mount is cloned here and handed as a file
+// descriptor to `rsa node attach`, which nsenter starts inside the node's
+// namespace, so every check and mount happens where the job will look.
+type Namespaces struct {
+	Dir  string // one pinned mount namespace per compute node name
+	Self string // the rsa binary
+}
+
+// ExitBusy is the exit status of `rsa node detach` when a mount is in use.
+const ExitBusy = 3
+
+func (n Namespaces) nsFile(node string) (string, error) {
+	if node == "" || strings.ContainsAny(node, "/\x00") || node == "." || node == ".." {
+		return "", fmt.Errorf("bad compute node name %q", node)
+	}
+	p := filepath.Join(n.Dir, node)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("compute node %s has no mount namespace at %s: %w", node, p, err)
+	}
+	return p, nil
+}
+
+func (n Namespaces) run(ctx context.Context, node string, extra *os.File, args ...string) error {
+	ns, err := n.nsFile(node)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--mount=" + ns, "--", n.Self, "node"}, args...)...)
+	if extra != nil {
+		cmd.ExtraFiles = []*os.File{extra}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == ExitBusy {
+			return fmt.Errorf("on %s: %w", node, ErrBusy)
+		}
+		return fmt.Errorf("on %s: %s", node, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, target string, uid uint32) error {
+	if len(nodes) == 0 {
+		return errors.New("the job runs on no compute node yet")
+	}
+	for i, node := range nodes {
+		tree, err := mount.CloneTree(ramdisk)
+		if err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(tree), "ramdisk-tree")
+		err = n.run(ctx, node, f, "attach", "--role", role, "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target)
+		f.Close()
+		if err != nil {
+			// All or nothing: take back what the earlier nodes mounted.
+			_ = n.Unbind(context.WithoutCancel(ctx), nodes[:i+1], ramdisk, true)
+			return err
+		}
+	}
+	return nil
+}
+
+func (n Namespaces) Unbind(ctx context.Context, nodes []string, ramdisk string, detach bool) error {
+	dev, err := mount.DevOf(ramdisk)
+	if err != nil {
+		return err
+	}
+	if dev == "" {
+		return nil // no RAMDISK, so nothing of it is mounted anywhere
+	}
+	var errs []error
+	for _, node := range nodes {
+		args := []string{"detach", "--dev", dev}
+		if detach {
+			args = append(args, "--force")
+		}
+		if err := n.run(ctx, node, nil, args...); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

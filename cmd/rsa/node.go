@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
+)
+
+// nodeCmd is the daemon's hand inside a compute node's mount namespace
+// (node.Namespaces starts it there through nsenter). It is not for people:
+// it mounts what the daemon hands it, after the same race-free checks.
+func nodeCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "node", Hidden: true, Short: "mount work inside a compute node (run by rsa serve)"}
+	var role, target string
+	var uid uint32
+	attach := &cobra.Command{
+		Use:   "attach --role ROLE --uid UID --target DIR",
+		Short: "mount the RAMDISK tree passed as fd 3 over DIR",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return errors.New("rsa node runs as root, started by rsa serve")
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(3, &st); err != nil {
+				return fmt.Errorf("no RAMDISK tree on fd 3: %w", err)
+			}
+			return mount.Attach(role, 3, target, uid)
+		},
+	}
+	attach.Flags().StringVar(&role, "role", "directory", "what the target is, for messages")
+	attach.Flags().Uint32Var(&uid, "uid", 0, "the job's user, who must own the target")
+	attach.Flags().StringVar(&target, "target", "", "the job's directory")
+	var dev string
+	var force bool
+	detach := &cobra.Command{
+		Use:   "detach --dev MAJOR:MINOR [--force]",
+		Short: "unmount every mount of the RAMDISK's file system here",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if os.Geteuid() != 0 {
+				return errors.New("rsa node runs as root, started by rsa serve")
+			}
+			err := mount.UnbindDev(dev, "", force)
+			if errors.Is(err, mount.ErrBusy) {
+				fmt.Fprintln(os.Stderr, err)
+				return exitCode(node.ExitBusy)
+			}
+			return err
+		},
+	}
+	detach.Flags().StringVar(&dev, "dev", "", "the RAMDISK's device number")
+	detach.Flags().BoolVar(&force, "force", false, "detach busy mounts instead of failing")
+	cmd.AddCommand(attach, detach)
+	return cmd
+}

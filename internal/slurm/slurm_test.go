@@ -1,0 +1,103 @@
+package slurm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	appU := "#!/bin/bash\n\n# set stage-in data directory:\n#RSA_DATA_IN=/home/u/test8/input\n# custom\n#RSA_STAGE_IN=/home/u/stage-in.sh\n\n" +
+		"#RSA_DATA_OUT=/home/u/test8/results\n#RSA_STAGE_OUT=/home/u/stage-out.sh\n#RSA_DELAY=600\nmpirun ./x\n#RSA_DATA_IN=/ignored\n"
+	r, ok, err := Parse([]byte(appU))
+	if err != nil || !ok {
+		t.Fatalf("App. U script: ok=%v err=%v", ok, err)
+	}
+	s := r.Spec
+	if s.Input != "/home/u/test8/input" || s.Output != "/home/u/test8/results" || s.StageIn != "/home/u/stage-in.sh" ||
+		s.StageOut != "/home/u/stage-out.sh" || s.Delay != 600*time.Second {
+		t.Fatalf("App. U script parsed as %+v", s)
+	}
+
+	cases := []struct {
+		name, script string
+		ok           bool
+		err          string // substring; "" for success
+		check        func(Request) bool
+	}{
+		{"no directives", "#!/bin/sh\n#SBATCH -N 1\necho hi\n", false, "", nil},
+		{"after the first command", "#!/bin/sh\necho hi\n#RSA_DATA_IN=/a\n", false, "", nil},
+		{"key form", "#!/bin/sh\n#RSA in=/a out=/b capacity=2G pool=rsa delay=5m\n", true, "",
+			func(r Request) bool { return r.Spec.Capacity == 2<<30 && r.Pool == "rsa" && r.Spec.Delay == 5*time.Minute && r.Spec.Output == "/b" }},
+		{"built-in modes", "#RSA_DATA_IN=/a\n#RSA_STAGE_IN=unpack\n#RSA_DATA_OUT=/b\n#RSA_STAGE_OUT=pack\n", true, "",
+			func(r Request) bool { return r.Spec.StageIn == "unpack" && r.Spec.StageOut == "pack" }},
+		{"delay unset", "#RSA_DATA_OUT=/b\n", true, "", func(r Request) bool { return r.Spec.Delay < 0 }},
+		{"unknown variable", "#!/bin/sh\n#RSA_DATA_INN=/a\n", true, "line 2", nil},
+		{"unknown key", "#RSA in=/a colour=red\n", true, `"colour=red" is not a key=value`, nil},
+		{"unknown directive", "#RSAX in=/a\n", true, "unknown directive #RSAX", nil},
+		{"relative path", "#RSA_DATA_IN=data/in\n", true, "clean absolute path", nil},
+		{"dot-dot path", "#RSA_DATA_OUT=/a/../b\n", true, "clean absolute path", nil},
+		{"bad delay", "#RSA_DATA_OUT=/b\n#RSA_DELAY=soon\n", true, "delay \"soon\"", nil},
+		{"bad capacity", "#RSA capacity=lots pool=rsa in=/a\n", true, "capacity \"lots\"", nil},
+		{"capacity without pool", "#RSA capacity=1G in=/a\n", true, "capacity= and pool= go together", nil},
+		{"twice", "#RSA_DATA_IN=/a\n#RSA in=/b\n", true, "already set on line 1", nil},
+		{"empty value", "#RSA_DATA_IN=\n", true, "has no value", nil},
+		{"missing =", "#RSA_DATA_IN /a\n", true, "unknown variable", nil},
+		{"nothing to do", "#RSA_DELAY=5\n", true, "nothing to accelerate", nil},
+		{"relative stage program", "#RSA_DATA_IN=/a\n#RSA_STAGE_IN=./s.sh\n", true, "stage-in program", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, ok, err := Parse([]byte(c.script))
+			if ok != c.ok {
+				t.Errorf("ok = %v, want %v", ok, c.ok)
+			}
+			switch {
+			case c.err == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Fatalf("error %v, want one containing %q", err, c.err)
+			}
+			if c.check != nil && !c.check(r) {
+				t.Errorf("parsed as %+v", r)
+			}
+		})
+	}
+}
+
+func TestExpandHosts(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+		bad  bool
+	}{
+		{"n1", []string{"n1"}, false},
+		{"n[1-3],m2", []string{"n1", "n2", "n3", "m2"}, false},
+		{"n[1,3-4]", []string{"n1", "n3", "n4"}, false},
+		{"c[01-02]", []string{"c01", "c02"}, false},
+		{"r[1-2]n[1-2]", []string{"r1n1", "r1n2", "r2n1", "r2n2"}, false},
+		{"", nil, false},
+		{"n[3-1]", nil, true},
+		{"n[x]", nil, true},
+	}
+	for _, c := range cases {
+		got, err := ExpandHosts(c.in)
+		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
+			t.Errorf("ExpandHosts(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.bad)
+		}
+	}
+}
+
+func TestParseSqueue(t *testing.T) {
+	js, err := parseSqueue([]byte("12|PENDING|Resources|2|(null)|2026-11-22T10:00:00|1001|1001\n13|RUNNING|None|1|n1|N/A|0|0\n"))
+	if err != nil || len(js) != 2 {
+		t.Fatalf("%v %v", js, err)
+	}
+	if !js[0].Pending() || js[0].NodeList != "" || js[0].Start.IsZero() || js[0].UID != 1001 || !js[1].Running() || js[1].Ended() {
+		t.Fatalf("parsed %+v", js)
+	}
+	if _, err := parseSqueue([]byte("garbage\n")); err == nil {
+		t.Fatal("garbage accepted")
+	}
+}

@@ -1,0 +1,131 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client reads Slurm's view of jobs through squeue and scontrol. It is
+// never called from a hook that runs inside slurmctld (job_process, pools,
+// paths): those must answer without calling back into Slurm.
+type Client struct {
+	Bin string // directory of squeue and scontrol; "" for $PATH
+}
+
+// Job is one line of squeue.
+type Job struct {
+	ID       string
+	State    string // PENDING, RUNNING, COMPLETING, COMPLETED, CANCELLED, ...
+	Reason   string // for pending jobs: Resources, Priority, ...
+	Nodes    int
+	NodeList string
+	Start    time.Time // expected or actual start; zero if unknown
+	UID      uint32
+	GID      uint32
+}
+
+// Pending reports a job that waits for its turn.
+func (j Job) Pending() bool { return j.State == "PENDING" }
+
+// Running reports a job that holds its compute nodes and runs.
+func (j Job) Running() bool { return j.State == "RUNNING" || j.State == "CONFIGURING" }
+
+// Ended reports a job that no longer runs and never will again (a
+// COMPLETING job has ended; Slurm is cleaning its nodes).
+func (j Job) Ended() bool { return !j.Pending() && !j.Running() && j.State != "SUSPENDED" }
+
+// ErrNoJob is returned when Slurm does not know the job (any more).
+var ErrNoJob = errors.New("no such Slurm job")
+
+const squeueFormat = "%i|%T|%r|%D|%N|%S|%U|%G"
+
+func (c Client) cmd(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if c.Bin != "" {
+		name = filepath.Join(c.Bin, name)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// Jobs lists every job squeue shows, of every state.
+func (c Client) Jobs(ctx context.Context) ([]Job, error) {
+	out, err := c.cmd(ctx, "squeue", "-h", "-a", "-t", "all", "-o", squeueFormat)
+	if err != nil {
+		return nil, err
+	}
+	return parseSqueue(out)
+}
+
+// Job reads one job.
+func (c Client) Job(ctx context.Context, id string) (Job, error) {
+	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+		return Job{}, fmt.Errorf("%q is not a Slurm job id", id)
+	}
+	out, err := c.cmd(ctx, "squeue", "-h", "-a", "-t", "all", "-j", id, "-o", squeueFormat)
+	if err != nil {
+		if strings.Contains(err.Error(), "Invalid job id") {
+			return Job{}, ErrNoJob
+		}
+		return Job{}, err
+	}
+	js, err := parseSqueue(out)
+	if err != nil {
+		return Job{}, err
+	}
+	for _, j := range js {
+		if j.ID == id {
+			return j, nil
+		}
+	}
+	return Job{}, ErrNoJob
+}
+
+// Script returns a batch job's script.
+func (c Client) Script(ctx context.Context, id string) ([]byte, error) {
+	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+		return nil, fmt.Errorf("%q is not a Slurm job id", id)
+	}
+	return c.cmd(ctx, "scontrol", "write", "batch_script", id, "-")
+}
+
+func parseSqueue(out []byte) ([]Job, error) {
+	var js []Job
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "|")
+		if len(f) != 8 {
+			return nil, fmt.Errorf("unexpected squeue line %q", line)
+		}
+		j := Job{ID: f[0], State: f[1], Reason: f[2], NodeList: f[4]}
+		if j.NodeList == "(null)" {
+			j.NodeList = ""
+		}
+		j.Nodes, _ = strconv.Atoi(f[3])
+		if t, err := time.ParseInLocation("2006-01-02T15:04:05", f[5], time.Local); err == nil {
+			j.Start = t
+		}
+		uid, err1 := strconv.ParseUint(f[6], 10, 32)
+		gid, err2 := strconv.ParseUint(f[7], 10, 32)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("unexpected squeue ids in %q", line)
+		}
+		j.UID, j.GID = uint32(uid), uint32(gid)
+		js = append(js, j)
+	}
+	return js, nil
+}
