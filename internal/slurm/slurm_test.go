@@ -29,7 +29,9 @@ func TestParse(t *testing.T) {
 		{"no directives", "#!/bin/sh\n#SBATCH -N 1\necho hi\n", false, "", nil},
 		{"after the first command", "#!/bin/sh\necho hi\n#RSA_DATA_IN=/a\n", false, "", nil},
 		{"key form", "#!/bin/sh\n#RSA in=/a out=/b capacity=2G pool=rsa delay=5m\n", true, "",
-			func(r Request) bool { return r.Spec.Capacity == 2<<30 && r.Pool == "rsa" && r.Spec.Delay == 5*time.Minute && r.Spec.Output == "/b" }},
+			func(r Request) bool {
+				return r.Spec.Capacity == 2<<30 && r.Pool == "rsa" && r.Spec.Delay == 5*time.Minute && r.Spec.Output == "/b"
+			}},
 		{"built-in modes", "#RSA_DATA_IN=/a\n#RSA_STAGE_IN=unpack\n#RSA_DATA_OUT=/b\n#RSA_STAGE_OUT=pack\n", true, "",
 			func(r Request) bool { return r.Spec.StageIn == "unpack" && r.Spec.StageOut == "pack" }},
 		{"delay unset", "#RSA_DATA_OUT=/b\n", true, "", func(r Request) bool { return r.Spec.Delay < 0 }},
