@@ -83,6 +83,36 @@ type Service interface {
 	Nodes(ctx context.Context, p Peer) ([]NodeView, error)
 	GC(ctx context.Context, p Peer) (*GCReport, error)
 	Version(ctx context.Context) VersionInfo
+	// Hook answers a scheduler hook: one of Slurm's burst_buffer/lua
+	// calls, or the prolog or epilog. Only root and the configured
+	// scheduler users may call it.
+	Hook(ctx context.Context, p Peer, r HookRequest) (*HookReply, error)
+}
+
+// HookRequest is one scheduler hook call.
+type HookRequest struct {
+	Hook string   `json:"hook"`
+	Args []string `json:"args,omitempty"`
+	// Script is the job script's text, for the hooks that read it.
+	Script string `json:"script,omitempty"`
+	// Wait is how long a hook whose work is under way may wait for it
+	// before answering Busy.
+	Wait time.Duration `json:"wait,omitempty"`
+}
+
+// Hook verdicts, as burst_buffer.lua passes them to Slurm.
+const (
+	Success = "SUCCESS"
+	Failure = "ERROR"
+	Busy    = "BUSY" // not done yet: ask again
+)
+
+// HookReply is a hook's verdict, the message Slurm shows (as the job's
+// Reason on failure), and for the paths hook the job's environment lines.
+type HookReply struct {
+	Verdict string   `json:"verdict"`
+	Message string   `json:"message,omitempty"`
+	Env     []string `json:"env,omitempty"`
 }
 
 // Error is a failure with the HTTP status it travels as.

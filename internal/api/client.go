@@ -137,3 +137,10 @@ func (c *Client) GC(ctx context.Context) (*GCReport, error) {
 	var r GCReport
 	return &r, c.do(ctx, "POST", "/v1/gc", nil, &r)
 }
+
+// Hook calls a scheduler hook.
+func (c *Client) Hook(ctx context.Context, r HookRequest) (*HookReply, error) {
+	var out HookReply
+	err := c.do(ctx, http.MethodPost, "/v1/hooks", r, &out)
+	return &out, err
+}

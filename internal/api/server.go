@@ -58,6 +58,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("POST /v1/jobs/{id}/{verb}", h.act)
 	mux.HandleFunc("GET /v1/nodes", h.nodes)
 	mux.HandleFunc("POST /v1/gc", h.gc)
+	mux.HandleFunc("POST /v1/hooks", h.hook)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -203,4 +204,17 @@ func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) gc(w http.ResponseWriter, r *http.Request) {
 	h.with(w, r, func(p Peer) (any, error) { return h.svc.GC(r.Context(), p) })
+}
+
+func (h *handler) hook(w http.ResponseWriter, r *http.Request) {
+	h.with(w, r, func(p Peer) (any, error) {
+		var req HookRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return nil, Invalid("bad request: %v", err)
+		}
+		req.Wait = min(req.Wait, time.Minute)
+		return h.svc.Hook(r.Context(), p, req)
+	})
 }

@@ -61,6 +61,13 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 // assign decides on capacity (App. P). Waiting is not a transition: the job
 // stays INITIAL and is tried again on the next tick or release.
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
+	if now := time.Now(); now.Before(j.NotBefore) {
+		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
+		if d.setWaiting(j.ID, why) {
+			d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
+		}
+		return msg{}, false
+	}
 	used, err := d.allocated(context.Background())
 	if err != nil {
 		d.log.Error("reading allocations", "err", err)
@@ -157,14 +164,14 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvMounted)
 	case lifecycle.Unmount:
-		if err := d.access.Unbind(ctx, j.Nodes(), rd.Dir, false); err != nil {
+		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, false); err != nil {
 			return fail(lifecycle.EvUnmountBusy, err)
 		}
 		return ok(lifecycle.EvUnmounted)
 	case lifecycle.StageOut:
 		// The job has ended: its mounts go first, busy or not, so nothing
 		// writes while the output is copied.
-		if err := d.access.Unbind(ctx, j.Nodes(), rd.Dir, true); err != nil {
+		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		if err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output); err != nil {
@@ -172,6 +179,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvStagedOut)
 	case lifecycle.Destroy:
+		// The compute nodes' mounts first: each keeps the tmpfs, and so
+		// its RAM, alive.
+		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
+			return fail(lifecycle.EvDestroyFailed, err)
+		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
@@ -198,7 +210,7 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 	if err := os.Chmod(j.Ramdisk, os.FileMode(st.Mode&0o7777)&os.ModePerm); err != nil {
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
 	}
-	return d.access.Bind(ctx, j.Nodes(), role, j.Ramdisk, target, j.UID)
+	return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
 }
 
 // stage runs one staging phase as the job's user, logging to the job's

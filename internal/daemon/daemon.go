@@ -28,6 +28,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/node"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
@@ -39,6 +40,7 @@ type Daemon struct {
 	engine  engine.Engine
 	access  node.Access
 	runner  *stage.Runner
+	slurmc  slurm.Client
 	log     *slog.Logger
 	version string
 
@@ -98,12 +100,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
+	var access node.Access = node.Local{}
+	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
+		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self}
+	}
 	d := &Daemon{
 		cfg:      cfg,
 		store:    st,
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
-		access:   node.Local{},
+		access:   access,
 		runner:   &stage.Runner{Self: o.Self},
+		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,
 		inbox:    make(chan msg, 256),
@@ -143,6 +150,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); d.loop(ctx) }()
+	if d.cfg.Scheduler == config.SchedulerSlurmPoll {
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.pollSlurm(ctx) }()
+	}
 	srv := api.NewServer(d, d.log)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()

@@ -36,12 +36,29 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if p.Root() {
 		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
 	}
-	u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10))
+	j, err := d.create(ctx, p.UID, p.GID, r.Spec, "", func(j *job.Job) error {
+		if r.Attach {
+			return attach(j, p)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, api.Forbidden("uid %d has no account on this host: %v", p.UID, err)
+		return nil, err
 	}
-	spec := r.Spec
-	if err := d.validate(&spec, p.UID); err != nil {
+	return d.view(j), nil
+}
+
+// create validates spec for the user uid and creates the job, on deck
+// unless prepare says otherwise; via names the scheduler for the log.
+func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, via string, prepare func(*job.Job) error) (*job.Job, error) {
+	if uid == 0 {
+		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over")
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil, api.Forbidden("uid %d has no account on this host: %v", uid, err)
+	}
+	if err := d.validate(&spec, uid, true); err != nil {
 		return nil, err
 	}
 	active, err := d.store.List(ctx, false, 0)
@@ -52,24 +69,24 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 		return nil, api.Errorf(http.StatusServiceUnavailable, "RSA already tracks %d active jobs (limits.max_active_jobs); try again later", len(active))
 	}
 	now := time.Now()
-	j := &job.Job{Spec: spec, UID: p.UID, GID: p.GID, User: u.Username, Home: u.HomeDir, Groups: groups(u),
+	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: groups(u),
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
-	if r.Attach {
-		if err := attach(j, p); err != nil {
+	if prepare != nil {
+		if err := prepare(j); err != nil {
 			return nil, err
 		}
 	}
-	msg := fmt.Sprintf("submitted by %s: %s", u.Username, describeSpec(spec))
+	who := u.Username
+	if via != "" {
+		who += " through " + via
+	}
+	msg := fmt.Sprintf("submitted by %s: %s", who, describeSpec(spec))
 	if err := d.store.Create(ctx, j, []job.Event{{At: now, Kind: "submit", JobState: j.State, RSAState: j.RSA, Message: msg}}); err != nil {
 		return nil, err
 	}
-	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "spec", describeSpec(spec))
+	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(via, "rsa"), "spec", describeSpec(spec))
 	d.watchOwner(j)
-	got, err := d.call(ctx, msg2(j.ID, lifecycle.EvTick))
-	if err != nil {
-		return nil, err
-	}
-	return d.view(got), nil
+	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
 }
 
 func msg2(id int64, k lifecycle.EventKind) msg {
@@ -103,6 +120,7 @@ func describeSpec(s job.Spec) string {
 			parts = append(parts, k+"="+v)
 		}
 	}
+	add("slurm_job", s.Name)
 	add("in", s.Input)
 	add("out", s.Output)
 	add("stage_in", s.StageIn)
@@ -115,8 +133,9 @@ func describeSpec(s job.Spec) string {
 }
 
 // validate checks a spec before anything is created or mounted. Every error
-// names the field, the problem and the fix.
-func (d *Daemon) validate(s *job.Spec, uid uint32) error {
+// names the field, the problem and the fix. Without knownUID (Slurm 22.05
+// validates a job before saying whose it is) ownership is not checked.
+func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 	if s.Input == "" && s.Output == "" && s.StageIn == "" {
 		return api.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
 	}
@@ -138,7 +157,11 @@ func (d *Daemon) validate(s *job.Spec, uid uint32) error {
 				return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
 			}
 		}
-		if err := mount.CheckTarget(t.role, t.path, uid); err != nil {
+		check := mount.CheckDir
+		if knownUID {
+			check = func(role, path string) error { return mount.CheckTarget(role, path, uid) }
+		}
+		if err := check(t.role, t.path); err != nil {
 			return api.Invalid("%v", err)
 		}
 	}
@@ -157,12 +180,14 @@ func (d *Daemon) validate(s *job.Spec, uid uint32) error {
 			}
 			continue
 		}
-		// Only the form is checked here: looking at the file as root would
-		// follow the user's symlinks with root's rights. It runs as the
-		// user, and a program the user cannot execute fails the staging
-		// with that reason.
 		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
 			return api.Invalid("%s %q must be a clean absolute path", p.role, p.path)
+		}
+		// Looked at without following any symlink, so root's rights never
+		// reach through the user's links; it runs as the user, who may
+		// still lose the right to run it before it starts.
+		if err := mount.CheckProgram(p.role, p.path, uid, knownUID); err != nil {
+			return api.Invalid("%v", err)
 		}
 	}
 	if s.StageOut != "" && s.Output == "" {

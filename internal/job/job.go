@@ -20,6 +20,9 @@ type Spec struct {
 	Delay        time.Duration `json:"delay"`               // RSA_DELAY: input-to-output switch after start
 	Capacity     int64         `json:"capacity,omitempty"`  // explicit RAM request, bytes; 0: by proportion
 	ComputeNodes int           `json:"compute_nodes"`       // compute nodes the job runs on
+	// Pool is the Slurm burst buffer pool that accounts Capacity; Slurm
+	// then counts this job's RAM itself.
+	Pool string `json:"pool,omitempty"`
 }
 
 // Part is a share of one RSA node's RAM held by a job.
@@ -51,6 +54,13 @@ type Job struct {
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`
 	Owner   Owner  `json:"owner,omitzero"`
+	// Hosts are the compute nodes the job runs on, from the scheduler;
+	// the RAMDISK is mounted on each. Empty: this host.
+	Hosts []string `json:"hosts,omitempty"`
+	// NotBefore holds the stage-in back until this time: the job's
+	// expected start less the lead time (a job due tomorrow holds no RAM
+	// today).
+	NotBefore time.Time `json:"not_before,omitzero"`
 	// Error is the last failure's reason, shown until the job ends.
 	Error string `json:"error,omitempty"`
 

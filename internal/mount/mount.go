@@ -104,6 +104,58 @@ func checkOwner(role, path string, st unix.Stat_t, uid uint32) error {
 	return nil
 }
 
+// CheckDir checks that path is a real directory, reached without symlinks,
+// whoever owns it (used when the owner is not known yet).
+func CheckDir(role, path string) error {
+	fd, _, err := openDir(role, path)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// CheckProgram checks that path, reached without symlinks, is a regular
+// file that uid may execute (any execute bit when the user is not known).
+// The group bits are not weighed: the program runs with the user's groups,
+// and a program only the group may run fails then with that reason.
+func CheckProgram(role, path string, uid uint32, knownUID bool) error {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != unix.EINTR && err != unix.EAGAIN {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return &TargetError{role, path, "does not exist"}
+	case errors.Is(err, unix.ELOOP):
+		return &TargetError{role, path, "is or passes through a symbolic link; give the real path (readlink -f)"}
+	case err != nil:
+		return &TargetError{role, path, fmt.Sprintf("cannot be opened: %v", err)}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &TargetError{role, path, fmt.Sprintf("cannot be examined: %v", err)}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &TargetError{role, path, "is not a regular file"}
+	}
+	exec := st.Mode&0o111 != 0
+	if knownUID && st.Uid == uid {
+		exec = st.Mode&0o100 != 0
+	}
+	if !exec {
+		return &TargetError{role, path, "is not executable; chmod +x it"}
+	}
+	return nil
+}
+
 // CheckTarget validates a mount target without mounting (used at submit).
 func CheckTarget(role, path string, uid uint32) error {
 	fd, err := OpenTarget(role, path, uid)

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+)
+
+// Hooks that wait for RSA's work: Slurm 22.05 blocks in data_in and
+// data_out until they return, and pre_run, teardown and the prolog must not
+// return before the job's RAMDISK is in place or gone.
+var blockingHooks = map[string]bool{
+	"data_in": true, "data_out": true, "pre_run": true, "teardown": true, "prolog": true, "epilog": true,
+}
+
+// scriptArg is the position of the job script's path in each hook's
+// arguments, for the hooks whose job script the daemon reads.
+var scriptArg = map[string]int{"job_process": 0, "setup": 4}
+
+func slurmBBCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "slurm-bb HOOK [ARG...]",
+		Short: "answer a Slurm burst_buffer/lua hook (called by contrib/slurm/burst_buffer.lua)",
+		Long: `slurm-bb is what contrib/slurm/burst_buffer.lua runs for each hook. It asks
+the rsa daemon, and prints the verdict on its first line (SUCCESS, ERROR or
+BUSY) and Slurm's message after it. It always exits 0 unless it cannot run.`,
+		Args:          cobra.MinimumNArgs(1),
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := api.HookRequest{Hook: args[0], Args: args[1:]}
+			rep, err := hook(cmd.Context(), g, r)
+			if err == nil && r.Hook == "paths" {
+				err = writePaths(arg(r.Args, 2), rep.Env)
+			}
+			if err != nil {
+				rep = &api.HookReply{Verdict: api.Failure, Message: "rsa: " + err.Error()}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), rep.Verdict)
+			if rep.Message != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), rep.Message)
+			}
+			return nil
+		},
+	}
+}
+
+// prologCmd and epilogCmd never fail the job: without RSA it reads and
+// writes on disk, as the thesis' prolog intends.
+func slurmNodeCmd(g *globals, name string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "slurm-" + name,
+		Short: "tell the rsa daemon a Slurm job " + map[string]string{"prolog": "started", "epilog": "ended"}[name] + " (PrologSlurmctld/EpilogSlurmctld)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			id := os.Getenv("SLURM_JOB_ID")
+			if id == "" {
+				return errors.New("SLURM_JOB_ID is not set: run from Slurm's PrologSlurmctld/EpilogSlurmctld")
+			}
+			rep, err := hook(cmd.Context(), g, api.HookRequest{Hook: name, Args: []string{id, os.Getenv("SLURM_JOB_NODELIST")}})
+			switch {
+			case err != nil:
+				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %v (the job goes on without RSA)\n", name, id, err)
+			case rep.Message != "":
+				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %s\n", name, id, rep.Message)
+			}
+			return nil
+		},
+	}
+}
+
+// hook calls the daemon, reading the job script where the hook needs it,
+// and for blocking hooks asks again while the answer is BUSY. A daemon
+// that is down is waited for (up to daemonGrace): a restart of rsa serve
+// must not fail jobs.
+func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, error) {
+	if i, ok := scriptArg[r.Hook]; ok {
+		b, err := readScript(arg(r.Args, i))
+		if err != nil {
+			return nil, err
+		}
+		r.Script = b
+	}
+	c, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	if blockingHooks[r.Hook] {
+		r.Wait = 30 * time.Second
+	}
+	var down time.Time
+	for {
+		rep, err := c.Hook(ctx, r)
+		switch {
+		case err == nil && rep.Verdict == api.Busy && blockingHooks[r.Hook]:
+			continue
+		case err == nil:
+			return rep, nil
+		case !api.Unreachable(err) || !blockingHooks[r.Hook] || ctx.Err() != nil:
+			return nil, err
+		case down.IsZero():
+			down = time.Now()
+		case time.Since(down) > daemonGrace:
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func arg(args []string, i int) string {
+	if i < len(args) {
+		return args[i]
+	}
+	return ""
+}
+
+func readScript(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("no job script path given")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("reading the job script: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	return string(b), err
+}
+
+// writePaths appends the job's RSA variables to Slurm's path_file, whose
+// lines become the job's environment.
+func writePaths(path string, env []string) error {
+	if len(env) == 0 {
+		return nil
+	}
+	if path == "" {
+		return errors.New("paths: no path_file given")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = f.WriteString(strings.Join(env, "\n") + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/slurm"
+)
+
+// pollSlurm is the thesis' integration (ch. 3-4): every poll_interval it
+// reads squeue and turns each job's change into a scheduler event. On deck
+// is pending on Resources; demoted is pending for any other reason (back
+// to Priority, held, ...). The prolog and epilog report starts and ends
+// sooner; both paths send the same events, which apply once.
+func (d *Daemon) pollSlurm(ctx context.Context) {
+	// Jobs whose script asks nothing of RSA (or asks wrongly): read once.
+	skip := map[string]bool{}
+	t := time.NewTicker(d.cfg.Slurm.PollInterval)
+	defer t.Stop()
+	for {
+		if err := d.pollOnce(ctx, skip); err != nil && ctx.Err() == nil {
+			d.log.Warn("polling Slurm", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool) error {
+	sjobs, err := d.slurmc.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	bySlurm := map[string]slurm.Job{}
+	for _, sj := range sjobs {
+		bySlurm[sj.ID] = sj
+	}
+	tracked, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, j := range tracked {
+		if j.Spec.Name == "" || j.Machine().Done() {
+			continue
+		}
+		known[j.Spec.Name] = true
+		sj, ok := bySlurm[j.Spec.Name]
+		var kind lifecycle.EventKind
+		switch {
+		case !ok || sj.Ended():
+			if j.State != lifecycle.Finished {
+				kind = lifecycle.EvFinished
+			}
+		case sj.Running():
+			if j.State == lifecycle.OnDeck || j.State == lifecycle.Demoted {
+				if err := d.slurmStart(ctx, sj.ID, sj.NodeList); err != nil {
+					d.log.Warn("starting job", "job", j.ID, "slurm", sj.ID, "err", err)
+				}
+			}
+		case sj.Reason == "Resources":
+			if j.State == lifecycle.Demoted {
+				kind = lifecycle.EvOnDeck
+			}
+		case sj.Pending():
+			if j.State == lifecycle.OnDeck {
+				kind = lifecycle.EvDemoted
+			}
+		}
+		if kind != "" {
+			d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: kind, At: time.Now(), Reason: "Slurm: " + sj.State + " " + sj.Reason}})
+		}
+	}
+	for _, sj := range sjobs {
+		if known[sj.ID] || skip[sj.ID] || !sj.Pending() || sj.Reason != "Resources" {
+			continue
+		}
+		j, err := d.adopt(ctx, sj, false)
+		if err != nil {
+			// Polling cannot refuse a job at submission as
+			// burst_buffer/lua does; it runs without RSA.
+			d.log.Warn("not accelerating Slurm job", "slurm", sj.ID, "err", err)
+		}
+		if j == nil {
+			skip[sj.ID] = true
+		}
+	}
+	return nil
+}
+
+// adopt creates the RSA job for a Slurm job that RSA first hears of by
+// polling or in its prolog: its script is read through scontrol. A job
+// whose script has no #RSA line gives (nil, nil).
+func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Job, error) {
+	script, err := d.slurmc.Script(ctx, sj.ID)
+	if err != nil {
+		return nil, err
+	}
+	req, ok, err := slurm.Parse(script)
+	if err != nil || !ok {
+		return nil, err
+	}
+	spec := req.Spec
+	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
+	spec.Pool = "" // nothing is accounted in a Slurm pool in this mode
+	hosts, _ := slurm.ExpandHosts(sj.NodeList)
+	return d.create(ctx, sj.UID, sj.GID, spec, "Slurm (polled)", func(j *job.Job) error {
+		if started {
+			j.State, j.StartedAt, j.Hosts = lifecycle.Running, time.Now(), hosts
+		} else {
+			j.NotBefore = d.stageInTime(spec, sj.Start)
+		}
+		return nil
+	})
+}

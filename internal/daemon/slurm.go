@@ -1,0 +1,465 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/slurm"
+	"github.com/rsa-hpc/rsa/internal/store"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// The Slurm adapters: the burst_buffer/lua hooks (scheduler "slurm"), the
+// prolog and epilog (both Slurm modes) and the squeue poller ("slurm-poll").
+// Each turns what Slurm says into lifecycle events on the job whose
+// Spec.Name is the Slurm job id; the answers are read off the committed
+// state, so a hook asked twice (or after a restart) answers the same.
+
+// poolGranularity is the unit of the pool RSA reports to Slurm.
+const poolGranularity = 1 << 20
+
+func (d *Daemon) hookCaller(p api.Peer) bool {
+	if p.Root() {
+		return true
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10))
+	return err == nil && slices.Contains(d.cfg.Slurm.Users, u.Username)
+}
+
+func done(msg string, a ...any) (*api.HookReply, error) {
+	return &api.HookReply{Verdict: api.Success, Message: fmt.Sprintf(msg, a...)}, nil
+}
+
+func failed(msg string, a ...any) (*api.HookReply, error) {
+	return &api.HookReply{Verdict: api.Failure, Message: fmt.Sprintf(msg, a...)}, nil
+}
+
+// Hook answers one scheduler hook.
+func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.HookReply, error) {
+	if !d.hookCaller(p) {
+		return nil, api.Forbidden("only root and the users in slurm.users may call scheduler hooks")
+	}
+	if d.cfg.Scheduler == config.SchedulerNone {
+		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
+	}
+	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args)
+	arg := func(i int) string {
+		if i < len(r.Args) {
+			return r.Args[i]
+		}
+		return ""
+	}
+	switch r.Hook {
+	case "job_process":
+		return d.hookJobProcess(r.Script, arg(1))
+	case "pools":
+		return d.hookPools(ctx)
+	case "setup":
+		return d.hookSetup(ctx, arg(0), arg(1), arg(2), arg(3), r.Script)
+	case "data_in", "test_data_in":
+		return d.await(ctx, arg(0), r.Wait, stageInVerdict)
+	case "real_size":
+		return done("")
+	case "paths":
+		return d.hookPaths(ctx, arg(0))
+	case "pre_run", "prolog":
+		if err := d.slurmStart(ctx, arg(0), arg(1)); err != nil {
+			return failed("%v", err)
+		}
+		return d.await(ctx, arg(0), r.Wait, mountVerdict)
+	case "post_run":
+		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, nil)
+	case "data_out", "test_data_out":
+		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, stageOutVerdict)
+	case "epilog":
+		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, unmountVerdict)
+	case "teardown":
+		return d.finishNamed(ctx, arg(0), "torn down by Slurm", r.Wait, teardownVerdict)
+	case "get_status":
+		return d.hookStatus(ctx, r.Args)
+	}
+	return nil, api.NotFound("unknown hook %q", r.Hook)
+}
+
+// hookJobProcess validates a job script at submission. It runs inside
+// slurmctld: it reads nothing but the script and the file system.
+func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
+	req, ok, err := slurm.Parse([]byte(script))
+	if err != nil {
+		return failed("RSA: %v", err)
+	}
+	if !ok {
+		return done("")
+	}
+	if err := d.checkPool(req); err != nil {
+		return failed("RSA: %v", err)
+	}
+	// Slurm 22.05 does not say who submits; the owner is checked again
+	// at setup, which knows.
+	uid, known := parseUID(uidArg)
+	if err := d.validate(&req.Spec, uid, known); err != nil {
+		return failed("RSA: %v", err)
+	}
+	return done("")
+}
+
+func parseUID(s string) (uint32, bool) {
+	n, err := strconv.ParseUint(s, 10, 32)
+	return uint32(n), err == nil
+}
+
+func (d *Daemon) checkPool(req slurm.Request) error {
+	if req.Pool != "" && req.Pool != d.cfg.Slurm.Pool {
+		return fmt.Errorf("pool=%s is not RSA's pool; write pool=%s", req.Pool, d.cfg.Slurm.Pool)
+	}
+	return nil
+}
+
+// hookPools reports RSA's RAM as one pool. Slurm counts the jobs that
+// asked for pool capacity itself; free space leaves out the RAM that RSA
+// holds for other reasons (jobs sized by proportion, rsa run jobs, and
+// output kept in RAM after Slurm let go of a job).
+func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	var total, held int64
+	for _, n := range d.cfg.Nodes {
+		total += n.Capacity
+	}
+	for _, j := range jobs {
+		if lifecycle.HoldsNodes(j.RSA) && (j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA)) {
+			held += j.Capacity()
+		}
+	}
+	free := max(total-held, 0)
+	b, _ := json.Marshal(map[string]any{"pools": []map[string]any{{
+		"id": d.cfg.Slurm.Pool, "granularity": poolGranularity,
+		"quantity": total / poolGranularity, "free": free / poolGranularity,
+	}}})
+	return done("%s", b)
+}
+
+// live returns the newest RSA job for a Slurm job id (a job held and
+// released by Slurm is set up again as a new RSA job), or nil.
+func (d *Daemon) live(ctx context.Context, name string) (*job.Job, error) {
+	if name == "" {
+		return nil, api.Invalid("no Slurm job id given")
+	}
+	j, err := d.store.FindByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// hookSetup creates the RSA job for a Slurm job that is about to be staged
+// in. Asked again for the same job it changes nothing.
+func (d *Daemon) hookSetup(ctx context.Context, name, uidArg, gidArg, sizeArg, script string) (*api.HookReply, error) {
+	if j, err := d.live(ctx, name); err != nil {
+		return nil, err
+	} else if j != nil && !j.Machine().Done() {
+		return done("RSA job %d is %s", j.ID, j.RSA)
+	}
+	req, ok, err := slurm.Parse([]byte(script))
+	switch {
+	case err != nil:
+		return failed("RSA: %v", err)
+	case !ok:
+		return failed("RSA: the job script of job %s has no #RSA line", name)
+	}
+	if err := d.checkPool(req); err != nil {
+		return failed("RSA: %v", err)
+	}
+	uid, ok1 := parseUID(uidArg)
+	gid, ok2 := parseUID(gidArg)
+	if !ok1 || !ok2 {
+		return failed("RSA: setup of job %s gave no uid/gid", name)
+	}
+	spec := req.Spec
+	spec.Name = name
+	if size, err := strconv.ParseInt(sizeArg, 10, 64); err == nil && size > 0 && req.Pool != "" {
+		spec.Capacity, spec.Pool = size, req.Pool
+	}
+	sj, err := d.slurmc.Job(ctx, name)
+	if err != nil {
+		return failed("RSA: reading job %s from Slurm: %v", name, err)
+	}
+	spec.ComputeNodes = max(sj.Nodes, 1)
+	j, err := d.create(ctx, uid, gid, spec, "Slurm", func(j *job.Job) error {
+		j.NotBefore = d.stageInTime(spec, sj.Start)
+		return nil
+	})
+	if err != nil {
+		return failed("RSA: %v", err)
+	}
+	return done("RSA job %d is %s", j.ID, j.RSA)
+}
+
+// stageInTime is when a stage-in for a job expected to start at start
+// should begin: the lead time plus the time to fill its RAMDISK.
+func (d *Daemon) stageInTime(spec job.Spec, start time.Time) time.Time {
+	lead := d.cfg.Slurm.StageInLead
+	if start.IsZero() || lead <= 0 {
+		return time.Time{}
+	}
+	size := spec.Capacity
+	if size == 0 && len(d.cfg.Nodes) > 0 {
+		size = d.cfg.Nodes[0].Capacity // at most one node's share per RSA node, copied in parallel
+	}
+	est := time.Duration(float64(size) / float64(d.cfg.Slurm.StageRate) * float64(time.Second))
+	at := start.Add(-lead - est)
+	if !at.After(time.Now()) {
+		return time.Time{}
+	}
+	return at
+}
+
+// verdict reads a hook's answer off a job's committed state.
+type verdict func(j *job.Job) (string, string)
+
+// await answers once v says the job is no longer busy, or Busy when wait
+// has passed.
+func (d *Daemon) await(ctx context.Context, name string, wait time.Duration, v verdict) (*api.HookReply, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		d.mu.Lock()
+		ch := d.notify
+		d.mu.Unlock()
+		j, err := d.live(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if j == nil {
+			return done("job %s does not use RSA", name)
+		}
+		verdict, msg := v(j)
+		if verdict != api.Busy {
+			return &api.HookReply{Verdict: verdict, Message: msg}, nil
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return &api.HookReply{Verdict: api.Busy, Message: msg}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func stageInVerdict(j *job.Job) (string, string) {
+	switch j.RSA {
+	case lifecycle.Initial, lifecycle.Assigned, lifecycle.Booting, lifecycle.Booted, lifecycle.StagingIn, lifecycle.Abandoning:
+		if j.State == lifecycle.Finished {
+			return api.Failure, "RSA: the job ended before its stage-in"
+		}
+		return api.Busy, "staging in"
+	case lifecycle.Ineligible:
+		return api.Success, "runs without RSA: " + j.Error
+	case lifecycle.Aborted, lifecycle.StoppingStagingIn, lifecycle.Teardown, lifecycle.Destroyed, lifecycle.Released:
+		if j.Error != "" {
+			return api.Failure, "RSA stage-in failed: " + j.Error
+		}
+		return api.Failure, "RSA: the stage-in was stopped"
+	}
+	return api.Success, "input staged into RAM"
+}
+
+// mountVerdict: the started job's RAMDISK is on its compute nodes, or
+// RSA has nothing to mount for it.
+func mountVerdict(j *job.Job) (string, string) {
+	switch j.RSA {
+	case lifecycle.InUseIn:
+		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Input, hostsOf(j))
+	case lifecycle.InUseOut:
+		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Output, hostsOf(j))
+	case lifecycle.Ineligible, lifecycle.Released, lifecycle.UnmountBusy:
+		return api.Success, "job runs without RSA: " + j.Error
+	}
+	if j.State == lifecycle.Finished {
+		return api.Success, "job already ended"
+	}
+	return api.Busy, "mounting"
+}
+
+func hostsOf(j *job.Job) string {
+	if len(j.Hosts) == 0 {
+		return "this host"
+	}
+	return strings.Join(j.Hosts, ",")
+}
+
+func unmountVerdict(j *job.Job) (string, string) {
+	switch j.RSA {
+	case lifecycle.MountingIn, lifecycle.Mounting, lifecycle.InUseIn, lifecycle.InUseOut, lifecycle.UnmountNeeded, lifecycle.Unmounting:
+		return api.Busy, "unmounting"
+	}
+	return api.Success, ""
+}
+
+func stageOutVerdict(j *job.Job) (string, string) {
+	if j.RSA == lifecycle.StageOutFailed {
+		return api.Failure, fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (fix it, then `rsa retry %d`, or `rsa discard %d`)", j.Error, j.ID, j.ID)
+	}
+	if v, msg := unmountVerdict(j); v == api.Busy {
+		return v, msg
+	}
+	if lifecycle.HoldsOutput(j.RSA) {
+		return api.Busy, "staging out"
+	}
+	if j.Spec.Output != "" && (j.RSA == lifecycle.DoneStagingOut || j.RSA == lifecycle.Teardown || j.RSA == lifecycle.Destroyed || j.RSA == lifecycle.Released) {
+		return api.Success, "output staged out and verified"
+	}
+	return api.Success, ""
+}
+
+func teardownVerdict(j *job.Job) (string, string) {
+	switch {
+	case j.Machine().Done():
+		return api.Success, "RAMDISK released"
+	case lifecycle.NeedsAdmin(j.RSA):
+		return api.Success, fmt.Sprintf("RSA keeps job %d's RAMDISK for an administrator (%s): %s", j.ID, j.RSA, j.Error)
+	}
+	return api.Busy, "tearing down"
+}
+
+// finishNamed tells the lifecycle the Slurm job ended, then answers by v
+// (or at once when v is nil).
+func (d *Daemon) finishNamed(ctx context.Context, name, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
+	j, err := d.live(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if j == nil {
+		return done("job %s does not use RSA", name)
+	}
+	if j.State != lifecycle.Finished {
+		if _, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}}); lost(err) != nil {
+			return nil, err
+		}
+	}
+	if v == nil {
+		return done("")
+	}
+	return d.await(ctx, name, wait, v)
+}
+
+// slurmStart tells the lifecycle the Slurm job started on the nodes of
+// nodelist (read from Slurm when empty).
+func (d *Daemon) slurmStart(ctx context.Context, name, nodelist string) error {
+	j, err := d.live(ctx, name)
+	if err != nil {
+		return err
+	}
+	fresh := j == nil || j.Machine().Done()
+	if fresh && d.cfg.Scheduler != config.SchedulerSlurmPoll {
+		return nil // burst_buffer/lua set up every job that uses RSA
+	}
+	if !fresh && j.State != lifecycle.OnDeck && j.State != lifecycle.Demoted {
+		return nil // started already: pre_run and the prolog both say so
+	}
+	var sj slurm.Job
+	if nodelist == "" || fresh {
+		if sj, err = d.slurmc.Job(ctx, name); err != nil {
+			return fmt.Errorf("reading job %s from Slurm: %w", name, err)
+		}
+		nodelist = cmpOr(nodelist, sj.NodeList)
+	}
+	if fresh {
+		// Polling never saw it on deck: it starts without input in RAM,
+		// under the RUNNING rules (App. K l.27).
+		sj.NodeList = nodelist
+		_, err := d.adopt(ctx, sj, true)
+		return err
+	}
+	hosts, err := slurm.ExpandHosts(nodelist)
+	if err != nil {
+		return err
+	}
+	_, err = d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
+		edit: func(n *job.Job) { n.Hosts = hosts }})
+	return lost(err)
+}
+
+// lost drops the conflict of an event that another hook sent first (the
+// prolog and pre_run both report a start; post_run and the epilog an end).
+func lost(err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		return nil
+	}
+	return err
+}
+
+func (d *Daemon) hookPaths(ctx context.Context, name string) (*api.HookReply, error) {
+	j, err := d.live(ctx, name)
+	if err != nil || j == nil {
+		return &api.HookReply{Verdict: api.Success}, err
+	}
+	env := append(slurm.EnvLines(j.Ramdisk, j.Spec), "RSA_JOB="+strconv.FormatInt(j.ID, 10))
+	return &api.HookReply{Verdict: api.Success, Env: env}, nil
+}
+
+// hookStatus answers `scontrol show bbstat [JOBID...]`.
+func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply, error) {
+	// 23.02+ put the caller's uid and gid first.
+	if len(args) >= 2 {
+		if _, err1 := strconv.ParseUint(args[0], 10, 32); err1 == nil {
+			if _, err2 := strconv.ParseUint(args[1], 10, 32); err2 == nil {
+				args = args[2:]
+			}
+		}
+	}
+	jobs, err := d.store.List(ctx, len(args) > 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %-6s %-10s %-9s %-17s %s\n", "JOBID", "RSAJOB", "USER", "JOBSTATE", "RSASTATE", "PROGRESS")
+	for _, j := range jobs {
+		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
+			continue
+		}
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, progressText(d.view(j)))
+	}
+	return done("%s", strings.TrimRight(b.String(), "\n"))
+}
+
+// progressText is one line on staging: phase, amount, rate and ETA.
+func progressText(v *api.JobView) string {
+	if v.Waiting != "" {
+		return "waiting: " + v.Waiting
+	}
+	p := v.Progress
+	if p == nil {
+		if v.Error != "" {
+			return v.Error
+		}
+		return "-"
+	}
+	s := fmt.Sprintf("%s %d files %s", p.Phase, p.Files, units.FormatSize(p.Bytes))
+	if p.TotalBytes > 0 {
+		s += fmt.Sprintf(" of %s (%.0f%%)", units.FormatSize(p.TotalBytes), 100*float64(p.Bytes)/float64(p.TotalBytes))
+	}
+	if r := p.Rate(); r > 0 {
+		s += fmt.Sprintf(" at %s/s", units.FormatSize(int64(r)))
+	}
+	if eta := p.ETA(); eta > 0 {
+		s += " ETA " + eta.Round(time.Second).String()
+	}
+	return s
+}
