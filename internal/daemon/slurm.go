@@ -424,7 +424,7 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 			}
 		}
 	}
-	jobs, err := d.store.List(ctx, len(args) > 0, 0)
+	jobs, err := d.store.List(ctx, len(args) > 0, 1000)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,287 @@
+// Package slurm runs RSA against a real Slurm (Debian's slurm-wlm, started
+// by scripts/slurm-up with several slurmd on this host, each in its own
+// mount namespace) in both modes: burst_buffer/lua and squeue polling. Jobs
+// are submitted with sbatch by a real unprivileged user. Each test stops the
+// cluster it started (scripts/slurm-down, by recorded pids), also on
+// failure. Clusters share fixed ports, so the tests of this package run one
+// after another.
+package slurm
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+var rsaBin string
+
+func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+
+type cluster struct {
+	t       *testing.T
+	mode    string
+	dir     string // scripts/slurm-up's directory
+	conf    string // slurm.conf
+	rsaConf string
+	nodes   int
+	user    testutil.User
+	work    string // the user's directory for this test
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+// startCluster brings up Slurm and rsa serve in mode (bb or poll).
+func startCluster(t *testing.T, mode string, nodes int, env ...string) *cluster {
+	t.Helper()
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t)
+	c := &cluster{t: t, mode: mode, nodes: nodes, user: u, dir: "/run/rsa-slurm-test"}
+	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
+	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
+	root := repoRoot(t)
+	scriptEnv := append(os.Environ(), "RSA_SLURM_DIR="+c.dir, "RSA_SLURM_MODE="+mode,
+		fmt.Sprintf("RSA_SLURM_NODES=%d", nodes), "RSA_BIN="+rsaBin)
+	scriptEnv = append(scriptEnv, env...)
+	down := func() {
+		cmd := exec.Command(filepath.Join(root, "scripts", "slurm-down"))
+		cmd.Env = scriptEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("slurm-down: %v\n%s", err, out)
+		}
+	}
+	down() // a cluster left by an interrupted run
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		down()
+	})
+	up := exec.Command(filepath.Join(root, "scripts", "slurm-up"))
+	up.Env = scriptEnv
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("slurm-up: %v\n%s", err, out)
+	}
+	c.work = testutil.MkdirOwned(t, u, filepath.Join(testutil.TempDir(t), "work"))
+	return c
+}
+
+// in returns the cluster for a subtest.
+func (c *cluster) in(t *testing.T) *cluster {
+	cc := *c
+	cc.t = t
+	return &cc
+}
+
+func (c *cluster) dumpLogs() {
+	for _, f := range []string{"rsa.out", "slurmctld.log"} {
+		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
+		if len(b) > 6000 {
+			b = b[len(b)-6000:]
+		}
+		c.t.Logf("--- %s (tail) ---\n%s", f, b)
+	}
+}
+
+// mkdir makes a directory of the user's under the work area.
+func (c *cluster) mkdir(name string) string {
+	return testutil.MkdirOwned(c.t, c.user, filepath.Join(c.work, name))
+}
+
+// file writes a file of the user's.
+func (c *cluster) file(name, content string, mode os.FileMode) string {
+	c.t.Helper()
+	p := filepath.Join(c.work, name)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.Chown(p, int(c.user.UID), int(c.user.GID)); err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// asUser runs a Slurm command as the test user.
+func (c *cluster) asUser(args ...string) (string, error) {
+	cmd := exec.Command("runuser", append([]string{"-u", c.user.Name, "--", "env", "SLURM_CONF=" + c.conf}, args...)...)
+	cmd.Dir = c.work
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// root runs a command as root with the cluster's SLURM_CONF.
+func (c *cluster) root(args ...string) string {
+	c.t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sbatch submits script (written to the work area) as the user.
+func (c *cluster) sbatch(name, script string, opts ...string) string {
+	c.t.Helper()
+	path := c.file(name, script, 0o755)
+	out, err := c.asUser(append(append([]string{"sbatch", "--parsable", "-o", filepath.Join(c.work, name+".%j.out")}, opts...), path)...)
+	if err != nil {
+		c.t.Fatalf("sbatch %s: %v\n%s", name, err, out)
+	}
+	return strings.TrimSpace(strings.Split(out, ";")[0])
+}
+
+// job reads one Slurm job's state and reason.
+func (c *cluster) job(id string) (state, reason string) {
+	out := c.root("squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r")
+	state, reason, _ = strings.Cut(out, "|")
+	return state, reason
+}
+
+// waitFor polls cond every 100ms until it holds or timeout passes.
+func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (c *cluster) waitJob(id string, timeout time.Duration, states ...string) {
+	c.t.Helper()
+	c.waitFor(fmt.Sprintf("Slurm job %s to be %v", id, states), timeout, func() bool {
+		s, _ := c.job(id)
+		for _, want := range states {
+			if s == want {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (c *cluster) rsa(args ...string) []byte {
+	c.t.Helper()
+	out, err := exec.Command(rsaBin, append([]string{"--config", c.rsaConf}, args...)...).Output()
+	if err != nil {
+		c.t.Fatalf("rsa %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// rsaJob is RSA's newest record of a Slurm job, or nil.
+func (c *cluster) rsaJob(id string) *api.JobView {
+	c.t.Helper()
+	var r struct{ Jobs []api.JobView }
+	if err := json.Unmarshal(c.rsa("status", "--all", "--json"), &r); err != nil {
+		c.t.Fatal(err)
+	}
+	var found *api.JobView
+	for i := range r.Jobs {
+		if r.Jobs[i].Spec.Name == id && (found == nil || r.Jobs[i].ID > found.ID) {
+			found = &r.Jobs[i]
+		}
+	}
+	return found
+}
+
+func (c *cluster) waitRSA(id string, timeout time.Duration, rsaState string) *api.JobView {
+	c.t.Helper()
+	var j *api.JobView
+	c.waitFor(fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), timeout, func() bool {
+		j = c.rsaJob(id)
+		return j != nil && string(j.RSA) == rsaState
+	})
+	return j
+}
+
+// assertNoLeaks checks that nothing of RSA is left: no RAMDISK on the
+// RSA host or mounted on any compute node, no RAM allocated, and (with
+// burst_buffer/lua) no pool space in use.
+func (c *cluster) assertNoLeaks() {
+	c.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		leaks := c.leaks()
+		if leaks == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("RSA left something behind: %s", leaks)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// ramdiskMount matches a RAMDISK in /proc/PID/mountinfo (source rsa-JOBID).
+var ramdiskMount = regexp.MustCompile(` rsa-[0-9]+ `)
+
+func (c *cluster) leaks() string {
+	var leaks []string
+	if b, _ := os.ReadFile("/proc/self/mountinfo"); ramdiskMount.Match(b) {
+		leaks = append(leaks, "a RAMDISK is mounted on the RSA host")
+	}
+	for i := 1; i <= c.nodes; i++ {
+		out, _ := exec.Command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
+		if ramdiskMount.Match(out) {
+			leaks = append(leaks, fmt.Sprintf("a RAMDISK is mounted on compute node n%d", i))
+		}
+	}
+	var ns struct{ Nodes []api.NodeView }
+	if err := json.Unmarshal(c.rsa("nodes", "--json"), &ns); err == nil {
+		for _, n := range ns.Nodes {
+			if n.Used != 0 {
+				leaks = append(leaks, fmt.Sprintf("RSA node %s has %d bytes allocated", n.Name, n.Used))
+			}
+		}
+	}
+	if c.mode == "bb" {
+		if out := c.root("scontrol", "show", "burst"); !poolFree(out) {
+			leaks = append(leaks, "Slurm counts burst buffer space in use:\n"+out)
+		}
+	}
+	return strings.Join(leaks, "; ")
+}
+
+// poolFree reads `scontrol show burst`: RSA's pool has all its space free.
+func poolFree(out string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "PoolName") {
+			var total, free string
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "TotalSpace="); ok {
+					total = v
+				}
+				if v, ok := strings.CutPrefix(f, "FreeSpace="); ok {
+					free = v
+				}
+			}
+			return total != "" && total == free && strings.Contains(line, "UsedSpace=0")
+		}
+	}
+	return false
+}
+
+// output reads a finished job's stdout.
+func (c *cluster) output(name, id string) string {
+	b, _ := os.ReadFile(filepath.Join(c.work, name+"."+id+".out"))
+	return string(b)
+}
