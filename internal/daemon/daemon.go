@@ -150,9 +150,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); d.loop(ctx) }()
-	if d.cfg.Scheduler == config.SchedulerSlurmPoll {
+	switch d.cfg.Scheduler {
+	case config.SchedulerSlurmPoll:
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.pollSlurm(ctx) }()
+	case config.SchedulerSlurm:
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.reconcileSlurm(ctx) }()
 	}
 	srv := api.NewServer(d, d.log)
 	srvErr := make(chan error, 1)

@@ -118,3 +118,62 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 		return nil
 	})
 }
+
+// reconcileSlurm is burst_buffer/lua mode's safety net: Slurm tells RSA
+// everything through hooks, but a slurmctld that crashes can forget a job
+// (it restarts from its last saved state) and never call its teardown. A
+// job Slurm no longer knows, or that ended while RSA still saw it pending,
+// is finished here so its RAM does not leak.
+func (d *Daemon) reconcileSlurm(ctx context.Context) {
+	t := time.NewTicker(max(d.cfg.Slurm.PollInterval, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := d.reconcileOnce(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("checking RSA's jobs against Slurm", "err", err)
+		}
+	}
+}
+
+func (d *Daemon) reconcileOnce(ctx context.Context) error {
+	tracked, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return err
+	}
+	var open []*job.Job
+	for _, j := range tracked {
+		if j.Spec.Name != "" && j.State != lifecycle.Finished {
+			open = append(open, j)
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	sjobs, err := d.slurmc.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	bySlurm := map[string]slurm.Job{}
+	for _, sj := range sjobs {
+		bySlurm[sj.ID] = sj
+	}
+	for _, j := range open {
+		sj, ok := bySlurm[j.Spec.Name]
+		why := ""
+		switch {
+		case !ok:
+			why = "Slurm no longer knows the job"
+		case sj.Ended() && j.State != lifecycle.Running:
+			why = "the job ended (" + sj.State + ") before it ran"
+		default:
+			continue
+		}
+		d.log.Warn("finishing a job Slurm let go of without telling RSA", "job", j.ID, "slurm", j.Spec.Name, "why", why)
+		d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,160 @@ func (c *cluster) input(dir string, n int) string {
 func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2)
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
+	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
+	t.Run("cancelled during stage-in", func(t *testing.T) { testCancelStageIn(c.in(t)) })
+	t.Run("cancelled while running", func(t *testing.T) { testCancelRunning(c.in(t)) })
+	t.Run("stage-in fails", func(t *testing.T) { testStageInFails(c.in(t)) })
+	t.Run("stage-out script fails", func(t *testing.T) { testStageOutFails(c.in(t)) })
+	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
+	t.Run("slurmctld crash during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), true) })
+}
+
+// testBadDirectives: sbatch refuses a job whose RSA lines are wrong, with
+// a message naming the line or the path and the fix; nothing is created.
+func testBadDirectives(c *cluster) {
+	in := c.mkdir("bad-in")
+	c.file("not-exec.sh", "#!/bin/sh\n", 0o644)
+	cases := []struct{ name, lines, want string }{
+		{"unknown variable", "#RSA_DATA_INN=" + in, `line 2 "#RSA_DATA_INN=`},
+		{"relative path", "#RSA_DATA_IN=work/in", "must be a clean absolute path"},
+		{"missing directory", "#RSA_DATA_IN=" + in + "/nope", "does not exist; create the directory"},
+		{"stage script not executable", "#RSA_DATA_IN=" + in + "\n#RSA_STAGE_IN=" + c.work + "/not-exec.sh", "is not executable; chmod +x it"},
+		{"bad value", "#RSA_DATA_OUT=" + in + "\n#RSA_DELAY=soon", `delay "soon": give seconds`},
+		{"unknown key", "#RSA in=" + in + " colour=red", `"colour=red" is not a key=value setting`},
+		// Slurm checks pool names itself, before burst_buffer.lua.
+		{"foreign pool", "#RSA in=" + in + " capacity=1G pool=fast", "Burst Buffer request invalid"},
+	}
+	for _, tc := range cases {
+		path := c.file("bad.sh", "#!/bin/bash\n"+tc.lines+"\ntrue\n", 0o755)
+		out, err := c.asUser("sbatch", path)
+		if err == nil || !strings.Contains(out, tc.want) {
+			c.t.Errorf("%s: sbatch said (err %v):\n%s\nwant a refusal containing %q", tc.name, err, out, tc.want)
+		}
+	}
+	if out := c.root("squeue", "-h"); out != "" {
+		c.t.Errorf("refused jobs are queued:\n%s", out)
+	}
+}
+
+// testCancelStageIn: a job cancelled while its input is being staged in
+// stops the copy at once and leaves nothing behind.
+func testCancelStageIn(c *cluster) {
+	in := c.mkdir("cancel-in")
+	c.input(in, 2)
+	c.file("sleepy-in.sh", "#!/bin/bash\nsleep 300\n", 0o755)
+	id := c.sbatch("cancel.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/sleepy-in.sh\ntrue\n", in, c.work))
+	c.waitRSA(id, 30*time.Second, "STAGING_IN")
+	c.root("scancel", id)
+	c.waitJob(id, 30*time.Second, "CANCELLED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	c.assertNoLeaks()
+	if out, _ := exec.Command("pgrep", "-u", c.user.Name, "-f", "sleepy-in.sh").Output(); len(out) > 0 {
+		c.t.Errorf("the stage-in program still runs after the cancel: pids %s", out)
+	}
+}
+
+// testCancelRunning: a job cancelled while it writes output in RAM gets
+// that output staged out, then everything is released.
+func testCancelRunning(c *cluster) {
+	out := c.mkdir("cancel-out")
+	id := c.sbatch("running.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_OUT=%[1]s\n#RSA_DELAY=0\necho partial > %[1]s/result\nsleep 300\n", out))
+	j := c.waitRSA(id, 30*time.Second, "INUSE_OUT")
+	c.waitFor("the job to write into RAM", 30*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(j.Ramdisk, "result"))
+		return err == nil
+	})
+	c.root("scancel", id)
+	c.waitJob(id, 30*time.Second, "CANCELLED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "partial\n" {
+		c.t.Errorf("the cancelled job's output on disk: %q, %v", b, err)
+	}
+	c.assertNoLeaks()
+}
+
+// testStageInFails: the stage-in program's failure holds the job with the
+// program's reason, and its RAMDISK is torn down.
+func testStageInFails(c *cluster) {
+	in := c.mkdir("fail-in")
+	c.file("failing-in.sh", "#!/bin/bash\necho 'tape library offline' >&2\nexit 3\n", 0o755)
+	id := c.sbatch("failin.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/failing-in.sh\ntrue\n", in, c.work))
+	var reason string
+	c.waitFor("the job to be held for its failed stage-in", 30*time.Second, func() bool {
+		_, reason = c.job(id)
+		return strings.Contains(reason, "RSA stage-in failed")
+	})
+	if !strings.Contains(reason, "tape library offline") {
+		c.t.Errorf("the job's Reason does not give the program's message: %q", reason)
+	}
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	c.assertNoLeaks()
+	c.root("scancel", id)
+}
+
+// testStageOutFails: a failing stage-out script keeps the output in RAM
+// (never lost), tells Slurm why, and an administrator's retry after the fix
+// lands it on disk and releases everything.
+func testStageOutFails(c *cluster) {
+	out := c.mkdir("fail-out")
+	script := c.file("failing-out.sh", "#!/bin/bash\necho 'disk quota exceeded' >&2\nexit 1\n", 0o755)
+	id := c.sbatch("failout.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_OUT=%[1]s\n#RSA_STAGE_OUT=%[2]s\n#RSA_DELAY=0\necho precious > %[1]s/result\n", out, script))
+	j := c.waitRSA(id, 60*time.Second, "STAGE_OUT_FAILED")
+	if !strings.Contains(j.Error, "disk quota exceeded") {
+		c.t.Errorf("RSA's reason does not give the script's message: %q", j.Error)
+	}
+	c.waitFor("Slurm to let the job go with the reason", 30*time.Second, func() bool {
+		st, reason := c.job(id)
+		return st != "PENDING" && st != "RUNNING" && strings.Contains(reason, "RSA stage-out failed")
+	})
+	if b, err := os.ReadFile(filepath.Join(j.Ramdisk, "result")); err != nil || string(b) != "precious\n" {
+		c.t.Fatalf("the output is not kept in RAM after the failed stage-out: %q, %v", b, err)
+	}
+	// The administrator fixes the cause and retries.
+	c.file("failing-out.sh", "#!/bin/bash\ncp -a \"$1\"/. \"$2\"/\n", 0o755)
+	c.rsa("retry", fmt.Sprint(j.ID))
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "precious\n" {
+		c.t.Errorf("after the retry the output on disk is %q, %v", b, err)
+	}
+	c.assertNoLeaks()
+}
+
+// testCtldRestart: slurmctld is restarted (or crashes) during a stage-in.
+// After a restart Slurm tears the half-staged RAMDISK down, holds the job
+// back for a minute and stages it in again; after a crash it may have
+// forgotten the job, and RSA lets go of it by itself. Either way nothing
+// is left, and a job Slurm still has gets its input in RAM.
+func testCtldRestart(c *cluster, crash bool) {
+	c.file("release-in", "", 0o644)
+	os.Remove(filepath.Join(c.work, "release-in"))
+	in := c.mkdir("restart-in")
+	sum := c.input(in, 3)
+	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	c.file("node-check.sh", nodeCheck, 0o755)
+	os.Remove(filepath.Join(c.work, "seen-n1"))
+	id := c.sbatch("restart.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
+	first := c.waitRSA(id, 30*time.Second, "STAGING_IN")
+	c.restartSlurmctld(crash)
+	c.waitFor("the interrupted stage-in to be released", 60*time.Second, func() bool {
+		j := c.rsaJob(id)
+		return j.ID != first.ID || string(j.RSA) == "RELEASED"
+	})
+	c.file("release-in", "", 0o644)
+	c.waitFor("Slurm to finish the job or forget it", 120*time.Second, func() bool {
+		st, _ := c.job(id)
+		return st == "COMPLETED" || st == ""
+	})
+	if st, _ := c.job(id); st == "COMPLETED" {
+		got, err := os.ReadFile(filepath.Join(c.work, "seen-n1"))
+		if want := "tmpfs " + sum + "\n"; err != nil || string(got) != want {
+			c.t.Errorf("after the restart the job saw its input as %q (err %v), want %q", got, err, want)
+		}
+	} else if !crash {
+		c.t.Errorf("Slurm lost job %s over a clean restart", id)
+	}
+	c.waitFor("RSA to release the job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	c.assertNoLeaks()
 }
 
 // testLifecycle: a two-node job reads its input from RAM on both nodes,
