@@ -1,0 +1,97 @@
+package slurm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestPolling runs the thesis' own integration: RSA reads squeue (a job
+// pending on Resources is on deck, pending for any other reason demoted)
+// and Slurm's PrologSlurmctld/EpilogSlurmctld report starts and ends.
+func TestPolling(t *testing.T) {
+	c := startCluster(t, "poll", 1)
+	t.Run("lifecycle", func(t *testing.T) { testPollLifecycle(c.in(t)) })
+	t.Run("demoted while staging", func(t *testing.T) { testPollDemoted(c.in(t)) })
+	t.Run("started without being on deck", func(t *testing.T) { testPollStartedAtOnce(c.in(t)) })
+}
+
+// testPollLifecycle: a job waiting for the node another job holds is
+// staged in while it waits, starts with its input in RAM, and its output
+// reaches the disk after it.
+func testPollLifecycle(c *cluster) {
+	in, out := c.mkdir("poll-in"), c.mkdir("poll-out")
+	sum := c.input(in, 10)
+	c.file("node-check.sh", nodeCheck, 0o755)
+	c.file("node-write.sh", nodeWrite, 0o755)
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 4\n")
+	c.waitJob(blocker, 30*time.Second, "RUNNING")
+	id := c.sbatch("job.sh", fmt.Sprintf(`#!/bin/bash
+#RSA_DATA_IN=%[1]s
+#RSA_DATA_OUT=%[2]s
+#RSA_DELAY=1
+srun %[3]s/node-check.sh %[1]s %[3]s
+sleep 3
+srun %[3]s/node-write.sh %[2]s
+`, in, out, c.work))
+	c.waitRSA(id, 30*time.Second, "READY")
+	if st, reason := c.job(id); st != "PENDING" || reason != "Resources" {
+		c.t.Errorf("the input was staged while the job was %s (%s), not pending on Resources", st, reason)
+	}
+	c.waitJob(id, 60*time.Second, "COMPLETED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	if got, err := os.ReadFile(filepath.Join(c.work, "seen-n1")); err != nil || string(got) != "tmpfs "+sum+"\n" {
+		c.t.Errorf("the job saw its input as %q (err %v), want tmpfs with its data", got, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "n1")); err != nil || string(got) != "tmpfs from n1\n" {
+		c.t.Errorf("output on disk: %q (err %v)", got, err)
+	}
+	c.assertNoLeaks()
+}
+
+// testPollDemoted: a job staging in while on deck is pushed back by a job
+// of higher priority; RSA stops its stage-in and releases its RAM (App. A).
+func testPollDemoted(c *cluster) {
+	in := c.mkdir("demote-in")
+	c.input(in, 2)
+	c.file("sleepy-in.sh", "#!/bin/bash\nsleep 300\n", 0o755)
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 300\n")
+	c.waitJob(blocker, 30*time.Second, "RUNNING")
+	id := c.sbatch("demoted.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/sleepy-in.sh\ntrue\n", in, c.work))
+	c.waitRSA(id, 30*time.Second, "STAGING_IN")
+	other := c.sbatch("other.sh", "#!/bin/bash\ntrue\n")
+	prio, err := strconv.ParseUint(c.root("squeue", "-h", "-j", id, "-o", "%Q"), 10, 64)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.root("scontrol", "update", "jobid="+other, fmt.Sprintf("priority=%d", prio+1000))
+	c.waitFor("the job to be demoted (pending on Priority)", 30*time.Second, func() bool {
+		_, reason := c.job(id)
+		return reason == "Priority"
+	})
+	j := c.waitRSA(id, 30*time.Second, "RELEASED")
+	if j.State != "DEMOTED" {
+		c.t.Errorf("RSA's job is %s/%s, want DEMOTED/RELEASED", j.State, j.RSA)
+	}
+	c.assertNoLeaks()
+	c.root("scancel", blocker, other, id)
+	c.waitJob(blocker, 30*time.Second, "CANCELLED")
+	c.waitFor("RSA to let go of the cancelled job", 30*time.Second, func() bool { return c.rsaJob(id).State == "FINISHED" })
+	c.assertNoLeaks()
+}
+
+// testPollStartedAtOnce: a job that starts at once was never seen on deck;
+// the prolog tells RSA, which gives it a RAMDISK for its output (App. K).
+func testPollStartedAtOnce(c *cluster) {
+	out := c.mkdir("direct-out")
+	id := c.sbatch("direct.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_OUT=%[1]s\nfindmnt -n -o FSTYPE --mountpoint %[1]s > %[1]s/fs\n", out))
+	c.waitJob(id, 30*time.Second, "COMPLETED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	if got, err := os.ReadFile(filepath.Join(out, "fs")); err != nil || string(got) != "tmpfs\n" {
+		c.t.Errorf("the job's output directory was %q (err %v), want a tmpfs", got, err)
+	}
+	c.assertNoLeaks()
+}
