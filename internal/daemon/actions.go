@@ -61,7 +61,7 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 // assign decides on capacity (App. P). Waiting is not a transition: the job
 // stays INITIAL and is tried again on the next tick or release.
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
-	if now := time.Now(); now.Before(j.NotBefore) {
+	if now := time.Now(); j.State == lifecycle.OnDeck && now.Before(j.NotBefore) {
 		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
 		if d.setWaiting(j.ID, why) {
 			d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)

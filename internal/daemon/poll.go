@@ -17,10 +17,11 @@ import (
 func (d *Daemon) pollSlurm(ctx context.Context) {
 	// Jobs whose script asks nothing of RSA (or asks wrongly): read once.
 	skip := map[string]bool{}
+	noStart := map[string]int{}
 	t := time.NewTicker(d.cfg.Slurm.PollInterval)
 	defer t.Stop()
 	for {
-		if err := d.pollOnce(ctx, skip); err != nil && ctx.Err() == nil {
+		if err := d.pollOnce(ctx, skip, noStart); err != nil && ctx.Err() == nil {
 			d.log.Warn("polling Slurm", "err", err)
 		}
 		select {
@@ -31,7 +32,7 @@ func (d *Daemon) pollSlurm(ctx context.Context) {
 	}
 }
 
-func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool) error {
+func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map[string]int) error {
 	sjobs, err := d.slurmc.Jobs(ctx)
 	if err != nil {
 		return err
@@ -67,6 +68,7 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool) error {
 			if j.State == lifecycle.Demoted {
 				kind = lifecycle.EvOnDeck
 			}
+			d.refreshStart(j, sj)
 		case sj.Pending():
 			if j.State == lifecycle.OnDeck {
 				kind = lifecycle.EvDemoted
@@ -78,6 +80,13 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool) error {
 	}
 	for _, sj := range sjobs {
 		if known[sj.ID] || skip[sj.ID] || !sj.Pending() || sj.Reason != "Resources" {
+			continue
+		}
+		// Backfill sets the expected start a moment after the Reason;
+		// without it a job due tomorrow would be staged in today. Give
+		// it a few polls.
+		if sj.Start.IsZero() && noStart[sj.ID] < 5 {
+			noStart[sj.ID]++
 			continue
 		}
 		j, err := d.adopt(ctx, sj, false)
@@ -163,6 +172,9 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 	}
 	for _, j := range open {
 		sj, ok := bySlurm[j.Spec.Name]
+		if ok {
+			d.refreshStart(j, sj)
+		}
 		why := ""
 		switch {
 		case !ok:
@@ -176,4 +188,17 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 		d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
 	}
 	return nil
+}
+
+// refreshStart moves a waiting job's stage-in time when Slurm's estimate of
+// its start moves (backfill revises it every cycle).
+func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
+	if j.RSA != lifecycle.Initial || j.State != lifecycle.OnDeck {
+		return
+	}
+	at := d.stageInTime(j.Spec, sj.Start)
+	if diff := at.Sub(j.NotBefore); diff > -time.Second && diff < time.Second {
+		return
+	}
+	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, edit: func(n *job.Job) { n.NotBefore = at }})
 }

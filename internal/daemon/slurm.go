@@ -293,6 +293,10 @@ func mountVerdict(j *job.Job) (string, string) {
 	if j.State == lifecycle.Finished {
 		return api.Success, "job already ended"
 	}
+	if j.RSA == lifecycle.Initial {
+		// Waiting for RSA capacity must not hold the job's start.
+		return api.Success, "no RSA capacity free yet; the job starts on disk"
+	}
 	return api.Busy, "mounting"
 }
 

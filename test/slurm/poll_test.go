@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,6 +18,28 @@ func TestPolling(t *testing.T) {
 	t.Run("lifecycle", func(t *testing.T) { testPollLifecycle(c.in(t)) })
 	t.Run("demoted while staging", func(t *testing.T) { testPollDemoted(c.in(t)) })
 	t.Run("started without being on deck", func(t *testing.T) { testPollStartedAtOnce(c.in(t)) })
+	t.Run("due later holds no RAM", func(t *testing.T) { testPollDueLater(c.in(t)) })
+}
+
+// testPollDueLater: a job that Slurm expects to start in half an hour is
+// on deck, but its stage-in waits until stage_in_lead (10m) before that.
+func testPollDueLater(c *cluster) {
+	in := c.mkdir("later-in")
+	c.input(in, 2)
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 300\n", "--time=30")
+	c.waitJob(blocker, 30*time.Second, "RUNNING")
+	id := c.sbatch("later.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", in))
+	c.waitFor("RSA to hold the job back until its stage-in time", 30*time.Second, func() bool {
+		j := c.rsaJob(id)
+		return j != nil && strings.Contains(j.Waiting, "stage-in starts at")
+	})
+	time.Sleep(time.Second) // a few polls and ticks: still nothing staged
+	if j := c.rsaJob(id); j.RSA != "INITIAL" || j.Capacity() != 0 {
+		c.t.Errorf("a job due in 30 minutes is %s holding %d bytes", j.RSA, j.Capacity())
+	}
+	c.assertNoLeaks()
+	c.root("scancel", blocker, id)
+	c.waitFor("RSA to let go of the cancelled job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 }
 
 // testPollLifecycle: a job waiting for the node another job holds is
@@ -27,7 +50,7 @@ func testPollLifecycle(c *cluster) {
 	sum := c.input(in, 10)
 	c.file("node-check.sh", nodeCheck, 0o755)
 	c.file("node-write.sh", nodeWrite, 0o755)
-	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 4\n")
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 4\n", "--time=1")
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("job.sh", fmt.Sprintf(`#!/bin/bash
 #RSA_DATA_IN=%[1]s
@@ -58,7 +81,7 @@ func testPollDemoted(c *cluster) {
 	in := c.mkdir("demote-in")
 	c.input(in, 2)
 	c.file("sleepy-in.sh", "#!/bin/bash\nsleep 300\n", 0o755)
-	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 300\n")
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 300\n", "--time=1")
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("demoted.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/sleepy-in.sh\ntrue\n", in, c.work))
 	c.waitRSA(id, 30*time.Second, "STAGING_IN")

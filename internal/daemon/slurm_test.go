@@ -1,0 +1,73 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+func TestHookVerdicts(t *testing.T) {
+	type js = lifecycle.JobState
+	type rs = lifecycle.RSAState
+	cases := []struct {
+		name string
+		v    verdict
+		job  js
+		rsa  rs
+		want string
+	}{
+		{"data_in waits for the copy", stageInVerdict, lifecycle.OnDeck, lifecycle.StagingIn, api.Busy},
+		{"data_in waits for capacity", stageInVerdict, lifecycle.OnDeck, lifecycle.Initial, api.Busy},
+		{"data_in done", stageInVerdict, lifecycle.OnDeck, lifecycle.Ready, api.Success},
+		{"data_in without RSA", stageInVerdict, lifecycle.OnDeck, lifecycle.Ineligible, api.Success},
+		{"data_in failed", stageInVerdict, lifecycle.OnDeck, lifecycle.Aborted, api.Failure},
+		{"data_in for a cancelled job", stageInVerdict, lifecycle.Finished, lifecycle.StagingIn, api.Failure},
+		{"prolog waits for the mount", mountVerdict, lifecycle.Running, lifecycle.MountingIn, api.Busy},
+		{"prolog: mounted", mountVerdict, lifecycle.Running, lifecycle.InUseIn, api.Success},
+		{"prolog: output mounted", mountVerdict, lifecycle.Running, lifecycle.InUseOut, api.Success},
+		{"prolog never waits for capacity", mountVerdict, lifecycle.Running, lifecycle.Initial, api.Success},
+		{"prolog waits for a rebuild", mountVerdict, lifecycle.Running, lifecycle.Teardown, api.Busy},
+		{"data_out waits for the copy", stageOutVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Busy},
+		{"data_out waits for unmounting", stageOutVerdict, lifecycle.Finished, lifecycle.Unmounting, api.Busy},
+		{"data_out failed, output kept", stageOutVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Failure},
+		{"data_out done", stageOutVerdict, lifecycle.Finished, lifecycle.Teardown, api.Success},
+		{"teardown waits", teardownVerdict, lifecycle.Finished, lifecycle.Teardown, api.Busy},
+		{"teardown done", teardownVerdict, lifecycle.Finished, lifecycle.Released, api.Success},
+		{"teardown leaves output to the admin", teardownVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Success},
+		{"epilog waits for unmounting", unmountVerdict, lifecycle.Finished, lifecycle.InUseOut, api.Busy},
+		{"epilog done", unmountVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Success},
+	}
+	for _, c := range cases {
+		j := &job.Job{State: c.job, RSA: c.rsa, Spec: job.Spec{Input: "/in", Output: "/out"}}
+		if got, msg := c.v(j); got != c.want {
+			t.Errorf("%s: %s/%s gives %s (%q), want %s", c.name, c.job, c.rsa, got, msg, c.want)
+		}
+	}
+}
+
+func TestStageInTime(t *testing.T) {
+	d := &Daemon{cfg: &config.Config{Slurm: config.Slurm{StageInLead: 10 * time.Minute, StageRate: 1 << 30},
+		Nodes: []config.Node{{Name: "n", Capacity: 60 << 30}}}}
+	now := time.Now()
+	cases := []struct {
+		name     string
+		capacity int64
+		start    time.Time
+		want     time.Time // zero: at once
+	}{
+		{"start unknown", 0, time.Time{}, time.Time{}},
+		{"due soon", 0, now.Add(5 * time.Minute), time.Time{}},
+		{"due tomorrow, one node's share", 0, now.Add(24 * time.Hour), now.Add(24*time.Hour - 10*time.Minute - 60*time.Second)},
+		{"due tomorrow, explicit capacity", 6 << 30, now.Add(24 * time.Hour), now.Add(24*time.Hour - 10*time.Minute - 6*time.Second)},
+	}
+	for _, c := range cases {
+		got := d.stageInTime(job.Spec{Capacity: c.capacity}, c.start)
+		if !got.Equal(c.want) {
+			t.Errorf("%s: stage-in at %v, want %v", c.name, got, c.want)
+		}
+	}
+}
