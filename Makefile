@@ -3,10 +3,10 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/rsa
-PKGS  := util-linux passwd procps shellcheck bc
+PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps test lint unit demo bench-copy clean
+.PHONY: all build deps test lint unit demo demo-slurm bench-copy clean
 
 all: build
 
@@ -28,17 +28,23 @@ build: deps
 lint: deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	shellcheck scripts/*.sh .ci/run
+	shellcheck scripts/*.sh scripts/slurm-up scripts/slurm-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
+	luac5.1 -p contrib/slurm/burst_buffer.lua
 
 # All tests, the root ones included (they fail, not skip, under CI=true).
 test: lint
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 15m ./...
 
 unit:
 	$(GO) test -count=1 ./internal/...
 
 demo: build
 	scripts/demo.sh
+
+# The thesis' example job through real Slurm (burst_buffer/lua), submitted
+# with sbatch by a normal user.
+demo-slurm: build
+	scripts/demo-slurm.sh
 
 # Benchmarks, not tests: rsa copy against cp, rsync, tar, fpsync and dd.
 bench-copy: build
