@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		store:    st,
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
 		access:   access,
-		runner:   &stage.Runner{Self: o.Self},
+		runner:   &stage.Runner{Self: o.Self, Owner: cfg.StateDir},
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,
@@ -135,7 +135,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n := stage.KillLeftovers(); n > 0 {
+	if n := stage.KillLeftovers(d.cfg.StateDir); n > 0 {
 		d.log.Warn("killed staging processes left by a previous daemon", "count", n)
 	}
 	if rep, err := d.gc(ctx); err != nil {

@@ -56,15 +56,22 @@ func PackName(job int64) string { return fmt.Sprintf("rsa-job-%d.tar", job) }
 // BuiltIn reports whether a stage program is one of the built-in modes.
 func BuiltIn(p string) bool { return p == ModePack || p == ModeUnpack }
 
-// TagVar is set in every staging child's environment; at start the daemon
-// kills leftover processes carrying it (a crash leaves grandchildren of stage
-// programs behind, which no parent-death signal reaches).
-const TagVar = "RSA_STAGE_JOB"
+// TagVar is set in every staging child's environment, to the job's id, and
+// OwnerVar to the daemon's state directory; at start a daemon kills leftover
+// processes carrying its own tag (a crash leaves grandchildren of stage
+// programs behind, which no parent-death signal reaches), and only those:
+// another daemon's staging on the same host is not its to stop.
+const (
+	TagVar   = "RSA_STAGE_JOB"
+	OwnerVar = "RSA_STAGE_DAEMON"
+)
 
 // Runner starts staging children. Self is the rsa binary, which users can
-// execute (they run `rsa run` with it).
+// execute (they run `rsa run` with it); Owner identifies the daemon (its
+// state directory).
 type Runner struct {
-	Self string
+	Self  string
+	Owner string
 }
 
 // Run runs t to its end as t.User. Cancelling ctx kills the child's whole
@@ -93,7 +100,7 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = cleanEnv(t)
+	cmd.Env = append(cleanEnv(t), OwnerVar+"="+r.Owner)
 	cmd.Stdin = nil
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
@@ -216,10 +223,10 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 
 func (w *tailWriter) String() string { return string(w.buf) }
 
-// KillLeftovers kills processes left by a previous daemon's staging: those
-// whose environment carries TagVar and which run as a non-root user. It
-// returns how many it signalled.
-func KillLeftovers() int {
+// KillLeftovers kills processes left by a previous run of the daemon owner:
+// those whose environment carries TagVar and owner's OwnerVar and which run
+// as a non-root user. It returns how many it signalled.
+func KillLeftovers(owner string) int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -231,7 +238,7 @@ func KillLeftovers() int {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !hasTag(env) {
+		if err != nil || !hasTag(env, owner) {
 			continue
 		}
 		var st unix.Stat_t
@@ -245,11 +252,11 @@ func KillLeftovers() int {
 	return n
 }
 
-func hasTag(env []byte) bool {
+func hasTag(env []byte, owner string) bool {
+	tagged, ours := false, false
 	for _, kv := range strings.Split(string(env), "\x00") {
-		if strings.HasPrefix(kv, TagVar+"=") {
-			return true
-		}
+		tagged = tagged || strings.HasPrefix(kv, TagVar+"=")
+		ours = ours || kv == OwnerVar+"="+owner
 	}
-	return false
+	return tagged && ours
 }

@@ -88,6 +88,13 @@ func (c *cluster) in(t *testing.T) *cluster {
 }
 
 func (c *cluster) dumpLogs() {
+	// Kept for a closer look: the cluster's directory goes with slurm-down.
+	keep := fmt.Sprintf("/tmp/rsa-slurm-logs-%d", time.Now().Unix())
+	if out, err := exec.Command("cp", "-a", filepath.Join(c.dir, "log"), keep).CombinedOutput(); err == nil {
+		c.t.Logf("the cluster's logs are kept in %s", keep)
+	} else {
+		c.t.Logf("keeping the logs: %v %s", err, out)
+	}
 	for _, f := range []string{"rsa.out", "slurmctld.log"} {
 		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
 		if len(b) > 6000 {
