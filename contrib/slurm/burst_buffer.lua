@@ -22,7 +22,8 @@ local function rsa(hook, ...)
 	local cmd = { RSA, "--config", RSA_CONFIG, "slurm-bb", hook }
 	for i = 1, select("#", ...) do
 		local a = select(i, ...)
-		if type(a) ~= "table" then -- job_info (23.02+) is not needed
+		-- job_info (23.02+) is not needed; 22.05 leaves uid and gid nil.
+		if a ~= nil and type(a) ~= "table" then
 			a = tostring(a)
 			if not string.match(a, "^[%w/._:=-]*$") then
 				return slurm.ERROR, "rsa: refusing unexpected argument " .. string.format("%q", a)

@@ -157,11 +157,14 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 				return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
 			}
 		}
-		check := mount.CheckDir
-		if knownUID {
-			check = func(role, path string) error { return mount.CheckTarget(role, path, uid) }
+		var err error
+		switch {
+		case knownUID:
+			err = mount.CheckTarget(t.role, t.path, uid)
+		case mount.PubliclyReachable(t.path):
+			err = mount.CheckDir(t.role, t.path)
 		}
-		if err := check(t.role, t.path); err != nil {
+		if err != nil {
 			return api.Invalid("%v", err)
 		}
 	}
@@ -186,6 +189,9 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 		// Looked at without following any symlink, so root's rights never
 		// reach through the user's links; it runs as the user, who may
 		// still lose the right to run it before it starts.
+		if !knownUID && !mount.PubliclyReachable(p.path) {
+			continue // checked again once the user is known
+		}
 		if err := mount.CheckProgram(p.role, p.path, uid, knownUID); err != nil {
 			return api.Invalid("%v", err)
 		}

@@ -104,6 +104,24 @@ func checkOwner(role, path string, st unix.Stat_t, uid uint32) error {
 	return nil
 }
 
+// PubliclyReachable reports whether every directory above path lets anyone
+// search it (o+x). Checks made as root on behalf of a user who is not known
+// yet are made only then, so that they reveal nothing a user could not see.
+func PubliclyReachable(path string) bool {
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	for dir := filepath.Dir(filepath.Clean(path)); ; dir = filepath.Dir(dir) {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) != nil || st.Mode&0o001 == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
+}
+
 // CheckDir checks that path is a real directory, reached without symlinks,
 // whoever owns it (used when the owner is not known yet).
 func CheckDir(role, path string) error {

@@ -147,3 +147,25 @@ func TestUnescape(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+func TestPubliclyReachable(t *testing.T) {
+	dir := t.TempDir() // 0700: closed to others
+	open := filepath.Join(dir, "open")
+	if err := os.MkdirAll(filepath.Join(open, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if PubliclyReachable(filepath.Join(open, "in")) {
+		t.Errorf("%s is reachable only through a 0700 directory, yet reported public", open)
+	}
+	for _, d := range []string{dir, filepath.Dir(dir)} { // t.TempDir nests two 0700 levels
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !PubliclyReachable(filepath.Join(open, "in")) {
+		t.Errorf("%s is reachable by anyone, yet reported private", open)
+	}
+	if PubliclyReachable("relative/path") {
+		t.Error("a relative path reported public")
+	}
+}
