@@ -16,7 +16,13 @@ import (
 // (node.Namespaces starts it there through nsenter). It is not for people:
 // it mounts what the daemon hands it, after the same race-free checks.
 func nodeCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "node", Hidden: true, Short: "mount work inside a compute node (run by rsa serve)"}
+	cmd := &cobra.Command{Use: "node", Hidden: true, Short: "mount work inside a compute node (run by rsa serve)",
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if os.Geteuid() != 0 {
+				return errors.New("rsa node runs as root, started by rsa serve")
+			}
+			return nil
+		}}
 	var role, target string
 	var uid uint32
 	attach := &cobra.Command{
@@ -24,9 +30,6 @@ func nodeCmd() *cobra.Command {
 		Short: "mount the RAMDISK tree passed as fd 3 over DIR",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return errors.New("rsa node runs as root, started by rsa serve")
-			}
 			var st unix.Stat_t
 			if err := unix.Fstat(3, &st); err != nil {
 				return fmt.Errorf("no RAMDISK tree on fd 3: %w", err)
@@ -44,9 +47,6 @@ func nodeCmd() *cobra.Command {
 		Short: "unmount every mount of the RAMDISK's file system here",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if os.Geteuid() != 0 {
-				return errors.New("rsa node runs as root, started by rsa serve")
-			}
 			err := mount.UnbindDev(dev, "", force)
 			if errors.Is(err, mount.ErrBusy) {
 				fmt.Fprintln(os.Stderr, err)

@@ -37,10 +37,7 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 	if err != nil {
 		return err
 	}
-	bySlurm := map[string]slurm.Job{}
-	for _, sj := range sjobs {
-		bySlurm[sj.ID] = sj
-	}
+	bySlurm := slurm.ByID(sjobs)
 	tracked, err := d.store.List(ctx, false, 0)
 	if err != nil {
 		return err
@@ -166,10 +163,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bySlurm := map[string]slurm.Job{}
-	for _, sj := range sjobs {
-		bySlurm[sj.ID] = sj
-	}
+	bySlurm := slurm.ByID(sjobs)
 	for _, j := range open {
 		sj, ok := bySlurm[j.Spec.Name]
 		if ok {

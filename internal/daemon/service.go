@@ -241,25 +241,37 @@ func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
 // Job long-polls: it returns once the job's version passes after, or when
 // wait has elapsed.
 func (d *Daemon) Job(ctx context.Context, _ api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
+	var j *job.Job
+	err := d.waitFor(ctx, wait, func() (bool, error) {
+		var err error
+		j, err = d.get(ctx, id)
+		return err != nil || j.Version > after, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d.view(j), nil
+}
+
+// waitFor calls check after every commit until it reports done or an
+// error, or wait passes (which is not an error: the caller answers with
+// what it last saw).
+func (d *Daemon) waitFor(ctx context.Context, wait time.Duration, check func() (bool, error)) error {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
 		d.mu.Lock()
 		ch := d.notify
 		d.mu.Unlock()
-		j, err := d.get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if j.Version > after {
-			return d.view(j), nil
+		if ok, err := check(); ok || err != nil {
+			return err
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			return d.view(j), nil
+			return nil
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
 }

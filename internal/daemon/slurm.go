@@ -234,31 +234,23 @@ type verdict func(j *job.Job) (string, string)
 // await answers once v says the job is no longer busy, or Busy when wait
 // has passed.
 func (d *Daemon) await(ctx context.Context, name string, wait time.Duration, v verdict) (*api.HookReply, error) {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		ch := d.notify
-		d.mu.Unlock()
+	rep := &api.HookReply{Verdict: api.Busy}
+	err := d.waitFor(ctx, wait, func() (bool, error) {
 		j, err := d.live(ctx, name)
-		if err != nil {
-			return nil, err
+		switch {
+		case err != nil:
+			return false, err
+		case j == nil:
+			rep.Verdict, rep.Message = api.Success, fmt.Sprintf("job %s does not use RSA", name)
+		default:
+			rep.Verdict, rep.Message = v(j)
 		}
-		if j == nil {
-			return done("job %s does not use RSA", name)
-		}
-		verdict, msg := v(j)
-		if verdict != api.Busy {
-			return &api.HookReply{Verdict: verdict, Message: msg}, nil
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return &api.HookReply{Verdict: api.Busy, Message: msg}, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return rep.Verdict != api.Busy, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return rep, nil
 }
 
 func stageInVerdict(j *job.Job) (string, string) {

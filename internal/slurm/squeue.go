@@ -69,6 +69,15 @@ func (c Client) Jobs(ctx context.Context) ([]Job, error) {
 	return parseSqueue(out)
 }
 
+// ByID indexes jobs by their id.
+func ByID(jobs []Job) map[string]Job {
+	m := make(map[string]Job, len(jobs))
+	for _, j := range jobs {
+		m[j.ID] = j
+	}
+	return m
+}
+
 // Job reads one job.
 func (c Client) Job(ctx context.Context, id string) (Job, error) {
 	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
