@@ -59,6 +59,7 @@ func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2)
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
+	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
 	t.Run("cancelled during stage-in", func(t *testing.T) { testCancelStageIn(c.in(t)) })
 	t.Run("cancelled while running", func(t *testing.T) { testCancelRunning(c.in(t)) })
 	t.Run("stage-in fails", func(t *testing.T) { testStageInFails(c.in(t)) })
@@ -92,6 +93,30 @@ func testBadDirectives(c *cluster) {
 	if out := c.root("squeue", "-h"); out != "" {
 		c.t.Errorf("refused jobs are queued:\n%s", out)
 	}
+}
+
+// testCancelPending: a job due in half an hour (its nodes are taken) is
+// set up by Slurm at once, but RSA holds its stage-in back until the lead
+// time; cancelled meanwhile, it leaves nothing.
+func testCancelPending(c *cluster) {
+	in := c.mkdir("pending-in")
+	c.input(in, 2)
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 300\n", "-N2", "--time=30")
+	c.waitJob(blocker, 30*time.Second, "RUNNING")
+	id := c.sbatch("pending.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", in))
+	c.waitFor("RSA to hold the stage-in back until the job is due", 60*time.Second, func() bool {
+		j := c.rsaJob(id)
+		return j != nil && strings.Contains(j.Waiting, "stage-in starts at")
+	})
+	if j := c.rsaJob(id); j.RSA != "INITIAL" || j.Capacity() != 0 {
+		c.t.Errorf("a job due in 30 minutes is %s holding %d bytes", j.RSA, j.Capacity())
+	}
+	c.root("scancel", id)
+	c.waitJob(id, 30*time.Second, "CANCELLED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	c.root("scancel", blocker)
+	c.waitJob(blocker, 30*time.Second, "CANCELLED")
+	c.assertNoLeaks()
 }
 
 // testCancelStageIn: a job cancelled while its input is being staged in
