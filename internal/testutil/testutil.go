@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // RequireRoot skips a test that needs root, unless CI=true, where a skipped
@@ -54,7 +55,20 @@ func EnsureUser(t testing.TB) User {
 		if err != nil {
 			t.Fatalf("useradd %s: %v\n%s", name, err, out)
 		}
-		t.Cleanup(func() { _ = exec.Command("userdel", "--remove", name).Run() })
+		t.Cleanup(func() {
+			// A process of the user's that is still exiting blocks
+			// userdel for a moment.
+			for i := 0; ; i++ {
+				out, err := exec.Command("userdel", "--remove", name).CombinedOutput()
+				if err == nil || i == 50 {
+					if err != nil {
+						t.Errorf("removing test user %s: %v\n%s", name, err, out)
+					}
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 		if u, err = user.Lookup(name); err != nil {
 			t.Fatal(err)
 		}
