@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -120,7 +122,7 @@ func (r *reporter) clear() {
 }
 
 func (r *reporter) show(j *api.JobView) {
-	line := fmt.Sprintf("job %d %s/%s %s", j.ID, j.State, j.RSA, progressText(j))
+	line := fmt.Sprintf("job %d %s/%s %s", j.ID, j.State, j.RSA, j.ProgressLine())
 	if line == r.last {
 		return
 	}
@@ -138,31 +140,6 @@ func stateOf(line string) string {
 		return ""
 	}
 	return f[2]
-}
-
-func progressText(j *api.JobView) string {
-	if j.Waiting != "" {
-		return j.Waiting
-	}
-	p := j.Progress
-	if p == nil || (j.RSA != lifecycle.StagingIn && j.RSA != lifecycle.StagingOut) {
-		return ""
-	}
-	s := fmt.Sprintf("%s %d", p.Phase, p.Files)
-	if p.TotalFiles > 0 {
-		s += fmt.Sprintf("/%d", p.TotalFiles)
-	}
-	s += " files " + units.FormatSize(p.Bytes)
-	if p.TotalBytes > 0 {
-		s += "/" + units.FormatSize(p.TotalBytes)
-	}
-	if r := p.Rate(); r > 0 {
-		s += " " + units.FormatSize(int64(r)) + "/s"
-	}
-	if eta := p.ETA(); eta > 0 {
-		s += " ETA " + eta.Round(time.Second).String()
-	}
-	return s
 }
 
 // daemonGrace is how long clients wait out a daemon that is down (being
@@ -452,7 +429,13 @@ func statusCmd(g *globals) *cobra.Command {
 
 func printJobs(js []api.JobView) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS")
+	// The scheduler's job id, when jobs come from one (Slurm).
+	sched := slices.ContainsFunc(js, func(j api.JobView) bool { return j.Spec.Name != "" })
+	head := "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS"
+	if sched {
+		head = "JOB\tSLURM\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS"
+	}
+	fmt.Fprintln(w, head)
 	for _, j := range js {
 		ram := "-"
 		if j.Capacity() > 0 && lifecycle.HoldsNodes(j.RSA) {
@@ -462,11 +445,15 @@ func printJobs(js []api.JobView) {
 		if nodes == "" || !lifecycle.HoldsNodes(j.RSA) {
 			nodes = "-"
 		}
-		note := progressText(&j)
+		note := j.ProgressLine()
 		if note == "" && (lifecycle.NeedsAdmin(j.RSA) || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted) {
 			note = j.Error
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.User, j.State, j.RSA, nodes, ram, note)
+		id := strconv.FormatInt(j.ID, 10)
+		if sched {
+			id += "\t" + cmpOr(j.Spec.Name, "-")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, j.User, j.State, j.RSA, nodes, ram, note)
 	}
 	w.Flush()
 }
@@ -647,4 +634,11 @@ func gcCmd(g *globals) *cobra.Command {
 	}
 	addJSON(cmd, g)
 	return cmd
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

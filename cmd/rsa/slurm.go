@@ -107,7 +107,7 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 			return nil, err
 		case down.IsZero():
 			down = time.Now()
-		case time.Since(down) > daemonGrace:
+		case time.Since(down) > graceFor(r.Hook):
 			return nil, err
 		}
 		select {
@@ -116,6 +116,16 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// graceFor is how long a hook waits out a daemon that is down. A job that
+// is about to run or has run must not wait long: without RSA it uses the
+// disk. Staging hooks wait as long as any client (the job is pending).
+func graceFor(hook string) time.Duration {
+	if hook == "prolog" || hook == "epilog" {
+		return 30 * time.Second
+	}
+	return daemonGrace
 }
 
 func arg(args []string, i int) string {

@@ -18,7 +18,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/store"
-	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // The Slurm adapters: the burst_buffer/lua hooks (scheduler "slurm"), the
@@ -430,32 +429,14 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, progressText(d.view(j)))
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, statusNote(d.view(j)))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
 }
 
-// progressText is one line on staging: phase, amount, rate and ETA.
-func progressText(v *api.JobView) string {
-	if v.Waiting != "" {
-		return "waiting: " + v.Waiting
+func statusNote(v *api.JobView) string {
+	if line := v.ProgressLine(); line != "" {
+		return line
 	}
-	p := v.Progress
-	if p == nil {
-		if v.Error != "" {
-			return v.Error
-		}
-		return "-"
-	}
-	s := fmt.Sprintf("%s %d files %s", p.Phase, p.Files, units.FormatSize(p.Bytes))
-	if p.TotalBytes > 0 {
-		s += fmt.Sprintf(" of %s (%.0f%%)", units.FormatSize(p.TotalBytes), 100*float64(p.Bytes)/float64(p.TotalBytes))
-	}
-	if r := p.Rate(); r > 0 {
-		s += fmt.Sprintf(" at %s/s", units.FormatSize(int64(r)))
-	}
-	if eta := p.ETA(); eta > 0 {
-		s += " ETA " + eta.Round(time.Second).String()
-	}
-	return s
+	return cmpOr(v.Error, "-")
 }

@@ -1,0 +1,124 @@
+package slurm
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The hooks of contrib/slurm/burst_buffer.lua, as Slurm 22.05 (11) and
+// 24.05+ (13) call them.
+var hooks = []string{
+	"slurm_bb_job_process", "slurm_bb_pools", "slurm_bb_job_teardown", "slurm_bb_setup",
+	"slurm_bb_data_in", "slurm_bb_test_data_in", "slurm_bb_real_size", "slurm_bb_paths",
+	"slurm_bb_pre_run", "slurm_bb_post_run", "slurm_bb_data_out", "slurm_bb_test_data_out",
+	"slurm_bb_get_status",
+}
+
+// TestBurstBufferLua runs the real Lua in Debian's lua5.1 with a stub in
+// place of rsa: each hook makes exactly one rsa call with Slurm's own
+// values, passes rsa's verdict and message back, and refuses anything that
+// could reach the shell.
+func TestBurstBufferLua(t *testing.T) {
+	lua, err := exec.LookPath("lua5.1")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("lua5.1 is missing (make deps installs it)")
+		}
+		t.Skip("lua5.1 is not installed (make deps installs it)")
+	}
+	dir := t.TempDir()
+	stub := filepath.Join(dir, "rsa")
+	calls := filepath.Join(dir, "calls")
+	// The stub logs its arguments and answers what the test says.
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\necho \"$*\" >> \"$STUB_CALLS\"\nprintf '%b' \"$STUB_REPLY\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("../../contrib/slurm/burst_buffer.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Replace(string(src), `local RSA = "/usr/local/bin/rsa"`, `local RSA = "`+stub+`"`, 1)
+	if script == string(src) {
+		t.Fatal("burst_buffer.lua has no `local RSA = \"/usr/local/bin/rsa\"` line to point elsewhere")
+	}
+	bb := filepath.Join(dir, "burst_buffer.lua")
+	os.WriteFile(bb, []byte(script), 0o644)
+
+	// run calls one hook the way slurmctld would and prints rc and message.
+	run := func(t *testing.T, reply, call string) (rc, msg, args string) {
+		t.Helper()
+		os.Remove(calls)
+		driver := `slurm = { SUCCESS = 0, ERROR = -1, log_info = function() end }
+dofile(arg[1])
+local rc, msg = ` + call + `
+io.write(tostring(rc), "\n", tostring(msg))`
+		cmd := exec.Command(lua, "-", bb) // the driver on stdin, arg[1] = bb
+		cmd.Stdin = strings.NewReader(driver)
+		cmd.Env = append(os.Environ(), "STUB_CALLS="+calls, "STUB_REPLY="+reply)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("lua: %v\n%s", err, out)
+		}
+		rc, msg, _ = strings.Cut(string(out), "\n")
+		b, _ := os.ReadFile(calls)
+		return rc, msg, strings.TrimSpace(string(b))
+	}
+
+	t.Run("all hooks defined", func(t *testing.T) {
+		var checks []string
+		for _, h := range hooks {
+			checks = append(checks, `assert(type(`+h+`) == "function", "`+h+`")`)
+		}
+		rc, _, _ := run(t, "SUCCESS\n", `(function() `+strings.Join(checks, "; ")+` return 0, "" end)()`)
+		if rc != "0" {
+			t.Fatal("a hook is missing")
+		}
+	})
+
+	cases := []struct {
+		name, call, reply    string
+		wantRC, wantMsg, arg string // arg: what rsa was called with after "slurm-bb"; "-" for no call
+	}{
+		{"job_process 22.05", `slurm_bb_job_process("/var/spool/slurm/hash.1/job.1/script")`, `SUCCESS\n`,
+			"0", "", "job_process /var/spool/slurm/hash.1/job.1/script"},
+		{"job_process 23.02 with uid, gid and job_info", `slurm_bb_job_process("/s/script", 1001, 100, {})`, `SUCCESS\n`,
+			"0", "", "job_process /s/script 1001 100"},
+		{"job_process refusal", `slurm_bb_job_process("/s/script")`, `ERROR\nRSA: job script line 2: unknown variable\n`,
+			"-1", "RSA: job script line 2: unknown variable", "job_process /s/script"},
+		{"pools", `slurm_bb_pools()`, `SUCCESS\n{"pools":[]}\n`, "0", `{"pools":[]}`, "pools"},
+		{"setup drops the user's pool name", `slurm_bb_setup(7, 1001, 100, "rsa", 1048576, "/s/script")`, `SUCCESS\n`,
+			"0", "", "setup 7 1001 100 1048576 /s/script"},
+		{"data_in failure", `slurm_bb_data_in(7, "/s/script")`, `ERROR\nRSA stage-in failed: tape offline\n`,
+			"-1", "RSA stage-in failed: tape offline", "data_in 7 /s/script"},
+		{"test_data_in busy (24.05)", `slurm_bb_test_data_in(7, "/s/script", 1001, 100, {})`, `BUSY\nstaging in\n`,
+			"0", "BUSY", "test_data_in 7"},
+		{"paths", `slurm_bb_paths(7, "/s/script", "/s/path")`, `SUCCESS\n`, "0", "", "paths 7 /s/script /s/path"},
+		{"teardown", `slurm_bb_job_teardown(7, "/s/script", "true")`, `SUCCESS\nRAMDISK released\n`,
+			"0", "RAMDISK released", "teardown 7 true"},
+		{"get_status 23.02", `slurm_bb_get_status(0, 0, "7")`, `SUCCESS\nJOBID ...\n`, "0", "JOBID ...", "get_status 0 0 7"},
+		{"rsa broken", `slurm_bb_pre_run(7, "/s/script")`, `panic: something\n`, "-1", "panic: something", "pre_run 7"},
+		{"shell text refused", `slurm_bb_get_status("7; touch /tmp/owned")`, `SUCCESS\n`,
+			"-1", `rsa: refusing unexpected argument "7; touch /tmp/owned"`, "-"},
+		{"quotes refused", `slurm_bb_get_status("$(id)")`, `SUCCESS\n`, "-1", `rsa: refusing unexpected argument "$(id)"`, "-"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rc, msg, args := run(t, c.reply, c.call)
+			if rc != c.wantRC || msg != c.wantMsg {
+				t.Errorf("returned %s %q, want %s %q", rc, msg, c.wantRC, c.wantMsg)
+			}
+			_, got, called := strings.Cut(args, " slurm-bb ")
+			switch {
+			case c.arg == "-" && args != "":
+				t.Errorf("rsa was called (%q); the hook should have refused first", args)
+			case c.arg != "-" && (!called || got != c.arg):
+				t.Errorf("rsa was called with %q, want ... slurm-bb %s", args, c.arg)
+			case c.arg != "-" && strings.Count(args, "\n") > 0:
+				t.Errorf("rsa was called more than once:\n%s", args)
+			}
+		})
+	}
+}
