@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -89,8 +90,12 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 		j, err := d.adopt(ctx, sj, false)
 		if err != nil {
 			// Polling cannot refuse a job at submission as
-			// burst_buffer/lua does; it runs without RSA.
+			// burst_buffer/lua does; it runs without RSA, and its
+			// comment tells its user why.
 			d.log.Warn("not accelerating Slurm job", "slurm", sj.ID, "err", err)
+			if cerr := d.slurmc.Comment(ctx, sj.ID, "RSA: "+oneLine(err.Error())); cerr != nil {
+				d.log.Warn("setting the job's comment", "slurm", sj.ID, "err", cerr)
+			}
 		}
 		if j == nil {
 			skip[sj.ID] = true
@@ -195,4 +200,13 @@ func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
 		return
 	}
 	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, edit: func(n *job.Job) { n.NotBefore = at }})
+}
+
+// oneLine keeps a message fit for a Slurm comment.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 400 {
+		s = s[:400]
+	}
+	return s
 }

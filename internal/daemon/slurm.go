@@ -168,9 +168,11 @@ func (d *Daemon) live(ctx context.Context, name string) (*job.Job, error) {
 // hookSetup creates the RSA job for a Slurm job that is about to be staged
 // in. Asked again for the same job it changes nothing.
 func (d *Daemon) hookSetup(ctx context.Context, name, uidArg, gidArg, sizeArg, script string) (*api.HookReply, error) {
+	// A record of a job that already finished is an earlier run (the job
+	// was requeued, or held and released): this run gets a new one.
 	if j, err := d.live(ctx, name); err != nil {
 		return nil, err
-	} else if j != nil && !j.Machine().Done() {
+	} else if j != nil && j.State != lifecycle.Finished {
 		return done("RSA job %d is %s", j.ID, j.RSA)
 	}
 	req, ok, err := slurm.Parse([]byte(script))

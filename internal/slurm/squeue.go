@@ -44,7 +44,9 @@ func (j Job) Ended() bool { return !j.Pending() && !j.Running() && j.State != "S
 // ErrNoJob is returned when Slurm does not know the job (any more).
 var ErrNoJob = errors.New("no such Slurm job")
 
-const squeueFormat = "%i|%T|%r|%D|%N|%S|%U|%G"
+// %A, not %i: the unique numeric id, also for a job array's tasks (for
+// which %i says "123_4"); it is the id Slurm gives the hooks and prologs.
+const squeueFormat = "%A|%T|%r|%D|%N|%S|%U|%G"
 
 func (c Client) cmd(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if c.Bin != "" {
@@ -100,6 +102,16 @@ func (c Client) Job(ctx context.Context, id string) (Job, error) {
 		}
 	}
 	return Job{}, ErrNoJob
+}
+
+// Comment sets a job's comment, where its user sees why RSA did not take
+// it (polling cannot refuse a job at submission).
+func (c Client) Comment(ctx context.Context, id, text string) error {
+	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+		return fmt.Errorf("%q is not a Slurm job id", id)
+	}
+	_, err := c.cmd(ctx, "scontrol", "update", "JobId="+id, "Comment="+text)
+	return err
 }
 
 // Script returns a batch job's script.

@@ -19,6 +19,27 @@ func TestPolling(t *testing.T) {
 	t.Run("demoted while staging", func(t *testing.T) { testPollDemoted(c.in(t)) })
 	t.Run("started without being on deck", func(t *testing.T) { testPollStartedAtOnce(c.in(t)) })
 	t.Run("due later holds no RAM", func(t *testing.T) { testPollDueLater(c.in(t)) })
+	t.Run("bad directive", func(t *testing.T) { testPollBadDirective(c.in(t)) })
+}
+
+// testPollBadDirective: polling cannot refuse a job at submission; a job
+// with a wrong RSA line runs without RSA, and its comment says why.
+func testPollBadDirective(c *cluster) {
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 3\n", "--time=1")
+	c.waitJob(blocker, 30*time.Second, "RUNNING")
+	id := c.sbatch("bad.sh", "#!/bin/bash\n#RSA_DATA_INN=/nowhere\ntrue\n")
+	var comment string
+	c.waitFor("RSA to explain in the job's comment", 30*time.Second, func() bool {
+		comment = c.root("squeue", "-h", "-j", id, "-t", "all", "-o", "%k")
+		return strings.Contains(comment, "RSA:")
+	})
+	if !strings.Contains(comment, `line 2 "#RSA_DATA_INN=/nowhere": unknown variable RSA_DATA_INN`) {
+		c.t.Errorf("the job's comment is %q", comment)
+	}
+	c.waitJob(id, 30*time.Second, "COMPLETED")
+	if j := c.rsaJob(id); j != nil {
+		c.t.Errorf("RSA took a job with a bad directive: %+v", j)
+	}
 }
 
 // testPollDueLater: a job that Slurm expects to start in half an hour is
