@@ -66,6 +66,7 @@ func TestBurstBuffer(t *testing.T) {
 	t.Run("stage-out script fails", func(t *testing.T) { testStageOutFails(c.in(t)) })
 	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
 	t.Run("slurmctld crash during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), true) })
+	t.Run("rsa serve crash during stage-in", func(t *testing.T) { testDaemonCrash(c.in(t)) })
 }
 
 // testBadDirectives: sbatch refuses a job whose RSA lines are wrong, with
@@ -217,7 +218,7 @@ func testCtldRestart(c *cluster, crash bool) {
 	os.Remove(filepath.Join(c.work, "seen-n1"))
 	id := c.sbatch("restart.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
 	first := c.waitRSA(id, 30*time.Second, "STAGING_IN")
-	c.restartSlurmctld(crash)
+	c.restart("slurmctld", crash)
 	c.waitFor("the interrupted stage-in to be released", 60*time.Second, func() bool {
 		j := c.rsaJob(id)
 		return j.ID != first.ID || string(j.RSA) == "RELEASED"
@@ -236,6 +237,29 @@ func testCtldRestart(c *cluster, crash bool) {
 		c.t.Errorf("Slurm lost job %s over a clean restart", id)
 	}
 	c.waitFor("RSA to release the job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	c.assertNoLeaks()
+}
+
+// testDaemonCrash: rsa serve is killed while a job stages in. Slurm's
+// data_in call waits for it to come back; the restarted daemon stages in
+// again, and the job runs with its input in RAM.
+func testDaemonCrash(c *cluster) {
+	os.Remove(filepath.Join(c.work, "release-in"))
+	os.Remove(filepath.Join(c.work, "seen-n1"))
+	in := c.mkdir("crash-in")
+	sum := c.input(in, 3)
+	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	c.file("node-check.sh", nodeCheck, 0o755)
+	id := c.sbatch("crash.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
+	c.waitRSA(id, 30*time.Second, "STAGING_IN")
+	c.restart("rsa", true)
+	c.file("release-in", "", 0o644)
+	c.waitJob(id, 60*time.Second, "COMPLETED")
+	got, err := os.ReadFile(filepath.Join(c.work, "seen-n1"))
+	if want := "tmpfs " + sum + "\n"; err != nil || string(got) != want {
+		c.t.Errorf("after the daemon's crash the job saw its input as %q (err %v), want %q", got, err, want)
+	}
+	c.waitRSA(id, 30*time.Second, "RELEASED")
 	c.assertNoLeaks()
 }
 

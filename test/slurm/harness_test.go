@@ -104,18 +104,18 @@ func (c *cluster) dumpLogs() {
 	}
 }
 
-// restartSlurmctld stops slurmctld (with SIGKILL if crash) and starts it
+// restart stops slurmctld or rsa (with SIGKILL if crash) and starts it
 // again.
-func (c *cluster) restartSlurmctld(crash bool) {
+func (c *cluster) restart(daemon string, crash bool) {
 	c.t.Helper()
-	args := []string{"restart-slurmctld"}
+	args := []string{"restart-" + daemon}
 	if crash {
 		args = append(args, "--crash")
 	}
 	cmd := exec.Command(filepath.Join(repoRoot(c.t), "scripts", "slurm-up"), args...)
 	cmd.Env = append(os.Environ(), "RSA_SLURM_DIR="+c.dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		c.t.Fatalf("restarting slurmctld: %v\n%s", err, out)
+		c.t.Fatalf("restarting %s: %v\n%s", daemon, err, out)
 	}
 }
 
