@@ -99,6 +99,10 @@ func TestParseSqueue(t *testing.T) {
 	if !js[0].Pending() || js[0].NodeList != "" || js[0].Start.IsZero() || js[0].UID != 1001 || !js[1].Running() || js[1].Ended() {
 		t.Fatalf("parsed %+v", js)
 	}
+	far := time.Now().Add(365 * 24 * time.Hour).Format("2006-01-02T15:04:05")
+	if js, err := parseSqueue([]byte("14|PENDING|Resources|1|(null)|" + far + "|1001|1001\n")); err != nil || !js[0].Start.IsZero() {
+		t.Errorf("Slurm's one-year placeholder was read as an expected start: %+v %v", js, err)
+	}
 	if _, err := parseSqueue([]byte("garbage\n")); err == nil {
 		t.Fatal("garbage accepted")
 	}

@@ -46,6 +46,11 @@ var ErrNoJob = errors.New("no such Slurm job")
 
 // %A, not %i: the unique numeric id, also for a job array's tasks (for
 // which %i says "123_4"); it is the id Slurm gives the hooks and prologs.
+// unknownStart: Slurm puts the expected start of a job it cannot place
+// (its nodes are down, or every job ahead has no time limit) a year ahead.
+// That is no estimate; RSA stages such a job as soon as it is on deck.
+const unknownStart = 300 * 24 * time.Hour
+
 const squeueFormat = "%A|%T|%r|%D|%N|%S|%U|%G"
 
 func (c Client) cmd(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -137,7 +142,7 @@ func parseSqueue(out []byte) ([]Job, error) {
 			j.NodeList = ""
 		}
 		j.Nodes, _ = strconv.Atoi(f[3])
-		if t, err := time.ParseInLocation("2006-01-02T15:04:05", f[5], time.Local); err == nil {
+		if t, err := time.ParseInLocation("2006-01-02T15:04:05", f[5], time.Local); err == nil && time.Until(t) < unknownStart {
 			j.Start = t
 		}
 		uid, err1 := strconv.ParseUint(f[6], 10, 32)

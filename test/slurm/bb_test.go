@@ -64,9 +64,10 @@ func TestBurstBuffer(t *testing.T) {
 	t.Run("cancelled while running", func(t *testing.T) { testCancelRunning(c.in(t)) })
 	t.Run("stage-in fails", func(t *testing.T) { testStageInFails(c.in(t)) })
 	t.Run("stage-out script fails", func(t *testing.T) { testStageOutFails(c.in(t)) })
-	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
-	t.Run("slurmctld crash during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), true) })
 	t.Run("rsa serve crash during stage-in", func(t *testing.T) { testDaemonCrash(c.in(t)) })
+	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
+	// Last: a crashed slurmctld may come back with an older view of the cluster.
+	t.Run("slurmctld crash during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), true) })
 }
 
 // testBadDirectives: sbatch refuses a job whose RSA lines are wrong, with
