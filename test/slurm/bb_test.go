@@ -59,6 +59,7 @@ func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2)
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
+	t.Run("pool full", func(t *testing.T) { testPoolFull(c.in(t)) })
 	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
 	t.Run("cancelled during stage-in", func(t *testing.T) { testCancelStageIn(c.in(t)) })
 	t.Run("cancelled while running", func(t *testing.T) { testCancelRunning(c.in(t)) })
@@ -68,6 +69,38 @@ func TestBurstBuffer(t *testing.T) {
 	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
 	// Last: a crashed slurmctld may come back with an older view of the cluster.
 	t.Run("slurmctld crash during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), true) })
+}
+
+// testPoolFull: jobs that ask for capacity in RSA's pool are accounted by
+// Slurm, which queues the second with BurstBufferResources while the first
+// holds the RAM, and stages it in once the first is done.
+func testPoolFull(c *cluster) {
+	os.Remove(filepath.Join(c.work, "release-in"))
+	in := c.mkdir("pool-in")
+	c.input(in, 2)
+	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	script := fmt.Sprintf("#!/bin/bash\n#RSA capacity=800M pool=rsa\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/gated-in.sh\ntrue\n", in, c.work)
+	first := c.sbatch("pool1.sh", script)
+	j := c.waitRSA(first, 30*time.Second, "STAGING_IN")
+	if j.Capacity() != 800<<20 {
+		c.t.Errorf("the job holds %d bytes, want the 800M it asked for", j.Capacity())
+	}
+	if out := c.root("scontrol", "show", "burst"); !strings.Contains(out, "UsedSpace=800MiB") {
+		c.t.Errorf("Slurm does not count the job's 800M in the pool:\n%s", out)
+	}
+	second := c.sbatch("pool2.sh", script)
+	c.waitFor("Slurm to queue the second job for pool space", 30*time.Second, func() bool {
+		_, reason := c.job(second)
+		return reason == "BurstBufferResources"
+	})
+	if j := c.rsaJob(second); j != nil {
+		c.t.Errorf("RSA was asked to set up a job that does not fit: %s", j.RSA)
+	}
+	c.file("release-in", "", 0o644)
+	c.waitJob(first, 60*time.Second, "COMPLETED")
+	c.waitJob(second, 60*time.Second, "COMPLETED")
+	c.waitRSA(second, 30*time.Second, "RELEASED")
+	c.assertNoLeaks()
 }
 
 // testBadDirectives: sbatch refuses a job whose RSA lines are wrong, with
