@@ -23,6 +23,11 @@ cp -a "$2"/. "$1"/
 for _ in $(seq 600); do [[ -e "$(dirname "$2")/release-out" ]] && break; sleep 0.1; done
 cp -a "$1"/. "$2"/
 `
+	gatedIn = `#!/bin/bash
+# $1 RAMDISK, $2 input: waits for the test's go-ahead, then copies.
+while [[ ! -e "$(dirname "$2")/release-in" ]]; do sleep 0.1; done
+cp -a "$2"/. "$1"/
+`
 	nodeCheck = `#!/bin/bash
 # On each compute node: is the input a tmpfs mount, and what does it hold?
 set -u
@@ -78,7 +83,7 @@ func testPoolFull(c *cluster) {
 	os.Remove(filepath.Join(c.work, "release-in"))
 	in := c.mkdir("pool-in")
 	c.input(in, 2)
-	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	c.file("gated-in.sh", gatedIn, 0o755)
 	script := fmt.Sprintf("#!/bin/bash\n#RSA capacity=800M pool=rsa\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/gated-in.sh\ntrue\n", in, c.work)
 	first := c.sbatch("pool1.sh", script)
 	j := c.waitRSA(first, 30*time.Second, "STAGING_IN")
@@ -247,7 +252,7 @@ func testCtldRestart(c *cluster, crash bool) {
 	os.Remove(filepath.Join(c.work, "release-in"))
 	in := c.mkdir("restart-in")
 	sum := c.input(in, 3)
-	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	c.file("gated-in.sh", gatedIn, 0o755)
 	c.file("node-check.sh", nodeCheck, 0o755)
 	os.Remove(filepath.Join(c.work, "seen-n1"))
 	id := c.sbatch("restart.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
@@ -282,7 +287,7 @@ func testDaemonCrash(c *cluster) {
 	os.Remove(filepath.Join(c.work, "seen-n1"))
 	in := c.mkdir("crash-in")
 	sum := c.input(in, 3)
-	c.file("gated-in.sh", "#!/bin/bash\nwhile [[ ! -e $(dirname \"$2\")/release-in ]]; do sleep 0.1; done\ncp -a \"$2\"/. \"$1\"/\n", 0o755)
+	c.file("gated-in.sh", gatedIn, 0o755)
 	c.file("node-check.sh", nodeCheck, 0o755)
 	id := c.sbatch("crash.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
 	c.waitRSA(id, 30*time.Second, "STAGING_IN")
