@@ -21,9 +21,10 @@ func (d *Daemon) pollSlurm(ctx context.Context) {
 	noStart := map[string]int{}
 	t := time.NewTicker(d.cfg.Slurm.PollInterval)
 	defer t.Stop()
+	var failing onlyChanges
 	for {
-		if err := d.pollOnce(ctx, skip, noStart); err != nil && ctx.Err() == nil {
-			d.log.Warn("polling Slurm", "err", err)
+		if err := d.pollOnce(ctx, skip, noStart); ctx.Err() == nil && failing.changed(err) {
+			d.logSlurmErr("polling Slurm", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -138,14 +139,15 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 func (d *Daemon) reconcileSlurm(ctx context.Context) {
 	t := time.NewTicker(max(d.cfg.Slurm.PollInterval, time.Second))
 	defer t.Stop()
+	var failing onlyChanges
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := d.reconcileOnce(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn("checking RSA's jobs against Slurm", "err", err)
+		if err := d.reconcileOnce(ctx); ctx.Err() == nil && failing.changed(err) {
+			d.logSlurmErr("checking RSA's jobs against Slurm", err)
 		}
 	}
 }
@@ -209,4 +211,26 @@ func oneLine(s string) string {
 		s = s[:400]
 	}
 	return s
+}
+
+// onlyChanges tells a loop that runs every second whether its error is news,
+// so a Slurm that is down for an hour is logged twice, not 3,600 times.
+type onlyChanges struct{ last string }
+
+func (o *onlyChanges) changed(err error) bool {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	news := msg != o.last
+	o.last = msg
+	return news
+}
+
+func (d *Daemon) logSlurmErr(what string, err error) {
+	if err != nil {
+		d.log.Warn(what+" failed; retrying quietly until it changes", "err", err)
+	} else {
+		d.log.Info(what + " works again")
+	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -68,6 +69,19 @@ func TestStageInTime(t *testing.T) {
 		got := d.stageInTime(job.Spec{Capacity: c.capacity}, c.start)
 		if !got.Equal(c.want) {
 			t.Errorf("%s: stage-in at %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestOnlyChanges(t *testing.T) {
+	var o onlyChanges
+	steps := []struct {
+		err  error
+		news bool
+	}{{nil, false}, {errors.New("down"), true}, {errors.New("down"), false}, {errors.New("other"), true}, {nil, true}, {nil, false}}
+	for i, s := range steps {
+		if got := o.changed(s.err); got != s.news {
+			t.Errorf("step %d (%v): news = %v, want %v", i, s.err, got, s.news)
 		}
 	}
 }
