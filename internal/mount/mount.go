@@ -36,9 +36,15 @@ func (e *TargetError) Error() string {
 // openNoSymlinks opens path as an O_PATH directory descriptor, refusing any
 // symbolic link in any component.
 func openNoSymlinks(dirfd int, path string) (int, error) {
+	return openPathNoSymlinks(dirfd, path, unix.O_DIRECTORY)
+}
+
+// openPathNoSymlinks opens path as an O_PATH descriptor with the extra
+// flags, refusing any symbolic link in any component.
+func openPathNoSymlinks(dirfd int, path string, flags uint64) (int, error) {
 	for {
 		fd, err := unix.Openat2(dirfd, path, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Flags:   unix.O_PATH | unix.O_CLOEXEC | flags,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
 		if err == unix.EINTR || err == unix.EAGAIN {
@@ -137,17 +143,7 @@ func CheckDir(role, path string) error {
 // The group bits are not weighed: the program runs with the user's groups,
 // and a program only the group may run fails then with that reason.
 func CheckProgram(role, path string, uid uint32, knownUID bool) error {
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err != unix.EINTR && err != unix.EAGAIN {
-			break
-		}
-	}
+	fd, err := openPathNoSymlinks(unix.AT_FDCWD, path, unix.O_NOFOLLOW)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return &TargetError{role, path, "does not exist"}
