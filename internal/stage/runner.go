@@ -100,7 +100,7 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(t), OwnerVar+"="+r.Owner)
+	cmd.Env = cleanEnv(t, r.Owner)
 	cmd.Stdin = nil
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
@@ -169,8 +169,9 @@ func lastLine(s string) string {
 	return ": " + s
 }
 
-// cleanEnv is the whole environment of a staging child: nothing of root's.
-func cleanEnv(t Task) []string {
+// cleanEnv is the whole environment of a staging child: nothing of root's,
+// and the tags by which the daemon owner finds its leftovers.
+func cleanEnv(t Task, owner string) []string {
 	home := t.User.Home
 	if home == "" {
 		home = "/"
@@ -185,6 +186,7 @@ func cleanEnv(t Task) []string {
 		"RSA_PHASE=" + t.Phase,
 		"RSA_RAMDISK=" + t.Ramdisk,
 		TagVar + "=" + strconv.FormatInt(t.Job, 10),
+		OwnerVar + "=" + owner,
 	}
 }
 
