@@ -68,7 +68,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
-	used, err := d.allocated(context.Background())
+	used, err := d.allocated(context.Background(), nil)
 	if err != nil {
 		d.log.Error("reading allocations", "err", err)
 		return msg{}, false
@@ -113,15 +113,16 @@ func (d *Daemon) setWaiting(id int64, why string) bool {
 	return true
 }
 
-// allocated sums the RAM held on each node by the jobs whose state holds it.
-func (d *Daemon) allocated(ctx context.Context) (map[string]int64, error) {
+// allocated sums the RAM held on each node by the jobs whose state holds it
+// (and, if only is given, that it keeps).
+func (d *Daemon) allocated(ctx context.Context, only func(*job.Job) bool) (map[string]int64, error) {
 	jobs, err := d.store.List(ctx, false, 0)
 	if err != nil {
 		return nil, err
 	}
 	used := map[string]int64{}
 	for _, j := range jobs {
-		if lifecycle.HoldsNodes(j.RSA) {
+		if lifecycle.HoldsNodes(j.RSA) && (only == nil || only(j)) {
 			for _, p := range j.Alloc {
 				used[p.Node] += p.Bytes
 			}

@@ -95,15 +95,12 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 // hookJobProcess validates a job script at submission. It runs inside
 // slurmctld: it reads nothing but the script and the file system.
 func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
-	req, ok, err := slurm.Parse([]byte(script))
+	req, ok, err := d.parseRequest(script)
 	if err != nil {
-		return failed("RSA: %v", err)
+		return failed("%v", err)
 	}
 	if !ok {
 		return done("")
-	}
-	if err := d.checkPool(req); err != nil {
-		return failed("RSA: %v", err)
 	}
 	// Slurm 22.05 does not say who submits; the owner is checked again
 	// at setup, which knows.
@@ -119,11 +116,17 @@ func parseUID(s string) (uint32, bool) {
 	return uint32(n), err == nil
 }
 
-func (d *Daemon) checkPool(req slurm.Request) error {
-	if req.Pool != "" && req.Pool != d.cfg.Slurm.Pool {
-		return fmt.Errorf("pool=%s is not RSA's pool; write pool=%s", req.Pool, d.cfg.Slurm.Pool)
+// parseRequest reads a job script's RSA lines; ok is false when it has
+// none. Its errors are ready to become the job's Reason.
+func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err error) {
+	req, ok, err = slurm.Parse([]byte(script))
+	if err == nil && req.Pool != "" && req.Pool != d.cfg.Slurm.Pool {
+		err = fmt.Errorf("pool=%s is not RSA's pool; write pool=%s", req.Pool, d.cfg.Slurm.Pool)
 	}
-	return nil
+	if err != nil {
+		err = fmt.Errorf("RSA: %w", err)
+	}
+	return req, ok, err
 }
 
 // hookPools reports RSA's RAM as one pool. Slurm counts the jobs that
@@ -131,18 +134,14 @@ func (d *Daemon) checkPool(req slurm.Request) error {
 // holds for other reasons (jobs sized by proportion, rsa run jobs, and
 // output kept in RAM after Slurm let go of a job).
 func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
-	jobs, err := d.store.List(ctx, false, 0)
+	unaccounted, err := d.allocated(ctx, func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
 	if err != nil {
 		return nil, err
 	}
 	var total, held int64
 	for _, n := range d.cfg.Nodes {
 		total += n.Capacity
-	}
-	for _, j := range jobs {
-		if lifecycle.HoldsNodes(j.RSA) && (j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA)) {
-			held += j.Capacity()
-		}
+		held += unaccounted[n.Name]
 	}
 	free := max(total-held, 0)
 	b, _ := json.Marshal(map[string]any{"pools": []map[string]any{{
@@ -152,9 +151,10 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	return done("%s", b)
 }
 
-// live returns the newest RSA job for a Slurm job id (a job held and
-// released by Slurm is set up again as a new RSA job), or nil.
-func (d *Daemon) live(ctx context.Context, name string) (*job.Job, error) {
+// latest returns the newest RSA job for a Slurm job id, or nil. A job held
+// and released, or requeued, by Slurm is set up again as a new RSA job; the
+// newest may be done.
+func (d *Daemon) latest(ctx context.Context, name string) (*job.Job, error) {
 	if name == "" {
 		return nil, api.Invalid("no Slurm job id given")
 	}
@@ -170,20 +170,17 @@ func (d *Daemon) live(ctx context.Context, name string) (*job.Job, error) {
 func (d *Daemon) hookSetup(ctx context.Context, name, uidArg, gidArg, sizeArg, script string) (*api.HookReply, error) {
 	// A record of a job that already finished is an earlier run (the job
 	// was requeued, or held and released): this run gets a new one.
-	if j, err := d.live(ctx, name); err != nil {
+	if j, err := d.latest(ctx, name); err != nil {
 		return nil, err
 	} else if j != nil && j.State != lifecycle.Finished {
 		return done("RSA job %d is %s", j.ID, j.RSA)
 	}
-	req, ok, err := slurm.Parse([]byte(script))
+	req, ok, err := d.parseRequest(script)
 	switch {
 	case err != nil:
-		return failed("RSA: %v", err)
+		return failed("%v", err)
 	case !ok:
 		return failed("RSA: the job script of job %s has no #RSA line", name)
-	}
-	if err := d.checkPool(req); err != nil {
-		return failed("RSA: %v", err)
 	}
 	uid, ok1 := parseUID(uidArg)
 	gid, ok2 := parseUID(gidArg)
@@ -237,7 +234,7 @@ type verdict func(j *job.Job) (string, string)
 func (d *Daemon) await(ctx context.Context, name string, wait time.Duration, v verdict) (*api.HookReply, error) {
 	rep := &api.HookReply{Verdict: api.Busy}
 	err := d.waitFor(ctx, wait, func() (bool, error) {
-		j, err := d.live(ctx, name)
+		j, err := d.latest(ctx, name)
 		switch {
 		case err != nil:
 			return false, err
@@ -337,7 +334,7 @@ func teardownVerdict(j *job.Job) (string, string) {
 // finishNamed tells the lifecycle the Slurm job ended, then answers by v
 // (or at once when v is nil).
 func (d *Daemon) finishNamed(ctx context.Context, name, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
-	j, err := d.live(ctx, name)
+	j, err := d.latest(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +355,7 @@ func (d *Daemon) finishNamed(ctx context.Context, name, why string, wait time.Du
 // slurmStart tells the lifecycle the Slurm job started on the nodes of
 // nodelist (read from Slurm when empty).
 func (d *Daemon) slurmStart(ctx context.Context, name, nodelist string) error {
-	j, err := d.live(ctx, name)
+	j, err := d.latest(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -403,7 +400,7 @@ func lost(err error) error {
 }
 
 func (d *Daemon) hookPaths(ctx context.Context, name string) (*api.HookReply, error) {
-	j, err := d.live(ctx, name)
+	j, err := d.latest(ctx, name)
 	if err != nil || j == nil {
 		return &api.HookReply{Verdict: api.Success}, err
 	}
