@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"time"
 
@@ -102,6 +103,9 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 			skip[sj.ID] = true
 		}
 	}
+	// Forget jobs Slurm has purged, or the maps grow with every job.
+	maps.DeleteFunc(skip, func(id string, _ bool) bool { _, ok := bySlurm[id]; return !ok })
+	maps.DeleteFunc(noStart, func(id string, _ int) bool { _, ok := bySlurm[id]; return !ok })
 	return nil
 }
 
@@ -119,7 +123,6 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 	}
 	spec := req.Spec
 	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
-	spec.Pool = "" // nothing is accounted in a Slurm pool in this mode
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
 	return d.create(ctx, sj.UID, sj.GID, spec, "Slurm (polled)", func(j *job.Job) error {
 		if started {
