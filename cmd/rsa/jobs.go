@@ -150,16 +150,28 @@ const daemonGrace = 10 * time.Minute
 // daemon being unreachable, or the daemon stays away longer than
 // daemonGrace.
 func patiently(ctx context.Context, r *reporter, fn func() error) error {
+	return waitOutDaemon(ctx, daemonGrace, func() {
+		r.say("the rsa daemon is unreachable; waiting for it to come back")
+	}, fn)
+}
+
+// waitOutDaemon calls fn until it succeeds, fails for a reason other than
+// the daemon being unreachable, or the daemon stays away longer than grace
+// (with grace 0, at once). onDown, if set, hears when the daemon first
+// fails to answer.
+func waitOutDaemon(ctx context.Context, grace time.Duration, onDown func(), fn func() error) error {
 	var since time.Time
 	for {
 		err := fn()
-		if err == nil || !api.Unreachable(err) || ctx.Err() != nil {
+		if err == nil || !api.Unreachable(err) || ctx.Err() != nil || grace <= 0 {
 			return err
 		}
 		if since.IsZero() {
 			since = time.Now()
-			r.say("the rsa daemon is unreachable; waiting for it to come back")
-		} else if time.Since(since) > daemonGrace {
+			if onDown != nil {
+				onDown()
+			}
+		} else if time.Since(since) > grace {
 			return err
 		}
 		select {

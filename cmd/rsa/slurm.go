@@ -52,8 +52,9 @@ BUSY) and Slurm's message after it. It always exits 0 unless it cannot run.`,
 	}
 }
 
-// prologCmd and epilogCmd never fail the job: without RSA it reads and
-// writes on disk, as the thesis' prolog intends.
+// slurmNodeCmd is `rsa slurm-prolog` or `rsa slurm-epilog`. Neither ever
+// fails the job: without RSA it reads and writes on disk, as the thesis'
+// prolog intends.
 func slurmNodeCmd(g *globals, name string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "slurm-" + name,
@@ -92,28 +93,21 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	if err != nil {
 		return nil, err
 	}
+	grace := time.Duration(0) // hooks that answer at once never wait
 	if blockingHooks[r.Hook] {
-		r.Wait = 30 * time.Second
+		r.Wait, grace = 30*time.Second, graceFor(r.Hook)
 	}
-	var down time.Time
 	for {
-		rep, err := c.Hook(ctx, r)
-		switch {
-		case err == nil && rep.Verdict == api.Busy && blockingHooks[r.Hook]:
-			continue
-		case err == nil:
-			return rep, nil
-		case !api.Unreachable(err) || !blockingHooks[r.Hook] || ctx.Err() != nil:
-			return nil, err
-		case down.IsZero():
-			down = time.Now()
-		case time.Since(down) > graceFor(r.Hook):
+		var rep *api.HookReply
+		err := waitOutDaemon(ctx, grace, nil, func() (err error) {
+			rep, err = c.Hook(ctx, r)
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		if rep.Verdict != api.Busy || !blockingHooks[r.Hook] {
+			return rep, nil
 		}
 	}
 }
