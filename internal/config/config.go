@@ -183,16 +183,6 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("%s: unknown key (see docs/config.md for the keys RSA reads)", und[0])
 	}
 	c := defaults()
-	setPath := func(key string, p *string, dst *string) error {
-		if p == nil {
-			return nil
-		}
-		if !filepath.IsAbs(*p) || filepath.Clean(*p) != *p {
-			return fmt.Errorf("%s: %q must be a clean absolute path", key, *p)
-		}
-		*dst = *p
-		return nil
-	}
 	for _, e := range []error{
 		setPath("state_dir", f.StateDir, &c.StateDir),
 		setPath("socket", f.Socket, &c.Socket),
@@ -293,6 +283,19 @@ func Parse(data []byte) (*Config, error) {
 	return &c, c.finish()
 }
 
+// setPath sets *dst to the path p names, if any, which must be clean and
+// absolute.
+func setPath(key string, p *string, dst *string) error {
+	if p == nil {
+		return nil
+	}
+	if !filepath.IsAbs(*p) || filepath.Clean(*p) != *p {
+		return fmt.Errorf("%s: %q must be a clean absolute path", key, *p)
+	}
+	*dst = *p
+	return nil
+}
+
 func parseSlurm(f *file, s *Slurm) error {
 	fs := f.Slurm
 	for _, u := range fs.Users {
@@ -329,18 +332,13 @@ func parseSlurm(f *file, s *Slurm) error {
 		}
 		s.StageRate = n
 	}
-	for _, p := range []struct {
-		key string
-		v   *string
-		dst *string
-	}{{"slurm.node_namespaces", fs.NodeNamespaces, &s.NodeNamespaces}, {"slurm.bin", fs.Bin, &s.Bin}} {
-		if p.v == nil {
-			continue
+	for _, e := range []error{
+		setPath("slurm.node_namespaces", fs.NodeNamespaces, &s.NodeNamespaces),
+		setPath("slurm.bin", fs.Bin, &s.Bin),
+	} {
+		if e != nil {
+			return e
 		}
-		if !filepath.IsAbs(*p.v) || filepath.Clean(*p.v) != *p.v {
-			return fmt.Errorf("%s: %q must be a clean absolute path", p.key, *p.v)
-		}
-		*p.dst = *p.v
 	}
 	return nil
 }

@@ -50,6 +50,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`state_dir = "/run/rsa/ramdisk/x"`, "ramdisk_root"},
 		{`tick = "1h"`, "tick"},
 		{`this is not toml`, "not valid TOML"},
+		{"[slurm]\nbin = \"usr/bin\"", "slurm.bin"},
+		{"[slurm]\nnode_namespaces = \"/run/../ns\"", "slurm.node_namespaces"},
+		{"[slurm]\npoll_interval = \"1ms\"", "slurm.poll_interval"},
 	} {
 		_, err := Parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.key) {
