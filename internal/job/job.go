@@ -5,7 +5,9 @@
 package job
 
 import (
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
@@ -47,6 +49,10 @@ type Job struct {
 	Groups []uint32 `json:"groups,omitempty"`
 	User   string   `json:"user"`
 	Home   string   `json:"home,omitempty"`
+	// Scheduler is the scheduler adapter that created the job ("slurm",
+	// "slurm-poll"), or "" for rsa run and rsa submit. Only a job with a
+	// scheduler answers to its scheduler's id (Spec.Name).
+	Scheduler string `json:"scheduler,omitempty"`
 
 	State lifecycle.JobState `json:"job_state"`
 	RSA   lifecycle.RSAState `json:"rsa_state"`
@@ -82,6 +88,24 @@ func (j *Job) Machine() lifecycle.Job {
 		Delay:     j.Spec.Delay,
 		StartedAt: j.StartedAt,
 	}
+}
+
+// CheckText refuses a user-given value that could change meaning where RSA
+// writes it: control characters (NUL, tab, newline, carriage return,
+// escape, every other C0 and C1 code, DEL) and bytes that are not UTF-8. A
+// newline in a path would end a line of Slurm's path file and start a new
+// environment variable; an escape sequence would reach an admin's
+// terminal. what names the value for the message.
+func CheckText(what, v string) error {
+	if !utf8.ValidString(v) {
+		return fmt.Errorf("%s %q is not valid UTF-8; rename it", what, v)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return fmt.Errorf("%s %q contains the control character %U; RSA accepts no control characters (newline, tab, escape, ...) in paths and names: rename it", what, v, r)
+		}
+	}
+	return nil
 }
 
 // Capacity is the RAM the job holds, in bytes.

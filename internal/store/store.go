@@ -59,6 +59,13 @@ var migrations = []string{
 		message    TEXT NOT NULL
 	);
 	CREATE INDEX events_job ON events(job_id, id);`,
+	// Only jobs a scheduler adapter created answer to a scheduler id. Rows
+	// from before this column were named by the hooks or, through a hole
+	// since closed, by users; active named ones are kept answering so an
+	// upgrade does not strand running Slurm jobs.
+	`ALTER TABLE jobs ADD COLUMN scheduler TEXT NOT NULL DEFAULT '';
+	UPDATE jobs SET scheduler='slurm' WHERE name != '' AND done = 0;
+	CREATE INDEX jobs_name ON jobs(name, scheduler, id);`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700
@@ -134,8 +141,11 @@ func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) erro
 	defer tx.Rollback()
 	j.Version = 1
 	now := j.UpdatedAt.UnixNano()
-	res, err := tx.ExecContext(ctx, `INSERT INTO jobs(name, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
-		VALUES(?,?,?,?,?,?,'{}',0,?,?,1)`, j.Spec.Name, j.UID, j.GID, j.User, j.State, j.RSA, j.CreatedAt.UnixNano(), now)
+	if j.Spec.Name != "" && j.Scheduler == "" {
+		return fmt.Errorf("job named %q has no scheduler: only a scheduler adapter names jobs", j.Spec.Name)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO jobs(name, scheduler, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
+		VALUES(?,?,?,?,?,?,?,'{}',0,?,?,1)`, j.Spec.Name, j.Scheduler, j.UID, j.GID, j.User, j.State, j.RSA, j.CreatedAt.UnixNano(), now)
 	if err != nil {
 		return fmt.Errorf("inserting job: %w", err)
 	}
@@ -217,10 +227,15 @@ func (s *Store) Get(ctx context.Context, id int64) (*job.Job, error) {
 	return decode(rec)
 }
 
-// FindByName returns the newest job with the scheduler's name for it.
+// FindByName returns the newest job that a scheduler adapter created under
+// the scheduler's id name. Jobs made through rsa run or rsa submit never
+// match, whatever they are called.
 func (s *Store) FindByName(ctx context.Context, name string) (*job.Job, error) {
+	if name == "" {
+		return nil, fmt.Errorf("no scheduler id: %w", ErrNotFound)
+	}
 	var rec []byte
-	err := s.db.QueryRowContext(ctx, `SELECT record FROM jobs WHERE name=? ORDER BY id DESC LIMIT 1`, name).Scan(&rec)
+	err := s.db.QueryRowContext(ctx, `SELECT record FROM jobs WHERE name=? AND scheduler != '' ORDER BY id DESC LIMIT 1`, name).Scan(&rec)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("job %q: %w", name, ErrNotFound)
 	}

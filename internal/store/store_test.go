@@ -19,7 +19,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	j := &job.Job{Spec: job.Spec{Name: "slurm-7", Input: "/home/u/in", Delay: time.Minute}, UID: 1000, GID: 1000, User: "u",
+	j := &job.Job{Spec: job.Spec{Name: "slurm-7", Input: "/home/u/in", Delay: time.Minute}, UID: 1000, GID: 1000, User: "u", Scheduler: "slurm",
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 	if err := s.Create(ctx, j, []job.Event{{At: now, Kind: "submitted", JobState: j.State, RSAState: j.RSA, Message: "submitted"}}); err != nil {
 		t.Fatal(err)
@@ -53,6 +53,20 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	if byName, err := s.FindByName(ctx, "slurm-7"); err != nil || byName.ID != j.ID {
 		t.Fatalf("FindByName: %v %v", byName, err)
+	}
+	// A job made by a user (no scheduler) never answers to a scheduler id,
+	// and cannot even be stored under one (audit finding 1).
+	squat := &job.Job{Spec: job.Spec{Name: "slurm-8", Input: "/home/u/in"}, UID: 1001, GID: 1001, User: "v",
+		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+	if err := s.Create(ctx, squat, nil); err == nil {
+		t.Fatal("a job named without a scheduler was stored")
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO jobs(name, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
+		VALUES('slurm-7', 1001, 1001, 'v', 'FINISHED', 'RELEASED', '{"id":99}', 1, 0, 0, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if byName, err := s.FindByName(ctx, "slurm-7"); err != nil || byName.ID != j.ID {
+		t.Fatalf("FindByName found a user's job under a scheduler id: %v %v", byName, err)
 	}
 	evs, err := s.Events(ctx, j.ID)
 	if err != nil || len(evs) != 2 || evs[1].RSAState != lifecycle.Assigned {
