@@ -47,8 +47,21 @@ func TestUserName() string {
 // not exist and then removing it when the test ends.
 func EnsureUser(t testing.TB) User {
 	t.Helper()
+	return EnsureNamedUser(t, TestUserName())
+}
+
+// EnsureOtherUser is a second account of the package's, for tests of what
+// one user can do to another's jobs.
+func EnsureOtherUser(t testing.TB) User {
+	t.Helper()
+	return EnsureNamedUser(t, TestUserName()+"-b")
+}
+
+// EnsureNamedUser returns the account name, creating it if it does not
+// exist and then removing it when the test ends.
+func EnsureNamedUser(t testing.TB, name string) User {
+	t.Helper()
 	RequireRoot(t)
-	name := TestUserName()
 	u, err := user.Lookup(name)
 	if err != nil {
 		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput()
