@@ -85,11 +85,29 @@ func Plan(p Policy, nodes []config.Node, used map[string]int64, r Request) Decis
 		if used[n.Name] == 0 {
 			parts = append(parts, job.Part{Node: n.Name, Bytes: n.Capacity})
 			if len(parts) == want {
-				return Decision{Verdict: Assign, Parts: parts}
+				return Decision{Verdict: Assign, Parts: capParts(parts, p.MaxJobCapacity)}
 			}
 		}
 	}
 	return Decision{Verdict: Wait, Reason: fmt.Sprintf("waiting for %d free RSA node(s), %d free now", want, len(parts))}
+}
+
+// capParts trims whole-node parts to the site's per-job limit (0: none),
+// spreading what is allowed evenly over the nodes.
+func capParts(parts []job.Part, limit int64) []job.Part {
+	var total int64
+	for _, p := range parts {
+		total += p.Bytes
+	}
+	if limit <= 0 || total <= limit {
+		return parts
+	}
+	each := limit / int64(len(parts)) &^ (1<<20 - 1) // whole MiB
+	each = max(each, 1<<20)
+	for i := range parts {
+		parts[i].Bytes = min(parts[i].Bytes, each)
+	}
+	return parts
 }
 
 // byCapacity fits an explicit request on the node with the least free RAM

@@ -59,4 +59,14 @@ func TestPlan(t *testing.T) {
 	if d := Plan(limited, nodes, nil, io(1, 2*G)); d.Verdict != Ineligible || !strings.Contains(d.Reason, "max_job_capacity") {
 		t.Fatalf("site limit: %+v", d)
 	}
+	// A job sized by proportion is capped too (audit finding 8).
+	limited.MaxJobCapacity = 40 * G
+	d := Plan(limited, nodes, nil, io(256, 0))
+	var total int64
+	for _, p := range d.Parts {
+		total += p.Bytes
+	}
+	if d.Verdict != Assign || len(d.Parts) != 2 || total > 40*G || total < 39*G {
+		t.Fatalf("proportion under max_job_capacity: %+v (total %d)", d, total)
+	}
 }

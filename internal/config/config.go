@@ -46,6 +46,16 @@ type Config struct {
 	Nodes        []Node
 	Limits       Limits
 	Slurm        Slurm
+	// PrivateData hides other users' job details (paths, home, groups,
+	// errors, logs): a user sees only id, user, states, size and progress
+	// of jobs not their own, as Slurm's PrivateData=jobs does.
+	PrivateData bool
+	// AllowedPaths, if set, are the only trees RSA mounts over (a job's
+	// input or output directory must be one of them or below one).
+	AllowedPaths []string
+	// RefusedFSTypes are file system types RSA never mounts over; nil
+	// means mount.DefaultRefusedFSTypes.
+	RefusedFSTypes []string
 }
 
 // Schedulers RSA can follow.
@@ -78,9 +88,32 @@ type Slurm struct {
 
 // Limits bound what one job or one user may take.
 type Limits struct {
-	MaxActiveJobs  int
-	MaxJobCapacity int64 // 0: no limit beyond the accelerator's size
-	StageTimeout   time.Duration
+	// MaxActiveJobs bounds the jobs that hold or wait for RAM, all users
+	// together; INELIGIBLE and finished jobs do not count.
+	MaxActiveJobs int
+	// MaxJobsPerUser bounds one user's active jobs, so that no user can
+	// lock the others out.
+	MaxJobsPerUser int
+	// MaxJobCapacity caps one job's RAM; 0: the accelerator's size.
+	MaxJobCapacity int64
+	// MaxUserCapacity caps the RAM one user's jobs hold together; a job
+	// past it waits. 0: no cap.
+	MaxUserCapacity int64
+	// StageTimeout stops a stage-in or stage-out that runs longer.
+	StageTimeout time.Duration
+	// UnstartedExpiry ends a job submitted with `rsa submit` that has not
+	// started this long after it was submitted, releasing its RAM.
+	UnstartedExpiry time.Duration
+	// KillGrace is how long a process left holding a finished job's
+	// RAMDISK has between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+	// BytesPerInode sizes a RAMDISK's inode table (nr_inodes = capacity /
+	// BytesPerInode): inode memory is not part of tmpfs' size= limit.
+	BytesPerInode int64
+	// MaxConnections and MaxConnectionsPerUser bound the daemon's open
+	// socket connections, so no user can exhaust its descriptors.
+	MaxConnections        int
+	MaxConnectionsPerUser int
 }
 
 // file mirrors the TOML layout; strings are parsed so errors can name keys.
@@ -99,10 +132,20 @@ type file struct {
 		Engine   string `toml:"engine"`
 		Capacity string `toml:"capacity"`
 	} `toml:"nodes"`
-	Limits struct {
-		MaxActiveJobs  *int    `toml:"max_active_jobs"`
-		MaxJobCapacity *string `toml:"max_job_capacity"`
-		StageTimeout   *string `toml:"stage_timeout"`
+	PrivateData    *bool    `toml:"private_data"`
+	AllowedPaths   []string `toml:"allowed_paths"`
+	RefusedFSTypes []string `toml:"refused_fs_types"`
+	Limits         struct {
+		MaxActiveJobs         *int    `toml:"max_active_jobs"`
+		MaxJobsPerUser        *int    `toml:"max_jobs_per_user"`
+		MaxJobCapacity        *string `toml:"max_job_capacity"`
+		MaxUserCapacity       *string `toml:"max_user_capacity"`
+		StageTimeout          *string `toml:"stage_timeout"`
+		UnstartedExpiry       *string `toml:"unstarted_expiry"`
+		KillGrace             *string `toml:"kill_grace"`
+		BytesPerInode         *string `toml:"bytes_per_inode"`
+		MaxConnections        *int    `toml:"max_connections"`
+		MaxConnectionsPerUser *int    `toml:"max_connections_per_user"`
 	} `toml:"limits"`
 	Slurm struct {
 		Users          []string `toml:"users"`
@@ -134,8 +177,11 @@ func defaults() Config {
 		DefaultDelay: DefaultDelaySecs * time.Second,
 		Tick:         time.Second,
 		LogLevel:     "info",
-		Limits:       Limits{MaxActiveJobs: 256, StageTimeout: 0},
-		Slurm:        Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30},
+		PrivateData:  true,
+		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
+			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
+			MaxConnections: 1024, MaxConnectionsPerUser: 64},
+		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30},
 	}
 }
 
@@ -257,30 +303,95 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Nodes = append(c.Nodes, Node{Name: n.Name, Engine: eng, Capacity: capacity})
 	}
-	if f.Limits.MaxActiveJobs != nil {
-		if *f.Limits.MaxActiveJobs < 1 {
-			return nil, fmt.Errorf("limits.max_active_jobs: %d must be at least 1", *f.Limits.MaxActiveJobs)
-		}
-		c.Limits.MaxActiveJobs = *f.Limits.MaxActiveJobs
+	if err := parseLimits(&f, &c.Limits); err != nil {
+		return nil, err
 	}
-	if f.Limits.MaxJobCapacity != nil {
-		n, err := units.ParseSize(*f.Limits.MaxJobCapacity)
-		if err != nil {
-			return nil, fmt.Errorf("limits.max_job_capacity: %w", err)
-		}
-		c.Limits.MaxJobCapacity = n
+	if f.PrivateData != nil {
+		c.PrivateData = *f.PrivateData
 	}
-	if f.Limits.StageTimeout != nil {
-		d, err := units.ParseDuration(*f.Limits.StageTimeout)
-		if err != nil {
-			return nil, fmt.Errorf("limits.stage_timeout: %w", err)
+	for i, p := range f.AllowedPaths {
+		if err := setPath(fmt.Sprintf("allowed_paths[%d]", i), &p, new(string)); err != nil {
+			return nil, err
 		}
-		c.Limits.StageTimeout = d
+		if p == "/" {
+			return nil, fmt.Errorf("allowed_paths[%d]: \"/\" allows everything; leave allowed_paths out instead", i)
+		}
 	}
+	c.AllowedPaths = f.AllowedPaths
+	for i, t := range f.RefusedFSTypes {
+		if t == "" || strings.ContainsAny(t, " \t\n/") {
+			return nil, fmt.Errorf("refused_fs_types[%d]: %q is not a file system type name (see /proc/filesystems)", i, t)
+		}
+	}
+	c.RefusedFSTypes = f.RefusedFSTypes
 	if err := parseSlurm(&f, &c.Slurm); err != nil {
 		return nil, err
 	}
 	return &c, c.finish()
+}
+
+func parseLimits(f *file, l *Limits) error {
+	fl := f.Limits
+	for _, n := range []struct {
+		key string
+		v   *int
+		dst *int
+	}{
+		{"limits.max_active_jobs", fl.MaxActiveJobs, &l.MaxActiveJobs},
+		{"limits.max_jobs_per_user", fl.MaxJobsPerUser, &l.MaxJobsPerUser},
+		{"limits.max_connections", fl.MaxConnections, &l.MaxConnections},
+		{"limits.max_connections_per_user", fl.MaxConnectionsPerUser, &l.MaxConnectionsPerUser},
+	} {
+		if n.v == nil {
+			continue
+		}
+		if *n.v < 1 {
+			return fmt.Errorf("%s: %d must be at least 1", n.key, *n.v)
+		}
+		*n.dst = *n.v
+	}
+	for _, s := range []struct {
+		key string
+		v   *string
+		dst *int64
+		min int64
+	}{
+		{"limits.max_job_capacity", fl.MaxJobCapacity, &l.MaxJobCapacity, 1 << 20},
+		{"limits.max_user_capacity", fl.MaxUserCapacity, &l.MaxUserCapacity, 1 << 20},
+		{"limits.bytes_per_inode", fl.BytesPerInode, &l.BytesPerInode, 1 << 10},
+	} {
+		if s.v == nil {
+			continue
+		}
+		n, err := units.ParseSize(*s.v)
+		if err != nil || n < s.min {
+			return fmt.Errorf("%s: %q must be a size of at least %s", s.key, *s.v, units.FormatSize(s.min))
+		}
+		*s.dst = n
+	}
+	for _, d := range []struct {
+		key string
+		v   *string
+		dst *time.Duration
+		min time.Duration
+	}{
+		{"limits.stage_timeout", fl.StageTimeout, &l.StageTimeout, 0},
+		{"limits.unstarted_expiry", fl.UnstartedExpiry, &l.UnstartedExpiry, 0},
+		{"limits.kill_grace", fl.KillGrace, &l.KillGrace, 0},
+	} {
+		if d.v == nil {
+			continue
+		}
+		v, err := units.ParseDuration(*d.v)
+		if err != nil || v < d.min {
+			return fmt.Errorf("%s: %q must be a duration of at least %s", d.key, *d.v, d.min)
+		}
+		*d.dst = v
+	}
+	if l.MaxJobsPerUser > l.MaxActiveJobs {
+		l.MaxJobsPerUser = l.MaxActiveJobs
+	}
+	return nil
 }
 
 // setPath sets *dst to the path p names, if any, which must be clean and
