@@ -9,6 +9,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -21,6 +22,9 @@ type Ramdisk struct {
 	Parts []job.Part
 	UID   uint32 // its root directory belongs to the job's user, mode 0700
 	GID   uint32
+	// Inodes bounds the RAMDISK's inode table (0: the engine's default):
+	// inode memory is not counted in the size.
+	Inodes int64
 }
 
 // Size is the RAMDISK's capacity in bytes.
@@ -43,22 +47,45 @@ type Usage struct {
 	Used, Size int64
 }
 
+// ErrBusy is returned by Seal and Destroy while a process still holds the
+// RAMDISK (a file open, for Seal one open for writing).
+var ErrBusy = errors.New("RAMDISK still held by a process")
+
 // Engine is a kind of RAMDISK.
 //
 // Every method may be called again after a crash with the same arguments:
-// Construct and Destroy are idempotent. Neither is retried by the engine
-// itself; wrap an Engine to add retries. Construct either succeeds or leaves
-// something Destroy removes.
+// Construct, Seal, Revoke and Destroy are idempotent. None is retried by the
+// engine itself; wrap an Engine to add retries. Construct either succeeds
+// or leaves something Destroy removes.
+//
+// A RAMDISK is reachable by its owner alone: r.Dir lies below a gate
+// directory only root and r.UID may pass, so that its root directory can
+// carry the mode and group of the job directory it is mounted over (which
+// may admit others there) without admitting anyone through r.Dir.
 type Engine interface {
 	// Name is the engine's name in the config ("local").
 	Name() string
 	// Construct builds the RAMDISK and makes it visible at r.Dir, empty,
-	// owned by r.UID:r.GID with mode 0700, nosuid and nodev. If it already
-	// exists for r.Job it succeeds without change.
+	// owned by r.UID:r.GID with mode 0700, nosuid and nodev, behind a gate
+	// only root and r.UID pass. If it already exists for r.Job it succeeds
+	// without change.
 	Construct(ctx context.Context, r Ramdisk) error
-	// Destroy removes every mount of the RAMDISK (including bind mounts at
-	// job paths, detached if busy) and frees its RAM. Destroying a RAMDISK
-	// that does not exist succeeds.
+	// Seal makes the RAMDISK read-only for everyone, root included, on
+	// every mount of it: a later write fails with EROFS instead of landing
+	// in RAM that is about to go. It fails, wrapping ErrBusy, while a file
+	// in it is open for writing.
+	Seal(ctx context.Context, r Ramdisk) error
+	// Revoke closes the gate: from now on no one but root reaches r.Dir.
+	Revoke(ctx context.Context, r Ramdisk) error
+	// Device is the RAMDISK's file system device number on this host,
+	// by which the processes that still hold it are found; ok is false
+	// when it does not exist.
+	Device(r Ramdisk) (dev uint64, ok bool, err error)
+	// Destroy removes every mount of the RAMDISK in this mount namespace
+	// (bind mounts at job paths are detached) and unmounts the RAMDISK
+	// itself only if nothing holds it, so that its RAM is really free when
+	// Destroy succeeds; otherwise it fails, wrapping ErrBusy, and leaves
+	// it. Destroying a RAMDISK that does not exist succeeds.
 	Destroy(ctx context.Context, r Ramdisk) error
 	// Usage reports how full the RAMDISK is.
 	Usage(r Ramdisk) (Usage, error)
@@ -67,8 +94,15 @@ type Engine interface {
 	List(ctx context.Context) ([]Found, error)
 }
 
-// DirFor is where a job's RAMDISK appears under root.
+// DirFor is where a job's RAMDISK appears under root: root/ID is the job's
+// gate, root/ID/ram the RAMDISK.
 func DirFor(root string, id int64) string {
+	return fmt.Sprintf("%s/%d/ram", root, id)
+}
+
+// GateFor is the directory above a job's RAMDISK that only root and the
+// job's user may pass.
+func GateFor(root string, id int64) string {
 	return fmt.Sprintf("%s/%d", root, id)
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -17,23 +18,51 @@ import (
 // Local is the embedded engine: one tmpfs per job on this host, the
 // single-node case of the thesis' per-job RAMDISK (§2.2). All parts of the
 // allocation must be on this host; their sizes add up.
+//
+// Layout: Root (root-owned 0711: anyone may pass, no one but root may list)
+// holds one gate directory per job, Root/ID, root-owned 0700 with a POSIX
+// ACL entry that lets the job's user alone pass (u:UID:--x); the tmpfs is
+// mounted at Root/ID/ram. So the RAMDISK's root directory can take the
+// mode and group of the job directory it is shown at (a 0755 input/ in a
+// 0700 home) while no other user can reach it through Root, and staging
+// children, which run as the job's user, still reach it by path.
 type Local struct {
-	Root string // directory holding one mount point per job, root-owned
+	Root string // directory holding one gate per job, root-owned
 }
 
-// NewLocal prepares root (0755, root-owned, so staging children running as
-// the job's user can reach their own RAMDISK below it).
+// defaultBytesPerInode sizes the inode table when the Ramdisk does not say.
+const defaultBytesPerInode = 8 << 10
+
+// NewLocal prepares root (root-owned 0711).
 func NewLocal(root string) (*Local, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o711); err != nil {
 		return nil, fmt.Errorf("creating RAMDISK root: %w", err)
 	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		return nil, err
+	if err := os.Chown(root, 0, 0); err != nil {
+		return nil, fmt.Errorf("securing RAMDISK root: %w", err)
+	}
+	if err := os.Chmod(root, 0o711); err != nil {
+		return nil, fmt.Errorf("securing RAMDISK root: %w", err)
 	}
 	return &Local{Root: root}, nil
 }
 
 func (l *Local) Name() string { return "local" }
+
+// mounted finds the job's own tmpfs at r.Dir by its identity (source and
+// type), whatever a user may have stacked on top of it.
+func (l *Local) mounted(r Ramdisk) (mount.Info, bool, error) {
+	ms, err := mount.List()
+	if err != nil {
+		return mount.Info{}, false, err
+	}
+	for _, m := range ms {
+		if m.Source == SourceFor(r.Job) && m.FSType == "tmpfs" && m.Point == r.Dir {
+			return m, true, nil
+		}
+	}
+	return mount.Info{}, false, nil
+}
 
 func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 	if r.Dir != DirFor(l.Root, r.Job) {
@@ -43,48 +72,179 @@ func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 	if size < 1<<20 {
 		return fmt.Errorf("RAMDISK of job %d: size %d is below 1M", r.Job, size)
 	}
+	if r.UID == 0 {
+		return fmt.Errorf("RAMDISK of job %d: refusing a RAMDISK for root", r.Job)
+	}
+	gate := GateFor(l.Root, r.Job)
+	if err := os.Mkdir(gate, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the RAMDISK's gate: %w", err)
+	}
+	if err := openGate(gate, r.UID); err != nil {
+		return err
+	}
+	if _, ok, err := l.mounted(r); err != nil {
+		return err
+	} else if ok {
+		return nil
+	}
 	if m, ok, err := mount.MountedAt(r.Dir); err != nil {
 		return err
 	} else if ok {
-		if m.Source == SourceFor(r.Job) {
-			return nil
-		}
 		return fmt.Errorf("%s is already a mount point of %s; not stacking a RAMDISK on it", r.Dir, m.Source)
 	}
 	if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating mount point: %w", err)
 	}
-	opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", size, r.UID, r.GID)
+	inodes := r.Inodes
+	if inodes <= 0 {
+		inodes = size / defaultBytesPerInode
+	}
+	inodes = max(inodes, 1024)
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", size, inodes, r.UID, r.GID)
 	if err := unix.Mount(SourceFor(r.Job), r.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting tmpfs of %d bytes at %s: %w", size, r.Dir, err)
 	}
 	return nil
 }
 
-func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
-	if err := mount.Unbind(r.Dir, true); err != nil {
-		return fmt.Errorf("removing bind mounts of job %d: %w", r.Job, err)
+// POSIX ACL xattr encoding (linux/posix_acl_xattr.h): a version word, then
+// entries of tag, permission and id, sorted by tag.
+const (
+	aclVersion  = 2
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclMask     = 0x10
+	aclOther    = 0x20
+	aclNoID     = 0xffffffff
+	aclXattr    = "system.posix_acl_access"
+)
+
+// openGate makes gate root-owned 0700 with one ACL entry letting uid pass
+// (search only: it cannot list, create or rename anything in the gate).
+func openGate(gate string, uid uint32) error {
+	if err := os.Chown(gate, 0, 0); err != nil {
+		return fmt.Errorf("securing the RAMDISK's gate: %w", err)
 	}
-	for {
-		m, ok, err := mount.MountedAt(r.Dir)
-		if err != nil {
+	b := binary.LittleEndian.AppendUint32(nil, aclVersion)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{aclUserObj, 7, aclNoID}, {aclUser, 1, uid}, {aclGroupObj, 0, aclNoID}, {aclMask, 1, aclNoID}, {aclOther, 0, aclNoID}} {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	if err := unix.Setxattr(gate, aclXattr, b, 0); err != nil {
+		return fmt.Errorf("letting uid %d through the RAMDISK's gate %s: %w (ramdisk_root must be on a file system with POSIX ACLs, such as ext4, xfs or tmpfs)", uid, gate, err)
+	}
+	return nil
+}
+
+func (l *Local) Revoke(ctx context.Context, r Ramdisk) error {
+	gate := GateFor(l.Root, r.Job)
+	if err := unix.Removexattr(gate, aclXattr); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("closing the RAMDISK's gate %s: %w", gate, err)
+	}
+	if err := os.Chmod(gate, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("closing the RAMDISK's gate %s: %w", gate, err)
+	}
+	return nil
+}
+
+// clearAbove detaches whatever is mounted on top of or inside the job's
+// tmpfs m (a user's FUSE mount over their RAMDISK, say), so that the path
+// r.Dir leads to RSA's own mount again.
+func clearAbove(m mount.Info) error {
+	ms, err := mount.List()
+	if err != nil {
+		return err
+	}
+	for _, c := range ms {
+		if c.Parent == m.ID && c.ID != m.ID {
+			if err := mount.Unmount(c, true); err != nil {
+				return fmt.Errorf("removing %s mounted over RAMDISK %s: %w", c.FSType, m.Point, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (l *Local) Seal(ctx context.Context, r Ramdisk) error {
+	m, ok, err := l.mounted(r)
+	if err != nil || !ok {
+		return err
+	}
+	if err := clearAbove(m); err != nil {
+		return err
+	}
+	// MS_REMOUNT without MS_BIND changes the superblock: every mount of
+	// this tmpfs, the job's bind mounts and clones included, is read-only.
+	err = unix.Mount("", r.Dir, "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "")
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("making RAMDISK %s read-only: a file is open for writing: %w", r.Dir, ErrBusy)
+	}
+	if err != nil {
+		return fmt.Errorf("making RAMDISK %s read-only: %w", r.Dir, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.Dir, &st); err != nil {
+		return err
+	}
+	if st.Type != unix.TMPFS_MAGIC || st.Flags&unix.ST_RDONLY == 0 {
+		return fmt.Errorf("RAMDISK %s is not read-only after remounting it (something was mounted over it again?)", r.Dir)
+	}
+	return nil
+}
+
+func (l *Local) Device(r Ramdisk) (uint64, bool, error) {
+	m, ok, err := l.mounted(r)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	maj, min, found := strings.Cut(m.Dev, ":")
+	a, err1 := strconv.ParseUint(maj, 10, 32)
+	b, err2 := strconv.ParseUint(min, 10, 32)
+	if !found || err1 != nil || err2 != nil {
+		return 0, false, fmt.Errorf("RAMDISK %s: bad device number %q", r.Dir, m.Dev)
+	}
+	return unix.Mkdev(uint32(a), uint32(b)), true, nil
+}
+
+func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
+	if err := l.Revoke(ctx, r); err != nil {
+		return err
+	}
+	m, ok, err := l.mounted(r)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := mount.UnbindDev(m.Dev, r.Dir, true); err != nil {
+			return fmt.Errorf("removing bind mounts of job %d: %w", r.Job, err)
+		}
+		if err := clearAbove(m); err != nil {
 			return err
 		}
-		if !ok {
-			break
-		}
-		if m.Source != SourceFor(r.Job) {
-			return fmt.Errorf("%s is a mount of %s, not RSA's; leaving it", r.Dir, m.Source)
-		}
-		// Detach: a straggling process inside must not keep the RAM
-		// from its next owner's accounting; tmpfs frees it when the last
-		// reference goes.
-		if err := unix.Unmount(r.Dir, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil {
-			return fmt.Errorf("unmounting %s: %w", r.Dir, err)
+		// Not detached: a detached tmpfs that a straggler still holds
+		// keeps its RAM while RSA would count it free. The daemon ends
+		// the stragglers first (holders), then this succeeds.
+		if err := mount.Unmount(m, false); err != nil {
+			if errors.Is(err, mount.ErrBusy) {
+				return fmt.Errorf("unmounting RAMDISK of job %d: %w", r.Job, ErrBusy)
+			}
+			return fmt.Errorf("unmounting RAMDISK of job %d: %w", r.Job, err)
 		}
 	}
-	if err := os.Remove(r.Dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing mount point: %w", err)
+	if _, ok, err := mount.MountedAt(r.Dir); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("%s is still a mount point of something not RSA's; leaving it for an administrator", r.Dir)
+	}
+	for _, p := range []string{r.Dir, GateFor(l.Root, r.Job)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
 	}
 	return nil
 }
@@ -109,11 +269,12 @@ func (l *Local) List(ctx context.Context) ([]Found, error) {
 	var out []Found
 	seen := map[int64]bool{}
 	for _, m := range ms {
-		if filepath.Dir(m.Point) != l.Root || m.FSType != "tmpfs" || !strings.HasPrefix(m.Source, "rsa-") {
+		gate := filepath.Dir(m.Point)
+		if filepath.Base(m.Point) != "ram" || filepath.Dir(gate) != l.Root || m.FSType != "tmpfs" || !strings.HasPrefix(m.Source, "rsa-") {
 			continue
 		}
-		id, err := strconv.ParseInt(filepath.Base(m.Point), 10, 64)
-		if err != nil || seen[id] {
+		id, err := strconv.ParseInt(filepath.Base(gate), 10, 64)
+		if err != nil || seen[id] || m.Source != SourceFor(id) {
 			continue
 		}
 		seen[id] = true

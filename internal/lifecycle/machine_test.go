@@ -78,7 +78,7 @@ var cases = []stepCase{
 	{name: "destroyed: rebuild (l.179)", job: io(Running, Teardown), event: ev(EvDestroyed), wantJob: Running, wantRSA: Booting, wantDo: []ActionKind{Construct}},
 	{name: "rebuilt: mount for output (l.226)", job: io(Running, Booting), event: ev(EvBooted), wantJob: Running, wantRSA: Mounting, wantDo: []ActionKind{MountOut}},
 	{name: "mounted for output", job: io(Running, Mounting), event: ev(EvMounted), wantJob: Running, wantRSA: InUseOut},
-	{name: "output mount failed: abandon", job: io(Running, Mounting), event: ev(EvMountFailed), wantJob: Running, wantRSA: Abandoning, wantDo: []ActionKind{Destroy}},
+	{name: "output mount failed: what reached RAM is staged out", job: io(Running, Mounting), event: ev(EvMountFailed), wantJob: Running, wantRSA: InUseOut},
 	{name: "in use for output waits (l.206)", job: io(Running, InUseOut), event: ev(EvTick), wantJob: Running, wantRSA: InUseOut},
 	{name: "started without state: assign (App. K l.27, l.174)", job: io(Demoted, Released), event: ev(EvStarted), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "started while demoted and tearing down", job: io(Demoted, Teardown), event: ev(EvStarted), wantJob: Running, wantRSA: Teardown},

@@ -55,10 +55,15 @@ var eventTable = []eventRow{
 	// into the new mount before it ended. Output is only ever dropped after
 	// stage-out, so this goes to INUSE_OUT and on to STAGING_OUT.
 	{on: EvMounted, rsa: []RSAState{Mounting}, nextRSA: InUseOut, why: "RAMDISK mounted at the output path"},
-	// Mounting is all or nothing. Without the input mount the job reads from
-	// disk (the thesis' fallback) and the RAMDISK is rebuilt for output.
+	// Mounting for input is all or nothing. Without the input mount the job
+	// reads from disk (the thesis' fallback) and the RAMDISK is rebuilt for
+	// output.
 	{on: EvMountFailed, rsa: []RSAState{MountingIn}, nextRSA: Aborted, why: "mounting for input failed"},
-	{on: EvMountFailed, rsa: []RSAState{Mounting}, nextRSA: Abandoning, why: "mounting for output failed"},
+	// Mounting for output can fail on one node after others already show
+	// the RAMDISK, and the job may have written there: output in RAM is
+	// never dropped without a stage-out, so whatever reached RAM is staged
+	// out when the job ends (the failed nodes write to disk).
+	{on: EvMountFailed, rsa: []RSAState{Mounting}, nextRSA: InUseOut, why: "mounting for output failed on some node; what reaches RAM is staged out after the job"},
 
 	// --- unmounting (App. M) ---
 	{on: EvUnmounted, rsa: []RSAState{Unmounting}, nextRSA: Unmounted, why: "RAMDISK unmounted"},

@@ -23,9 +23,11 @@ var ErrBusy = mount.ErrBusy
 
 // Access reaches the compute nodes.
 //
-// Bind is all or nothing: on failure it removes what it made before
-// returning. Both methods are idempotent and may be called again after a
-// crash. Neither retries.
+// Bind for the input directory is all or nothing: on failure it removes
+// what it made before returning. Bind for the output directory leaves the
+// nodes it already mounted as they are: the job may be writing output into
+// RAM there, which must be staged out, not dropped. Both methods are
+// idempotent and may be called again after a crash. Neither retries.
 type Access interface {
 	// Bind shows the RAMDISK at ramdisk over target on every node, after
 	// checking race-free that target is a real directory uid owns.
@@ -38,10 +40,14 @@ type Access interface {
 // Local is Access for jobs that run on this host.
 type Local struct{}
 
+// OutputRole is the role of the output directory: its mounts are never
+// rolled back (see Access).
+const OutputRole = "output directory"
+
 func (Local) Bind(_ context.Context, _ []string, role, ramdisk, target string, uid uint32) error {
 	if err := mount.Bind(role, ramdisk, target, uid); err != nil {
 		var te *mount.TargetError
-		if !errors.As(err, &te) {
+		if !errors.As(err, &te) && role != OutputRole {
 			_ = mount.Unbind(ramdisk, true)
 		}
 		return err
@@ -114,8 +120,10 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, tar
 		err = n.run(ctx, node, f, "attach", "--role", role, "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target)
 		f.Close()
 		if err != nil {
-			// All or nothing: take back what the earlier nodes mounted.
-			_ = n.Unbind(context.WithoutCancel(ctx), nodes[:i+1], ramdisk, true)
+			if role != OutputRole {
+				// All or nothing: take back what the earlier nodes mounted.
+				_ = n.Unbind(context.WithoutCancel(ctx), nodes[:i+1], ramdisk, true)
+			}
 			return err
 		}
 	}
