@@ -39,6 +39,9 @@ type JobView struct {
 	Progress *job.Progress `json:"progress,omitempty"`
 	Used     int64         `json:"ram_used,omitempty"`
 	Waiting  string        `json:"waiting,omitempty"` // why it waits, e.g. for capacity
+	// Private says the caller sees only the public part of another
+	// user's job (private_data): its paths, errors and log are left out.
+	Private bool `json:"private,omitempty"`
 }
 
 // NodeView is one RSA node's use.

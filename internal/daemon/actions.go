@@ -14,10 +14,13 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // start begins action a for j, whose transition is already committed.
@@ -73,16 +76,32 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.log.Error("reading allocations", "err", err)
 		return msg{}, false
 	}
+	// Decisions made but not yet committed hold their RAM too: a tick
+	// that assigns several waiting jobs must not give each the same free
+	// bytes (audit finding 3).
+	for id, parts := range d.reserved {
+		if id != j.ID {
+			for _, p := range parts {
+				used[p.Node] += p.Bytes
+			}
+		}
+	}
 	m := j.Machine()
 	dec := alloc.Plan(alloc.PolicyFrom(d.cfg), d.cfg.Nodes, used, alloc.Request{
 		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
 		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
 	})
+	if dec.Verdict == alloc.Assign {
+		if why := d.overUserCapacity(j, dec.Parts); why != "" {
+			dec = alloc.Decision{Verdict: alloc.Wait, Reason: why}
+		}
+	}
 	now := time.Now()
 	switch dec.Verdict {
 	case alloc.Assign:
 		d.setWaiting(j.ID, "")
 		parts := dec.Parts
+		d.reserved[j.ID] = parts
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk = parts, dir
@@ -96,6 +115,61 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
+}
+
+// overUserCapacity says why j must wait if parts would take its user past
+// limits.max_user_capacity, or "".
+func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
+	limit := d.cfg.Limits.MaxUserCapacity
+	if limit <= 0 {
+		return ""
+	}
+	held, err := d.allocated(context.Background(), func(o *job.Job) bool { return o.UID == j.UID && o.ID != j.ID })
+	if err != nil {
+		return "cannot read allocations: " + err.Error()
+	}
+	var total int64
+	for _, n := range held {
+		total += n
+	}
+	for id, ps := range d.reserved {
+		if id == j.ID {
+			continue
+		}
+		if o, err := d.store.Get(context.Background(), id); err == nil && o.UID == j.UID {
+			for _, p := range ps {
+				total += p.Bytes
+			}
+		}
+	}
+	var want int64
+	for _, p := range parts {
+		want += p.Bytes
+	}
+	if total+want > limit {
+		return fmt.Sprintf("waiting: %s's jobs hold %s; %s more would pass the limit of %s per user (limits.max_user_capacity)",
+			j.User, units.FormatSize(total), units.FormatSize(want), units.FormatSize(limit))
+	}
+	return ""
+}
+
+// fits reports whether parts still fit beside what the committed jobs
+// other than id hold: the last word before an allocation is committed.
+func (d *Daemon) fits(ctx context.Context, id int64, parts []job.Part) (bool, error) {
+	used, err := d.allocated(ctx, func(o *job.Job) bool { return o.ID != id })
+	if err != nil {
+		return false, err
+	}
+	for _, p := range parts {
+		used[p.Node] += p.Bytes
+	}
+	for _, n := range d.cfg.Nodes {
+		if used[n.Name] > n.Capacity {
+			return false, nil
+		}
+		delete(used, n.Name)
+	}
+	return len(used) == 0, nil // a part on a node not configured never fits
 }
 
 // setWaiting records why a job waits; it reports whether that changed.
@@ -160,7 +234,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvMounted)
 	case lifecycle.MountOut:
-		if err := d.bind(ctx, j, "output directory", j.Spec.Output); err != nil {
+		if err := d.bind(ctx, j, node.OutputRole, j.Spec.Output); err != nil {
 			return fail(lifecycle.EvMountFailed, err)
 		}
 		return ok(lifecycle.EvMounted)
@@ -170,9 +244,14 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvUnmounted)
 	case lifecycle.StageOut:
-		// The job has ended: its mounts go first, busy or not, so nothing
-		// writes while the output is copied.
+		// The job has ended: its mounts go first, busy or not, then the
+		// processes it left holding the RAMDISK, and the RAMDISK turns
+		// read-only, so nothing writes while the output is copied and
+		// verified: a late write fails (EROFS) instead of vanishing.
 		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
+			return fail(lifecycle.EvStageOutFailed, err)
+		}
+		if err := d.seal(ctx, j, rd); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		if err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output); err != nil {
@@ -181,8 +260,16 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		return ok(lifecycle.EvStagedOut)
 	case lifecycle.Destroy:
 		// The compute nodes' mounts first: each keeps the tmpfs, and so
-		// its RAM, alive.
+		// its RAM, alive. Then the gate closes, the processes still
+		// holding the RAMDISK end, and only then is it unmounted: its RAM
+		// counts as held until it is really gone.
 		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
+			return fail(lifecycle.EvDestroyFailed, err)
+		}
+		if err := d.engine.Revoke(ctx, rd); err != nil {
+			return fail(lifecycle.EvDestroyFailed, err)
+		}
+		if err := d.evict(ctx, j, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
@@ -195,8 +282,10 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 }
 
 // bind shows the RAMDISK at one of the job's directories, with that
-// directory's permission bits on the RAMDISK's root so the job sees no
-// difference.
+// directory's permission bits and group on the RAMDISK's root so the job,
+// and whoever the directory admits, see no difference. (No one else
+// reaches the RAMDISK's root: the engine's gate admits the job's user
+// alone.)
 func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) error {
 	fd, err := mount.OpenTarget(role, target, j.UID)
 	if err != nil {
@@ -208,10 +297,118 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(j.Ramdisk, os.FileMode(st.Mode&0o7777)&os.ModePerm); err != nil {
+	// Through a descriptor opened without following symlinks: the
+	// RAMDISK's root belongs to the user, who must not steer root's
+	// chown elsewhere.
+	rfd, err := unix.Openat2(unix.AT_FDCWD, j.Ramdisk, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return fmt.Errorf("opening RAMDISK root: %w", err)
+	}
+	defer unix.Close(rfd)
+	if err := unix.Fchownat(rfd, "", int(j.UID), int(st.Gid), unix.AT_EMPTY_PATH); err != nil {
+		return fmt.Errorf("setting RAMDISK group: %w", err)
+	}
+	// fchmodat cannot take AT_EMPTY_PATH on an O_PATH descriptor; the
+	// magic link of this very descriptor names the same inode.
+	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", rfd), st.Mode&0o7777); err != nil {
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
 	}
 	return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
+}
+
+// seal makes the RAMDISK read-only. A file still open for writing (a
+// process the job left behind) blocks that: the holders are ended first.
+func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	err := d.engine.Seal(ctx, rd)
+	if !errors.Is(err, engine.ErrBusy) {
+		return err
+	}
+	if err := d.evict(ctx, j, rd); err != nil {
+		return err
+	}
+	return d.engine.Seal(ctx, rd)
+}
+
+// evict ends the processes that still hold a finished job's RAMDISK, the
+// policy docs/security.md states: every process not root's gets SIGTERM,
+// and SIGKILL limits.kill_grace later; root's processes are never
+// signalled, and while one holds the RAMDISK it stays (and counts as
+// held) until an administrator ends it and retries. Each signal is
+// written to the job's log and the daemon's.
+func (d *Daemon) evict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	dev, ok, err := d.engine.Device(rd)
+	if err != nil || !ok {
+		return err
+	}
+	grace := d.cfg.Limits.KillGrace
+	started := time.Now()
+	termed := map[int]bool{}
+	for {
+		hs, err := d.findHolders(ctx, dev)
+		if err != nil {
+			return fmt.Errorf("looking for processes that hold the RAMDISK: %w", err)
+		}
+		var roots []string
+		live := 0
+		for _, h := range hs {
+			if h.UID == 0 {
+				roots = append(roots, h.String())
+				continue
+			}
+			live++
+			sig, name := unix.SIGTERM, "SIGTERM"
+			if termed[h.PID] && time.Since(started) >= grace {
+				sig, name = unix.SIGKILL, "SIGKILL"
+			} else if termed[h.PID] {
+				continue
+			}
+			termed[h.PID] = true
+			d.jobLog(j, "RAMDISK still held after the job ended by %s: sending %s", h, name)
+			d.log.Warn("ending a process that holds a finished job's RAMDISK", "job", j.ID, "pid", h.PID, "uid", h.UID,
+				"comm", strconv.Quote(h.Comm), "by", h.What, "signal", name)
+			if err := holders.Signal(h, sig); err != nil {
+				return err
+			}
+		}
+		if len(roots) > 0 && live == 0 {
+			return fmt.Errorf("RAMDISK held by root's %s; RSA never signals root's processes: end them, then rsa retry %d", strings.Join(roots, ", "), j.ID)
+		}
+		if live == 0 {
+			return nil
+		}
+		if time.Since(started) > grace+10*time.Second {
+			return fmt.Errorf("RAMDISK still held %s after SIGKILL (a process stuck in the kernel?); rsa retry %d when it is gone", time.Since(started).Round(time.Second), j.ID)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// findHolders bounds the /proc search in time: it never asks a file
+// system, but /proc itself can be slow on a loaded host.
+func (d *Daemon) findHolders(ctx context.Context, dev uint64) ([]holders.Holder, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return holders.Find(ctx, dev)
+}
+
+// jobLog appends one line to the job's stage log (a RAMDISK no job
+// record holds, found by gc, has none).
+func (d *Daemon) jobLog(j *job.Job, format string, a ...any) {
+	if j.CreatedAt.IsZero() {
+		return
+	}
+	f, err := os.OpenFile(d.stageLog(j), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		d.log.Error("writing job log", "job", j.ID, "err", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), fmt.Sprintf(format, a...))
 }
 
 // stage runs one staging phase as the job's user, logging to the job's
@@ -222,7 +419,7 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 		ctx, cancel = context.WithTimeout(ctx, d.cfg.Limits.StageTimeout)
 		defer cancel()
 	}
-	logf, err := os.OpenFile(d.stageLog(j.ID), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(d.stageLog(j), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening stage log: %w", err)
 	}
@@ -259,8 +456,11 @@ func identity(j *job.Job) stage.Identity {
 	return stage.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups, Name: j.User, Home: j.Home}
 }
 
-func (d *Daemon) stageLog(id int64) string {
-	return filepath.Join(d.cfg.StateDir, "logs", strconv.FormatInt(id, 10)+".log")
+// stageLog is the job's log file, named by its id and creation time: a
+// state directory reset (or restored) never shows one user a log of an
+// earlier job that had the same id.
+func (d *Daemon) stageLog(j *job.Job) string {
+	return filepath.Join(d.cfg.StateDir, "logs", fmt.Sprintf("%d-%d.log", j.ID, j.CreatedAt.UnixNano()))
 }
 
 func (d *Daemon) setProgress(id int64, p job.Progress) {

@@ -54,6 +54,9 @@ type Daemon struct {
 	// Owned by the loop goroutine.
 	pending []msg
 	staging map[int64]context.CancelFunc
+	// reserved holds allocations decided but not yet committed (their
+	// EvAssigned is pending), so that the next decision counts them.
+	reserved map[int64][]job.Part
 
 	mu       sync.Mutex
 	notify   chan struct{} // closed and replaced on every commit
@@ -116,6 +119,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		inbox:    make(chan msg, 256),
 		stopped:  make(chan struct{}),
 		staging:  map[int64]context.CancelFunc{},
+		reserved: map[int64][]job.Part{},
 		notify:   make(chan struct{}),
 		progress: map[int64]job.Progress{},
 		waiting:  map[int64]string{},
@@ -271,10 +275,32 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, j := range jobs {
+		if why := d.expired(j, now); why != "" {
+			d.log.Warn("job expired", "job", j.ID, "user", j.User, "why", why)
+			d.handle(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: now, Reason: why},
+				edit: func(n *job.Job) { n.Error = why }})
+			continue
+		}
 		if j.RSA == lifecycle.Initial || (j.State == lifecycle.Running && j.RSA == lifecycle.InUseIn) {
 			d.handle(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: now}})
 		}
 	}
+}
+
+// expired says why an rsa submit job that never started ends now, or "".
+// Only jobs no scheduler drives and no rsa run owns expire, and only while
+// no action of theirs runs: their clock starts at their last change (the
+// submission, or the moment the input was ready).
+func (d *Daemon) expired(j *job.Job, now time.Time) string {
+	limit := d.cfg.Limits.UnstartedExpiry
+	if limit <= 0 || j.Scheduler != "" || j.Owner.PID != 0 || j.State != lifecycle.OnDeck {
+		return ""
+	}
+	if _, busy := lifecycle.Work(j.RSA); busy || now.Sub(j.UpdatedAt) < limit {
+		return ""
+	}
+	return fmt.Sprintf("expired: submitted at %s and not started within %s (limits.unstarted_expiry); its RAM is released. Submit again when you can run it (rsa run --job ID right after rsa submit)",
+		j.CreatedAt.Format(time.DateTime), limit)
 }
 
 // handle applies one event: Step, commit, then start the actions.
@@ -298,6 +324,21 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		if cancel, ok := d.staging[j.ID]; ok {
 			cancel() // releases the stage-in's context
 			delete(d.staging, j.ID)
+		}
+	}
+	if m.ev.Kind == lifecycle.EvAssigned {
+		delete(d.reserved, j.ID)
+		// Committed only if it still fits: whatever happened since the
+		// decision, no byte is ever given twice.
+		var probe job.Job
+		if m.edit != nil {
+			m.edit(&probe)
+		}
+		if ok, err := d.fits(ctx, j.ID, probe.Alloc); err != nil {
+			return j, err
+		} else if !ok {
+			d.log.Error("an allocation no longer fits; the job waits again", "job", j.ID, "alloc", probe.Alloc)
+			return j, nil
 		}
 	}
 	out := lifecycle.Step(j.Machine(), m.ev)
@@ -393,5 +434,6 @@ func (d *Daemon) resume(ctx context.Context) error {
 
 // ramdisk describes j's RAMDISK for the engine.
 func (d *Daemon) ramdisk(j *job.Job) engine.Ramdisk {
-	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, UID: j.UID, GID: j.GID}
+	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, UID: j.UID, GID: j.GID,
+		Inodes: j.Capacity() / max(d.cfg.Limits.BytesPerInode, 1)}
 }

@@ -3,9 +3,11 @@ package daemon
 import (
 	"context"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
@@ -60,7 +62,8 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 			}
 		case sj.Running():
 			if j.State == lifecycle.OnDeck || j.State == lifecycle.Demoted {
-				if err := d.slurmStart(ctx, sj.ID, sj.NodeList); err != nil {
+				id := slurmJob{name: sj.ID, uid: strconv.FormatUint(uint64(sj.UID), 10), gid: strconv.FormatUint(uint64(sj.GID), 10)}
+				if err := d.slurmStart(ctx, id, sj.NodeList); err != nil {
 					d.log.Warn("starting job", "job", j.ID, "slurm", sj.ID, "err", err)
 				}
 			}
@@ -124,7 +127,7 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 	spec := req.Spec
 	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
-	return d.create(ctx, sj.UID, sj.GID, spec, "Slurm (polled)", func(j *job.Job) error {
+	return d.create(ctx, sj.UID, sj.GID, spec, config.SchedulerSlurmPoll, func(j *job.Job) error {
 		if started {
 			j.State, j.StartedAt, j.Hosts = lifecycle.Running, time.Now(), hosts
 		} else {

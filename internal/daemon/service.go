@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -36,6 +39,15 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if p.Root() {
 		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
 	}
+	// A scheduler id names a job only when a scheduler adapter made it:
+	// a user who could name a job after someone else's pending Slurm job
+	// would get that job's hooks (audit finding 1).
+	if r.Spec.Name != "" {
+		return nil, api.Invalid("spec.name is the scheduler's job id, set only by the scheduler's hooks; leave it out (rsa run and rsa submit jobs are known by their RSA id)")
+	}
+	if r.Spec.Pool != "" {
+		return nil, api.Invalid("spec.pool is Slurm's burst buffer pool, set only through Slurm; leave it out")
+	}
 	j, err := d.create(ctx, p.UID, p.GID, r.Spec, "", func(j *job.Job) error {
 		if r.Attach {
 			return attach(j, p)
@@ -45,12 +57,13 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return d.view(j), nil
+	return d.view(j, p), nil
 }
 
 // create validates spec for the user uid and creates the job, on deck
-// unless prepare says otherwise; via names the scheduler for the log.
-func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, via string, prepare func(*job.Job) error) (*job.Job, error) {
+// unless prepare says otherwise; scheduler names the adapter that asks
+// ("" for rsa run and rsa submit).
+func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, scheduler string, prepare func(*job.Job) error) (*job.Job, error) {
 	if uid == 0 {
 		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over")
 	}
@@ -58,35 +71,65 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, via
 	if err != nil {
 		return nil, api.Forbidden("uid %d has no account on this host: %v", uid, err)
 	}
-	if err := d.validate(&spec, uid, true); err != nil {
+	who := asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}
+	if err := d.validate(&spec, &who); err != nil {
 		return nil, err
 	}
-	active, err := d.store.List(ctx, false, 0)
-	if err != nil {
+	if err := d.admit(ctx, uid, u.Username); err != nil {
 		return nil, err
-	}
-	if len(active) >= d.cfg.Limits.MaxActiveJobs {
-		return nil, api.Errorf(http.StatusServiceUnavailable, "RSA already tracks %d active jobs (limits.max_active_jobs); try again later", len(active))
 	}
 	now := time.Now()
-	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: groups(u),
+	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: who.Groups, Scheduler: scheduler,
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 	if prepare != nil {
 		if err := prepare(j); err != nil {
 			return nil, err
 		}
 	}
-	who := u.Username
-	if via != "" {
-		who += " through " + via
+	by := u.Username
+	if scheduler != "" {
+		by += " through " + scheduler
 	}
-	msg := fmt.Sprintf("submitted by %s: %s", who, describeSpec(spec))
+	msg := fmt.Sprintf("submitted by %s: %s", by, describeSpec(spec))
 	if err := d.store.Create(ctx, j, []job.Event{{At: now, Kind: "submit", JobState: j.State, RSAState: j.RSA, Message: msg}}); err != nil {
 		return nil, err
 	}
-	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(via, "rsa"), "spec", describeSpec(spec))
+	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(scheduler, "rsa"), "spec", describeSpec(spec))
 	d.watchOwner(j)
 	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
+}
+
+// counts reports whether a job takes a place under the job limits: it
+// holds RAM or waits for it. INELIGIBLE, released and finished jobs hold
+// nothing and wait for nothing, so they never lock anyone out.
+func counts(j *job.Job) bool {
+	return !j.Machine().Done() && j.RSA != lifecycle.Ineligible && j.RSA != lifecycle.Released
+}
+
+// admit applies the job limits, the site's and the user's, before a new
+// job of uid is created.
+func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
+	active, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return err
+	}
+	var all, mine int
+	for _, j := range active {
+		if counts(j) {
+			all++
+			if j.UID == uid {
+				mine++
+			}
+		}
+	}
+	l := d.cfg.Limits
+	if mine >= l.MaxJobsPerUser {
+		return api.Errorf(http.StatusTooManyRequests, "%s already has %d active RSA jobs (limits.max_jobs_per_user); wait for one to end, or cancel one (rsa status, rsa cancel ID)", name, mine)
+	}
+	if all >= l.MaxActiveJobs {
+		return api.Errorf(http.StatusServiceUnavailable, "RSA already tracks %d active jobs (limits.max_active_jobs); try again later", all)
+	}
+	return nil
 }
 
 func msg2(id int64, k lifecycle.EventKind) msg {
@@ -133,9 +176,20 @@ func describeSpec(s job.Spec) string {
 }
 
 // validate checks a spec before anything is created or mounted. Every error
-// names the field, the problem and the fix. Without knownUID (Slurm 22.05
-// validates a job before saying whose it is) ownership is not checked.
-func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
+// names the field, the problem and the fix. The file system checks run with
+// who's rights (asuser), so an answer never tells more than the user could
+// see; with who nil (Slurm 22.05 validates a job before saying whose it
+// is) they run as nobody and ownership is not checked.
+func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
+	for _, f := range []struct{ what, v string }{
+		{"input directory", s.Input}, {"output directory", s.Output},
+		{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut},
+		{"pool", s.Pool}, {"scheduler job id", s.Name},
+	} {
+		if err := job.CheckText(f.what, f.v); err != nil {
+			return api.Invalid("%v", err)
+		}
+	}
 	if s.Input == "" && s.Output == "" && s.StageIn == "" {
 		return api.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
 	}
@@ -148,6 +202,12 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 	if s.Capacity != 0 && s.Capacity < 1<<20 {
 		return api.Invalid("capacity %s is below the 1M minimum", units.FormatSize(s.Capacity))
 	}
+	if l := d.cfg.Limits.MaxJobCapacity; l > 0 && s.Capacity > l {
+		return api.Invalid("capacity %s is above the site's limit of %s per job (limits.max_job_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
+	}
+	if l := d.cfg.Limits.MaxUserCapacity; l > 0 && s.Capacity > l {
+		return api.Invalid("capacity %s is above the site's limit of %s per user (limits.max_user_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
+	}
 	for _, t := range []struct{ role, path string }{{"input directory", s.Input}, {"output directory", s.Output}} {
 		if t.path == "" {
 			continue
@@ -157,14 +217,15 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 				return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
 			}
 		}
-		var err error
-		switch {
-		case knownUID:
-			err = mount.CheckTarget(t.role, t.path, uid)
-		case mount.PubliclyReachable(t.path):
-			err = mount.CheckDir(t.role, t.path)
+		if who == nil && !anyoneReaches(t.path) {
+			continue // checked at setup, once the user is known
 		}
-		if err != nil {
+		if err := d.asUser(who, func() error {
+			if who == nil {
+				return mount.CheckDir(t.role, t.path)
+			}
+			return mount.CheckTarget(t.role, t.path, who.UID)
+		}); err != nil {
 			return api.Invalid("%v", err)
 		}
 	}
@@ -186,13 +247,17 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
 			return api.Invalid("%s %q must be a clean absolute path", p.role, p.path)
 		}
-		// Looked at without following any symlink, so root's rights never
-		// reach through the user's links; it runs as the user, who may
-		// still lose the right to run it before it starts.
-		if !knownUID && !mount.PubliclyReachable(p.path) {
-			continue // checked again once the user is known
+		// Looked at without following any symlink; it runs as the user,
+		// who may still lose the right to run it before it starts.
+		if who == nil && !anyoneReaches(p.path) {
+			continue
 		}
-		if err := mount.CheckProgram(p.role, p.path, uid, knownUID); err != nil {
+		if err := d.asUser(who, func() error {
+			if who == nil {
+				return mount.CheckProgram(p.role, p.path, 0, false)
+			}
+			return mount.CheckProgram(p.role, p.path, who.UID, true)
+		}); err != nil {
 			return api.Invalid("%v", err)
 		}
 	}
@@ -202,11 +267,39 @@ func (d *Daemon) validate(s *job.Spec, uid uint32, knownUID bool) error {
 	return nil
 }
 
-func (d *Daemon) view(j *job.Job) *api.JobView {
+// anyoneReaches reports whether nobody may look up path: only then can a
+// check made before the user is known say anything without being an
+// oracle for paths its user could not see.
+func anyoneReaches(path string) bool {
+	return asuser.Do(asuser.Nobody, func() error {
+		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if errors.Is(err, unix.EACCES) {
+			return err
+		}
+		return nil
+	}) == nil
+}
+
+// asUser runs a check with who's rights, or nobody's when who is nil.
+func (d *Daemon) asUser(who *asuser.Identity, check func() error) error {
+	id := asuser.Nobody
+	if who != nil {
+		id = *who
+	}
+	return asuser.Do(id, check)
+}
+
+// view is what peer p may see of j: all of it for the job's user, root and
+// the scheduler's users; for anyone else, with private_data, only the id,
+// user, states, size and progress (like Slurm's PrivateData=jobs).
+func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
 	v := &api.JobView{Job: *j}
 	d.mu.Lock()
-	if p, ok := d.progress[j.ID]; ok {
-		v.Progress = &p
+	if pr, ok := d.progress[j.ID]; ok {
+		v.Progress = &pr
 	}
 	v.Waiting = d.waiting[j.ID]
 	d.mu.Unlock()
@@ -215,17 +308,29 @@ func (d *Daemon) view(j *job.Job) *api.JobView {
 			v.Used = u.Used
 		}
 	}
+	if d.cfg.PrivateData && !d.mayInspect(p, j) {
+		v.Job = job.Job{ID: j.ID, UID: j.UID, User: j.User, State: j.State, RSA: j.RSA, Alloc: j.Alloc,
+			CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, UpdatedAt: j.UpdatedAt, Version: j.Version}
+		v.Waiting = ""
+		v.Private = true
+	}
 	return v
 }
 
-func (d *Daemon) Jobs(ctx context.Context, _ api.Peer, all bool) ([]api.JobView, error) {
+// mayInspect reports whether p may see all of j: its user, root, and the
+// scheduler's users (slurmctld shows bbstat to whom Slurm allows).
+func (d *Daemon) mayInspect(p api.Peer, j *job.Job) bool {
+	return p.Root() || p.UID == j.UID || d.hookCaller(p)
+}
+
+func (d *Daemon) Jobs(ctx context.Context, p api.Peer, all bool) ([]api.JobView, error) {
 	js, err := d.store.List(ctx, all, 1000)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.JobView, 0, len(js))
 	for _, j := range js {
-		out = append(out, *d.view(j))
+		out = append(out, *d.view(j, p))
 	}
 	return out, nil
 }
@@ -240,7 +345,7 @@ func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
 
 // Job long-polls: it returns once the job's version passes after, or when
 // wait has elapsed.
-func (d *Daemon) Job(ctx context.Context, _ api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
+func (d *Daemon) Job(ctx context.Context, p api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
 	var j *job.Job
 	err := d.waitFor(ctx, wait, func() (bool, error) {
 		var err error
@@ -250,7 +355,7 @@ func (d *Daemon) Job(ctx context.Context, _ api.Peer, id, after int64, wait time
 	if err != nil {
 		return nil, err
 	}
-	return d.view(j), nil
+	return d.view(j, p), nil
 }
 
 // waitFor calls check after every commit until it reports done or an
@@ -288,7 +393,7 @@ func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event,
 	if err != nil {
 		return nil, "", err
 	}
-	return evs, tail(d.stageLog(id), 64<<10), nil
+	return evs, tail(d.stageLog(j), 64<<10), nil
 }
 
 func tail(path string, n int64) string {
@@ -345,7 +450,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 		return nil, api.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
 	}
 	if m.ev.Kind == lifecycle.EvFinished && j.State == lifecycle.Finished {
-		return d.view(j), nil // finishing twice is harmless
+		return d.view(j, p), nil // finishing twice is harmless
 	}
 	if m.ev.Kind == lifecycle.EvRetry || m.ev.Kind == lifecycle.EvDiscard {
 		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && j.RSA != lifecycle.StageOutFailed) {
@@ -363,7 +468,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 	if got.State == lifecycle.Finished && verb != api.VerbFinish {
 		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
 	}
-	return d.view(got), nil
+	return d.view(got, p), nil
 }
 
 func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {
@@ -406,6 +511,7 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 		return nil, err
 	}
 	rep := &api.GCReport{Removed: []string{}}
+	var errs []error
 	for _, f := range found {
 		j, err := d.store.Get(ctx, f.Job)
 		if err == nil && lifecycle.HoldsNodes(j.RSA) {
@@ -414,11 +520,23 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rep, err
 		}
-		if err := d.engine.Destroy(ctx, engine.Ramdisk{Job: f.Job, Dir: f.Dir}); err != nil {
-			return rep, fmt.Errorf("removing %s: %w", f.Dir, err)
+		// One leftover that cannot go (a process of root's holds it)
+		// must not keep gc from the others.
+		rd := engine.Ramdisk{Job: f.Job, Dir: f.Dir}
+		if err := d.engine.Revoke(ctx, rd); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
+			continue
+		}
+		if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
+			continue
+		}
+		if err := d.engine.Destroy(ctx, rd); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
+			continue
 		}
 		d.log.Warn("gc removed a RAMDISK no job holds", "dir", f.Dir, "job", f.Job)
 		rep.Removed = append(rep.Removed, f.Dir)
 	}
-	return rep, nil
+	return rep, errors.Join(errs...)
 }

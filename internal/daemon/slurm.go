@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"os/user"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -65,32 +67,42 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 		return d.hookJobProcess(r.Script, arg(1))
 	case "pools":
 		return d.hookPools(ctx)
-	case "setup":
-		return d.hookSetup(ctx, arg(0), arg(1), arg(2), arg(3), r.Script)
-	case "data_in", "test_data_in":
-		return d.await(ctx, arg(0), r.Wait, stageInVerdict)
-	case "real_size":
-		return done("")
-	case "paths":
-		return d.hookPaths(ctx, arg(0))
-	case "pre_run", "prolog":
-		if err := d.slurmStart(ctx, arg(0), arg(1)); err != nil {
-			return failed("%v", err)
-		}
-		return d.await(ctx, arg(0), r.Wait, mountVerdict)
-	case "post_run":
-		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, nil)
-	case "data_out", "test_data_out":
-		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, stageOutVerdict)
-	case "epilog":
-		return d.finishNamed(ctx, arg(0), "job ended", r.Wait, unmountVerdict)
-	case "teardown":
-		return d.finishNamed(ctx, arg(0), "torn down by Slurm", r.Wait, teardownVerdict)
 	case "get_status":
 		return d.hookStatus(ctx, r.Args)
 	}
+	// Every other hook is about one job: its arguments start with the
+	// Slurm job id and the uid and gid Slurm says it runs as ("" where
+	// Slurm 22.05 does not say), and the RSA job must be that user's.
+	sj := slurmJob{name: arg(0), uid: arg(1), gid: arg(2)}
+	switch r.Hook {
+	case "setup":
+		return d.hookSetup(ctx, sj, arg(3), r.Script)
+	case "data_in", "test_data_in":
+		return d.await(ctx, sj, r.Wait, stageInVerdict)
+	case "real_size":
+		return done("")
+	case "paths":
+		return d.hookPaths(ctx, sj)
+	case "pre_run", "prolog":
+		if err := d.slurmStart(ctx, sj, arg(3)); err != nil {
+			return failed("%v", err)
+		}
+		return d.await(ctx, sj, r.Wait, mountVerdict)
+	case "post_run":
+		return d.finishNamed(ctx, sj, "job ended", r.Wait, nil)
+	case "data_out", "test_data_out":
+		return d.finishNamed(ctx, sj, "job ended", r.Wait, stageOutVerdict)
+	case "epilog":
+		return d.finishNamed(ctx, sj, "job ended", r.Wait, unmountVerdict)
+	case "teardown":
+		return d.finishNamed(ctx, sj, "torn down by Slurm", r.Wait, teardownVerdict)
+	}
 	return nil, api.NotFound("unknown hook %q", r.Hook)
 }
+
+// slurmJob is a hook's job: the Slurm job id and, where Slurm passes them,
+// the uid and gid it runs as.
+type slurmJob struct{ name, uid, gid string }
 
 // hookJobProcess validates a job script at submission. It runs inside
 // slurmctld: it reads nothing but the script and the file system.
@@ -104,11 +116,27 @@ func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
 	}
 	// Slurm 22.05 does not say who submits; the owner is checked again
 	// at setup, which knows.
-	uid, known := parseUID(uidArg)
-	if err := d.validate(&req.Spec, uid, known); err != nil {
+	var who *asuser.Identity
+	if uid, known := parseUID(uidArg); known {
+		if who, err = identityOf(uid); err != nil {
+			return failed("RSA: %v", err)
+		}
+	}
+	if err := d.validate(&req.Spec, who); err != nil {
 		return failed("RSA: %v", err)
 	}
 	return done("")
+}
+
+// identityOf is uid with its primary group and groups, for checks made
+// with the user's rights.
+func identityOf(uid uint32) (*asuser.Identity, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return nil, fmt.Errorf("uid %d has no account on this host: %w", uid, err)
+	}
+	gid, _ := parseUID(u.Gid)
+	return &asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}, nil
 }
 
 func parseUID(s string) (uint32, bool) {
@@ -151,27 +179,57 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	return done("%s", b)
 }
 
-// latest returns the newest RSA job for a Slurm job id, or nil. A job held
-// and released, or requeued, by Slurm is set up again as a new RSA job; the
-// newest may be done.
-func (d *Daemon) latest(ctx context.Context, name string) (*job.Job, error) {
-	if name == "" {
+// latest returns the newest RSA job that a scheduler adapter made for a
+// Slurm job id, or nil. A job held and released, or requeued, by Slurm is
+// set up again as a new RSA job; the newest may be done. Where Slurm says
+// whose job it is, the RSA job must be that user's: a job of one user is
+// never answered for another's.
+func (d *Daemon) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
+	if sj.name == "" {
 		return nil, api.Invalid("no Slurm job id given")
 	}
-	j, err := d.store.FindByName(ctx, name)
+	if err := slurm.CheckID(sj.name); err != nil {
+		return nil, api.Invalid("%v", err)
+	}
+	j, err := d.store.FindByName(ctx, sj.name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	return j, err
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []struct {
+		what, arg string
+		have      uint32
+	}{{"uid", sj.uid, j.UID}, {"gid", sj.gid, j.GID}} {
+		if c.arg == "" {
+			continue
+		}
+		n, ok := parseUID(c.arg)
+		if !ok {
+			return nil, api.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
+		}
+		if n != c.have {
+			d.log.Warn("hook for a Slurm job whose RSA job is another user's", "slurm_job", sj.name, "job", j.ID, c.what, n, "recorded", c.have)
+			return nil, api.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
+		}
+	}
+	return j, nil
 }
 
 // hookSetup creates the RSA job for a Slurm job that is about to be staged
 // in. Asked again for the same job it changes nothing.
-func (d *Daemon) hookSetup(ctx context.Context, name, uidArg, gidArg, sizeArg, script string) (*api.HookReply, error) {
+func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script string) (*api.HookReply, error) {
+	name := sj.name
+	uid, ok1 := parseUID(sj.uid)
+	gid, ok2 := parseUID(sj.gid)
+	if !ok1 || !ok2 {
+		return failed("RSA: setup of job %s gave no uid/gid", name)
+	}
 	// A record of a job that already finished is an earlier run (the job
 	// was requeued, or held and released): this run gets a new one.
-	if j, err := d.latest(ctx, name); err != nil {
-		return nil, err
+	if j, err := d.latest(ctx, sj); err != nil {
+		return failed("RSA: %v", err)
 	} else if j != nil && j.State != lifecycle.Finished {
 		return done("RSA job %d is %s", j.ID, j.RSA)
 	}
@@ -182,23 +240,18 @@ func (d *Daemon) hookSetup(ctx context.Context, name, uidArg, gidArg, sizeArg, s
 	case !ok:
 		return failed("RSA: the job script of job %s has no #RSA line", name)
 	}
-	uid, ok1 := parseUID(uidArg)
-	gid, ok2 := parseUID(gidArg)
-	if !ok1 || !ok2 {
-		return failed("RSA: setup of job %s gave no uid/gid", name)
-	}
 	spec := req.Spec
 	spec.Name = name
 	if size, err := strconv.ParseInt(sizeArg, 10, 64); err == nil && size > 0 && req.Pool != "" {
 		spec.Capacity, spec.Pool = size, req.Pool
 	}
-	sj, err := d.slurmc.Job(ctx, name)
+	slj, err := d.slurmc.Job(ctx, name)
 	if err != nil {
 		return failed("RSA: reading job %s from Slurm: %v", name, err)
 	}
-	spec.ComputeNodes = max(sj.Nodes, 1)
-	j, err := d.create(ctx, uid, gid, spec, "Slurm", func(j *job.Job) error {
-		j.NotBefore = d.stageInTime(spec, sj.Start)
+	spec.ComputeNodes = max(slj.Nodes, 1)
+	j, err := d.create(ctx, uid, gid, spec, config.SchedulerSlurm, func(j *job.Job) error {
+		j.NotBefore = d.stageInTime(spec, slj.Start)
 		return nil
 	})
 	if err != nil {
@@ -231,15 +284,15 @@ type verdict func(j *job.Job) (string, string)
 
 // await answers once v says the job is no longer busy, or Busy when wait
 // has passed.
-func (d *Daemon) await(ctx context.Context, name string, wait time.Duration, v verdict) (*api.HookReply, error) {
+func (d *Daemon) await(ctx context.Context, sj slurmJob, wait time.Duration, v verdict) (*api.HookReply, error) {
 	rep := &api.HookReply{Verdict: api.Busy}
 	err := d.waitFor(ctx, wait, func() (bool, error) {
-		j, err := d.latest(ctx, name)
+		j, err := d.latest(ctx, sj)
 		switch {
 		case err != nil:
 			return false, err
 		case j == nil:
-			rep.Verdict, rep.Message = api.Success, fmt.Sprintf("job %s does not use RSA", name)
+			rep.Verdict, rep.Message = api.Success, fmt.Sprintf("job %s does not use RSA", sj.name)
 		default:
 			rep.Verdict, rep.Message = v(j)
 		}
@@ -333,13 +386,13 @@ func teardownVerdict(j *job.Job) (string, string) {
 
 // finishNamed tells the lifecycle the Slurm job ended, then answers by v
 // (or at once when v is nil).
-func (d *Daemon) finishNamed(ctx context.Context, name, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
-	j, err := d.latest(ctx, name)
+func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
+	j, err := d.latest(ctx, sj)
 	if err != nil {
 		return nil, err
 	}
 	if j == nil {
-		return done("job %s does not use RSA", name)
+		return done("job %s does not use RSA", sj.name)
 	}
 	if j.State != lifecycle.Finished {
 		if _, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}}); lost(err) != nil {
@@ -349,13 +402,14 @@ func (d *Daemon) finishNamed(ctx context.Context, name, why string, wait time.Du
 	if v == nil {
 		return done("")
 	}
-	return d.await(ctx, name, wait, v)
+	return d.await(ctx, sj, wait, v)
 }
 
 // slurmStart tells the lifecycle the Slurm job started on the nodes of
 // nodelist (read from Slurm when empty).
-func (d *Daemon) slurmStart(ctx context.Context, name, nodelist string) error {
-	j, err := d.latest(ctx, name)
+func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) error {
+	name := sj.name
+	j, err := d.latest(ctx, sj)
 	if err != nil {
 		return err
 	}
@@ -366,18 +420,18 @@ func (d *Daemon) slurmStart(ctx context.Context, name, nodelist string) error {
 	if !fresh && j.State != lifecycle.OnDeck && j.State != lifecycle.Demoted {
 		return nil // started already: pre_run and the prolog both say so
 	}
-	var sj slurm.Job
+	var slj slurm.Job
 	if nodelist == "" || fresh {
-		if sj, err = d.slurmc.Job(ctx, name); err != nil {
+		if slj, err = d.slurmc.Job(ctx, name); err != nil {
 			return fmt.Errorf("reading job %s from Slurm: %w", name, err)
 		}
-		nodelist = cmpOr(nodelist, sj.NodeList)
+		nodelist = cmpOr(nodelist, slj.NodeList)
 	}
 	if fresh {
 		// Polling never saw it on deck: it starts without input in RAM,
 		// under the RUNNING rules (App. K l.27).
-		sj.NodeList = nodelist
-		_, err := d.adopt(ctx, sj, true)
+		slj.NodeList = nodelist
+		_, err := d.adopt(ctx, slj, true)
 		return err
 	}
 	hosts, err := slurm.ExpandHosts(nodelist)
@@ -399,23 +453,39 @@ func lost(err error) error {
 	return err
 }
 
-func (d *Daemon) hookPaths(ctx context.Context, name string) (*api.HookReply, error) {
-	j, err := d.latest(ctx, name)
+// envLine is what Slurm's path file may get: one RSA_* variable per
+// line, its value free of control characters.
+var envLine = regexp.MustCompile(`^RSA_[A-Z_]+=[^\x00-\x1f\x7f]*$`)
+
+func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, error) {
+	j, err := d.latest(ctx, sj)
 	if err != nil || j == nil {
 		return &api.HookReply{Verdict: api.Success}, err
 	}
 	env := append(slurm.EnvLines(j.Ramdisk, j.Spec), "RSA_JOB="+strconv.FormatInt(j.ID, 10))
+	// Checked again here, where the lines leave for the job's
+	// environment, whatever was checked when the job was made (a record
+	// from an older rsa, a bug elsewhere).
+	for _, l := range env {
+		if !envLine.MatchString(l) || job.CheckText("environment line", l) != nil {
+			d.log.Error("refusing an environment line for a Slurm job", "slurm_job", sj.name, "job", j.ID, "line", strconv.Quote(l))
+			return failed("RSA: job %d has a value RSA will not put into a job's environment; see the rsa serve log", j.ID)
+		}
+	}
 	return &api.HookReply{Verdict: api.Success, Env: env}, nil
 }
 
 // hookStatus answers `scontrol show bbstat [JOBID...]`.
 func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply, error) {
-	// 23.02+ put the caller's uid and gid first.
+	// 23.02+ put the caller's uid and gid first; 22.05 does not say who
+	// asks, so the private part of every job stays hidden there.
+	caller := api.Peer{UID: 65534, GID: 65534}
 	if len(args) >= 2 {
-		if _, err1 := strconv.ParseUint(args[0], 10, 32); err1 == nil {
-			if _, err2 := strconv.ParseUint(args[1], 10, 32); err2 == nil {
-				args = args[2:]
-			}
+		uid, ok1 := parseUID(args[0])
+		gid, ok2 := parseUID(args[1])
+		if ok1 && ok2 {
+			caller = api.Peer{UID: uid, GID: gid}
+			args = args[2:]
 		}
 	}
 	jobs, err := d.store.List(ctx, len(args) > 0, 1000)
@@ -428,7 +498,7 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, statusNote(d.view(j)))
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, statusNote(d.view(j, caller)))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
 }

@@ -87,7 +87,7 @@ func ByID(jobs []Job) map[string]Job {
 
 // Job reads one job.
 func (c Client) Job(ctx context.Context, id string) (Job, error) {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return Job{}, err
 	}
 	out, err := c.cmd(ctx, "squeue", "-h", "-a", "-t", "all", "-j", id, "-o", squeueFormat)
@@ -112,7 +112,7 @@ func (c Client) Job(ctx context.Context, id string) (Job, error) {
 // Comment sets a job's comment, where its user sees why RSA did not take
 // it (polling cannot refuse a job at submission).
 func (c Client) Comment(ctx context.Context, id, text string) error {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return err
 	}
 	_, err := c.cmd(ctx, "scontrol", "update", "JobId="+id, "Comment="+text)
@@ -121,15 +121,15 @@ func (c Client) Comment(ctx context.Context, id, text string) error {
 
 // Script returns a batch job's script.
 func (c Client) Script(ctx context.Context, id string) ([]byte, error) {
-	if err := checkID(id); err != nil {
+	if err := CheckID(id); err != nil {
 		return nil, err
 	}
 	return c.cmd(ctx, "scontrol", "write", "batch_script", id, "-")
 }
 
-// checkID refuses anything but a numeric job id before it reaches a Slurm
+// CheckID refuses anything but a numeric job id before it reaches a Slurm
 // command line.
-func checkID(id string) error {
+func CheckID(id string) error {
 	if _, err := strconv.ParseUint(id, 10, 32); err != nil {
 		return fmt.Errorf("%q is not a Slurm job id", id)
 	}

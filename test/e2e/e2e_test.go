@@ -112,6 +112,17 @@ func TestBadInputRefused(t *testing.T) {
 	e.noLeaks()
 }
 
+// logFile is the stage log of job id (its name carries the job's creation
+// time too).
+func logFile(t *testing.T, e *env, id int) string {
+	t.Helper()
+	ms, _ := filepath.Glob(filepath.Join(e.dir, "state", "logs", itoa(id)+"-*.log"))
+	if len(ms) != 1 {
+		t.Fatalf("log files of job %d: %v", id, ms)
+	}
+	return ms[0]
+}
+
 // pidGone reports whether the pid written to file no longer runs.
 func pidGone(t *testing.T, file string) bool {
 	t.Helper()
@@ -213,7 +224,7 @@ cp -a "$1/." "$2/"
 		if j.RSA != lifecycle.StageOutFailed {
 			t.Fatalf("job %d is %s", id, j.RSA)
 		}
-		if b, err := os.ReadFile(filepath.Join(e.root, itoa(id), "result")); err != nil || string(b) != "precious\n" {
+		if b, err := os.ReadFile(filepath.Join(e.root, itoa(id), "ram", "result")); err != nil || string(b) != "precious\n" {
 			t.Fatalf("output not kept in RAM: %v", err)
 		}
 		if _, stderr, err := e.rsa(false, "retry", itoa(id)); err == nil || !strings.Contains(stderr, "only root") {
@@ -250,7 +261,7 @@ cp -a "$1/." "$2/"
 func TestGCAtStart(t *testing.T) {
 	e := setup(t, "")
 	e.kill(syscall.SIGTERM)
-	stray := filepath.Join(e.root, "999")
+	stray := filepath.Join(e.root, "999", "ram")
 	os.MkdirAll(stray, 0o700)
 	if err := unix.Mount("rsa-999", stray, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
@@ -399,14 +410,15 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 		t.Errorf("root job: %v %q", err, stderr)
 	}
 	for path, want := range map[string]os.FileMode{
-		filepath.Join(e.dir, "state"):               0o700,
-		filepath.Join(e.dir, "run"):                 0o755,
-		e.root:                                      0o755,
-		filepath.Join(e.root, "1"):                  0o700, // the RAMDISK: as private as the input
-		filepath.Join(e.dir, "run", "rsa.sock"):     0o666 | os.ModeSocket,
-		filepath.Join(e.dir, "state", "rsa.db"):     0o644,
-		filepath.Join(e.dir, "state", "logs"):       0o700,
-		filepath.Join(e.dir, "state", "logs/1.log"): 0o600,
+		filepath.Join(e.dir, "state"):           0o700,
+		filepath.Join(e.dir, "run"):             0o755,
+		e.root:                                  0o711, // anyone passes, no one lists
+		filepath.Join(e.root, "1"):              0o710, // the gate: root, and the user by an ACL (the group bits show its mask)
+		filepath.Join(e.root, "1", "ram"):       0o700, // the RAMDISK: as private as the input
+		filepath.Join(e.dir, "run", "rsa.sock"): 0o666 | os.ModeSocket,
+		filepath.Join(e.dir, "state", "rsa.db"): 0o644,
+		filepath.Join(e.dir, "state", "logs"):   0o700,
+		logFile(t, e, 1):                        0o600,
 	} {
 		st, err := os.Stat(path)
 		if err != nil {
