@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 func TestHookVerdicts(t *testing.T) {
@@ -83,5 +87,51 @@ func TestOnlyChanges(t *testing.T) {
 		if got := o.changed(s.err); got != s.news {
 			t.Errorf("step %d (%v): news = %v, want %v", i, s.err, got, s.news)
 		}
+	}
+}
+
+// Audit finding 1: a hook answers only for the job a scheduler adapter
+// made for that Slurm id, and only when the uid and gid Slurm passes are
+// that job's; the path file never gets a line that is not one RSA_*
+// variable free of control characters.
+func TestHookLookupMatchesSlurmsUser(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := &Daemon{store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: &config.Config{}}
+	now := time.Now()
+	mk := func(name, in string, uid uint32) *job.Job {
+		j := &job.Job{Spec: job.Spec{Name: name, Input: in}, UID: uid, GID: uid, User: "u", Scheduler: config.SchedulerSlurm,
+			State: lifecycle.OnDeck, RSA: lifecycle.Ready, Ramdisk: "/run/rsa/ramdisk/1/ram", CreatedAt: now, UpdatedAt: now}
+		if err := st.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	victim := mk("77", "/home/v/in", 1001)
+	for _, c := range []struct {
+		uid, gid string
+		ok       bool
+	}{{"1001", "1001", true}, {"", "", true}, {"1002", "1001", false}, {"1001", "1002", false}, {"x", "", false}} {
+		j, err := d.latest(ctx, slurmJob{name: "77", uid: c.uid, gid: c.gid})
+		if c.ok != (err == nil) || (c.ok && j.ID != victim.ID) {
+			t.Errorf("uid %q gid %q: %v, %v (ok %v)", c.uid, c.gid, j, err, c.ok)
+		}
+	}
+	if _, err := d.latest(ctx, slurmJob{name: "77; rm -rf /"}); err == nil {
+		t.Error("a job id that is not a number was looked up")
+	}
+	rep, err := d.hookPaths(ctx, slurmJob{name: "77", uid: "1001", gid: "1001"})
+	if err != nil || rep.Verdict != api.Success || len(rep.Env) == 0 {
+		t.Fatalf("paths: %+v %v", rep, err)
+	}
+	// A record from before control characters were refused.
+	mk("78", "/home/v/x\nBASH_ENV=/tmp/evil.sh", 1001)
+	rep, err = d.hookPaths(ctx, slurmJob{name: "78"})
+	if err != nil || rep.Verdict != api.Failure || len(rep.Env) != 0 {
+		t.Fatalf("paths of a record with a newline: %+v %v", rep, err)
 	}
 }

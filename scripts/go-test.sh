@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# make test's runner: every package's tests with CI=true, so that a test
+# missing what it needs (root, a tool) fails instead of skipping, and any
+# skip that remains fails the run too: a skipped test checks nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+CI=true "${GO:-go}" test -count=1 -timeout 15m -v "$@" ./... >"$log" 2>&1 || status=$?
+# Passing tests' names are noise here; failures, logs and package lines stay.
+grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS)' "$log" || true
+if grep -qE '^[[:space:]]*--- SKIP' "$log"; then
+	echo "skipped tests (make test allows none):"
+	grep -E -A2 '^[[:space:]]*--- SKIP' "$log"
+	status=1
+fi
+passed=$(grep -cE '^[[:space:]]*--- PASS' "$log" || true)
+failed=$(grep -cE '^[[:space:]]*--- FAIL' "$log" || true)
+echo "tests: $passed passed, $failed failed"
+exit "$status"
