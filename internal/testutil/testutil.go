@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,12 +36,23 @@ type User struct {
 }
 
 // TestUserName names the account the tests of the calling package run
-// jobs as: one per package ("rsatest-mount", "rsatest-e2e", ...), because
-// go test runs packages in parallel and one package's cleanup must not
-// remove a user another package is using.
+// jobs as: one per package ("rsatest-internal-mount", "rsatest-test-e2e",
+// ...), because go test runs packages in parallel and one package's
+// cleanup must not remove a user another package is using. The name comes
+// from the package's path in the module, so internal/slurm and test/slurm
+// get different ones.
 func TestUserName() string {
 	wd, _ := os.Getwd()
-	return "rsatest-" + filepath.Base(wd)
+	rel := filepath.Base(wd)
+	for dir := wd; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if r, err := filepath.Rel(dir, wd); err == nil {
+				rel = r
+			}
+			break
+		}
+	}
+	return "rsatest-" + strings.ReplaceAll(rel, string(filepath.Separator), "-")
 }
 
 // EnsureUser returns the package's test account, creating it if it does

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,11 +29,13 @@ func TestRunLifecycle(t *testing.T) {
 	in, out := e.mkdir("sim/input"), e.mkdir("sim/results")
 	want := e.fill(in, 64, 4096)
 	e.writeFile(filepath.Join(e.mkdir("sim/input/sub"), "nested"), []byte("nested"), 0o640)
+	want["sub/nested"] = []byte("nested")
 	os.Chmod(in, 0o751)
+	sums := filepath.Join(e.mkdir("ctl"), "sums")
 	job := e.script("job.sh", inRAM+`
 ram "$1" || { echo "input not in RAM" >&2; exit 10; }
 [ "$(stat -c %a "$1")" = 751 ] || { echo "RAMDISK root does not keep the input's mode" >&2; exit 12; }
-cat "$1"/f* "$1/sub/nested" > /dev/null
+(cd "$1" && find . -type f -printf '%P\n' | sort | xargs sha256sum) > `+sums+`
 waitram "$2"
 for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
 mkdir "$2/deep"; echo deep > "$2/deep/x"
@@ -53,6 +58,20 @@ exit 3
 		t.Fatal("nested output missing")
 	}
 	sameFiles(t, in, want) // the input on disk is untouched
+	// What the job read in RAM is the input, file for file.
+	got, _ := os.ReadFile(sums)
+	names := make([]string, 0, len(want))
+	for name := range want {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var wantSums []string
+	for _, name := range names {
+		wantSums = append(wantSums, fmt.Sprintf("%x  %s", sha256.Sum256(want[name]), name))
+	}
+	if strings.TrimSpace(string(got)) != strings.Join(wantSums, "\n") {
+		t.Fatalf("the input in RAM differs from the input on disk:\n%s\nwant:\n%s", got, strings.Join(wantSums, "\n"))
+	}
 	e.noLeaks()
 	var states []string
 	for _, s := range []lifecycle.RSAState{lifecycle.StagingIn, lifecycle.Ready, lifecycle.InUseIn, lifecycle.Unmounting,
@@ -246,8 +265,14 @@ cp -a "$1/." "$2/"
 	if b, _ := os.ReadFile(filepath.Join(out, "result")); string(b) != "precious\n" {
 		t.Fatal("output not staged after retry")
 	}
-	// Job 2: explicitly discarded.
+	// Job 2: its owner may not drop output that only RAM holds; root may.
 	os.Remove(allow)
+	if _, stderr, err := e.rsa(false, "discard", "2"); err == nil || !strings.Contains(stderr, "only root") {
+		t.Fatalf("the owner discarded: %v %q", err, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.root, "2", "ram", "result")); err != nil || string(b) != "precious\n" || e.job(2).RSA != lifecycle.StageOutFailed {
+		t.Fatalf("output of job 2 not kept in RAM after the owner's discard: %v", err)
+	}
 	if _, stderr, err := e.rsa(true, "discard", "2"); err != nil {
 		t.Fatalf("discard: %v %s", err, stderr)
 	}
@@ -338,7 +363,9 @@ func TestIneligibleRunsFromDisk(t *testing.T) {
 	e := setup(t, "")
 	in := e.mkdir("in")
 	e.fill(in, 2, 10)
-	job := e.script("job.sh", inRAM+`! ram "$1"; cat "$1"/f* > /dev/null
+	// Not "! ram": set -e ignores a command that starts with "!".
+	job := e.script("job.sh", inRAM+`if ram "$1"; then echo "input unexpectedly in RAM" >&2; exit 10; fi
+cat "$1"/f* > /dev/null
 `)
 	b := e.runBG("--in", in, "--capacity", "100G", "--", job, in)
 	if code := b.wait(t); code != 0 {

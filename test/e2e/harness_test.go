@@ -130,15 +130,24 @@ func (e *env) cleanup() {
 }
 
 // leaks lists mounts and RAMDISK directories left below the test's dir.
+// An error reading them fails the test: a leak check that cannot look must
+// not pass.
 func (e *env) leaks() []string {
-	ms, _ := mount.List()
+	e.t.Helper()
+	ms, err := mount.List()
+	if err != nil {
+		e.t.Fatalf("reading the mount table: %v", err)
+	}
 	var out []string
 	for _, m := range ms {
 		if strings.HasPrefix(m.Point, e.dir+"/") || strings.HasPrefix(m.Source, "rsa-") && strings.HasPrefix(m.Point, e.dir) {
 			out = append(out, m.Point+" ("+m.Source+")")
 		}
 	}
-	ents, _ := os.ReadDir(e.root)
+	ents, err := os.ReadDir(e.root)
+	if err != nil && !os.IsNotExist(err) {
+		e.t.Fatalf("reading %s: %v", e.root, err)
+	}
 	for _, d := range ents {
 		out = append(out, filepath.Join(e.root, d.Name()))
 	}
@@ -152,17 +161,29 @@ func (e *env) noLeaks() {
 	}
 }
 
-// asUser runs rsa as the test user; root=true runs it as root.
+// rsa runs rsa as the test user; root=true runs it as root. Every call has
+// a deadline: a hung client fails its test, which then cleans up, instead
+// of running into the package's timeout, which cleans up nothing.
 func (e *env) rsa(root bool, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	var cmd *exec.Cmd
 	if root {
-		cmd = exec.Command(rsaBin, append([]string{"--config", e.cfg}, args...)...)
+		cmd = exec.CommandContext(ctx, rsaBin, append([]string{"--config", e.cfg}, args...)...)
 	} else {
 		cmd = e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
+		cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID}}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.user.Home}
+		cmd.Dir = e.home
 	}
+	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil { // Errorf: some tests call rsa from several goroutines
+		e.t.Errorf("rsa %s did not return within 90 s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out.String(), errb.String())
+	}
 	return out.String(), errb.String(), err
 }
 
