@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -127,7 +128,11 @@ func copyAsUser(name string) error {
 
 func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync,
-		Warn: func(path, why string) { fmt.Fprintf(os.Stderr, "rsa copy: %s: %s\n", path, why) }}
+		// File names are the tree owner's: as root, a copy must not pass
+		// their escapes to the terminal.
+		Warn: func(path, why string) {
+			fmt.Fprintf(os.Stderr, "rsa copy: %s: %s\n", textsafe.Line(path), textsafe.Line(why))
+		}}
 	var err error
 	if m.ChunkSize, err = units.ParseSize(f.chunk); err != nil || m.ChunkSize < 1<<20 {
 		return fmt.Errorf("--chunk-size %q: give a size of at least 1M", f.chunk)

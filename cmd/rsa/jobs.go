@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -109,9 +111,10 @@ func newReporter() *reporter {
 	return &reporter{tty: err == nil}
 }
 
+// say prints a message, which may quote the daemon and through it users.
 func (r *reporter) say(format string, args ...any) {
 	r.clear()
-	fmt.Fprintf(os.Stderr, "rsa: "+format+"\n", args...)
+	fmt.Fprintln(os.Stderr, "rsa: "+textsafe.Line(fmt.Sprintf(format, args...)))
 }
 
 func (r *reporter) clear() {
@@ -122,7 +125,7 @@ func (r *reporter) clear() {
 }
 
 func (r *reporter) show(j *api.JobView) {
-	line := fmt.Sprintf("job %d %s/%s %s", j.ID, j.State, j.RSA, j.ProgressLine())
+	line := textsafe.Line(fmt.Sprintf("job %d %s/%s %s", j.ID, j.State, j.RSA, j.ProgressLine()))
 	if line == r.last {
 		return
 	}
@@ -232,6 +235,9 @@ Example:
 }
 
 func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWait bool, args []string) error {
+	sig := relaySignals(ctx)
+	defer sig.stop()
+	ctx = sig.ctx
 	if _, err := exec.LookPath(args[0]); err != nil {
 		return fmt.Errorf("command %q: %w", args[0], err)
 	}
@@ -248,15 +254,10 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		j, err = c.Submit(ctx, api.SubmitRequest{Spec: spec, Attach: true})
 	}
 	if err != nil {
-		return err
+		return interrupted(ctx, r, c, 0, err)
 	}
-	r.say("job %d submitted", j.ID)
-	cancel := func(why string) {
-		cctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
-		defer stop()
-		c.Act(cctx, j.ID, api.VerbCancel, false)
-		r.say("job %d cancelled: %s", j.ID, why)
-	}
+	id := j.ID
+	r.say("job %d submitted", id)
 	if !noWait {
 		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
 			// Ready, or nothing more to wait for: not eligible, stage-in
@@ -265,38 +266,33 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 				j.RSA == lifecycle.Ready || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted
 		})
 		if err != nil {
-			if ctx.Err() != nil {
-				cancel("interrupted before the command started")
-				return exitCode(130)
-			}
-			return err
+			return interrupted(ctx, r, c, id, err)
 		}
 		switch {
 		case j.State == lifecycle.Finished:
-			return fmt.Errorf("job %d ended before its command started: %s", j.ID, j.Error)
+			return fmt.Errorf("job %d ended before its command started: %s", j.ID, textsafe.Line(j.Error))
 		case j.State == lifecycle.Running:
 			return fmt.Errorf("job %d is already running a command; a job runs one (submit another)", j.ID)
 		case j.RSA == lifecycle.Aborted:
-			cancel("stage-in failed")
-			return fmt.Errorf("job %d: %s; the command was not run (fix the input or stage-in program, or use --no-wait to read from disk)", j.ID, j.Error)
+			cancelJob(c, j.ID, r, "stage-in failed")
+			return fmt.Errorf("job %d: %s; the command was not run (fix the input or stage-in program, or use --no-wait to read from disk)", j.ID, textsafe.Line(j.Error))
 		case j.RSA == lifecycle.Ineligible:
 			r.say("job %d runs without RSA: %s", j.ID, j.Error)
 		default:
 			r.say("job %d: input staged in RAM", j.ID)
 		}
 	}
-	id := j.ID
 	if err := patiently(ctx, r, func() (err error) {
 		j, err = c.Act(ctx, id, api.VerbStart, true)
 		return err
 	}); err != nil {
-		return err
+		return interrupted(ctx, r, c, id, err)
 	}
 	j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
 		return j.RSA != lifecycle.MountingIn && j.RSA != lifecycle.Mounting
 	})
 	if err != nil {
-		return err
+		return interrupted(ctx, r, c, id, err)
 	}
 	switch j.RSA {
 	case lifecycle.InUseIn:
@@ -309,8 +305,13 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		}
 	}
 
-	status, ran := runCommand(args, j.ID)
-	finishJob(c, j.ID, r)
+	status, ran, err := runCommand(sig, args, j.ID)
+	if err != nil {
+		return interrupted(ctx, r, c, j.ID, err)
+	}
+	if err := finishJob(ctx, c, j.ID, r); err != nil {
+		return err
+	}
 	r.say("job %d: command exited with status %d after %s; staging out in the background (rsa wait %d)", j.ID, status, ran.Round(time.Millisecond), j.ID)
 	if status != 0 {
 		return exitCode(status)
@@ -318,9 +319,113 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 	return nil
 }
 
-// runCommand runs the job's command as the caller, forwarding signals, and
-// returns its exit status the way a shell reports it.
-func runCommand(args []string, id int64) (int, time.Duration) {
+// signals is how rsa run takes SIGINT, SIGTERM and SIGHUP: while COMMAND
+// runs, it passes them on; at any other time the first one ends ctx, with
+// an interrupt as its cause, and rsa run stops waiting (for the daemon, for
+// the input) and exits.
+type signals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ch     chan os.Signal
+	done   chan struct{}
+
+	mu   sync.Mutex
+	proc *os.Process // COMMAND, while it runs
+}
+
+func relaySignals(parent context.Context) *signals {
+	// main ends its context on SIGINT and SIGTERM; here those may be
+	// meant for COMMAND, so rsa run decides itself what each means.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	s := &signals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 4), done: make(chan struct{})}
+	signal.Notify(s.ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go s.relay()
+	return s
+}
+
+func (s *signals) relay() {
+	for {
+		select {
+		case <-s.done:
+			return
+		case sig := <-s.ch:
+			s.mu.Lock()
+			// Signal fails once COMMAND has been waited for.
+			if s.proc == nil || s.proc.Signal(sig) != nil {
+				s.cancel(interrupt{sig.(syscall.Signal)})
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *signals) stop() {
+	signal.Stop(s.ch)
+	close(s.done)
+	s.cancel(nil)
+}
+
+// start starts cmd, unless a signal came first; from then on, signals go
+// to it.
+func (s *signals) start(cmd *exec.Cmd) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return context.Cause(s.ctx)
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.proc = cmd.Process
+	return nil
+}
+
+func (s *signals) exited() {
+	s.mu.Lock()
+	s.proc = nil
+	s.mu.Unlock()
+}
+
+// interrupt is a signal that ended rsa run's wait.
+type interrupt struct{ sig syscall.Signal }
+
+func (i interrupt) Error() string { return "interrupted by " + unix.SignalName(i.sig) }
+
+// status is the exit status a shell gives a process the signal killed.
+func (i interrupt) status() exitCode { return exitCode(128 + int(i.sig)) }
+
+// interrupted is how rsa run ends when err cut short a wait before COMMAND
+// ran: if a signal caused it, the job (id, if any) is cancelled and rsa run
+// exits with the signal's status; otherwise err stands.
+func interrupted(ctx context.Context, r *reporter, c *api.Client, id int64, err error) error {
+	var in interrupt
+	if !errors.As(context.Cause(ctx), &in) {
+		return err
+	}
+	if id == 0 {
+		r.say("%v while waiting for the rsa daemon", in)
+	} else {
+		cancelJob(c, id, r, in.Error()+" before the command started")
+	}
+	return in.status()
+}
+
+// cancelJob cancels job id, quickly: rsa run is on its way out. Should the
+// daemon not hear it, it finishes the job when it sees rsa run gone.
+func cancelJob(c *api.Client, id int64, r *reporter, why string) {
+	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if _, err := c.Act(ctx, id, api.VerbCancel, false); err != nil {
+		r.say("job %d: %s; cancelling it failed: %v (rsa cancel %d)", id, why, err, id)
+		return
+	}
+	r.say("job %d cancelled: %s", id, why)
+}
+
+// runCommand runs the job's command as the caller, passing signals on, and
+// returns its exit status the way a shell reports it. It fails only if a
+// signal came before the command started.
+func runCommand(sig *signals, args []string, id int64) (int, time.Duration, error) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), fmt.Sprintf("RSA_JOB_ID=%d", id))
@@ -329,47 +434,50 @@ func runCommand(args []string, id int64) (int, time.Duration) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	runtime.LockOSThread() // the death signal follows the starting thread
 	defer runtime.UnlockOSThread()
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "rsa:", err)
-		return 127, 0
-	}
-	go func() {
-		for s := range sigs {
-			cmd.Process.Signal(s)
+	if err := sig.start(cmd); err != nil {
+		var in interrupt
+		if errors.As(err, &in) {
+			return 0, 0, err
 		}
-	}()
+		fmt.Fprintln(os.Stderr, "rsa:", err)
+		return 127, 0, nil
+	}
 	err := cmd.Wait()
+	sig.exited()
 	ran := time.Since(start)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), ran
+			return 128 + int(ws.Signal()), ran, nil
 		}
-		return ee.ExitCode(), ran
+		return ee.ExitCode(), ran, nil
 	}
 	if err != nil {
-		return 1, ran
+		return 1, ran, nil
 	}
-	return 0, ran
+	return 0, ran, nil
 }
 
 // finishJob tells the daemon the command is over, waiting out a daemon
-// restart. Should that fail, the daemon still finishes the job when it sees
-// this process gone.
-func finishJob(c *api.Client, id int64, r *reporter) {
-	err := patiently(context.Background(), r, func() error {
-		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+// restart, unless a signal ends the wait. Should that fail, the daemon
+// still finishes the job when it sees this process gone.
+func finishJob(ctx context.Context, c *api.Client, id int64, r *reporter) error {
+	err := patiently(ctx, r, func() error {
+		actx, stop := context.WithTimeout(ctx, 30*time.Second)
 		defer stop()
-		_, err := c.Act(ctx, id, api.VerbFinish, false)
+		_, err := c.Act(actx, id, api.VerbFinish, false)
 		return err
 	})
+	var in interrupt
+	if errors.As(context.Cause(ctx), &in) {
+		r.say("job %d: %v before the daemon heard that the command ended (it finishes the job when it sees this process gone)", id, in)
+		return in.status()
+	}
 	if err != nil {
 		r.say("job %d: could not report the end of the command: %v (the daemon finishes the job when it sees this process gone)", id, err)
 	}
+	return nil
 }
 
 func submitCmd(g *globals) *cobra.Command {
@@ -461,11 +569,16 @@ func printJobs(js []api.JobView) {
 		if note == "" && (lifecycle.NeedsAdmin(j.RSA) || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted) {
 			note = j.Error
 		}
-		id := strconv.FormatInt(j.ID, 10)
+		row := []string{strconv.FormatInt(j.ID, 10)}
 		if sched {
-			id += "\t" + cmpOr(j.Spec.Name, "-")
+			row = append(row, cmpOr(j.Spec.Name, "-"))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, j.User, j.State, j.RSA, nodes, ram, note)
+		row = append(row, j.User, string(j.State), string(j.RSA), nodes, ram, note)
+		// Every cell is one line without tabs, whatever its text.
+		for i := range row {
+			row[i] = textsafe.Line(row[i])
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
 	}
 	w.Flush()
 }
@@ -496,7 +609,7 @@ for an administrator (exit 1, with the reason).`,
 			}
 			if lifecycle.NeedsAdmin(j.RSA) {
 				return fmt.Errorf("job %d is %s: %s; its RAM is kept at %s until an administrator runs 'rsa retry %d' or 'rsa discard %d'",
-					id, j.RSA, j.Error, j.Ramdisk, id, id)
+					id, textsafe.Line(string(j.RSA)), textsafe.Line(j.Error), textsafe.Line(j.Ramdisk), id, id)
 			}
 			evs, _, _ := c.Events(cmd.Context(), id)
 			for _, e := range evs {
@@ -558,7 +671,7 @@ func act(ctx context.Context, g *globals, c *api.Client, arg, verb string) error
 	if g.json {
 		return printJSON(os.Stdout, j)
 	}
-	fmt.Printf("job %d: %s/%s\n", j.ID, j.State, j.RSA)
+	fmt.Printf("job %d: %s\n", j.ID, textsafe.Line(string(j.State)+"/"+string(j.RSA)))
 	return nil
 }
 
@@ -580,10 +693,11 @@ func logCmd(g *globals) *cobra.Command {
 				return printJSON(os.Stdout, map[string]any{"events": evs, "stage_log": stageLog})
 			}
 			for _, e := range evs {
-				fmt.Printf("%d.%03d %s job %d %s\n", e.At.Unix(), e.At.Nanosecond()/1e6, e.At.UTC().Format("15:04:05"), id, e.Message)
+				fmt.Printf("%d.%03d %s job %d %s\n", e.At.Unix(), e.At.Nanosecond()/1e6, e.At.UTC().Format("15:04:05"), id, textsafe.Line(e.Message))
 			}
 			if stageLog != "" {
-				fmt.Printf("--- staging log ---\n%s", stageLog)
+				// The staging log is what the user's programs wrote.
+				fmt.Printf("--- staging log ---\n%s", textsafe.Text(stageLog))
 			}
 			return nil
 		}),
@@ -612,7 +726,7 @@ func nodesCmd(g *globals) *cobra.Command {
 				if len(n.Jobs) > 0 {
 					jobs = strings.Trim(fmt.Sprint(n.Jobs), "[]")
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Engine, units.FormatSize(n.Capacity), units.FormatSize(n.Used),
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Line(n.Name), textsafe.Line(n.Engine), units.FormatSize(n.Capacity), units.FormatSize(n.Used),
 					units.FormatSize(n.Capacity-n.Used), jobs)
 			}
 			return w.Flush()
@@ -639,7 +753,7 @@ func gcCmd(g *globals) *cobra.Command {
 				fmt.Println("nothing to remove")
 			}
 			for _, r := range rep.Removed {
-				fmt.Println("removed", r)
+				fmt.Println("removed", textsafe.Line(r))
 			}
 			return nil
 		}),

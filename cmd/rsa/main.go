@@ -19,6 +19,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -36,7 +37,22 @@ type globals struct {
 }
 
 func main() {
-	g := &globals{}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := newRoot(&globals{}).ExecuteContext(ctx)
+	stop()
+	var code exitCode
+	switch {
+	case err == nil:
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	default:
+		// Errors carry the daemon's messages, and through them users'.
+		fmt.Fprintln(os.Stderr, "rsa:", textsafe.Text(err.Error()))
+		os.Exit(1)
+	}
+}
+
+func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "rsa",
 		Short: "RAMDISK Storage Accelerator: per-job RAM file systems with asynchronous staging",
@@ -56,19 +72,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 		nodesCmd(g), versionCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
 		gcCmd(g), copyCmd())
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := root.ExecuteContext(ctx)
-	stop()
-	var code exitCode
-	switch {
-	case err == nil:
-	case errors.As(err, &code):
-		os.Exit(int(code))
-	default:
-		fmt.Fprintln(os.Stderr, "rsa:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 // client connects to the daemon named by --socket, RSA_SOCKET or the config.
@@ -101,10 +105,15 @@ func addJSON(cmd *cobra.Command, g *globals) {
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
 }
 
+// printJSON prints v as indented JSON. encoding/json leaves DEL, C1 and
+// bidirectional controls raw; textsafe escapes them the JSON way.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, textsafe.Text(string(b))+"\n")
+	return err
 }
 
 func jobArg(s string) (int64, error) {
@@ -167,9 +176,9 @@ func versionCmd(g *globals) *cobra.Command {
 			}
 			fmt.Printf("rsa client %s\n", version)
 			if v, ok := out["daemon"].(api.VersionInfo); ok {
-				fmt.Printf("rsa daemon %s (schema %d, config %s)\n", v.Version, v.Schema, v.Config)
+				fmt.Printf("rsa daemon %s (schema %d, config %s)\n", textsafe.Line(v.Version), v.Schema, textsafe.Line(v.Config))
 			} else {
-				fmt.Printf("rsa daemon: %v\n", out["daemon_error"])
+				fmt.Printf("rsa daemon: %s\n", textsafe.Line(fmt.Sprint(out["daemon_error"])))
 			}
 			return nil
 		},

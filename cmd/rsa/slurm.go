@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
 // Hooks that wait for RSA's work: Slurm 22.05 blocks in data_in and
@@ -26,38 +30,44 @@ var blockingHooks = map[string]bool{
 var scriptArg = map[string]int{"job_process": 0, "setup": 4}
 
 func slurmBBCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "slurm-bb HOOK [ARG...]",
+	cmd := &cobra.Command{
+		Use:   "slurm-bb [--] HOOK [ARG...]",
 		Short: "answer a Slurm burst_buffer/lua hook (called by contrib/slurm/burst_buffer.lua)",
 		Long: `slurm-bb is what contrib/slurm/burst_buffer.lua runs for each hook. It asks
 the rsa daemon, and prints the verdict on its first line (SUCCESS, ERROR or
-BUSY) and Slurm's message after it. It always exits 0 unless it cannot run.`,
+BUSY) and Slurm's message after it. It always exits 0 unless it cannot run.
+
+Flags end at HOOK or at "--": the arguments come from Slurm and its users
+('scontrol show bbstat ARGS') and are never read as flags.`,
 		Args:          cobra.MinimumNArgs(1),
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := api.HookRequest{Hook: args[0], Args: args[1:]}
 			rep, err := hook(cmd.Context(), g, r)
 			if err == nil && r.Hook == "paths" {
-				err = writePaths(arg(r.Args, 2), rep.Env)
+				err = writePaths(arg(r.Args, 3), rep.Env)
 			}
 			if err != nil {
 				rep = &api.HookReply{Verdict: api.Failure, Message: "rsa: " + err.Error()}
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), rep.Verdict)
+			// Slurm shows the message to whoever asks: scontrol, squeue.
+			fmt.Fprintln(cmd.OutOrStdout(), textsafe.Line(rep.Verdict))
 			if rep.Message != "" {
-				fmt.Fprintln(cmd.OutOrStdout(), rep.Message)
+				fmt.Fprintln(cmd.OutOrStdout(), textsafe.Text(rep.Message))
 			}
 			return nil
 		},
 	}
+	cmd.Flags().SetInterspersed(false)
+	return cmd
 }
 
 // slurmNodeCmd is `rsa slurm-prolog` or `rsa slurm-epilog`. Neither ever
 // fails the job: without RSA it reads and writes on disk, as the thesis'
 // prolog intends.
 func slurmNodeCmd(g *globals, name string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "slurm-" + name,
+	cmd := &cobra.Command{
+		Use:   "slurm-" + name + " [--]",
 		Short: "tell the rsa daemon a Slurm job " + map[string]string{"prolog": "started", "epilog": "ended"}[name] + " (PrologSlurmctld/EpilogSlurmctld)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,16 +75,19 @@ func slurmNodeCmd(g *globals, name string) *cobra.Command {
 			if id == "" {
 				return errors.New("SLURM_JOB_ID is not set: run from Slurm's PrologSlurmctld/EpilogSlurmctld")
 			}
-			rep, err := hook(cmd.Context(), g, api.HookRequest{Hook: name, Args: []string{id, os.Getenv("SLURM_JOB_NODELIST")}})
+			rep, err := hook(cmd.Context(), g, api.HookRequest{Hook: name, Args: []string{id, os.Getenv("SLURM_JOB_UID"), os.Getenv("SLURM_JOB_GID"), os.Getenv("SLURM_JOB_NODELIST")}})
 			switch {
 			case err != nil:
-				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %v (the job goes on without RSA)\n", name, id, err)
+				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %s (the job goes on without RSA)\n", name, textsafe.Line(id), textsafe.Line(err.Error()))
 			case rep.Message != "":
-				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %s\n", name, id, rep.Message)
+				fmt.Fprintf(os.Stderr, "rsa %s for job %s: %s\n", name, textsafe.Line(id), textsafe.Line(rep.Message))
 			}
 			return nil
 		},
 	}
+	// Like slurm-bb: nothing after the first argument is a flag.
+	cmd.Flags().SetInterspersed(false)
+	return cmd
 }
 
 // hook calls the daemon, reading the job script where the hook needs it,
@@ -142,6 +155,9 @@ func readScript(path string) (string, error) {
 	return string(b), err
 }
 
+// envName is the only kind of variable RSA puts into a job's environment.
+var envName = regexp.MustCompile(`^RSA_[A-Z_]+$`)
+
 // writePaths appends the job's RSA variables to Slurm's path_file, whose
 // lines become the job's environment.
 func writePaths(path string, env []string) error {
@@ -150,6 +166,14 @@ func writePaths(path string, env []string) error {
 	}
 	if path == "" {
 		return errors.New("paths: no path_file given")
+	}
+	// Checked again here, at the point of writing: one RSA_* variable a
+	// line, nothing that could end a line or start another variable.
+	for _, l := range env {
+		name, value, ok := strings.Cut(l, "=")
+		if !ok || !envName.MatchString(name) || job.CheckText(name, value) != nil {
+			return fmt.Errorf("paths: refusing to write %s into the job's environment", textsafe.Line(strconv.Quote(l)))
+		}
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

@@ -55,8 +55,12 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if Unreachable(err) {
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT):
 			return fmt.Errorf("cannot reach the rsa daemon at %s (is `rsa serve` running?): %w", c.Socket, err)
+		case Unreachable(err):
+			// The daemon closes at once a connection past its limits.
+			return fmt.Errorf("the rsa daemon at %s closed the connection (restarting, or you hold too many connections to it): %w", c.Socket, err)
 		}
 		return err
 	}

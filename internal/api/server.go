@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,11 +20,24 @@ import (
 
 type peerKey struct{}
 
+// Listen opens the daemon's socket at path with the default Limits (see
+// ListenConfig.Listen).
+func Listen(path string) (net.Listener, error) {
+	return ListenConfig{}.Listen(path)
+}
+
+// ListenConfig says how the daemon's socket is opened.
+type ListenConfig struct {
+	Limits Limits
+	// Log hears of refused connections; nil means slog.Default().
+	Log *slog.Logger
+}
+
 // Listen opens the daemon's socket at path: its directory root-owned 0755,
 // the socket itself 0666 (anyone may connect; every call is authorised by
 // the peer's credentials). A stale socket from a crashed daemon is replaced;
-// a live one is an error.
-func Listen(path string) (net.Listener, error) {
+// a live one is an error. The listener holds each caller to lc.Limits.
+func (lc ListenConfig) Listen(path string) (net.Listener, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating socket directory: %w", err)
@@ -43,7 +58,128 @@ func Listen(path string) (net.Listener, error) {
 		l.Close()
 		return nil, err
 	}
-	return l, nil
+	return newLimitListener(l, lc.Limits, lc.Log, peerOf), nil
+}
+
+// Limits caps the connections the daemon holds open, so that no user can
+// take all of its file descriptors: past a cap, a connection is closed as
+// soon as it is accepted. Zero fields mean the defaults.
+type Limits struct {
+	// PerUser caps the open connections of one uid. Root and Trusted are
+	// held to Total only.
+	PerUser int
+	// Total caps all open connections.
+	Total int
+	// Trusted are uids held to Total only, like root: the scheduler's
+	// user, whose hooks wait on the daemon in many processes at once.
+	Trusted []uint32
+}
+
+// The default Limits. An rsa client holds one connection at a time, each
+// Slurm hook process one.
+const (
+	DefaultPerUser = 64
+	DefaultTotal   = 1024
+)
+
+// limitListener counts open connections by peer uid and refuses those past
+// its Limits.
+type limitListener struct {
+	net.Listener
+	lim  Limits
+	log  *slog.Logger
+	peer func(net.Conn) (Peer, error)
+
+	mu     sync.Mutex
+	total  int
+	open   map[uint32]int       // open connections per uid
+	logged map[uint32]time.Time // when a refusal of the uid was last logged
+}
+
+func newLimitListener(l net.Listener, lim Limits, log *slog.Logger, peer func(net.Conn) (Peer, error)) *limitListener {
+	if lim.PerUser <= 0 {
+		lim.PerUser = DefaultPerUser
+	}
+	if lim.Total <= 0 {
+		lim.Total = DefaultTotal
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &limitListener{Listener: l, lim: lim, log: log, peer: peer,
+		open: map[uint32]int{}, logged: map[uint32]time.Time{}}
+}
+
+// Accept returns the next connection within the limits, as a *peerConn.
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		p, err := l.peer(c)
+		if err != nil {
+			l.log.Warn("cannot read peer credentials; closing", "err", err)
+			c.Close()
+			continue
+		}
+		if !l.admit(p.UID) {
+			c.Close()
+			continue
+		}
+		return &peerConn{Conn: c, peer: p, release: func() { l.release(p.UID) }}, nil
+	}
+}
+
+func (l *limitListener) admit(uid uint32) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var why string
+	switch {
+	case l.total >= l.lim.Total:
+		why = "the daemon holds Total open connections"
+	case uid != 0 && !slices.Contains(l.lim.Trusted, uid) && l.open[uid] >= l.lim.PerUser:
+		why = "the uid holds PerUser open connections"
+	default:
+		l.total++
+		l.open[uid]++
+		return true
+	}
+	// Once per uid a minute: a client that retries must not flood the log.
+	now := time.Now()
+	if now.Sub(l.logged[uid]) >= time.Minute {
+		for u, t := range l.logged {
+			if now.Sub(t) >= time.Minute {
+				delete(l.logged, u)
+			}
+		}
+		l.logged[uid] = now
+		l.log.Warn("refusing connections", "uid", uid, "reason", why,
+			"open", l.open[uid], "total", l.total, "per_user", l.lim.PerUser, "limit", l.lim.Total)
+	}
+	return false
+}
+
+func (l *limitListener) release(uid uint32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.open[uid]--; l.open[uid] <= 0 {
+		delete(l.open, uid)
+	}
+}
+
+// peerConn is an admitted connection with its peer, read once at accept.
+type peerConn struct {
+	net.Conn
+	peer    Peer
+	once    sync.Once
+	release func()
+}
+
+func (c *peerConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }
 
 // NewServer serves svc over HTTP.
@@ -60,9 +196,20 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("POST /v1/gc", h.gc)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
 	return &http.Server{
-		Handler:           mux,
+		Handler: mux,
+		// Requests are small and local: a caller that takes longer to send
+		// one is stuck or hostile, and holds a connection meanwhile.
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		// Long polls answer after up to maxWait; the answer must still get
+		// out.
+		WriteTimeout: maxWait + time.Minute,
+		IdleTimeout:  30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if pc, ok := c.(*peerConn); ok {
+				return context.WithValue(ctx, peerKey{}, pc.peer)
+			}
 			p, err := peerOf(c)
 			if err != nil {
 				log.Warn("cannot read peer credentials; closing", "err", err)
@@ -73,6 +220,10 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 		},
 	}
 }
+
+// maxWait is the longest a long poll (a job's next version, a hook's
+// verdict) waits before it answers.
+const maxWait = time.Minute
 
 func peerOf(c net.Conn) (Peer, error) {
 	uc, ok := c.(*net.UnixConn)
@@ -170,7 +321,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		}
 		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait"))
-		return h.svc.Job(r.Context(), p, id, after, min(wait, time.Minute))
+		return h.svc.Job(r.Context(), p, id, after, min(wait, maxWait))
 	})
 }
 
@@ -214,7 +365,7 @@ func (h *handler) hook(w http.ResponseWriter, r *http.Request) {
 		if err := dec.Decode(&req); err != nil {
 			return nil, Invalid("bad request: %v", err)
 		}
-		req.Wait = min(req.Wait, time.Minute)
+		req.Wait = min(req.Wait, maxWait)
 		return h.svc.Hook(r.Context(), p, req)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -135,7 +136,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Close()
-	ln, err := api.Listen(d.cfg.Socket)
+	lim := api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}
+	for _, name := range d.cfg.Slurm.Users {
+		// The scheduler's hooks wait on the daemon in many processes at
+		// once: its user is held to the total only.
+		if u, err := user.Lookup(name); err == nil {
+			if uid, ok := parseUID(u.Uid); ok {
+				lim.Trusted = append(lim.Trusted, uid)
+			}
+		}
+	}
+	ln, err := api.ListenConfig{Limits: lim, Log: d.log}.Listen(d.cfg.Socket)
 	if err != nil {
 		return err
 	}

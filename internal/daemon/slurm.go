@@ -20,6 +20,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/store"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
 // The Slurm adapters: the burst_buffer/lua hooks (scheduler "slurm"), the
@@ -498,7 +499,7 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, statusNote(d.view(j, caller)))
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(d.view(j, caller))))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,8 +33,9 @@ func TestBurstBufferLua(t *testing.T) {
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "rsa")
 	calls := filepath.Join(dir, "calls")
-	// The stub logs its arguments and answers what the test says.
-	if err := os.WriteFile(stub, []byte("#!/bin/sh\necho \"$*\" >> \"$STUB_CALLS\"\nprintf '%b' \"$STUB_REPLY\"\n"), 0o755); err != nil {
+	// The stub logs its arguments, each ended by "|" (which the Lua never
+	// passes), one call a line, and answers what the test says.
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nprintf '%s|' \"$@\" >> \"$STUB_CALLS\"\necho >> \"$STUB_CALLS\"\nprintf '%b' \"$STUB_REPLY\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	src, err := os.ReadFile("../../contrib/slurm/burst_buffer.lua")
@@ -79,27 +81,39 @@ io.write(tostring(rc), "\n", tostring(msg))`
 	})
 
 	cases := []struct {
-		name, call, reply    string
-		wantRC, wantMsg, arg string // arg: what rsa was called with after "slurm-bb"; "-" for no call
+		name, call, reply string
+		// arg: what rsa was called with after "slurm-bb", one space
+		// between arguments; "-" for no call.
+		wantRC, wantMsg, arg string
 	}{
 		{"job_process 22.05", `slurm_bb_job_process("/var/spool/slurm/hash.1/job.1/script")`, `SUCCESS\n`,
-			"0", "", "job_process /var/spool/slurm/hash.1/job.1/script"},
+			"0", "", "-- job_process /var/spool/slurm/hash.1/job.1/script  "},
 		{"job_process 23.02 with uid, gid and job_info", `slurm_bb_job_process("/s/script", 1001, 100, {})`, `SUCCESS\n`,
-			"0", "", "job_process /s/script 1001 100"},
+			"0", "", "-- job_process /s/script 1001 100"},
 		{"job_process refusal", `slurm_bb_job_process("/s/script")`, `ERROR\nRSA: job script line 2: unknown variable\n`,
-			"-1", "RSA: job script line 2: unknown variable", "job_process /s/script"},
-		{"pools", `slurm_bb_pools()`, `SUCCESS\n{"pools":[]}\n`, "0", `{"pools":[]}`, "pools"},
+			"-1", "RSA: job script line 2: unknown variable", "-- job_process /s/script  "},
+		{"pools", `slurm_bb_pools()`, `SUCCESS\n{"pools":[]}\n`, "0", `{"pools":[]}`, "-- pools"},
 		{"setup drops the user's pool name", `slurm_bb_setup(7, 1001, 100, "rsa", 1048576, "/s/script")`, `SUCCESS\n`,
-			"0", "", "setup 7 1001 100 1048576 /s/script"},
-		{"data_in failure", `slurm_bb_data_in(7, "/s/script")`, `ERROR\nRSA stage-in failed: tape offline\n`,
-			"-1", "RSA stage-in failed: tape offline", "data_in 7 /s/script"},
+			"0", "", "-- setup 7 1001 100 1048576 /s/script"},
+		{"data_in failure (22.05: no uid, gid)", `slurm_bb_data_in(7, "/s/script")`, `ERROR\nRSA stage-in failed: tape offline\n`,
+			"-1", "RSA stage-in failed: tape offline", "-- data_in 7  "},
+		{"data_in 23.02 passes the job's uid and gid", `slurm_bb_data_in(7, "/s/script", 1001, 100, {})`, `SUCCESS\n`,
+			"0", "", "-- data_in 7 1001 100"},
 		{"test_data_in busy (24.05)", `slurm_bb_test_data_in(7, "/s/script", 1001, 100, {})`, `BUSY\nstaging in\n`,
-			"0", "BUSY", "test_data_in 7"},
-		{"paths", `slurm_bb_paths(7, "/s/script", "/s/path")`, `SUCCESS\n`, "0", "", "paths 7 /s/script /s/path"},
+			"0", "BUSY", "-- test_data_in 7 1001 100"},
+		{"paths", `slurm_bb_paths(7, "/s/script", "/s/path")`, `SUCCESS\n`, "0", "", "-- paths 7   /s/path"},
+		{"paths 23.02", `slurm_bb_paths(7, "/s/script", "/s/path", 1001, 100, {})`, `SUCCESS\n`, "0", "", "-- paths 7 1001 100 /s/path"},
 		{"teardown", `slurm_bb_job_teardown(7, "/s/script", "true")`, `SUCCESS\nRAMDISK released\n`,
-			"0", "RAMDISK released", "teardown 7 true"},
-		{"get_status 23.02", `slurm_bb_get_status(0, 0, "7")`, `SUCCESS\nJOBID ...\n`, "0", "JOBID ...", "get_status 0 0 7"},
-		{"rsa broken", `slurm_bb_pre_run(7, "/s/script")`, `panic: something\n`, "-1", "panic: something", "pre_run 7"},
+			"0", "RAMDISK released", "-- teardown 7   true"},
+		{"get_status 23.02", `slurm_bb_get_status(0, 0, "7")`, `SUCCESS\nJOBID ...\n`, "0", "JOBID ...", "-- get_status 0 0 7"},
+		// scontrol show bbstat --config=/dev/zero: a user's text that
+		// looks like an option reaches rsa after "--", as an argument.
+		{"get_status option-like argument", `slurm_bb_get_status(1001, 100, "--config=/dev/zero")`, `SUCCESS\n`,
+			"0", "", "-- get_status 1001 100 --config=/dev/zero"},
+		{"get_status 22.05 option-like argument", `slurm_bb_get_status("--socket=/tmp/x", "-h")`, `SUCCESS\n`,
+			"0", "", "-- get_status --socket=/tmp/x -h"},
+		{"empty argument keeps its place", `slurm_bb_setup(7, 1001, 100, "rsa", "", "/s/script")`, `SUCCESS\n`, "0", "", "-- setup 7 1001 100  /s/script"},
+		{"rsa broken", `slurm_bb_pre_run(7, "/s/script")`, `panic: something\n`, "-1", "panic: something", "-- pre_run 7  "},
 		{"shell text refused", `slurm_bb_get_status("7; touch /tmp/owned")`, `SUCCESS\n`,
 			"-1", `rsa: refusing unexpected argument "7; touch /tmp/owned"`, "-"},
 		{"quotes refused", `slurm_bb_get_status("$(id)")`, `SUCCESS\n`, "-1", `rsa: refusing unexpected argument "$(id)"`, "-"},
@@ -110,14 +124,15 @@ io.write(tostring(rc), "\n", tostring(msg))`
 			if rc != c.wantRC || msg != c.wantMsg {
 				t.Errorf("returned %s %q, want %s %q", rc, msg, c.wantRC, c.wantMsg)
 			}
-			_, got, called := strings.Cut(args, " slurm-bb ")
+			argv := strings.Split(strings.TrimSuffix(args, "|"), "|")
+			i := slices.Index(argv, "slurm-bb")
 			switch {
 			case c.arg == "-" && args != "":
 				t.Errorf("rsa was called (%q); the hook should have refused first", args)
-			case c.arg != "-" && (!called || got != c.arg):
-				t.Errorf("rsa was called with %q, want ... slurm-bb %s", args, c.arg)
-			case c.arg != "-" && strings.Count(args, "\n") > 0:
+			case c.arg != "-" && strings.Contains(args, "\n"):
 				t.Errorf("rsa was called more than once:\n%s", args)
+			case c.arg != "-" && (i < 0 || !slices.Equal(argv[i+1:], strings.Split(c.arg, " "))):
+				t.Errorf("rsa was called with %q, want ... slurm-bb %q", argv, strings.Split(c.arg, " "))
 			}
 		})
 	}

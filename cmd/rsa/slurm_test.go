@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+)
+
+// TestSlurmArgsAreNotFlags: what Slurm and its users pass a hook command
+// (scontrol show bbstat --config=/dev/zero) reaches the daemon as
+// arguments; rsa reads none of it as its own flags.
+func TestSlurmArgsAreNotFlags(t *testing.T) {
+	cases := []struct {
+		name     string
+		args     []string // after --socket SOCKET
+		env      []string
+		hook     string
+		hookArgs []string
+	}{
+		{"option after the hook", []string{"slurm-bb", "get_status", "--config=/dev/zero"},
+			nil, "get_status", []string{"--config=/dev/zero"}},
+		{"as burst_buffer.lua calls it", []string{"--config", "/nonexistent.toml", "slurm-bb", "--", "get_status", "1001", "100", "--config=/dev/zero"},
+			nil, "get_status", []string{"1001", "100", "--config=/dev/zero"}},
+		{"socket option does not redirect rsa", []string{"slurm-bb", "--", "get_status", "--socket=/nonexistent", "--socket", "/x"},
+			nil, "get_status", []string{"--socket=/nonexistent", "--socket", "/x"}},
+		{"help option is an argument", []string{"slurm-bb", "get_status", "-h", "--help"},
+			nil, "get_status", []string{"-h", "--help"}},
+		{"a hook that looks like an option", []string{"slurm-bb", "--", "--version"}, nil, "--version", []string{}},
+		{"prolog takes --", []string{"slurm-prolog", "--"}, []string{"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n[1-2]"},
+			"prolog", []string{"7", "", "", "n[1-2]"}},
+		{"prolog passes the job's uid and gid", []string{"slurm-prolog"}, []string{"SLURM_JOB_ID=7", "SLURM_JOB_UID=1001", "SLURM_JOB_GID=100", "SLURM_JOB_NODELIST=n1"},
+			"prolog", []string{"7", "1001", "100", "n1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := (&fakeDaemon{reply: api.HookReply{Verdict: api.Success}}).serve(t)
+			out, errOut, status := runRSA(t, c.env, append([]string{"--socket", d.sock}, c.args...)...)
+			if status != 0 {
+				t.Fatalf("rsa exited %d:\n%s%s", status, out, errOut)
+			}
+			_, hooks := d.calls()
+			if len(hooks) != 1 {
+				t.Fatalf("the daemon heard %d hook calls, want 1; rsa said:\n%s%s", len(hooks), out, errOut)
+			}
+			if got := hooks[0]; got.Hook != c.hook || !slices.Equal(append([]string{}, got.Args...), c.hookArgs) {
+				t.Errorf("the daemon heard hook %q args %q, want %q %q", got.Hook, got.Args, c.hook, c.hookArgs)
+			}
+			if strings.HasPrefix(c.args[0], "slurm-bb") && !strings.HasPrefix(out, "SUCCESS\n") {
+				t.Errorf("slurm-bb printed %q, want SUCCESS first", out)
+			}
+		})
+	}
+}
+
+// The path file gets only RSA_* lines free of control characters, checked
+// where they are written whatever the daemon sent (audit finding 1).
+func TestWritePathsRefusesAnythingButRSAVariables(t *testing.T) {
+	for _, c := range []struct {
+		env []string
+		ok  bool
+	}{
+		{[]string{"RSA_RAMDISK=/run/rsa/ramdisk/1/ram", "RSA_DATA_IN=/home/u/in", "RSA_JOB=1"}, true},
+		{[]string{"RSA_DATA_IN=/home/u/x\nBASH_ENV=/tmp/evil.sh"}, false},
+		{[]string{"BASH_ENV=/tmp/evil.sh"}, false},
+		{[]string{"RSA_DATA_IN"}, false},
+		{[]string{"RSA_DATA_IN=/x\x1b[2J"}, false},
+	} {
+		path := filepath.Join(t.TempDir(), "path_file")
+		err := writePaths(path, c.env)
+		b, _ := os.ReadFile(path)
+		if c.ok != (err == nil) || (!c.ok && len(b) > 0) {
+			t.Errorf("%q: %v, wrote %q", c.env, err, b)
+		}
+	}
+}
