@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,7 +94,7 @@ func testPoolFull(c *cluster) {
 	}
 	second := c.sbatch("pool2.sh", script)
 	c.waitFor("Slurm to queue the second job for pool space", 30*time.Second, func() bool {
-		_, reason := c.job(second)
+		_, reason := c.jobNow(second)
 		return reason == "BurstBufferResources"
 	})
 	if j := c.rsaJob(second); j != nil {
@@ -171,9 +170,7 @@ func testCancelStageIn(c *cluster) {
 	c.waitJob(id, 30*time.Second, "CANCELLED")
 	c.waitRSA(id, 30*time.Second, "RELEASED")
 	c.assertNoLeaks()
-	if out, _ := exec.Command("pgrep", "-u", c.user.Name, "-f", "sleepy-in.sh").Output(); len(out) > 0 {
-		c.t.Errorf("the stage-in program still runs after the cancel: pids %s", out)
-	}
+	c.noUserProcesses("the cancel")
 }
 
 // testCancelRunning: a job cancelled while it writes output in RAM gets
@@ -203,7 +200,7 @@ func testStageInFails(c *cluster) {
 	id := c.sbatch("failin.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/failing-in.sh\ntrue\n", in, c.work))
 	var reason string
 	c.waitFor("the job to be held for its failed stage-in", 30*time.Second, func() bool {
-		_, reason = c.job(id)
+		_, reason = c.jobNow(id)
 		return strings.Contains(reason, "RSA stage-in failed")
 	})
 	if !strings.Contains(reason, "tape library offline") {
@@ -226,7 +223,7 @@ func testStageOutFails(c *cluster) {
 		c.t.Errorf("RSA's reason does not give the script's message: %q", j.Error)
 	}
 	c.waitFor("Slurm to let the job go with the reason", 30*time.Second, func() bool {
-		st, reason := c.job(id)
+		st, reason := c.jobNow(id)
 		return st != "PENDING" && st != "RUNNING" && strings.Contains(reason, "RSA stage-out failed")
 	})
 	if b, err := os.ReadFile(filepath.Join(j.Ramdisk, "result")); err != nil || string(b) != "precious\n" {
@@ -263,11 +260,13 @@ func testCtldRestart(c *cluster, crash bool) {
 		return j.ID != first.ID || string(j.RSA) == "RELEASED"
 	})
 	c.file("release-in", "", 0o644)
+	var st string
 	c.waitFor("Slurm to finish the job or forget it", 120*time.Second, func() bool {
-		st, _ := c.job(id)
-		return st == "COMPLETED" || st == ""
+		var err error
+		st, _, err = c.job(id)
+		return err == nil && (st == "COMPLETED" || st == "")
 	})
-	if st, _ := c.job(id); st == "COMPLETED" {
+	if st == "COMPLETED" {
 		got, err := os.ReadFile(filepath.Join(c.work, "seen-n1"))
 		if want := "tmpfs " + sum + "\n"; err != nil || string(got) != want {
 			c.t.Errorf("after the restart the job saw its input as %q (err %v), want %q", got, err, want)
@@ -330,7 +329,7 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	seen := map[string]bool{}
 	var bbstat string
 	c.waitFor("the job to start", 60*time.Second, func() bool {
-		st, reason := c.job(id)
+		st, reason := c.jobNow(id)
 		seen[reason] = true
 		if reason == "BurstBufferStageIn" && bbstat == "" {
 			bbstat = c.root("scontrol", "show", "bbstat", id)

@@ -9,11 +9,13 @@ package slurm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,16 +170,30 @@ func (c *cluster) sbatch(name, script string, opts ...string) string {
 	return strings.TrimSpace(strings.Split(out, ";")[0])
 }
 
-// job reads one Slurm job's state and reason; both are empty while
-// slurmctld does not answer (it may be restarting).
-func (c *cluster) job(id string) (state, reason string) {
+// job reads one Slurm job's state and reason. A job Slurm no longer knows
+// has state "" and no error; a slurmctld that does not answer (it may be
+// restarting) is an error, never mistaken for a forgotten job.
+func (c *cluster) job(id string) (state, reason string, err error) {
 	cmd := exec.Command("squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r")
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.Output()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", ""
+		if strings.Contains(string(out), "Invalid job id") {
+			return "", "", nil
+		}
+		return "", "", fmt.Errorf("squeue -j %s: %v: %s", id, err, strings.TrimSpace(string(out)))
 	}
 	state, reason, _ = strings.Cut(strings.TrimSpace(string(out)), "|")
+	return state, reason, nil
+}
+
+// jobNow is job for a slurmctld that is up: an error fails the test.
+func (c *cluster) jobNow(id string) (state, reason string) {
+	c.t.Helper()
+	state, reason, err := c.job(id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return state, reason
 }
 
@@ -196,7 +212,10 @@ func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) 
 func (c *cluster) waitJob(id string, timeout time.Duration, states ...string) {
 	c.t.Helper()
 	c.waitFor(fmt.Sprintf("Slurm job %s to be %v", id, states), timeout, func() bool {
-		s, _ := c.job(id)
+		s, _, err := c.job(id)
+		if err != nil {
+			return false // slurmctld not answering yet: poll through it
+		}
 		for _, want := range states {
 			if s == want {
 				return true
@@ -259,22 +278,51 @@ func (c *cluster) assertNoLeaks() {
 	}
 }
 
-// ramdiskMount matches a RAMDISK in /proc/PID/mountinfo (source rsa-JOBID).
-var ramdiskMount = regexp.MustCompile(` rsa-[0-9]+ `)
+// ramdiskMount matches a RAMDISK's mount in /proc/PID/mountinfo: source
+// rsa-JOBID, and a mount point in this cluster's own directories (its RSA
+// ramdisk root or the test's work area), so that RAMDISKs of other test
+// packages running at the same time are not taken for leaks.
+var ramdiskSource = regexp.MustCompile(`^rsa-[0-9]+$`)
+
+func (c *cluster) ramdiskMounts(mountinfo []byte) []string {
+	var found []string
+	for _, line := range strings.Split(string(mountinfo), "\n") {
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if len(f) < 5 || sep < 0 || sep+2 >= len(f) || !ramdiskSource.MatchString(f[sep+2]) {
+			continue
+		}
+		if p := f[4]; strings.HasPrefix(p, c.dir+"/") || strings.HasPrefix(p, c.work+"/") || p == c.work {
+			found = append(found, p+" ("+f[sep+2]+")")
+		}
+	}
+	return found
+}
 
 func (c *cluster) leaks() string {
+	c.t.Helper()
 	var leaks []string
-	if b, _ := os.ReadFile("/proc/self/mountinfo"); ramdiskMount.Match(b) {
-		leaks = append(leaks, "a RAMDISK is mounted on the RSA host")
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		c.t.Fatalf("reading the RSA host's mounts: %v", err)
+	}
+	if m := c.ramdiskMounts(b); len(m) > 0 {
+		leaks = append(leaks, fmt.Sprintf("RAMDISKs mounted on the RSA host: %v", m))
 	}
 	for i := 1; i <= c.nodes; i++ {
-		out, _ := exec.Command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
-		if ramdiskMount.Match(out) {
-			leaks = append(leaks, fmt.Sprintf("a RAMDISK is mounted on compute node n%d", i))
+		out, err := exec.Command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
+		if err != nil {
+			c.t.Fatalf("reading compute node n%d's mounts: %v", i, err)
+		}
+		if m := c.ramdiskMounts(out); len(m) > 0 {
+			leaks = append(leaks, fmt.Sprintf("RAMDISKs mounted on compute node n%d: %v", i, m))
 		}
 	}
 	var ns struct{ Nodes []api.NodeView }
-	if err := json.Unmarshal(c.rsa("nodes", "--json"), &ns); err == nil {
+	if err := json.Unmarshal(c.rsa("nodes", "--json"), &ns); err != nil {
+		c.t.Fatalf("reading rsa nodes: %v", err)
+	}
+	{
 		for _, n := range ns.Nodes {
 			if n.Used != 0 {
 				leaks = append(leaks, fmt.Sprintf("RSA node %s has %d bytes allocated", n.Name, n.Used))
@@ -299,6 +347,27 @@ func poolFree(out string) bool {
 		}
 	}
 	return false
+}
+
+// noUserProcesses fails if any process of the test user runs: after a
+// cancelled stage-in, not its program nor anything it started (pgrep's
+// exit status 1 is "none"; anything else but 0 is an error, not a pass).
+func (c *cluster) noUserProcesses(after string) {
+	c.t.Helper()
+	c.waitFor("the user's processes to end after "+after, 10*time.Second, func() bool {
+		out, err := exec.Command("pgrep", "-a", "-u", c.user.Name).Output()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			c.t.Logf("still running as %s: %s", c.user.Name, out)
+			return false
+		case errors.As(err, &ee) && ee.ExitCode() == 1:
+			return true
+		default:
+			c.t.Fatalf("pgrep: %v", err)
+			return false
+		}
+	})
 }
 
 // output reads a finished job's stdout.

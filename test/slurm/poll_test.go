@@ -54,7 +54,8 @@ func testPollDueLater(c *cluster) {
 		j := c.rsaJob(id)
 		return j != nil && strings.Contains(j.Waiting, "stage-in starts at")
 	})
-	time.Sleep(time.Second) // a few polls and ticks: still nothing staged
+	// Four polls (500ms) and ten ticks later: still nothing staged.
+	time.Sleep(2 * time.Second)
 	if j := c.rsaJob(id); j.RSA != "INITIAL" || j.Capacity() != 0 {
 		c.t.Errorf("a job due in 30 minutes is %s holding %d bytes", j.RSA, j.Capacity())
 	}
@@ -82,7 +83,7 @@ sleep 3
 srun %[3]s/node-write.sh %[2]s
 `, in, out, c.work))
 	c.waitRSA(id, 30*time.Second, "READY")
-	if st, reason := c.job(id); st != "PENDING" || reason != "Resources" {
+	if st, reason := c.jobNow(id); st != "PENDING" || reason != "Resources" {
 		c.t.Errorf("the input was staged while the job was %s (%s), not pending on Resources", st, reason)
 	}
 	c.waitJob(id, 60*time.Second, "COMPLETED")
@@ -113,7 +114,7 @@ func testPollDemoted(c *cluster) {
 	}
 	c.root("scontrol", "update", "jobid="+other, fmt.Sprintf("priority=%d", prio+1000))
 	c.waitFor("the job to be demoted (pending on Priority)", 30*time.Second, func() bool {
-		_, reason := c.job(id)
+		_, reason := c.jobNow(id)
 		return reason == "Priority"
 	})
 	j := c.waitRSA(id, 30*time.Second, "RELEASED")
