@@ -157,7 +157,7 @@ func pidGone(t *testing.T, file string) bool {
 // TestKillDaemon kills the daemon with SIGKILL in each phase and restarts
 // it: the job completes, its output arrives intact, nothing leaks.
 func TestKillDaemon(t *testing.T) {
-	for _, phase := range []string{"stage-in", "running", "stage-out"} {
+	for _, phase := range []string{"stage-in", "running", "stage-out", "built-in stage-out"} {
 		t.Run(phase, func(t *testing.T) {
 			e := setup(t, "")
 			in, out, ctl := e.mkdir("in"), e.mkdir("out"), e.mkdir("ctl")
@@ -165,9 +165,14 @@ func TestKillDaemon(t *testing.T) {
 			started, gate, pidf := filepath.Join(ctl, "started"), filepath.Join(ctl, "go"), filepath.Join(ctl, "pid")
 			pause := `echo $$ > ` + pidf + `; touch ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done
 `
-			args := []string{"--in", in, "--out", out, "--delay", "2s"}
+			// A switch delay of seconds: the job checks its input is in RAM.
+			args := []string{"--in", in, "--out", out, "--delay", "5s"}
+			files, size := 20, 5000
+			if phase == "built-in stage-out" {
+				files, size = 600, 256<<10 // 150M: a copy long enough to be killed in
+			}
 			jobBody := inRAM + `ram "$1"; cat "$1"/f* > /dev/null; waitram "$2"
-for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
+for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urandom > "$2/out$i"; done
 `
 			switch phase {
 			case "stage-in":
@@ -176,8 +181,10 @@ for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
 			case "running":
 				jobBody += pause
 			case "stage-out":
-				args = append(args, "--stage-out", e.script("out.sh", `cp -a "$1/." "$2/"
-`+pause))
+				// Paused before it copies: the output is only in RAM when
+				// the daemon dies.
+				args = append(args, "--stage-out", e.script("out.sh", pause+`cp -a "$1/." "$2/"
+`))
 			}
 			// The job keeps a copy of its output on disk outside RSA, to
 			// compare with what stage-out delivers.
@@ -185,16 +192,26 @@ for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
 			jobBody += `cp -a "$2/." ` + ref + `/
 `
 			b := e.runBG(append(args, "--", e.script("job.sh", jobBody), in, out)...)
-			waitFor(t, phase+" to pause", func() bool { return exists(started) })
+			if phase == "built-in stage-out" {
+				waitFor(t, "the built-in stage-out to copy", func() bool {
+					j, ok := e.maybeJob(1)
+					return ok && j.RSA == lifecycle.StagingOut && j.Progress != nil && j.Progress.Bytes > 0
+				})
+			} else {
+				waitFor(t, phase+" to pause", func() bool { return exists(started) })
+			}
 			e.kill(syscall.SIGKILL)
-			if phase != "running" {
+			if phase == "stage-in" || phase == "stage-out" {
 				waitFor(t, "the staging process to die with the daemon", func() bool { return pidGone(t, pidf) })
 			}
 			os.Remove(started)
 			e.start()
-			if phase != "running" {
+			if phase == "stage-in" || phase == "stage-out" {
 				// The interrupted phase runs again from its start.
 				waitFor(t, phase+" to be resumed", func() bool { return exists(started) })
+			}
+			if phase == "built-in stage-out" && !strings.Contains(e.daemonLog(), "rsa=STAGING_OUT") {
+				t.Fatalf("the daemon did not die during the stage-out (nothing to resume):\n%s", e.daemonLog())
 			}
 			e.writeFile(gate, nil, 0o644)
 			if code := b.wait(t); code != 0 {
@@ -204,7 +221,7 @@ for i in $(seq 1 20); do head -c 5000 /dev/urandom > "$2/out$i"; done
 				t.Fatalf("rsa wait: %v %s %s", err, stdout, stderr)
 			}
 			refs, _ := os.ReadDir(ref)
-			if len(refs) != 20 {
+			if len(refs) != files {
 				t.Fatalf("reference has %d files", len(refs))
 			}
 			for _, r := range refs {

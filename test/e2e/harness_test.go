@@ -244,6 +244,16 @@ func sameFiles(t *testing.T, dir string, want map[string][]byte) {
 
 func (e *env) job(id int) api.JobView {
 	e.t.Helper()
+	j, ok := e.maybeJob(id)
+	if !ok {
+		e.t.Fatalf("job %d not in status", id)
+	}
+	return j
+}
+
+// maybeJob is job id as root sees it, if it exists yet.
+func (e *env) maybeJob(id int) (api.JobView, bool) {
+	e.t.Helper()
 	out, _, err := e.rsa(true, "status", "--all", "--json")
 	if err != nil {
 		e.t.Fatalf("status: %v", err)
@@ -256,11 +266,10 @@ func (e *env) job(id int) api.JobView {
 	}
 	for _, j := range st.Jobs {
 		if j.ID == int64(id) {
-			return j
+			return j, true
 		}
 	}
-	e.t.Fatalf("job %d not in status", id)
-	return api.JobView{}
+	return api.JobView{}, false
 }
 
 // logHas fails unless job id's log (rsa log, as its user) contains every
