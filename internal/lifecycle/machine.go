@@ -91,6 +91,9 @@ type Outcome struct {
 	// Ignored is true when no row of the table matched the event: a stale
 	// completion or a scheduler event that does not apply in this state.
 	Ignored bool
+	// Rows names the table rows Step took, in order: "event N" for
+	// eventTable[N], "pass N" for passTable[N] (for tests and debugging).
+	Rows []string
 }
 
 // maxPasses bounds the chain of immediate transitions after one event; the
@@ -114,8 +117,9 @@ func Step(j Job, ev Event) Outcome {
 			out.Changes = append(out.Changes, Change{j.State, j.State, j.RSA, j.RSA, "resumed " + string(a) + " after restart"})
 		}
 	default:
-		if r, ok := matchEvent(j, ev.Kind); ok {
+		if r, i, ok := matchEvent(j, ev.Kind); ok {
 			applied = true
+			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
 			if ev.Kind == EvStarted {
 				out.Job.StartedAt = ev.At
@@ -133,10 +137,11 @@ func Step(j Job, ev Event) Outcome {
 		return out
 	}
 	for range maxPasses {
-		r, ok := matchPass(out.Job, ev.At)
+		r, i, ok := matchPass(out.Job, ev.At)
 		if !ok {
 			break
 		}
+		out.Rows = append(out.Rows, fmt.Sprintf("pass %d", i))
 		prev := out.Job
 		next := prev
 		next.RSA = r.next
@@ -199,8 +204,8 @@ type passRow struct {
 	why   string
 }
 
-func matchEvent(j Job, k EventKind) (eventRow, bool) {
-	for _, r := range eventTable {
+func matchEvent(j Job, k EventKind) (eventRow, int, bool) {
+	for i, r := range eventTable {
 		if r.on != k {
 			continue
 		}
@@ -210,20 +215,20 @@ func matchEvent(j Job, k EventKind) (eventRow, bool) {
 		if len(r.rsa) > 0 && !slices.Contains(r.rsa, j.RSA) {
 			continue
 		}
-		return r, true
+		return r, i, true
 	}
-	return eventRow{}, false
+	return eventRow{}, -1, false
 }
 
-func matchPass(j Job, now time.Time) (passRow, bool) {
-	for _, r := range passTable {
+func matchPass(j Job, now time.Time) (passRow, int, bool) {
+	for i, r := range passTable {
 		if r.job != j.State || !slices.Contains(r.rsa, j.RSA) {
 			continue
 		}
 		if r.guard != nil && !r.guard(j, now) {
 			continue
 		}
-		return r, true
+		return r, i, true
 	}
-	return passRow{}, false
+	return passRow{}, -1, false
 }
