@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -104,6 +105,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
+	// Staging cgroups are named after the state directory: a second
+	// daemon on the host (with its own state) never kills ours.
+	cgroups, err := cgroup.Open(cfg.StateDir)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	var access node.Access = node.Local{}
 	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
 		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self}
@@ -113,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		store:    st,
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
 		access:   access,
-		runner:   &stage.Runner{Self: o.Self, Owner: cfg.StateDir},
+		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups},
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,
@@ -150,8 +158,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if n := stage.KillLeftovers(d.cfg.StateDir); n > 0 {
-		d.log.Warn("killed staging processes left by a previous daemon", "count", n)
+	if n, err := d.runner.Cgroups.KillAll(ctx); err != nil {
+		d.log.Error("killing staging processes left by a previous daemon", "err", err)
+	} else if n > 0 {
+		d.log.Warn("killed staging processes left by a previous daemon", "cgroups", n)
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)

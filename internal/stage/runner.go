@@ -13,10 +13,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/rsa-hpc/rsa/internal/cgroup"
 )
 
 // Identity is who a staging child runs as.
@@ -56,28 +57,27 @@ func PackName(job int64) string { return fmt.Sprintf("rsa-job-%d.tar", job) }
 // BuiltIn reports whether a stage program is one of the built-in modes.
 func BuiltIn(p string) bool { return p == ModePack || p == ModeUnpack }
 
-// TagVar is set in every staging child's environment, to the job's id, and
-// OwnerVar to the daemon's state directory; at start a daemon kills leftover
-// processes carrying its own tag (a crash leaves grandchildren of stage
-// programs behind, which no parent-death signal reaches), and only those:
-// another daemon's staging on the same host is not its to stop.
-const (
-	TagVar   = "RSA_STAGE_JOB"
-	OwnerVar = "RSA_STAGE_DAEMON"
-)
-
 // Runner starts staging children. Self is the rsa binary, which users can
-// execute (they run `rsa run` with it); Owner identifies the daemon (its
-// state directory).
+// execute (they run `rsa run` with it). Every child and whatever it starts
+// runs in a cgroup of its own below Cgroups, killed whole when the stage
+// ends, however it ends.
 type Runner struct {
-	Self  string
-	Owner string
+	Self    string
+	Cgroups *cgroup.Parent
+	// LogHead and LogTail bound what one stage writes to its log: the
+	// first LogHead bytes and the last LogTail are kept (0: 1 MiB and 256
+	// KiB).
+	LogHead, LogTail int
 }
 
-// Run runs t to its end as t.User. Cancelling ctx kills the child's whole
-// process group. The built-in copy verifies stage-out content before it
-// reports success.
+// Run runs t to its end as t.User. When the child exits, is cancelled with
+// ctx, or times out, its cgroup is killed, so nothing it started outlives
+// the stage. The built-in copy verifies stage-out content before it reports
+// success.
 func (r *Runner) Run(ctx context.Context, t Task) error {
+	if r.Cgroups == nil {
+		return errors.New("staging needs a cgroup to run in (Runner.Cgroups)")
+	}
 	var args []string
 	dir := "/"
 	custom := t.Program != "" && !BuiltIn(t.Program)
@@ -98,47 +98,105 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	default:
 		args = append(copyArgs, "--", t.Data, t.Ramdisk)
 	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Dir = dir
-	cmd.Env = cleanEnv(t, r.Owner)
-	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
+	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase))
+	if err != nil {
+		return fmt.Errorf("%s: %w", t.Phase, err)
 	}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
+	defer cg.Close()
+
 	logw := t.Log
 	if logw == nil {
 		logw = io.Discard
 	}
+	capped := &capWriter{w: logw, head: cmpOr(r.LogHead, 1<<20), tail: cmpOr(r.LogTail, 256<<10)}
+	defer capped.Close()
 	tail := &tailWriter{max: 2048}
-	cmd.Stderr = io.MultiWriter(logw, tail)
-	var stdout io.ReadCloser
-	var err error
-	if custom {
-		cmd.Stdout = logw
-	} else if stdout, err = cmd.StdoutPipe(); err != nil {
+	// The child writes into pipes, never into the log file itself, so
+	// the cap holds whatever it does; the read ends close once the cgroup
+	// is gone, since only its processes hold the write ends.
+	errR, errW, err := os.Pipe()
+	if err != nil {
 		return err
 	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		errR.Close()
+		errW.Close()
+		return err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = cleanEnv(t)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if custom {
+		cmd.Stdout = errW // a stage program's output is all log
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Credential:  &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
+		Setpgid:     true,
+		Pdeathsig:   syscall.SIGKILL,
+		UseCgroupFD: true,
+		CgroupFD:    cg.FD(),
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() {
+		defer readers.Done()
+		io.Copy(io.MultiWriter(capped, tail), errR)
+	}()
+	go func() {
+		defer readers.Done()
+		if custom {
+			io.Copy(io.Discard, outR)
+			return
+		}
+		readProgress(outR, t.Progress, capped)
+	}()
 
 	// The parent-death signal fires when the thread that started the child
 	// exits; keep it alive until the child is done.
+	started := make(chan error, 1)
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
-			done <- err
+			started <- err
 			return
 		}
-		if stdout != nil {
-			readProgress(stdout, t.Progress, logw)
-		}
+		started <- nil
 		done <- cmd.Wait()
 	}()
-	err = <-done
+	if err = <-started; err == nil {
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			cg.Kill(context.Background()) // the whole tree, setsid or not
+			err = <-done
+		}
+	}
+	// Whatever the child left behind goes with its cgroup; then the pipes
+	// are closed on every end and the readers finish.
+	outW.Close()
+	errW.Close()
+	cerr := cg.Close()
+	// Only the cgroup's processes held the write ends, so the readers see
+	// the end now; should anything still hold one, closing the read ends
+	// stops them rather than this stage waiting on it forever.
+	finished := make(chan struct{})
+	go func() { readers.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		cerr = errors.Join(cerr, errors.New("a process outside the stage's cgroup held its output open"))
+	}
+	outR.Close()
+	errR.Close()
+	<-finished
+	if err == nil && cerr != nil {
+		return fmt.Errorf("%s: %w", t.Phase, cerr)
+	}
 	if err == nil {
 		return nil
 	}
@@ -159,6 +217,60 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 }
 
+func cmpOr(a, b int) int {
+	if a > 0 {
+		return a
+	}
+	return b
+}
+
+// capWriter passes the first head bytes through to w, keeps the last tail
+// bytes of the rest, and on Close writes a line saying how much was cut
+// and then that tail: a stage program cannot fill the state partition.
+// It is safe for concurrent use (a stage's stderr and stdout both feed it).
+type capWriter struct {
+	mu         sync.Mutex
+	w          io.Writer
+	head, tail int
+	written    int64
+	ring       []byte
+	cut        int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	if room := int64(c.head) - c.written; room > 0 {
+		k := min(int64(len(p)), room)
+		if _, err := c.w.Write(p[:k]); err != nil {
+			return 0, err
+		}
+		c.written += k
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		c.ring = append(c.ring, p...)
+		if over := len(c.ring) - c.tail; over > 0 {
+			c.cut += int64(over)
+			c.ring = append(c.ring[:0], c.ring[over:]...)
+		}
+	}
+	return n, nil
+}
+
+// Close writes what was kept of the end.
+func (c *capWriter) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cut > 0 {
+		fmt.Fprintf(c.w, "\n[rsa: %d bytes of this stage's output cut here; the first %d and the last %d are kept]\n", c.cut, c.head, c.tail)
+	}
+	_, err := c.w.Write(c.ring)
+	c.ring, c.cut = nil, 0
+	return err
+}
+
 func lastLine(s string) string {
 	if s == "" {
 		return ""
@@ -169,9 +281,8 @@ func lastLine(s string) string {
 	return ": " + s
 }
 
-// cleanEnv is the whole environment of a staging child: nothing of root's,
-// and the tags by which the daemon owner finds its leftovers.
-func cleanEnv(t Task, owner string) []string {
+// cleanEnv is the whole environment of a staging child: nothing of root's.
+func cleanEnv(t Task) []string {
 	home := t.User.Home
 	if home == "" {
 		home = "/"
@@ -185,8 +296,6 @@ func cleanEnv(t Task, owner string) []string {
 		"RSA_JOB_ID=" + strconv.FormatInt(t.Job, 10),
 		"RSA_PHASE=" + t.Phase,
 		"RSA_RAMDISK=" + t.Ramdisk,
-		TagVar + "=" + strconv.FormatInt(t.Job, 10),
-		OwnerVar + "=" + owner,
 	}
 }
 
@@ -224,41 +333,3 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 }
 
 func (w *tailWriter) String() string { return string(w.buf) }
-
-// KillLeftovers kills processes left by a previous run of the daemon owner:
-// those whose environment carries TagVar and owner's OwnerVar and which run
-// as a non-root user. It returns how many it signalled.
-func KillLeftovers(owner string) int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !hasTag(env, owner) {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Stat(filepath.Join("/proc", e.Name()), &st) != nil || st.Uid == 0 {
-			continue
-		}
-		if unix.Kill(pid, unix.SIGKILL) == nil {
-			n++
-		}
-	}
-	return n
-}
-
-func hasTag(env []byte, owner string) bool {
-	tagged, ours := false, false
-	for _, kv := range strings.Split(string(env), "\x00") {
-		tagged = tagged || strings.HasPrefix(kv, TagVar+"=")
-		ours = ours || kv == OwnerVar+"="+owner
-	}
-	return tagged && ours
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -32,7 +34,7 @@ func TestRunnerAsUser(t *testing.T) {
 	prog := filepath.Join(dir, "stage-in.sh")
 	os.WriteFile(prog, []byte("#!/bin/sh\nset -e\nid -u > \"$1/uid\"\nenv | sort > \"$1/env\"\ncp \"$2/f\" \"$1/f\"\ncat "+secret+" > \"$1/stolen\" 2>/dev/null || true\n"), 0o755)
 	var log bytes.Buffer
-	r := &Runner{Self: "/nonexistent"}
+	r := &Runner{Self: "/nonexistent", Cgroups: testCgroups(t)}
 	err := r.Run(context.Background(), Task{Job: 1, Phase: "stage-in", User: who, Program: prog, Ramdisk: ram, Data: data, Log: &log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
@@ -56,10 +58,11 @@ func TestRunnerAsUser(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 
-	// Cancel kills the whole process group, grandchildren included.
+	// Cancel kills the whole cgroup, grandchildren in a session of their
+	// own included.
 	slow := filepath.Join(dir, "slow.sh")
 	pidFile := filepath.Join(ram, "grandchild")
-	os.WriteFile(slow, []byte("#!/bin/sh\nsleep 300 &\necho $! > "+pidFile+"\nwait\n"), 0o755)
+	os.WriteFile(slow, []byte("#!/bin/sh\nsetsid sleep 300 &\necho $! > "+pidFile+"\nwait\n"), 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for range 100 {
@@ -83,6 +86,108 @@ func TestRunnerAsUser(t *testing.T) {
 		t.Fatalf("grandchild %d survived the cancel", pid)
 	}
 
+}
+
+// testCgroups is a staging cgroup parent of the test's own, removed after.
+func testCgroups(t *testing.T, owner ...string) *cgroup.Parent {
+	t.Helper()
+	p, err := cgroup.Open(t.Name() + strconv.Itoa(os.Getpid()) + strings.Join(owner, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := p.KillAll(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if err := os.Remove(p.Dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// Audit finding 7: a stage program that puts a child in a session of its
+// own (setsid) and returns leaves nothing running, and no child writes to
+// the job's log after the stage; what one stage writes to the log is capped
+// (head and tail kept, the cut said).
+func TestRunnerLeavesNothingBehind(t *testing.T) {
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t)
+	dir := testutil.TempDir(t)
+	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}
+	ram := testutil.MkdirOwned(t, u, filepath.Join(dir, "ram"))
+	data := testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))
+	r := &Runner{Self: "/nonexistent", Cgroups: testCgroups(t), LogHead: 4096, LogTail: 1024}
+	pidFile := filepath.Join(ram, "escapee")
+	prog := filepath.Join(dir, "escape.sh")
+	os.WriteFile(prog, []byte("#!/bin/sh\nsetsid sh -c 'echo $$ > "+pidFile+"; while :; do echo still here; sleep 0.01; done' &\n"+
+		"while [ ! -s "+pidFile+" ]; do sleep 0.01; done\nhead -c 10485760 /dev/zero | tr '\\0' x\necho; echo the end\n"), 0o755)
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	if err := r.Run(context.Background(), Task{Job: 2, Phase: "stage-in", User: who, Program: prog, Ramdisk: ram, Data: data, Log: logf}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 || !gone(pid, 2*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the setsid child %d outlived its stage", pid)
+	}
+	st1, _ := logf.Stat()
+	time.Sleep(200 * time.Millisecond)
+	st2, _ := logf.Stat()
+	if st2.Size() != st1.Size() {
+		t.Fatalf("the log grew after the stage ended: %d -> %d", st1.Size(), st2.Size())
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "log"))
+	if len(log) > 4096+1024+200 || !strings.Contains(string(log), "bytes of this stage's output cut here") || !strings.HasSuffix(string(log), "the end\n") {
+		t.Fatalf("log of %d bytes not capped with head, cut note and tail:\n%.300s ... %s", len(log), log, log[max(0, len(log)-200):])
+	}
+	ents, err := os.ReadDir(r.Cgroups.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			t.Fatalf("staging cgroup %s left", e.Name())
+		}
+	}
+}
+
+// A daemon that starts after a crash kills its predecessor's staging
+// cgroups, and only its own.
+func TestKillAllLeftovers(t *testing.T) {
+	testutil.RequireRoot(t)
+	mine, other := testCgroups(t), testCgroups(t, "another daemon")
+	start := func(p *cgroup.Parent, name string) *exec.Cmd {
+		g, err := p.New(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "300")
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: g.FD()}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go cmd.Wait()
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd // the group is left open: a crashed daemon closes nothing
+	}
+	left := start(mine, "job-1-stage-in")
+	theirs := start(other, "job-1-stage-in")
+	n, err := mine.KillAll(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("KillAll: %d, %v", n, err)
+	}
+	if !gone(left.Process.Pid, 2*time.Second) {
+		t.Fatal("a leftover staging process survived KillAll")
+	}
+	if gone(theirs.Process.Pid, 100*time.Millisecond) {
+		t.Fatal("KillAll killed another daemon's staging process")
+	}
 }
 
 // gone waits until pid no longer runs (a zombie awaiting its reaper counts
