@@ -271,6 +271,14 @@ cp -a "$1/." "$2/"
 	if !strings.Contains(status, "STAGE_OUT_FAILED") || !strings.Contains(status, "archive server unreachable") {
 		t.Fatalf("status does not show the failure:\n%s", status)
 	}
+	// The output stays in RAM across a restart of the daemon.
+	e.kill(syscall.SIGTERM)
+	e.start()
+	for id := 1; id <= 2; id++ {
+		if b, err := os.ReadFile(filepath.Join(e.root, itoa(id), "ram", "result")); err != nil || string(b) != "precious\n" || e.job(id).RSA != lifecycle.StageOutFailed {
+			t.Fatalf("job %d's output not kept in RAM across a restart: %v", id, err)
+		}
+	}
 	// Job 1: fixed and retried by root.
 	e.writeFile(allow, nil, 0o644)
 	if _, stderr, err := e.rsa(true, "retry", "1"); err != nil {
@@ -489,7 +497,13 @@ func TestPackAndUnpackModes(t *testing.T) {
 	if b, err := tar.CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v %s", err, b)
 	}
-	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] || { echo "not unpacked" >&2; exit 10; }
+	// Every *.tar of the input is unpacked, not just the first.
+	more := e.mkdir("more")
+	e.writeFile(filepath.Join(more, "extra"), []byte("extra\n"), 0o644)
+	if b, err := e.userCmd("tar", "-C", more, "-cf", filepath.Join(in, "more.tar"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, b)
+	}
+	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] && [ "$(cat "$1/extra")" = extra ] || { echo "not unpacked" >&2; exit 10; }
 waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i+1)); done
 `)
 	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "2s", "--", job, in, out)
