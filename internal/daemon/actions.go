@@ -478,7 +478,7 @@ func (d *Daemon) watchOwner(j *job.Job) {
 	gone := func(why string) {
 		d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
 	}
-	if st, err := procStartTime(j.Owner.PID); err != nil || st != j.Owner.StartTime {
+	if st, err := holders.StartTime(j.Owner.PID); err != nil || st != j.Owner.StartTime {
 		gone(fmt.Sprintf("its rsa run process %d is gone", j.Owner.PID))
 		return
 	}
@@ -503,23 +503,4 @@ func (d *Daemon) watchOwner(j *job.Job) {
 			}
 		}
 	}()
-}
-
-// procStartTime reads a process' start time (clock ticks after boot), which
-// with the pid identifies it across pid reuse.
-func procStartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("bad stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
@@ -137,7 +138,7 @@ func msg2(id int64, k lifecycle.EventKind) msg {
 }
 
 func attach(j *job.Job, p api.Peer) error {
-	st, err := procStartTime(int(p.PID))
+	st, err := holders.StartTime(int(p.PID))
 	if err != nil {
 		return api.Invalid("cannot identify the calling process %d: %v", p.PID, err)
 	}
