@@ -68,6 +68,8 @@ func TestBurstBuffer(t *testing.T) {
 	t.Run("cancelled during stage-in", func(t *testing.T) { testCancelStageIn(c.in(t)) })
 	t.Run("cancelled while running", func(t *testing.T) { testCancelRunning(c.in(t)) })
 	t.Run("stage-in fails", func(t *testing.T) { testStageInFails(c.in(t)) })
+	t.Run("setup checks the owner", func(t *testing.T) { testSetupChecksOwner(c.in(t)) })
+	t.Run("array job", func(t *testing.T) { testArrayJob(c.in(t)) })
 	t.Run("stage-out script fails", func(t *testing.T) { testStageOutFails(c.in(t)) })
 	t.Run("rsa serve crash during stage-in", func(t *testing.T) { testDaemonCrash(c.in(t)) })
 	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
@@ -209,6 +211,49 @@ func testStageInFails(c *cluster) {
 	c.waitRSA(id, 30*time.Second, "RELEASED")
 	c.assertNoLeaks()
 	c.root("scancel", id)
+}
+
+// testSetupChecksOwner: Slurm 22.05 validates a job script without saying
+// whose it is, so an input directory of another user passes job_process;
+// setup, which knows the user, refuses it and Slurm holds the job with the
+// reason. Nothing is staged.
+func testSetupChecksOwner(c *cluster) {
+	others := filepath.Join(c.work, "others-in")
+	os.Mkdir(others, 0o755)
+	os.Chown(others, 4242, 4242)
+	id := c.sbatch("others.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", others))
+	c.waitFor("setup to refuse the job", 30*time.Second, func() bool {
+		_, reason := c.jobNow(id)
+		return strings.Contains(reason, "owned by uid 4242")
+	})
+	if j := c.rsaJob(id); j != nil {
+		c.t.Errorf("RSA made job %d for a refused setup", j.ID)
+	}
+	c.root("scancel", id)
+	c.waitJob(id, 30*time.Second, "CANCELLED")
+	c.assertNoLeaks()
+}
+
+// testArrayJob: each task of an array job is its own Slurm job, with its
+// own RAMDISK and its input in RAM.
+func testArrayJob(c *cluster) {
+	in := c.mkdir("array-in")
+	sum := c.input(in, 2)
+	out := c.mkdir("array-out")
+	id := c.sbatch("array.sh", fmt.Sprintf(`#!/bin/bash
+#SBATCH --array=1-2
+#RSA_DATA_IN=%[1]s
+fs=$(findmnt -n -o FSTYPE --mountpoint %[1]s || echo none)
+echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/task-$SLURM_ARRAY_TASK_ID
+`, in, out))
+	for _, task := range []string{"1", "2"} {
+		c.waitJob(id+"_"+task, 90*time.Second, "COMPLETED")
+		got, err := os.ReadFile(filepath.Join(out, "task-"+task))
+		if want := "tmpfs " + sum + "\n"; err != nil || string(got) != want {
+			c.t.Errorf("array task %s saw its input as %q (%v), want %q", task, got, err, want)
+		}
+	}
+	c.assertNoLeaks()
 }
 
 // testStageOutFails: a failing stage-out script keeps the output in RAM
