@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -23,8 +24,9 @@ func nodeCmd() *cobra.Command {
 			}
 			return nil
 		}}
-	var role, target string
+	var role, target, refuse string
 	var uid uint32
+	var allowed []string
 	attach := &cobra.Command{
 		Use:   "attach --role ROLE --uid UID --target DIR",
 		Short: "mount the RAMDISK tree passed as fd 3 over DIR",
@@ -34,12 +36,21 @@ func nodeCmd() *cobra.Command {
 			if err := unix.Fstat(3, &st); err != nil {
 				return fmt.Errorf("no RAMDISK tree on fd 3: %w", err)
 			}
-			return mount.Attach(role, 3, target, uid)
+			pol := mount.Policy{AllowedPaths: allowed}
+			if cmd.Flags().Changed("refuse-fs-types") {
+				pol.RefuseFSTypes = []string{}
+				if refuse != "" {
+					pol.RefuseFSTypes = strings.Split(refuse, ",")
+				}
+			}
+			return pol.Attach(role, 3, target, uid)
 		},
 	}
 	attach.Flags().StringVar(&role, "role", "directory", "what the target is, for messages")
 	attach.Flags().Uint32Var(&uid, "uid", 0, "the job's user, who must own the target")
 	attach.Flags().StringVar(&target, "target", "", "the job's directory")
+	attach.Flags().StringArrayVar(&allowed, "allowed-path", nil, "a tree targets must lie in (repeatable; none: any)")
+	attach.Flags().StringVar(&refuse, "refuse-fs-types", "", "file system types never mounted over, comma-separated (default: RSA's list)")
 	var dev string
 	var force bool
 	detach := &cobra.Command{

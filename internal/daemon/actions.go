@@ -17,7 +17,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -287,7 +286,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 // reaches the RAMDISK's root: the engine's gate admits the job's user
 // alone.)
 func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) error {
-	fd, err := mount.OpenTarget(role, target, j.UID)
+	fd, err := d.policy.OpenTarget(role, target, j.UID)
 	if err != nil {
 		return err
 	}

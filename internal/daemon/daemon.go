@@ -29,6 +29,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
@@ -41,6 +42,7 @@ type Daemon struct {
 	store   *store.Store
 	engine  engine.Engine
 	access  node.Access
+	policy  mount.Policy // which directories may be mounted over
 	runner  *stage.Runner
 	slurmc  slurm.Client
 	log     *slog.Logger
@@ -112,15 +114,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
-	var access node.Access = node.Local{}
+	policy := mount.Policy{RefuseFSTypes: cfg.RefusedFSTypes, AllowedPaths: cfg.AllowedPaths}
+	var access node.Access = node.Local{Policy: policy}
 	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
-		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self}
+		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self, Policy: policy}
 	}
 	d := &Daemon{
 		cfg:      cfg,
 		store:    st,
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
 		access:   access,
+		policy:   policy,
 		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups},
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,

@@ -223,9 +223,9 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		}
 		if err := d.asUser(who, func() error {
 			if who == nil {
-				return mount.CheckDir(t.role, t.path)
+				return d.policy.CheckDir(t.role, t.path)
 			}
-			return mount.CheckTarget(t.role, t.path, who.UID)
+			return d.policy.CheckTarget(t.role, t.path, who.UID)
 		}); err != nil {
 			return api.Invalid("%v", err)
 		}

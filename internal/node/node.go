@@ -37,15 +37,18 @@ type Access interface {
 	Unbind(ctx context.Context, nodes []string, ramdisk string, detach bool) error
 }
 
-// Local is Access for jobs that run on this host.
-type Local struct{}
+// Local is Access for jobs that run on this host. Policy says which
+// directories may be mounted over.
+type Local struct {
+	Policy mount.Policy
+}
 
 // OutputRole is the role of the output directory: its mounts are never
 // rolled back (see Access).
 const OutputRole = "output directory"
 
-func (Local) Bind(_ context.Context, _ []string, role, ramdisk, target string, uid uint32) error {
-	if err := mount.Bind(role, ramdisk, target, uid); err != nil {
+func (l Local) Bind(_ context.Context, _ []string, role, ramdisk, target string, uid uint32) error {
+	if err := l.Policy.Bind(role, ramdisk, target, uid); err != nil {
 		var te *mount.TargetError
 		if !errors.As(err, &te) && role != OutputRole {
 			_ = mount.Unbind(ramdisk, true)
@@ -69,8 +72,21 @@ func (Local) Unbind(_ context.Context, _ []string, ramdisk string, detach bool) 
 // descriptor to `rsa node attach`, which nsenter starts inside the node's
 // namespace, so every check and mount happens where the job will look.
 type Namespaces struct {
-	Dir  string // one pinned mount namespace per compute node name
-	Self string // the rsa binary
+	Dir    string // one pinned mount namespace per compute node name
+	Self   string // the rsa binary
+	Policy mount.Policy
+}
+
+// PolicyArgs passes p to `rsa node attach`.
+func PolicyArgs(p mount.Policy) []string {
+	var args []string
+	for _, a := range p.AllowedPaths {
+		args = append(args, "--allowed-path", a)
+	}
+	if p.RefuseFSTypes != nil {
+		args = append(args, "--refuse-fs-types", strings.Join(p.RefuseFSTypes, ","))
+	}
+	return args
 }
 
 // ExitBusy is the exit status of `rsa node detach` when a mount is in use.
@@ -117,7 +133,8 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, tar
 			return err
 		}
 		f := os.NewFile(uintptr(tree), "ramdisk-tree")
-		err = n.run(ctx, node, f, "attach", "--role", role, "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target)
+		args := append([]string{"attach", "--role", role, "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target}, PolicyArgs(n.Policy)...)
+		err = n.run(ctx, node, f, args...)
 		f.Close()
 		if err != nil {
 			if role != OutputRole {

@@ -41,7 +41,8 @@ type env struct {
 	logf   *os.File
 }
 
-// setup starts a daemon with a config of its own; extra is appended to it.
+// setup starts a daemon with a config of its own; extra goes after its
+// top-level keys (so it may hold top-level keys, then tables).
 func setup(t *testing.T, extra string) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
@@ -55,10 +56,11 @@ ramdisk_root = %q
 proportion = 1
 tick = "50ms"
 default_delay = "1"
+%s
 [[nodes]]
 name = "local"
 capacity = "512M"
-%s`, filepath.Join(dir, "state"), filepath.Join(dir, "run", "rsa.sock"), e.root, extra)
+`, filepath.Join(dir, "state"), filepath.Join(dir, "run", "rsa.sock"), e.root, extra)
 	if err := os.WriteFile(e.cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -354,3 +354,37 @@ func TestNoOracleAndPrivateData(t *testing.T) {
 		t.Errorf("the job's user does not see its own paths:\n%s", own)
 	}
 }
+
+// Finding 6: a directory the user owns on a kernel pseudo file system
+// (their own /proc/PID, say) is never mounted over, and with allowed_paths
+// only the site's trees are.
+func TestPseudoFSTargetsRefused(t *testing.T) {
+	e := setup(t, "")
+	// The site allows only the user's work area (known once set up).
+	conf, _ := os.ReadFile(e.cfg)
+	e.kill(syscall.SIGTERM)
+	os.WriteFile(e.cfg, []byte(fmt.Sprintf("allowed_paths = [%q]\n", e.home)+string(conf)), 0o644)
+	e.start()
+	sleeper := e.userCmd("sleep", "60")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	own := "/proc/" + strconv.Itoa(sleeper.Process.Pid)
+	outside := testutil.MkdirOwned(t, e.user, filepath.Join(e.dir, "elsewhere"))
+	for _, c := range []struct{ path, why string }{
+		{own, "on a proc file system"},
+		{outside, "allowed_paths"},
+	} {
+		_, stderr, err := e.rsa(false, "submit", "--in", c.path)
+		if err == nil || !strings.Contains(stderr, c.why) {
+			t.Errorf("--in %s: %v %q; want a refusal naming %q", c.path, err, stderr, c.why)
+		}
+	}
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("out")); err != nil {
+		t.Fatalf("a directory in allowed_paths refused: %v %s", err, stderr)
+	}
+	e.rsa(false, "cancel", "1")
+	e.rsa(false, "wait", "1")
+	e.noLeaks()
+}
