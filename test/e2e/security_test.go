@@ -360,27 +360,27 @@ func TestNoOracleAndPrivateData(t *testing.T) {
 // only the site's trees are.
 func TestPseudoFSTargetsRefused(t *testing.T) {
 	e := setup(t, "")
-	// The site allows only the user's work area (known once set up).
-	conf, _ := os.ReadFile(e.cfg)
-	e.kill(syscall.SIGTERM)
-	os.WriteFile(e.cfg, []byte(fmt.Sprintf("allowed_paths = [%q]\n", e.home)+string(conf)), 0o644)
-	e.start()
 	sleeper := e.userCmd("sleep", "60")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
 	own := "/proc/" + strconv.Itoa(sleeper.Process.Pid)
-	outside := testutil.MkdirOwned(t, e.user, filepath.Join(e.dir, "elsewhere"))
-	for _, c := range []struct{ path, why string }{
-		{own, "on a proc file system"},
-		{outside, "allowed_paths"},
-	} {
-		_, stderr, err := e.rsa(false, "submit", "--in", c.path)
-		if err == nil || !strings.Contains(stderr, c.why) {
-			t.Errorf("--in %s: %v %q; want a refusal naming %q", c.path, err, stderr, c.why)
+	refused := func(path, why string) {
+		t.Helper()
+		_, stderr, err := e.rsa(false, "submit", "--in", path)
+		if err == nil || !strings.Contains(stderr, why) {
+			t.Errorf("--in %s: %v %q; want a refusal naming %q", path, err, stderr, why)
 		}
 	}
+	refused(own, "on a proc file system")
+	// The site allows only the user's work area (known once set up).
+	outside := testutil.MkdirOwned(t, e.user, filepath.Join(e.dir, "elsewhere"))
+	conf, _ := os.ReadFile(e.cfg)
+	e.kill(syscall.SIGTERM)
+	os.WriteFile(e.cfg, []byte(fmt.Sprintf("allowed_paths = [%q]\n", e.home)+string(conf)), 0o644)
+	e.start()
+	refused(outside, "allowed_paths")
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("out")); err != nil {
 		t.Fatalf("a directory in allowed_paths refused: %v %s", err, stderr)
 	}
