@@ -7,8 +7,6 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // Parent is the cgroup below which one daemon makes its staging cgroups:
@@ -51,25 +51,16 @@ func Open(owner string) (*Parent, error) {
 // v2Mount is where the cgroup2 hierarchy is mounted: /sys/fs/cgroup on a
 // unified host, /sys/fs/cgroup/unified on a hybrid one.
 func v2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	ms, err := mount.List()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("reading the mount table: %w", err)
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	for {
-		line, err := r.ReadSlice('\n')
-		fields := bytes.Fields(line)
-		if i := bytes.Index(line, []byte(" - cgroup2 ")); i >= 0 && len(fields) > 4 {
-			return string(fields[4]), nil
-		}
-		for errors.Is(err, bufio.ErrBufferFull) { // a user's long mount point; not ours
-			_, err = r.ReadSlice('\n')
-		}
-		if err != nil {
-			return "", errors.New("no cgroup2 file system is mounted; RSA kills staging processes by cgroup and needs cgroup v2")
+	for _, m := range ms {
+		if m.FSType == "cgroup2" && m.Point != "" {
+			return m.Point, nil
 		}
 	}
+	return "", errors.New("no cgroup2 file system is mounted; RSA kills staging processes by cgroup and needs cgroup v2")
 }
 
 // ownCgroup is this process' cgroup v2 path ("0::PATH").

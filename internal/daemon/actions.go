@@ -288,6 +288,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) error {
 	fd, err := d.policy.OpenTarget(role, target, j.UID)
 	if err != nil {
+		if showsRamdisk(target, j.Ramdisk) {
+			// A resumed mount that already happened: the target shows
+			// this job's own RAMDISK (which the policy refuses as a
+			// target); Bind finds it in place.
+			return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
+		}
 		return err
 	}
 	var st unix.Stat_t
@@ -314,6 +320,28 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
 	}
 	return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
+}
+
+// showsRamdisk reports whether target, reached without symlinks, is the
+// root of the RAMDISK at ramdisk.
+func showsRamdisk(target, ramdisk string) bool {
+	var a, b unix.Stat_t
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for _, p := range []struct {
+		path string
+		st   *unix.Stat_t
+	}{{target, &a}, {ramdisk, &b}} {
+		fd, err := unix.Openat2(unix.AT_FDCWD, p.path, how)
+		if err != nil {
+			return false
+		}
+		err = unix.Fstat(fd, p.st)
+		unix.Close(fd)
+		if err != nil {
+			return false
+		}
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // seal makes the RAMDISK read-only. A file still open for writing (a

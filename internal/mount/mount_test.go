@@ -15,7 +15,13 @@ import (
 // ramdisk mounts a small tmpfs for a test and removes it afterwards.
 func ramdisk(t *testing.T, dir string) string {
 	t.Helper()
-	src := filepath.Join(dir, "ramdisk")
+	return ramdiskNamed(t, dir, "ramdisk")
+}
+
+// ramdiskNamed is ramdisk at dir/name.
+func ramdiskNamed(t *testing.T, dir, name string) string {
+	t.Helper()
+	src := filepath.Join(dir, name)
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -139,12 +145,6 @@ func TestBindRefusesSymlinkSwap(t *testing.T) {
 	}
 	if binds, _ := Binds(src); len(binds) != 0 {
 		t.Fatalf("a mount was made: %v", binds)
-	}
-}
-
-func TestUnescape(t *testing.T) {
-	if got := unescape(`/home/a\040b\011c`); got != "/home/a b\tc" {
-		t.Fatalf("got %q", got)
 	}
 }
 

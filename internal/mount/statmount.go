@@ -1,0 +1,277 @@
+package mount
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Raw listmount(2) and statmount(2) (Linux 6.8; the sb_source and
+// fs_subtype strings came later): golang.org/x/sys has their syscall
+// numbers but no wrappers. Unlike /proc/self/mountinfo they name every
+// mount by a 64-bit ID that is never reused, and they return one mount at
+// a time with only the strings asked for, so a mount point a user made
+// enormous costs only the callers that ask for that mount's point.
+
+// statmount(2) request mask bits (linux/mount.h).
+const (
+	statmountSBBasic   = 0x001 // sb_dev_major, sb_dev_minor, sb_magic, sb_flags
+	statmountMntBasic  = 0x002 // mnt_id, mnt_parent_id, mnt_id_old, ...
+	statmountMntRoot   = 0x008 // mnt_root string
+	statmountMntPoint  = 0x010 // mnt_point string
+	statmountFSType    = 0x020 // fs_type string
+	statmountFSSubtype = 0x100 // fs_subtype string (FUSE's "sshfs" in "fuse.sshfs")
+	statmountSBSource  = 0x200 // sb_source string
+
+	// statmountIdentity is what Info holds besides the two path strings.
+	statmountIdentity = statmountSBBasic | statmountMntBasic | statmountFSType | statmountFSSubtype | statmountSBSource
+)
+
+// lsmtRoot asks listmount(2) for every mount of the mount namespace.
+const lsmtRoot = 0xffffffffffffffff
+
+// sizeofStatmount is the fixed part of struct statmount, which the kernel
+// keeps at 512 bytes (new fields take spare room); its strings follow it.
+const sizeofStatmount = 512
+
+// Byte offsets of the fields read from struct statmount.
+const (
+	offMask        = 8
+	offDevMajor    = 16
+	offDevMinor    = 20
+	offFSType      = 36
+	offMntID       = 40
+	offMntParentID = 48
+	offMntIDOld    = 56
+	offMntRoot     = 104
+	offMntPoint    = 108
+	offFSSubtype   = 120
+	offSBSource    = 124
+)
+
+const (
+	// statmountStart is the buffer first tried: room for any ordinary
+	// mount's strings.
+	statmountStart = 4 << 10
+	// maxPointLen bounds the memory one mount point may cost RSA (a user
+	// can make a path deeper than any fixed limit); a longer point is
+	// reported as such rather than read.
+	maxPointLen = 16 << 20
+	// maxListPointLen bounds it for List, which reads every mount's point:
+	// longer points are left empty there.
+	maxListPointLen = 1 << 20
+	// maxStringsLen bounds the other strings (type, source, root).
+	maxStringsLen = 1 << 20
+)
+
+// errTooLong is returned by statmounter.stat when the strings asked for do
+// not fit in the largest buffer allowed.
+var errTooLong = errors.New("longer than RSA reads")
+
+// mntIDReq is struct mnt_id_req; the kernel reads Size bytes of it.
+type mntIDReq struct {
+	Size    uint32
+	MntNsFd uint32
+	MntID   uint64
+	Param   uint64
+	MntNsID uint64
+}
+
+// mountIDs lists the unique IDs of every mount in this process' mount
+// namespace, in ascending order.
+func mountIDs() ([]uint64, error) {
+	var ids []uint64
+	buf := make([]uint64, 512)
+	req := mntIDReq{Size: unix.MNT_ID_REQ_SIZE_VER0, MntID: lsmtRoot}
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_LISTMOUNT, uintptr(unsafe.Pointer(&req)),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return nil, fmt.Errorf("listing mounts (listmount, Linux 6.8 or later): %w", errno)
+		}
+		ids = append(ids, buf[:n]...)
+		if int(n) < len(buf) {
+			return ids, nil
+		}
+		req.Param = buf[n-1] // continue after the last one listed
+	}
+}
+
+// statmount is the part of struct statmount RSA reads. A string not asked
+// for, or that the mount lacks, is empty.
+type statmount struct {
+	mask            uint64
+	devMajor        uint32
+	devMinor        uint32
+	id, parent      uint64
+	oldID           uint32
+	fsType, subtype string
+	source          string
+	root, point     string
+	hasPoint        bool
+}
+
+// statmounter reads mounts with statmount(2), reusing its buffer.
+type statmounter struct {
+	buf []byte
+}
+
+// stat reads mount id's fields in mask, growing the buffer (on EOVERFLOW)
+// up to limit bytes of strings; beyond that it returns errTooLong.
+// ENOENT means the mount is gone.
+func (s *statmounter) stat(id, mask uint64, limit int) (statmount, error) {
+	size := statmountStart
+	if len(s.buf) > size {
+		size = len(s.buf)
+	}
+	for {
+		if len(s.buf) < size {
+			s.buf = make([]byte, size)
+		}
+		buf := s.buf[:min(size, sizeofStatmount+limit)]
+		err := statmountRaw(id, mask, buf)
+		if err == nil {
+			return parseStatmount(buf, id)
+		}
+		if !errors.Is(err, unix.EOVERFLOW) {
+			return statmount{}, err
+		}
+		if len(buf) >= sizeofStatmount+limit {
+			return statmount{}, errTooLong
+		}
+		size *= 4 // each try makes the kernel build all strings again
+	}
+}
+
+// statFits reads mount id's fields in mask into a buffer with room for
+// exactly n bytes of strings, and reports false (no error) if they are
+// longer. It finds a mount at a known path without reading longer points.
+func (s *statmounter) statFits(id, mask uint64, n int) (statmount, bool, error) {
+	// The kernel wants room for the string's NUL and one byte more.
+	size := sizeofStatmount + n + 2
+	if len(s.buf) < size {
+		s.buf = make([]byte, size)
+	}
+	buf := s.buf[:size]
+	err := statmountRaw(id, mask, buf)
+	if errors.Is(err, unix.EOVERFLOW) {
+		return statmount{}, false, nil
+	}
+	if err != nil {
+		return statmount{}, false, err
+	}
+	sm, err := parseStatmount(buf, id)
+	return sm, err == nil, err
+}
+
+func statmountRaw(id, mask uint64, buf []byte) error {
+	req := mntIDReq{Size: unix.MNT_ID_REQ_SIZE_VER0, MntID: id, Param: mask}
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_STATMOUNT, uintptr(unsafe.Pointer(&req)),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		switch errno {
+		case 0:
+			return nil
+		case unix.EINTR:
+			continue
+		default:
+			return errno
+		}
+	}
+}
+
+func parseStatmount(buf []byte, id uint64) (statmount, error) {
+	le := binary.NativeEndian
+	size := int(le.Uint32(buf))
+	if size < sizeofStatmount || size > len(buf) {
+		return statmount{}, fmt.Errorf("statmount of mount %d returned size %d for a %d-byte buffer", id, size, len(buf))
+	}
+	strs := buf[sizeofStatmount:size]
+	sm := statmount{
+		mask:     le.Uint64(buf[offMask:]),
+		devMajor: le.Uint32(buf[offDevMajor:]),
+		devMinor: le.Uint32(buf[offDevMinor:]),
+		id:       le.Uint64(buf[offMntID:]),
+		parent:   le.Uint64(buf[offMntParentID:]),
+		oldID:    le.Uint32(buf[offMntIDOld:]),
+	}
+	str := func(bit uint64, off int) (string, bool) {
+		if sm.mask&bit == 0 {
+			return "", false
+		}
+		o := int(le.Uint32(buf[off:]))
+		if o >= len(strs) {
+			return "", false
+		}
+		s := strs[o:]
+		for i, c := range s {
+			if c == 0 {
+				return string(s[:i]), true
+			}
+		}
+		return string(s), true
+	}
+	sm.fsType, _ = str(statmountFSType, offFSType)
+	sm.subtype, _ = str(statmountFSSubtype, offFSSubtype)
+	sm.source, _ = str(statmountSBSource, offSBSource)
+	sm.root, _ = str(statmountMntRoot, offMntRoot)
+	sm.point, sm.hasPoint = str(statmountMntPoint, offMntPoint)
+	return sm, nil
+}
+
+// dev is the file system's device number as mountinfo writes it.
+func (sm statmount) dev() string { return fmt.Sprintf("%d:%d", sm.devMajor, sm.devMinor) }
+
+// fullType is the type as mountinfo writes it: "fuse.sshfs", "tmpfs".
+func (sm statmount) fullType() string {
+	if sm.subtype != "" {
+		return sm.fsType + "." + sm.subtype
+	}
+	return sm.fsType
+}
+
+func (sm statmount) info() Info {
+	return Info{ID: sm.id, Parent: sm.parent, Dev: sm.dev(), Root: sm.root, Point: sm.point,
+		FSType: sm.fullType(), Source: sm.source}
+}
+
+// mountIDOf returns the unique ID of the mount fd is on. AT_STATX_DONT_SYNC
+// keeps a user's FUSE server from being asked anything (and so from
+// stalling root).
+func mountIDOf(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &stx)
+	if err == nil && stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
+		return stx.Mnt_id, nil
+	}
+	if err != nil && !errors.Is(err, unix.EACCES) {
+		return 0, err
+	}
+	// FUSE answers any request mask from someone not allowed in (root,
+	// without allow_other) with EACCES, except the empty one, which still
+	// yields the old 32-bit mount ID; map that to the unique one.
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &stx); err != nil {
+		return 0, err
+	}
+	if stx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, errors.New("the kernel reports no mount ID")
+	}
+	ids, err := mountIDs()
+	if err != nil {
+		return 0, err
+	}
+	var s statmounter
+	for _, id := range ids {
+		sm, err := s.stat(id, statmountMntBasic, 0)
+		if err == nil && uint64(sm.oldID) == stx.Mnt_id {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("mount %d is not in this mount namespace", stx.Mnt_id)
+}
