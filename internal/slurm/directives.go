@@ -15,6 +15,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -83,7 +84,8 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 			name, val, found := strings.Cut(rest[1:], "=")
 			k, known := variables[name]
 			if !known {
-				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", name)
+				// Escaped: the message reaches sbatch's and squeue's terminals.
+				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", textsafe.Line(name))
 			}
 			if !found {
 				return r, ok, bad("missing '=': write #RSA_%s=VALUE", name)
@@ -98,7 +100,7 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 				pairs = append(pairs, [2]string{k, v})
 			}
 		default:
-			return r, ok, bad("unknown directive #RSA%s; write #RSA_DATA_IN=DIR and the like, or #RSA key=value", rest)
+			return r, ok, bad("unknown directive #RSA%s; write #RSA_DATA_IN=DIR and the like, or #RSA key=value", textsafe.Line(rest))
 		}
 		for _, p := range pairs {
 			k, v := p[0], p[1]
@@ -109,13 +111,20 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 			if v == "" {
 				return r, ok, bad("%s has no value", k)
 			}
+			// Values become mount points, program paths, the job's
+			// environment and lines an administrator reads: refused here,
+			// with their line, as a submission refuses them.
+			if err := job.CheckText("the value of "+k, v); err != nil {
+				return r, ok, bad("%v", err)
+			}
 			if err := set(&r, k, v); err != nil {
 				return r, ok, bad("%v", err)
 			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return r, ok, fmt.Errorf("reading job script: %w", err)
+		// The line that stopped the scanner is the one after the last read.
+		return r, ok, &ParseError{Line: n + 1, Text: "…", Why: fmt.Sprintf("cannot read the job script: %v; keep every line below 1 MiB", err)}
 	}
 	if !ok {
 		return r, false, nil

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,18 @@ func TestParse(t *testing.T) {
 		{"missing =", "#RSA_DATA_IN /a\n", true, "unknown variable", nil},
 		{"nothing to do", "#RSA_DELAY=5\n", true, "nothing to accelerate", nil},
 		{"relative stage program", "#RSA_DATA_IN=/a\n#RSA_STAGE_IN=./s.sh\n", true, "stage-in program", nil},
+		// Control characters and bytes that are not UTF-8 (FuzzParse
+		// found them accepted), each refused with its line.
+		{"escape in a path", "#!/bin/sh\n#RSA_DATA_IN=/a\x1b[2Jb\n", true, `line 2 "#RSA_DATA_IN=/a\x1b[2Jb": the value of in "/a\x1b[2Jb" contains the control character U+001B`, nil},
+		{"NUL in a path", "#RSA in=/a\x00b\n", true, "U+0000", nil},
+		{"CR inside a path", "#RSA_DATA_OUT=/a\rb\r\n", true, "U+000D", nil},
+		{"tab inside a path", "#RSA_DATA_OUT=/a\tb\n", true, "U+0009", nil},
+		{"C1 in a path", "#RSA_DATA_IN=/a\u009bb\n", true, "U+009B", nil},
+		{"DEL in the pool", "#RSA pool=p\x7f capacity=1G in=/a\n", true, `the value of pool "p\x7f" contains the control character U+007F`, nil},
+		{"not UTF-8", "#RSA_DATA_IN=/a\xffb\n", true, "is not valid UTF-8", nil},
+		{"stage program", "#RSA_DATA_IN=/a\n#RSA_STAGE_IN=/s\x1b]0;x\x07\n", true, "line 2", nil},
+		{"line too long", "#RSA_DATA_IN=/a\n#" + strings.Repeat("x", 1<<20) + "\n", true, "line 2", nil},
+		{"control in a variable's name", "#RSA_\x1b]0;x\x07=/a\n", true, `unknown variable RSA_\u001b]0;x\u0007;`, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,12 +95,42 @@ func TestExpandHosts(t *testing.T) {
 		{"", nil, false},
 		{"n[3-1]", nil, true},
 		{"n[x]", nil, true},
+		{"n[0-9]x,m", []string{"n0x", "n1x", "n2x", "n3x", "n4x", "n5x", "n6x", "n7x", "n8x", "n9x", "m"}, false},
+		{"n[008-010]", []string{"n008", "n009", "n010"}, false},
+		// Bounded before anything is allocated (fuzzing: a few bytes
+		// asked for billions of names).
+		{"n[0-999999999]", nil, true},
+		{"n[0-99999]x[0-99999]", nil, true},
+		{"n[0-9999999999]", nil, true},
+		{"n[" + strings.Repeat("0-99999,", 4) + "0]", nil, true},
+		{"n[1-" + strings.Repeat("9", 30) + "]", nil, true},
+		{"n[1-+5]", nil, true},
+		{strings.Repeat("x", 300), nil, true},
+		{strings.Repeat("[1]", 300), nil, true},
+		{"n[" + strings.Repeat("0", 300) + "1]", nil, true},
+		// Not host names.
+		{"../../etc", nil, true},
+		{"..", nil, true},
+		{"n[1]/x", nil, true},
+		{"a b", nil, true},
+		{"n\x00", nil, true},
+		{"n\x1b[2J", nil, true},
+		{"n[1]]", nil, true},
+		{"a],b", nil, true},
+		{"n\xff", nil, true},
 	}
 	for _, c := range cases {
 		got, err := ExpandHosts(c.in)
 		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
 			t.Errorf("ExpandHosts(%q) = %v, %v; want %v (error %v)", c.in, got, err, c.want, c.bad)
 		}
+	}
+	// The bound is the count of names: a list of exactly maxHosts passes.
+	if got, err := ExpandHosts(fmt.Sprintf("n[1-%d]", maxHosts)); err != nil || len(got) != maxHosts {
+		t.Errorf("%d names: %d, %v", maxHosts, len(got), err)
+	}
+	if _, err := ExpandHosts(fmt.Sprintf("n[1-%d],m", maxHosts)); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("%d names: %v", maxHosts+1, err)
 	}
 }
 
