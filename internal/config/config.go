@@ -205,7 +205,10 @@ func Load(path string, explicit bool) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
 		c := defaults()
-		return &c, c.finish()
+		if err := c.finish(); err != nil {
+			return nil, err
+		}
+		return &c, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w (name a readable file with --config or RSA_CONFIG)", err)
@@ -327,7 +330,10 @@ func Parse(data []byte) (*Config, error) {
 	if err := parseSlurm(&f, &c.Slurm); err != nil {
 		return nil, err
 	}
-	return &c, c.finish()
+	if err := c.finish(); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 func parseLimits(f *file, l *Limits) error {
@@ -468,13 +474,19 @@ func (c *Config) finish() error {
 		}
 		c.Nodes = []Node{{Name: "local", Engine: "local", Capacity: capacity}}
 	}
-	if strings.HasPrefix(c.RamdiskRoot+"/", c.StateDir+"/") || strings.HasPrefix(c.StateDir+"/", c.RamdiskRoot+"/") {
+	if within(c.RamdiskRoot, c.StateDir) || within(c.StateDir, c.RamdiskRoot) {
 		return fmt.Errorf("ramdisk_root %s and state_dir %s must not contain each other", c.RamdiskRoot, c.StateDir)
 	}
 	return nil
 }
 
-// parseCapacity reads "64G" or "50%" (of the RAM available now).
+// within reports whether the clean absolute path p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// parseCapacity reads "64G" or "50%" (of the RAM available now), at least
+// 1M either way.
 func parseCapacity(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -489,7 +501,11 @@ func parseCapacity(s string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return int64(float64(avail) * p / 100), nil
+		n := int64(float64(avail) * p / 100)
+		if n < 1<<20 {
+			return 0, fmt.Errorf("%q of the RAM available now (%s) is below 1M", s, units.FormatSize(avail))
+		}
+		return n, nil
 	}
 	n, err := units.ParseSize(s)
 	if err != nil {

@@ -53,6 +53,12 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[slurm]\nbin = \"usr/bin\"", "slurm.bin"},
 		{"[slurm]\nnode_namespaces = \"/run/../ns\"", "slurm.node_namespaces"},
 		{"[slurm]\npoll_interval = \"1ms\"", "slurm.poll_interval"},
+		// Found by FuzzParse: "/" contains every directory; a tiny share
+		// of RAM was taken although the same bytes written as a size were
+		// refused.
+		{"state_dir = \"/\"\nramdisk_root = \"/ram\"", "must not contain each other"},
+		{"ramdisk_root = \"/\"", "must not contain each other"},
+		{"[[nodes]]\nname = \"a\"\ncapacity = \"0.0000001%\"", "nodes[0].capacity"},
 	} {
 		_, err := Parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.key) {
