@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -361,6 +362,48 @@ func TestUnpackRefusesEscapes(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
 		t.Fatal("unpack wrote through a symlink out of the target")
+	}
+}
+
+// TestUnpackRefusesSparse: a sparse member (GNU tar --sparse) is refused,
+// not written out at its full size: FuzzUnpack found a 3.5 KiB archive
+// that filled the file system with a terabyte of zeros.
+func TestUnpackRefusesSparse(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "after"), []byte("kept"), 0o644)
+	f, err := os.Create(filepath.Join(src, "holes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("x"), 64<<20)
+	f.Close()
+	archives := map[string]string{"bomb": filepath.Join(dir, "bomb.tar")}
+	bomb := paxSparse(t, "holes", 1<<40)
+	bomb = append(bomb[:len(bomb)-1024], buildTar(t, tar.FormatUnknown, tarReg("after", "kept"))...) // past its end blocks
+	os.WriteFile(archives["bomb"], bomb, 0o644)
+	for _, format := range []string{"gnu", "posix"} {
+		archives[format] = filepath.Join(dir, format+".tar")
+		if out, err := runCmd("tar", "-C", src, "--sparse", "--format="+format, "-cf", archives[format], "holes", "after"); err != nil {
+			t.Fatal(out)
+		}
+	}
+	for name, arc := range archives {
+		t.Run(name, func(t *testing.T) {
+			dst := filepath.Join(dir, "dst-"+name)
+			_, err := (&Mover{}).Unpack(context.Background(), arc, dst)
+			var ce *CopyError
+			if !errors.As(err, &ce) || ce.Total != 1 || !strings.Contains(err.Error(), "sparse") {
+				t.Fatalf("got %v, want the sparse member refused", err)
+			}
+			if _, err := os.Lstat(filepath.Join(dst, "holes")); err == nil {
+				t.Error("the sparse member was written")
+			}
+			if b, err := os.ReadFile(filepath.Join(dst, "after")); string(b) != "kept" {
+				t.Errorf("the member after it: %q %v", b, err)
+			}
+		})
 	}
 }
 

@@ -491,7 +491,11 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			}
 			dirs = append(dirs, hdr)
 			st.Dirs++
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+			if sparse(hdr) {
+				u.fail(name, errSparse)
+				continue
+			}
 			st.Files++
 			st.Bytes += hdr.Size
 			if hdr.Size <= smallFileSize {
@@ -554,6 +558,26 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, &CopyError{Failed: u.failed, Total: u.n}
 	}
 	return st, nil
+}
+
+// errSparse refuses a sparse member (GNU tar --sparse). archive/tar reads
+// a sparse file's holes as zeros and does not say where they are, so its
+// whole size would be written out: a few bytes of archive can claim a
+// terabyte.
+var errSparse = errors.New("refused: a sparse file (GNU tar --sparse); create the archive without --sparse")
+
+// sparse reports whether hdr is a sparse member: GNU tar's old sparse type,
+// or its PAX sparse formats, which archive/tar presents as a regular file.
+func sparse(hdr *tar.Header) bool {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanMember makes an archive member's name relative and clean, refusing
