@@ -6,7 +6,7 @@ BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge curl
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps test lint unit demo demo-slurm bench-copy clean
+.PHONY: all build deps test lint unit fuzz demo demo-slurm bench-copy clean
 
 all: build
 
@@ -38,6 +38,20 @@ test: lint
 
 unit:
 	$(GO) test -count=1 ./internal/...
+
+# Fuzzing, not tests: each fuzz target in turn for FUZZTIME. A crasher is
+# written to the package's testdata/fuzz, which go test then replays.
+# FuzzUnpack minimizes what it finds for 10s, not 60s: its inputs are
+# archives of kilobytes, minimized one byte at a time.
+FUZZTIME ?= 10m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/slurm/
+	$(GO) test -run '^$$' -fuzz '^FuzzExpandHosts$$' -fuzztime $(FUZZTIME) ./internal/slurm/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzUnpack$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./internal/stage/
+	$(GO) test -run '^$$' -fuzz '^FuzzSubmitRequest$$' -fuzztime $(FUZZTIME) ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzHookRequest$$' -fuzztime $(FUZZTIME) ./internal/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/textsafe/
 
 demo: build
 	scripts/demo.sh
