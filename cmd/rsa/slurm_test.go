@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
 )
@@ -75,5 +76,28 @@ func TestWritePathsRefusesAnythingButRSAVariables(t *testing.T) {
 		if c.ok != (err == nil) || (!c.ok && len(b) > 0) {
 			t.Errorf("%q: %v, wrote %q", c.env, err, b)
 		}
+	}
+}
+
+// TestPrologEpilogGiveUpOnADownDaemon: with no daemon, the prolog and the
+// epilog wait out a restart for 30 s, then let the job go on without RSA:
+// they exit 0 (a failing PrologSlurmctld would requeue or hold the job)
+// and say so.
+func TestPrologEpilogGiveUpOnADownDaemon(t *testing.T) {
+	for _, hook := range []string{"prolog", "epilog"} {
+		t.Run(hook, func(t *testing.T) {
+			t.Parallel()
+			sock := filepath.Join(t.TempDir(), "no-daemon.sock")
+			start := time.Now()
+			_, errOut, status := runRSA(t, []string{"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n1"}, "--socket", sock, "slurm-"+hook)
+			took := time.Since(start)
+			if status != 0 || !strings.Contains(errOut, "goes on without RSA") {
+				t.Errorf("exit %d, %q; want 0 and the job going on without RSA", status, errOut)
+			}
+			// Shorter would not ride out a restart of rsa serve.
+			if took < 25*time.Second {
+				t.Errorf("gave up after %v, before the 30 s a restart may take", took)
+			}
+		})
 	}
 }

@@ -118,3 +118,29 @@ func TestEveryKeyDocumented(t *testing.T) {
 	}
 	walk(reflect.TypeOf(file{}))
 }
+
+// TestCapacityShareOfRAM: "50%" is half of the RAM available when the
+// config is read, and the same rule bounds it as a size.
+func TestCapacityShareOfRAM(t *testing.T) {
+	before, err := MemAvailable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"50%\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := MemAvailable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := min(before, after)/2, max(before, after)/2
+	if got := c.Nodes[0].Capacity; got < lo || got > hi {
+		t.Errorf("50%% of %d..%d bytes available: got %d", min(before, after), max(before, after), got)
+	}
+	for _, bad := range []string{"0%", "-5%", "91%", "half%", "%"} {
+		if _, err := Parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"" + bad + "\"\n")); err == nil || !strings.Contains(err.Error(), "nodes[0].capacity") {
+			t.Errorf("capacity %q: %v, want refused", bad, err)
+		}
+	}
+}
