@@ -163,9 +163,7 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	case f.pack && f.unpack:
 		return errors.New("--pack and --unpack exclude each other")
 	case f.pack:
-		if st, err = m.Pack(cmd.Context(), src, dst); err == nil && f.verify {
-			err = stage.VerifyArchive(cmd.Context(), src, dst)
-		}
+		st, err = m.Pack(cmd.Context(), src, dst) // verified with m.Verify
 	case f.unpack:
 		st, err = m.UnpackAll(cmd.Context(), src, dst)
 	default:

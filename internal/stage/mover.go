@@ -36,11 +36,16 @@ type Mover struct {
 	Workers   int   // 0: chosen from the CPUs
 	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
 	BigFile   int64 // files at least this large are chunked (0: 256 MiB)
-	Verify    bool  // re-read both sides and compare content (xxh3) at the end
+	Verify    bool  // re-read both sides and compare content (xxh3) at the end; Pack: before the archive gets its name
 	BWLimit   int64 // bytes per second read from SRC; 0: unlimited
 	Sync      bool  // flush DST's file system before returning
 	Progress  func(Progress)
 	Warn      func(path, why string)
+
+	// fileDone, if set, is called with the count of files done so far
+	// each time a file is in place (Copy) or in the archive (Pack): tests
+	// act at a known point of a copy with it, where Progress comes by time.
+	fileDone func(files int64)
 }
 
 // EntryError is one entry that could not be copied.
@@ -582,7 +587,7 @@ func (r *copyRun) done(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t)
 		have.Size == st.Size && have.Mtim == st.Mtim && have.Mode&0o7777 == st.Mode&0o7777 &&
 		(!r.m.Verify || sameHashAt(srcFd, d.dstFd, name)) {
 		r.skipped.Add(1)
-		r.files.Add(1)
+		r.fileInPlace()
 		r.bytes.Add(st.Size)
 		r.firstDone(st, rel, true)
 		return true
@@ -772,8 +777,16 @@ func (f *fileCopy) finish(err error) {
 		r.firstDone(&f.st, f.rel, false)
 		return
 	}
-	r.files.Add(1)
+	r.fileInPlace()
 	r.firstDone(&f.st, f.rel, true)
+}
+
+// fileInPlace counts a file copied (or found in place already).
+func (r *copyRun) fileInPlace() {
+	n := r.files.Add(1)
+	if r.m.fileDone != nil {
+		r.m.fileDone(n)
+	}
 }
 
 // linkToFirst handles a further name of a multiply linked file: it links to

@@ -227,16 +227,32 @@ func TestMoverResumesAfterInterruption(t *testing.T) {
 	for i := range 300 {
 		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i%26))+strings.Repeat("x", i%7)+"-"+itoa(i)), bytes.Repeat([]byte{byte(i)}, 20000), 0o644)
 	}
+	// Cancelled after the 20th file is in place, while workers still
+	// copy others: the copy stops part-way and leaves no partial file,
+	// under its final name or a temporary one.
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mover{Workers: 2, Progress: func(p Progress) {
-		if p.Files > 20 {
+	m := &Mover{Workers: 2, fileDone: func(n int64) {
+		if n == 20 {
 			cancel()
 		}
 	}}
-	m.Copy(ctx, src, dst) // interrupted somewhere
-	// A partial file under its final name would be a lie; a stale changed
-	// file must be replaced.
-	os.WriteFile(filepath.Join(dst, ".rsa-tmp.stale"), []byte("junk"), 0o600)
+	if _, err := m.Copy(ctx, src, dst); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled copy: %v, want context.Canceled", err)
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".rsa-tmp.") {
+			t.Errorf("the cancelled copy left %s", e.Name())
+		} else if b, err := os.ReadFile(filepath.Join(dst, e.Name())); err != nil || len(b) != 20000 {
+			t.Errorf("the cancelled copy left %s with %d bytes (%v)", e.Name(), len(b), err)
+		}
+	}
+	if len(entries) < 20 || len(entries) >= 300 {
+		t.Fatalf("the cancelled copy left %d of 300 files, want it stopped part-way after 20", len(entries))
+	}
 	st, err := (&Mover{Workers: 2}).Copy(context.Background(), src, dst)
 	if err != nil {
 		t.Fatal(err)
@@ -244,8 +260,8 @@ func TestMoverResumesAfterInterruption(t *testing.T) {
 	if err := VerifyTree(context.Background(), src, dst, 2); err != nil {
 		t.Fatal(err)
 	}
-	if st.Files != 300 {
-		t.Fatalf("stats %+v", st)
+	if st.Files != 300 || st.Skipped != int64(len(entries)) {
+		t.Fatalf("resumed: %+v, want 300 files of which the %d in place skipped", st, len(entries))
 	}
 	// Content-level resume: same size and time, different bytes.
 	victim := filepath.Join(dst, "fa-0")
@@ -492,6 +508,41 @@ func TestBWLimit(t *testing.T) {
 		t.Fatalf("6 MiB copied in %v despite a 4 MiB/s cap", el)
 	}
 	if err := VerifyTree(context.Background(), src, dst, 2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPackVerifies: with Verify, Pack re-reads the archive against its
+// source before giving it its name; a source file that changed after it
+// was packed (same size, other bytes) fails the pack and leaves no archive,
+// under its name or a temporary one.
+func TestPackVerifies(t *testing.T) {
+	src, out := t.TempDir(), t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		if err := os.WriteFile(filepath.Join(src, n), bytes.Repeat([]byte(n), 5000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(out, "x.tar")
+	changeAll := func(n int64) {
+		if n == 3 {
+			for _, f := range []string{"a", "b", "c"} {
+				os.WriteFile(filepath.Join(src, f), bytes.Repeat([]byte("z"), 5000), 0o644)
+			}
+		}
+	}
+	_, err := (&Mover{Verify: true, fileDone: changeAll}).Pack(context.Background(), src, dst)
+	if err == nil || !strings.Contains(err.Error(), "differs in the archive") {
+		t.Fatalf("pack of a source that changed: %v, want a verification error", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("a failed pack left %v", entries)
+	}
+	// Unchanged, the same pack verifies and is in place.
+	if _, err := (&Mover{Verify: true}).Pack(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyArchive(context.Background(), src, dst); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -39,6 +39,13 @@ const (
 	smallFileSize = 1 << 20
 )
 
+// packed reports a file written into the archive to the test hook.
+func (m *Mover) packed(files int64) {
+	if m.fileDone != nil {
+		m.fileDone(files)
+	}
+}
+
 // Pack writes the tree at src as one POSIX (pax) tar file at dst, streamed:
 // no temporary copy of the tree. Small files are read ahead in parallel
 // while the archive is written in order (the thesis' aggregation of many
@@ -145,6 +152,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			putRecord(rec)
 			st.Files++
 			st.Bytes += it.info.Size()
+			m.packed(st.Files)
 		} else {
 			hdr, err := tarHeader(src, it.rel, it.info, true)
 			if err != nil {
@@ -166,6 +174,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				}
 				st.Files++
 				st.Bytes += n
+				m.packed(st.Files)
 			case it.info.IsDir():
 				st.Dirs++
 			case it.info.Mode()&fs.ModeSymlink != 0:
@@ -192,6 +201,13 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	if err := out.Close(); err != nil {
 		return st, err
+	}
+	// Verified under its temporary name: an archive that does not match
+	// its source never gets the name a user or a stage-out trusts.
+	if m.Verify {
+		if err := VerifyArchive(ctx, src, tmp); err != nil {
+			return st, err
+		}
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		return st, err
