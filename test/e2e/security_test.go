@@ -310,6 +310,11 @@ max_job_capacity = "1G"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("another user is locked out: %v %s", err, out)
 	}
+	// Three jobs that count are active: the next is refused whoever asks.
+	cmd = e.as(other, rsaBin, "--config", e.cfg, "submit", "--out", otherOut, "--capacity", "64M")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "max_active_jobs") {
+		t.Fatalf("a fourth active job: %v %s", err, out)
+	}
 	// Never run: expired, RAM released, the user told why.
 	waitFor(t, "job 4 to expire", func() bool { return e.job(4).RSA == lifecycle.Released })
 	if j := e.job(4); !strings.Contains(j.Error, "unstarted_expiry") {
