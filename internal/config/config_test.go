@@ -134,7 +134,8 @@ func TestCapacityShareOfRAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, hi := min(before, after)/2, max(before, after)/2
+	// Other processes move MemAvailable between the reads: 256M of slack.
+	lo, hi := min(before, after)/2-128<<20, max(before, after)/2+128<<20
 	if got := c.Nodes[0].Capacity; got < lo || got > hi {
 		t.Errorf("50%% of %d..%d bytes available: got %d", min(before, after), max(before, after), got)
 	}

@@ -284,7 +284,7 @@ func TestLimitsPerUser(t *testing.T) {
 	e := setup(t, `[limits]
 max_jobs_per_user = 2
 max_active_jobs = 3
-unstarted_expiry = "2s"
+unstarted_expiry = "8s"
 max_job_capacity = "1G"
 `)
 	other := testutil.EnsureOtherUser(t)
