@@ -97,8 +97,8 @@ func TestLocalLifecycle(t *testing.T) {
 	if err := l.Destroy(ctx, r); err != nil {
 		t.Fatalf("Destroy must be idempotent: %v", err)
 	}
-	if _, ok, _ := mount.MountedAt(target); ok {
-		t.Fatal("bind mount left at the job path")
+	if _, ok, err := mount.MountedAt(target); err != nil || ok {
+		t.Fatalf("bind mount left at the job path: %v %v", ok, err)
 	}
 	for _, p := range []string{r.Dir, GateFor(root, 7)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {

@@ -123,11 +123,11 @@ func TestBindAndUnbind(t *testing.T) {
 	if err := Unbind(src, false); err != nil {
 		t.Fatal(err)
 	}
-	if binds, _ := Binds(src); len(binds) != 0 {
-		t.Fatalf("binds left: %v", binds)
+	if binds, err := Binds(src); err != nil || len(binds) != 0 {
+		t.Fatalf("binds left: %v %v", binds, err)
 	}
-	if _, ok, _ := MountedAt("/etc"); ok {
-		t.Fatal("something got mounted at /etc")
+	if _, ok, err := MountedAt("/etc"); err != nil || ok {
+		t.Fatalf("something got mounted at /etc: %v %v", ok, err)
 	}
 }
 

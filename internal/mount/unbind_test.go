@@ -255,8 +255,8 @@ func TestUnbindStacked(t *testing.T) {
 			if err := Unbind(src, true); err != nil {
 				t.Fatalf("detaching Unbind: %v", err)
 			}
-			if b, _ := Binds(src); len(b) != 0 {
-				t.Fatalf("binds left: %v", b)
+			if b, err := Binds(src); err != nil || len(b) != 0 {
+				t.Fatalf("binds left: %v %v", b, err)
 			}
 			if m, ok, err := MountedAt(target); err != nil || ok {
 				t.Fatalf("left mounted at %s: %v (%v)", target, m, err)
@@ -287,8 +287,8 @@ func TestUnmountAfterMove(t *testing.T) {
 	if err := Unmount(binds[0], false); err != nil {
 		t.Fatalf("Unmount after the user moved it: %v", err)
 	}
-	if b, _ := Binds(src); len(b) != 0 {
-		t.Fatalf("binds left: %v", b)
+	if b, err := Binds(src); err != nil || len(b) != 0 {
+		t.Fatalf("binds left: %v %v", b, err)
 	}
 }
 

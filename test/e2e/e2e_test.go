@@ -125,8 +125,8 @@ func TestBadInputRefused(t *testing.T) {
 	if strings.Count(out, "\n") != 1 {
 		t.Fatalf("refused submissions created jobs:\n%s", out)
 	}
-	if _, ok, _ := mount.MountedAt("/etc"); ok {
-		t.Fatal("mount at /etc")
+	if _, ok, err := mount.MountedAt("/etc"); err != nil || ok {
+		t.Fatalf("mount at /etc: %v %v", ok, err)
 	}
 	e.noLeaks()
 }
