@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -163,6 +164,7 @@ func TestKillDaemon(t *testing.T) {
 			in, out, ctl := e.mkdir("in"), e.mkdir("out"), e.mkdir("ctl")
 			e.fill(in, 16, 8192)
 			started, gate, pidf := filepath.Join(ctl, "started"), filepath.Join(ctl, "go"), filepath.Join(ctl, "pid")
+			orphan, sums := filepath.Join(ctl, "orphan"), filepath.Join(ctl, "sums")
 			pause := `echo $$ > ` + pidf + `; touch ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done
 `
 			// A switch delay of seconds: the job checks its input is in RAM.
@@ -171,12 +173,17 @@ func TestKillDaemon(t *testing.T) {
 			if phase == "built-in stage-out" {
 				files, size = 600, 256<<10 // 150M: a copy long enough to be killed in
 			}
-			jobBody := inRAM + `ram "$1"; cat "$1"/f* > /dev/null; waitram "$2"
+			// The job hashes the input it reads in RAM.
+			jobBody := inRAM + `ram "$1"; (cd "$1" && sha256sum f*) > ` + sums + `; waitram "$2"
 for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urandom > "$2/out$i"; done
 `
 			switch phase {
 			case "stage-in":
+				// A grandchild that leaves the stage's session: only the
+				// restarted daemon, killing its predecessor's staging
+				// cgroups, ends it.
 				args = append(args, "--stage-in", e.script("in.sh", `cp -a "$2/." "$1/"
+[ -e `+orphan+` ] || { setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > `+orphan+`; }
 `+pause))
 			case "running":
 				jobBody += pause
@@ -210,6 +217,9 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 				// The interrupted phase runs again from its start.
 				waitFor(t, phase+" to be resumed", func() bool { return exists(started) })
 			}
+			if phase == "stage-in" {
+				waitFor(t, "the previous daemon's staging grandchild to be killed", func() bool { return pidGone(t, orphan) })
+			}
 			if phase == "built-in stage-out" && !strings.Contains(e.daemonLog(), "rsa=STAGING_OUT") {
 				t.Fatalf("the daemon did not die during the stage-out (nothing to resume):\n%s", e.daemonLog())
 			}
@@ -219,6 +229,11 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 			}
 			if stdout, stderr, err := e.rsa(false, "wait", "1"); err != nil {
 				t.Fatalf("rsa wait: %v %s %s", err, stdout, stderr)
+			}
+			// What the job read in RAM is the input on disk.
+			onDisk, err := exec.Command("sh", "-c", `cd "$1" && sha256sum f*`, "sh", in).Output()
+			if got, _ := os.ReadFile(sums); err != nil || len(got) == 0 || string(got) != string(onDisk) {
+				t.Fatalf("the job read in RAM:\n%s\nthe input on disk (%v):\n%s", got, err, onDisk)
 			}
 			refs, _ := os.ReadDir(ref)
 			if len(refs) != files {

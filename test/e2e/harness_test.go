@@ -189,9 +189,18 @@ func (e *env) rsa(root bool, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
+// command is a command with a deadline (see rsa).
+func (e *env) command(name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	e.t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
 // userCmd is a command run as the test user with a plain environment.
 func (e *env) userCmd(name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(name, args...)
+	cmd := e.command(name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID}}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.user.Home}
 	cmd.Dir = e.home

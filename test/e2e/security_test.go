@@ -28,7 +28,7 @@ import (
 
 // as runs name as user u with a plain environment.
 func (e *env) as(u testutil.User, name string, args ...string) *exec.Cmd {
-	cmd := exec.Command(name, args...)
+	cmd := e.command(name, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
 	cmd.Dir = "/"
@@ -40,7 +40,7 @@ func (e *env) as(u testutil.User, name string, args ...string) *exec.Cmd {
 // HTTP status and body.
 func (e *env) apiPost(path, body string) (int, string) {
 	e.t.Helper()
-	cmd := e.userCmd("curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", filepath.Join(e.dir, "run", "rsa.sock"),
+	cmd := e.userCmd("curl", "-s", "-m", "60", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", filepath.Join(e.dir, "run", "rsa.sock"),
 		"-H", "Content-Type: application/json", "-d", body, "http://rsa"+path)
 	out, err := cmd.Output()
 	if err != nil {

@@ -8,6 +8,7 @@
 package slurm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -141,7 +142,7 @@ func (c *cluster) file(name, content string, mode os.FileMode) string {
 
 // asUser runs a Slurm command as the test user.
 func (c *cluster) asUser(args ...string) (string, error) {
-	cmd := exec.Command("runuser", append([]string{"-u", c.user.Name, "--", "env", "SLURM_CONF=" + c.conf}, args...)...)
+	cmd := c.command("runuser", append([]string{"-u", c.user.Name, "--", "env", "SLURM_CONF=" + c.conf}, args...)...)
 	cmd.Dir = c.work
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -150,13 +151,24 @@ func (c *cluster) asUser(args ...string) (string, error) {
 // root runs a command as root with the cluster's SLURM_CONF.
 func (c *cluster) root(args ...string) string {
 	c.t.Helper()
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := c.command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// command is a command with a deadline: a hung Slurm or rsa client fails
+// its test, which then cleans up, instead of running into the package's
+// timeout, which cleans up nothing.
+func (c *cluster) command(name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	c.t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }
 
 // sbatch submits script (written to the work area) as the user.
@@ -174,7 +186,7 @@ func (c *cluster) sbatch(name, script string, opts ...string) string {
 // has state "" and no error; a slurmctld that does not answer (it may be
 // restarting) is an error, never mistaken for a forgotten job.
 func (c *cluster) job(id string) (state, reason string, err error) {
-	cmd := exec.Command("squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r")
+	cmd := c.command("squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r")
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -227,7 +239,7 @@ func (c *cluster) waitJob(id string, timeout time.Duration, states ...string) {
 
 func (c *cluster) rsa(args ...string) []byte {
 	c.t.Helper()
-	out, err := exec.Command(rsaBin, append([]string{"--config", c.rsaConf}, args...)...).Output()
+	out, err := c.command(rsaBin, append([]string{"--config", c.rsaConf}, args...)...).Output()
 	if err != nil {
 		c.t.Fatalf("rsa %s: %v", strings.Join(args, " "), err)
 	}
@@ -310,7 +322,7 @@ func (c *cluster) leaks() string {
 		leaks = append(leaks, fmt.Sprintf("RAMDISKs mounted on the RSA host: %v", m))
 	}
 	for i := 1; i <= c.nodes; i++ {
-		out, err := exec.Command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
+		out, err := c.command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
 		if err != nil {
 			c.t.Fatalf("reading compute node n%d's mounts: %v", i, err)
 		}
@@ -355,7 +367,7 @@ func poolFree(out string) bool {
 func (c *cluster) noUserProcesses(after string) {
 	c.t.Helper()
 	c.waitFor("the user's processes to end after "+after, 10*time.Second, func() bool {
-		out, err := exec.Command("pgrep", "-a", "-u", c.user.Name).Output()
+		out, err := c.command("pgrep", "-a", "-u", c.user.Name).Output()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
