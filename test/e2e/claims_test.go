@@ -116,7 +116,7 @@ while [ ! -e `+ctl+`/go ]; do sleep 0.05; done
 if ram "$2"; then echo "output in RAM while the input is busy" >&2; exit 10; fi
 echo on-disk > "$2/result"
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "1s", "--", job, in, out)
+	b := e.runBG("--in", in, "--out", out, "--delay", "3s", "--", job, in, out)
 	waitFor(t, "UNMOUNT_BUSY", func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.UnmountBusy })
 	e.writeFile(filepath.Join(ctl, "go"), nil, 0o644)
 	if code := b.wait(t); code != 0 {

@@ -42,7 +42,7 @@ for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
 mkdir "$2/deep"; echo deep > "$2/deep/x"
 exit 3
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "2s", "--", job, in, out)
+	b := e.runBG("--in", in, "--out", out, "--delay", "5s", "--", job, in, out)
 	if code := b.wait(t); code != 3 {
 		t.Fatalf("rsa run exit %d, want the command's 3\n%s", code, b.errb.String())
 	}
@@ -521,7 +521,7 @@ func TestPackAndUnpackModes(t *testing.T) {
 	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] && [ "$(cat "$1/extra")" = extra ] || { echo "not unpacked" >&2; exit 10; }
 waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i+1)); done
 `)
-	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "2s", "--", job, in, out)
+	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "5s", "--", job, in, out)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}

@@ -13,8 +13,9 @@ import (
 // Scripts of the user's: staging programs and what each compute node runs.
 const (
 	slowIn = `#!/bin/bash
-# $1 RAMDISK, $2 input: slow enough for the test to see the stage-in.
-sleep "${RSA_TEST_IN_DELAY:-2}"
+# $1 RAMDISK, $2 input: waits until the test has seen the stage-in (at most
+# a minute), then copies.
+for _ in $(seq 600); do [[ -e "$(dirname "$2")/release-slow-in" ]] && break; sleep 0.1; done
 cp -a "$2"/. "$1"/
 `
 	heldOut = `#!/bin/bash
@@ -35,9 +36,14 @@ sum=$(cd "$1" && cat $(ls) | sha256sum | cut -d' ' -f1)
 echo "$fs $sum" > "$2/seen-$SLURMD_NODENAME"
 `
 	nodeWrite = `#!/bin/bash
-# On each compute node: write output into the RAMDISK at the output path.
+# On each compute node: write output into the RAMDISK at the output path,
+# once RSA has switched it there (polled, not timed: the job may be slow).
 set -u
-fs=$(findmnt -n -o FSTYPE --mountpoint "$1" || echo none)
+for _ in $(seq 300); do
+	fs=$(findmnt -n -o FSTYPE --mountpoint "$1" || echo none)
+	[ "$fs" = tmpfs ] && break
+	sleep 0.1
+done
 echo "$fs from $SLURMD_NODENAME" > "$1/$SLURMD_NODENAME"
 `
 )
@@ -363,10 +369,9 @@ func testLifecycle(c *cluster) {
 #RSA_STAGE_IN=%[3]s/slow-in.sh
 #RSA_DATA_OUT=%[2]s
 #RSA_STAGE_OUT=%[3]s/held-out.sh
-#RSA_DELAY=2
+#RSA_DELAY=4
 echo "RSA_RAMDISK=$RSA_RAMDISK"
 srun -N2 %[3]s/node-check.sh %[1]s %[3]s
-sleep 4
 srun -N2 %[3]s/node-write.sh %[2]s
 `, in, out, w))
 
@@ -376,11 +381,14 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	c.waitFor("the job to start", 60*time.Second, func() bool {
 		st, reason := c.jobNow(id)
 		seen[reason] = true
-		if reason == "BurstBufferStageIn" && bbstat == "" {
-			bbstat = c.root("scontrol", "show", "bbstat", id)
+		if reason == "BurstBufferStageIn" && !strings.Contains(bbstat, "STAGING_IN") {
+			if bbstat = c.root("scontrol", "show", "bbstat", id); strings.Contains(bbstat, "STAGING_IN") {
+				c.file("release-slow-in", "", 0o644)
+			}
 		}
 		return st != "PENDING"
 	})
+	os.Remove(filepath.Join(c.work, "release-slow-in"))
 	if !seen["BurstBufferStageIn"] {
 		c.t.Errorf("squeue never showed BurstBufferStageIn while staging; reasons seen: %v", seen)
 	}

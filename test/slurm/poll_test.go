@@ -72,14 +72,13 @@ func testPollLifecycle(c *cluster) {
 	sum := c.input(in, 10)
 	c.file("node-check.sh", nodeCheck, 0o755)
 	c.file("node-write.sh", nodeWrite, 0o755)
-	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 4\n", "--time=1")
+	blocker := c.sbatch("blocker.sh", "#!/bin/bash\nsleep 8\n", "--time=1")
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("job.sh", fmt.Sprintf(`#!/bin/bash
 #RSA_DATA_IN=%[1]s
 #RSA_DATA_OUT=%[2]s
-#RSA_DELAY=1
+#RSA_DELAY=4
 srun %[3]s/node-check.sh %[1]s %[3]s
-sleep 3
 srun %[3]s/node-write.sh %[2]s
 `, in, out, c.work))
 	c.waitRSA(id, 30*time.Second, "READY")
