@@ -38,13 +38,18 @@ import (
 
 // Daemon is the running service.
 type Daemon struct {
-	cfg     *config.Config
-	store   *store.Store
-	engine  engine.Engine
-	access  node.Access
-	policy  mount.Policy // which directories may be mounted over
-	runner  *stage.Runner
-	slurmc  slurm.Client
+	cfg    *config.Config
+	store  *store.Store
+	engine engine.Engine
+	access node.Access
+	policy mount.Policy // which directories may be mounted over
+	runner *stage.Runner
+	slurmc slurm.Client
+	// slurmVer caches whether Slurm's get_status names its caller.
+	slurmVer struct {
+		sync.Mutex
+		known, namesCaller bool
+	}
 	log     *slog.Logger
 	version string
 

@@ -199,6 +199,12 @@ func (d *Daemon) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	return j, d.checkSlurmUser(j, sj)
+}
+
+// checkSlurmUser refuses j for a hook whose uid or gid (where Slurm passes
+// them) is not j's.
+func (d *Daemon) checkSlurmUser(j *job.Job, sj slurmJob) error {
 	for _, c := range []struct {
 		what, arg string
 		have      uint32
@@ -208,14 +214,14 @@ func (d *Daemon) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
 		}
 		n, ok := parseUID(c.arg)
 		if !ok {
-			return nil, api.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
+			return api.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
 		}
 		if n != c.have {
 			d.log.Warn("hook for a Slurm job whose RSA job is another user's", "slurm_job", sj.name, "job", j.ID, c.what, n, "recorded", c.have)
-			return nil, api.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
+			return api.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
 		}
 	}
-	return j, nil
+	return nil
 }
 
 // hookSetup creates the RSA job for a Slurm job that is about to be staged
@@ -228,10 +234,14 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 		return failed("RSA: setup of job %s gave no uid/gid", name)
 	}
 	// A record of a job that already finished is an earlier run (the job
-	// was requeued, or held and released): this run gets a new one.
-	if j, err := d.latest(ctx, sj); err != nil {
+	// was requeued, or held and released, or Slurm's ids started again
+	// and it was another user's): this run gets a new one.
+	if j, err := d.latest(ctx, slurmJob{name: name}); err != nil {
 		return failed("RSA: %v", err)
 	} else if j != nil && j.State != lifecycle.Finished {
+		if err := d.checkSlurmUser(j, sj); err != nil {
+			return failed("RSA: %v", err)
+		}
 		return done("RSA job %d is %s", j.ID, j.RSA)
 	}
 	req, ok, err := d.parseRequest(script)
@@ -479,9 +489,11 @@ func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, er
 // hookStatus answers `scontrol show bbstat [JOBID...]`.
 func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply, error) {
 	// 23.02+ put the caller's uid and gid first; 22.05 does not say who
-	// asks, so the private part of every job stays hidden there.
+	// asks, so the private part of every job stays hidden there. Which
+	// it is comes from Slurm, never from the arguments: on 22.05 they
+	// are all the user's (scontrol show bbstat 0 0 must not be root).
 	caller := api.Peer{UID: 65534, GID: 65534}
-	if len(args) >= 2 {
+	if len(args) >= 2 && d.statusNamesCaller(ctx) {
 		uid, ok1 := parseUID(args[0])
 		gid, ok2 := parseUID(args[1])
 		if ok1 && ok2 {
@@ -502,6 +514,23 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(d.view(j, caller))))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
+}
+
+// statusNamesCaller reports whether this Slurm passes get_status the
+// caller's uid and gid (23.02 and later), asking scontrol once. Until it
+// has an answer it says no: the caller then sees what anyone may.
+func (d *Daemon) statusNamesCaller(ctx context.Context) bool {
+	d.slurmVer.Lock()
+	defer d.slurmVer.Unlock()
+	if !d.slurmVer.known {
+		major, minor, err := d.slurmc.Version(ctx)
+		if err != nil {
+			d.log.Warn("cannot tell Slurm's version; scontrol show bbstat shows every caller only public job details", "err", err)
+			return false
+		}
+		d.slurmVer.known, d.slurmVer.namesCaller = true, major > 23 || major == 23 && minor >= 2
+	}
+	return d.slurmVer.namesCaller
 }
 
 func statusNote(v *api.JobView) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,20 @@ func TestHookLookupMatchesSlurmsUser(t *testing.T) {
 	rep, err := d.hookPaths(ctx, slurmJob{name: "77", uid: "1001", gid: "1001"})
 	if err != nil || rep.Verdict != api.Success || len(rep.Env) == 0 {
 		t.Fatalf("paths: %+v %v", rep, err)
+	}
+	// setup of a Slurm id whose record is another user's: refused while
+	// that job lives; a finished one is an earlier run (Slurm's ids
+	// started again) and does not stand in the way.
+	if rep, _ := d.hookSetup(ctx, slurmJob{name: "77", uid: "1002", gid: "1002"}, "0", ""); rep.Verdict != api.Failure || !strings.Contains(rep.Message, "belongs to uid 1001") {
+		t.Errorf("setup over another user's live job: %+v", rep)
+	}
+	old := mk("79", "/home/v/in", 1001)
+	old.State = lifecycle.Finished
+	if err := st.Commit(ctx, old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := d.hookSetup(ctx, slurmJob{name: "79", uid: "1002", gid: "1002"}, "0", "#!/bin/sh\ntrue\n"); !strings.Contains(rep.Message, "has no #RSA line") {
+		t.Errorf("setup after another user's finished job of the same id: %+v", rep)
 	}
 	// A record from before control characters were refused.
 	mk("78", "/home/v/x\nBASH_ENV=/tmp/evil.sh", 1001)

@@ -150,3 +150,23 @@ func TestParseSqueue(t *testing.T) {
 		t.Fatal("garbage accepted")
 	}
 }
+
+func TestParseVersion(t *testing.T) {
+	for _, c := range []struct {
+		in           string
+		major, minor int
+		bad          bool
+	}{
+		{"slurm 22.05.8\n", 22, 5, false},
+		{"slurm-wlm 23.02.0", 23, 2, false},
+		{"slurm 25.11.7", 25, 11, false},
+		{"slurm", 0, 0, true},
+		{"scontrol: fatal: Could not establish a configuration source", 0, 0, true},
+		{"slurm x.y", 0, 0, true},
+	} {
+		major, minor, err := ParseVersion(c.in)
+		if major != c.major || minor != c.minor || (err != nil) != c.bad {
+			t.Errorf("ParseVersion(%q) = %d, %d, %v", c.in, major, minor, err)
+		}
+	}
+}

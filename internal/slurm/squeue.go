@@ -164,3 +164,29 @@ func parseSqueue(out []byte) ([]Job, error) {
 	}
 	return js, nil
 }
+
+// Version is the Slurm release scontrol reports ("slurm 22.05.8"), as its
+// major and minor numbers.
+func (c Client) Version(ctx context.Context) (major, minor int, err error) {
+	out, err := c.cmd(ctx, "scontrol", "--version")
+	if err != nil {
+		return 0, 0, err
+	}
+	return ParseVersion(string(out))
+}
+
+// ParseVersion reads "slurm 22.05.8" (or "slurm-wlm 22.05.8").
+func ParseVersion(s string) (major, minor int, err error) {
+	f := strings.Fields(s)
+	if len(f) == 2 {
+		parts := strings.Split(f[1], ".")
+		if len(parts) >= 2 {
+			a, err1 := strconv.Atoi(parts[0])
+			b, err2 := strconv.Atoi(parts[1])
+			if err1 == nil && err2 == nil {
+				return a, b, nil
+			}
+		}
+	}
+	return 0, 0, fmt.Errorf("cannot read a Slurm version from %q", strings.TrimSpace(s))
+}
