@@ -38,13 +38,14 @@ import (
 
 // Daemon is the running service.
 type Daemon struct {
-	cfg    *config.Config
-	store  *store.Store
-	engine engine.Engine
-	access node.Access
-	policy mount.Policy // which directories may be mounted over
-	runner *stage.Runner
-	slurmc slurm.Client
+	cfg       *config.Config
+	store     *store.Store
+	engine    engine.Engine
+	access    node.Access
+	policy    mount.Policy // which directories may be mounted over
+	runner    *stage.Runner
+	slurmc    slurm.Client
+	admitting sync.Mutex // held from the job limits' check to the job's creation
 	// slurmVer caches whether Slurm's get_status names its caller.
 	slurmVer struct {
 		sync.Mutex

@@ -76,28 +76,38 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	if err := d.validate(&spec, &who); err != nil {
 		return nil, err
 	}
-	if err := d.admit(ctx, uid, u.Username); err != nil {
-		return nil, err
-	}
 	now := time.Now()
 	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: who.Groups, Scheduler: scheduler,
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
-	if prepare != nil {
-		if err := prepare(j); err != nil {
-			return nil, err
-		}
-	}
 	by := u.Username
 	if scheduler != "" {
 		by += " through " + scheduler
 	}
 	msg := fmt.Sprintf("submitted by %s: %s", by, describeSpec(spec))
-	if err := d.store.Create(ctx, j, []job.Event{{At: now, Kind: "submit", JobState: j.State, RSAState: j.RSA, Message: msg}}); err != nil {
+	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
 		return nil, err
 	}
 	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(scheduler, "rsa"), "spec", describeSpec(spec))
 	d.watchOwner(j)
 	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
+}
+
+// admitAndCreate applies the job limits to j and stores it, as one step:
+// two submissions at once must not both fit under a limit that has room
+// for one.
+func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*job.Job) error, submit job.Event) error {
+	d.admitting.Lock()
+	defer d.admitting.Unlock()
+	if err := d.admit(ctx, j.UID, j.User); err != nil {
+		return err
+	}
+	if prepare != nil {
+		if err := prepare(j); err != nil {
+			return err
+		}
+	}
+	submit.JobState, submit.RSAState = j.State, j.RSA
+	return d.store.Create(ctx, j, []job.Event{submit})
 }
 
 // counts reports whether a job takes a place under the job limits: it

@@ -393,3 +393,36 @@ func TestPseudoFSTargetsRefused(t *testing.T) {
 	e.rsa(false, "wait", "1")
 	e.noLeaks()
 }
+
+// Finding 8, at once: many submissions of one user in parallel get no
+// more places than the limit gives.
+func TestLimitsHoldUnderConcurrentSubmissions(t *testing.T) {
+	e := setup(t, `[limits]
+max_jobs_per_user = 2
+`)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted, refused := 0, 0
+	for i := range 16 {
+		out := e.mkdir("out" + itoa(i))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, stderr, err := e.rsa(false, "submit", "--out", out, "--capacity", "16M")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				admitted++
+			case strings.Contains(stderr, "max_jobs_per_user"):
+				refused++
+			default:
+				t.Errorf("submit: %v %s", err, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted != 2 || refused != 14 {
+		t.Fatalf("16 submissions at once under max_jobs_per_user = 2: %d admitted, %d refused", admitted, refused)
+	}
+}
