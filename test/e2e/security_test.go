@@ -426,3 +426,38 @@ max_jobs_per_user = 2
 		t.Fatalf("16 submissions at once under max_jobs_per_user = 2: %d admitted, %d refused", admitted, refused)
 	}
 }
+
+// Finding 8: limits.max_user_capacity bounds the RAM one user's jobs hold
+// at once: a job that would pass it waits (and says why) while another
+// user's job is served, and gets its RAM when the first is released.
+func TestUserCapacityLimit(t *testing.T) {
+	e := setup(t, `[limits]
+max_user_capacity = "100M"
+`)
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("big"), "--capacity", "200M"); err == nil || !strings.Contains(stderr, "max_user_capacity") {
+		t.Fatalf("a job above the user limit: %v %q", err, stderr)
+	}
+	for i := range 2 {
+		if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o"+itoa(i)), "--capacity", "64M"); err != nil {
+			t.Fatalf("submit: %v %s", err, stderr)
+		}
+	}
+	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 to wait for the user limit", func() bool { return strings.Contains(e.job(2).Waiting, "max_user_capacity") })
+	other := testutil.EnsureOtherUser(t)
+	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
+	if out, err := e.as(other, rsaBin, "--config", e.cfg, "submit", "--out", otherOut, "--capacity", "64M").CombinedOutput(); err != nil {
+		t.Fatalf("another user: %v %s", err, out)
+	}
+	waitFor(t, "the other user's job ready", func() bool { return e.job(3).RSA == lifecycle.Ready })
+	if j := e.job(2); j.RSA != lifecycle.Initial {
+		t.Fatalf("job 2 is %s while job 1 holds the user's limit", j.RSA)
+	}
+	e.rsa(false, "cancel", "1")
+	waitFor(t, "job 2 ready once job 1 is released", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	for _, id := range []string{"2", "3"} {
+		e.rsa(true, "cancel", id)
+		e.rsa(true, "wait", id)
+	}
+	e.noLeaks()
+}
