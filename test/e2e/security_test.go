@@ -90,13 +90,13 @@ func TestRamdiskPrivateToItsUser(t *testing.T) {
 	private := e.mkdir("private") // a 0700 home, as Debian makes them
 	os.Chmod(private, 0o700)
 	in := testutil.MkdirOwned(t, e.user, filepath.Join(private, "input"))
-	os.Chmod(in, 0o750)
+	os.Chmod(in, 0o755) // readable by all, as mkdir makes it: only the home keeps others out
 	os.Chown(in, int(e.user.UID), 100) // the group "users", not the user's own
 	e.writeFile(filepath.Join(in, "secret"), []byte("secret"), 0o644)
 	ctl := e.mkdir("ctl")
 	job := e.script("job.sh", inRAM+`
 ram "$1"
-[ "$(stat -c %g:%a "$1")" = 100:750 ] || { echo "RAMDISK root is $(stat -c %g:%a "$1"), want the input's 100:750" >&2; exit 12; }
+[ "$(stat -c %g:%a "$1")" = 100:755 ] || { echo "RAMDISK root is $(stat -c %g:%a "$1"), want the input's 100:755" >&2; exit 12; }
 touch `+ctl+`/running
 while [ ! -e `+ctl+`/done ]; do sleep 0.05; done
 `)
