@@ -94,8 +94,9 @@ cp -a "$1/." "$2/"
 		t.Fatal("the output was on disk before the stage-out ran")
 	}
 	e.writeFile(gate, nil, 0o644)
-	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
-		t.Fatalf("wait: %v %s", err, stderr)
+	// A stage-out program of the user's is not called verified.
+	if stdout, stderr, err := e.rsa(false, "wait", "1"); err != nil || strings.Contains(stdout, "verified") || !strings.Contains(stdout, "staged out by") {
+		t.Fatalf("wait: %v %s %s", err, stdout, stderr)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "result")); string(b) != "done\n" {
 		t.Fatal("output not staged out")
