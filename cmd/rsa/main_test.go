@@ -227,7 +227,10 @@ func (p *rsaProc) exit(t *testing.T, within time.Duration) int {
 // runRSA runs rsa to its end and returns its stdout and stderr.
 func runRSA(t *testing.T, env []string, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
-	cmd := exec.Command(rsaBin, args...)
+	// A deadline: a hung rsa fails its test instead of the package.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rsaBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

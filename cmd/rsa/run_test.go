@@ -62,7 +62,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			p, out := startRun(t, d.sock)
 			waitStarted(t, p, out)
 			syscall.Kill(p.cmd.Process.Pid, sig)
-			if st := p.exit(t, 5*time.Second); st != 3 {
+			if st := p.exit(t, 15*time.Second); st != 3 {
 				t.Errorf("rsa run exited %d, want COMMAND's 3:\n%s", st, p.errText())
 			}
 			name := strings.TrimPrefix(unix.SignalName(sig), "SIG")
@@ -121,7 +121,7 @@ func TestRunInterrupted(t *testing.T) {
 				p.waitLine(t, "the rsa daemon is unreachable")
 			}
 			syscall.Kill(p.cmd.Process.Pid, c.sig)
-			if st := p.exit(t, 3*time.Second); st != c.status {
+			if st := p.exit(t, 15*time.Second); st != c.status {
 				t.Errorf("rsa run exited %d, want %d:\n%s", st, c.status, p.errText())
 			}
 			if !strings.Contains(p.errText(), c.message) {
@@ -145,7 +145,7 @@ func TestRunInterrupted(t *testing.T) {
 // does not run COMMAND.
 func TestRunNoDaemon(t *testing.T) {
 	p, out := startRun(t, filepath.Join(t.TempDir(), "nothing.sock"))
-	if st := p.exit(t, 5*time.Second); st != 1 {
+	if st := p.exit(t, 15*time.Second); st != 1 {
 		t.Errorf("rsa run exited %d, want 1:\n%s", st, p.errText())
 	}
 	if !strings.Contains(p.errText(), "cannot reach the rsa daemon") {

@@ -105,8 +105,8 @@ func TestNamespaces(t *testing.T) {
 		if string(comm) == "sleep\n" {
 			break
 		}
-		if i > 100 {
-			t.Fatal("the process holding the mount did not start")
+		if i > 1500 {
+			t.Fatal("the process holding the mount did not start in 30 s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -65,8 +65,10 @@ func TestRunnerAsUser(t *testing.T) {
 	os.WriteFile(slow, []byte("#!/bin/sh\nsetsid sleep 300 &\necho $! > "+pidFile+"\nwait\n"), 0o755)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for range 100 {
-			if _, err := os.Stat(pidFile); err == nil {
+		// Cancelled once the grandchild is there (polled for up to 30 s:
+		// a loaded machine may be slow to start it).
+		for range 1500 {
+			if b, err := os.ReadFile(pidFile); err == nil && len(b) > 0 {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -81,7 +83,7 @@ func TestRunnerAsUser(t *testing.T) {
 	if pid <= 0 {
 		t.Fatal("grandchild pid not recorded")
 	}
-	if !gone(pid, 2*time.Second) {
+	if !gone(pid, 10*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("grandchild %d survived the cancel", pid)
 	}
@@ -132,7 +134,7 @@ func TestRunnerLeavesNothingBehind(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || !gone(pid, 2*time.Second) {
+	if pid <= 0 || !gone(pid, 10*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the setsid child %d outlived its stage", pid)
 	}
@@ -182,7 +184,7 @@ func TestKillAllLeftovers(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("KillAll: %d, %v", n, err)
 	}
-	if !gone(left.Process.Pid, 2*time.Second) {
+	if !gone(left.Process.Pid, 10*time.Second) {
 		t.Fatal("a leftover staging process survived KillAll")
 	}
 	if gone(theirs.Process.Pid, 100*time.Millisecond) {
