@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -163,4 +164,15 @@ func RunWithRSA(m *testing.M, bin *string) {
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
+}
+
+// Command is name with args, killed if it still runs 90 s on (or when t
+// ends): a hung client fails its test, which then cleans up, instead of
+// running into the package's timeout, which cleans up nothing.
+func Command(t testing.TB, name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
 }

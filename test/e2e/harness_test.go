@@ -191,11 +191,7 @@ func (e *env) rsa(root bool, args ...string) (string, string, error) {
 
 // command is a command with a deadline (see rsa).
 func (e *env) command(name string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	e.t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
+	return testutil.Command(e.t, name, args...)
 }
 
 // userCmd is a command run as the test user with a plain environment.

@@ -8,7 +8,6 @@
 package slurm
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,15 +159,9 @@ func (c *cluster) root(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// command is a command with a deadline: a hung Slurm or rsa client fails
-// its test, which then cleans up, instead of running into the package's
-// timeout, which cleans up nothing.
+// command is a command with a deadline (testutil.Command).
 func (c *cluster) command(name string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	c.t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.WaitDelay = 5 * time.Second
-	return cmd
+	return testutil.Command(c.t, name, args...)
 }
 
 // sbatch submits script (written to the work area) as the user.
