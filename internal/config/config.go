@@ -518,21 +518,27 @@ func parseCapacity(s string) (int64, error) {
 }
 
 // MemAvailable reads MemAvailable from /proc/meminfo, in bytes.
-func MemAvailable() (int64, error) {
+func MemAvailable() (int64, error) { return memInfo("MemAvailable") }
+
+// MemTotal reads MemTotal from /proc/meminfo, in bytes: all the RAM the
+// kernel manages on this host.
+func MemTotal() (int64, error) { return memInfo("MemTotal") }
+
+func memInfo(key string) (int64, error) {
 	f, err := os.Open("/proc/meminfo")
 	if err != nil {
-		return 0, fmt.Errorf("reading free RAM: %w", err)
+		return 0, fmt.Errorf("reading %s: %w", key, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("parsing MemAvailable: %w", err)
+				return 0, fmt.Errorf("parsing %s: %w", key, err)
 			}
 			return kb << 10, nil
 		}
 	}
-	return 0, fmt.Errorf("no MemAvailable in /proc/meminfo")
+	return 0, fmt.Errorf("no %s in /proc/meminfo", key)
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // Daemon is the running service.
@@ -95,10 +96,34 @@ type Options struct {
 	Self    string // the rsa binary, for staging children
 }
 
+// checkLocalCapacity refuses RSA nodes served by this host's RAM (the
+// local engine) that promise more than the host has: a RAMDISK that grows
+// past the RAM left is swapped out or meets the OOM killer, and the jobs
+// waiting for it would wait for RAM that never comes.
+func checkLocalCapacity(nodes []config.Node) error {
+	var sum int64
+	for _, n := range nodes {
+		if n.Engine == "" || n.Engine == "local" {
+			sum += n.Capacity
+		}
+	}
+	total, err := config.MemTotal()
+	if err != nil {
+		return err
+	}
+	if sum > total {
+		return fmt.Errorf("the RSA nodes of this host promise %s of RAMDISK, but the host has %s of RAM in all: lower nodes[].capacity (a size such as 16G, or a share such as 50%%) in the config", units.FormatSize(sum), units.FormatSize(total))
+	}
+	return nil
+}
+
 // New opens the store and prepares the engine; Run starts serving.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("rsa serve must run as root: it mounts file systems and stages data as each job's user")
+	}
+	if err := checkLocalCapacity(cfg.Nodes); err != nil {
+		return nil, err
 	}
 	st, err := store.Open(ctx, cfg.StateDir)
 	if err != nil {
