@@ -216,6 +216,9 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 	if l := d.cfg.Limits.MaxJobCapacity; l > 0 && s.Capacity > l {
 		return api.Invalid("capacity %s is above the site's limit of %s per job (limits.max_job_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
 	}
+	if total := d.totalCapacity(); s.Capacity > total {
+		return api.Invalid("capacity %s is more than all RSA nodes hold together (%s): it could never be met; ask for at most %s", units.FormatSize(s.Capacity), units.FormatSize(total), units.FormatSize(total))
+	}
 	if l := d.cfg.Limits.MaxUserCapacity; l > 0 && s.Capacity > l {
 		return api.Invalid("capacity %s is above the site's limit of %s per user (limits.max_user_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
 	}
@@ -322,6 +325,16 @@ func (d *Daemon) asUser(who *asuser.Identity, check func() error) error {
 		id = *who
 	}
 	return asuser.Do(id, check)
+}
+
+// totalCapacity is the RAM of every RSA node together: the most one job
+// can ever get.
+func (d *Daemon) totalCapacity() int64 {
+	var total int64
+	for _, n := range d.cfg.Nodes {
+		total += n.Capacity
+	}
+	return total
 }
 
 // view is what peer p may see of j: all of it for the job's user, root and

@@ -281,7 +281,8 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 // Finding 8: one user's jobs cannot lock others out, INELIGIBLE jobs take
 // no place, a job that never runs expires, and the per-job cap holds.
 func TestLimitsPerUser(t *testing.T) {
-	e := setup(t, `[limits]
+	e := setup(t, `min_job_nodes = 2
+[limits]
 max_jobs_per_user = 2
 max_active_jobs = 3
 unstarted_expiry = "8s"
@@ -289,11 +290,13 @@ max_job_capacity = "1G"
 `)
 	other := testutil.EnsureOtherUser(t)
 	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
-	// INELIGIBLE jobs (more than the accelerator's 512M) take no place.
+	// INELIGIBLE jobs (one compute node, below min_job_nodes) take no
+	// place.
 	for i := range 3 {
-		if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("ineligible"+itoa(i)), "--capacity", "600M"); err != nil {
+		if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("ineligible"+itoa(i))); err != nil {
 			t.Fatalf("ineligible submit: %v %s", err, stderr)
 		}
+		waitFor(t, "an INELIGIBLE job", func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("big"), "--capacity", "2G"); err == nil || !strings.Contains(stderr, "max_job_capacity") {
 		t.Fatalf("capacity above the cap: %v %q", err, stderr)

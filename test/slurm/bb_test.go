@@ -127,6 +127,10 @@ func testBadDirectives(c *cluster) {
 		{"stage script not executable", "#RSA_DATA_IN=" + in + "\n#RSA_STAGE_IN=" + c.work + "/not-exec.sh", "is not executable; chmod +x it"},
 		{"bad value", "#RSA_DATA_OUT=" + in + "\n#RSA_DELAY=soon", `delay "soon": give seconds`},
 		{"unknown key", "#RSA in=" + in + " colour=red", `"colour=red" is not a key=value setting`},
+		// More than the whole pool (1G) would wait for ever in
+		// BurstBufferResources: refused at submission instead.
+		{"more than the pool", "#RSA in=" + in + " capacity=50G pool=rsa", "more than all RSA nodes hold together (1.0G)"},
+		{"more than the pool, no pool", "#RSA in=" + in + " capacity=50G", "more than all RSA nodes hold together (1.0G)"},
 		// Slurm checks pool names itself, before burst_buffer.lua.
 		{"foreign pool", "#RSA in=" + in + " capacity=1G pool=fast", "Burst Buffer request invalid"},
 	}
