@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -592,7 +593,7 @@ RAMDISK destroyed (exit 0), or stage-out or teardown failed and the job waits
 for an administrator (exit 1, with the reason).`,
 		Args: cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
-			id, err := jobArg(args[0])
+			id, err := jobRef(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
 			}
@@ -631,7 +632,7 @@ for an administrator (exit 1, with the reason).`,
 						msg = "output staged out by " + textsafe.Line(p) + " (it exited 0; RSA does not re-read its copy); RAM released"
 					}
 				}
-				fmt.Printf("job %d: %s\n", id, msg)
+				fmt.Printf("%s: %s\n", jobName(j), msg)
 			}
 			return nil
 		}),
@@ -667,19 +668,37 @@ func adminCmd(g *globals, verb, short string) *cobra.Command {
 }
 
 func act(ctx context.Context, g *globals, c *api.Client, arg, verb string) error {
-	id, err := jobArg(arg)
+	id, err := jobRef(ctx, c, arg)
 	if err != nil {
 		return err
 	}
 	j, err := c.Act(ctx, id, verb, false)
 	if err != nil {
-		return err
+		return hintSlurm(err, arg)
 	}
 	if g.json {
 		return printJSON(os.Stdout, j)
 	}
-	fmt.Printf("job %d: %s\n", j.ID, textsafe.Line(string(j.State)+"/"+string(j.RSA)))
+	fmt.Printf("%s: %s\n", jobName(j), textsafe.Line(string(j.State)+"/"+string(j.RSA)))
 	return nil
+}
+
+// jobName is "job 17", or "job 17 (Slurm 4242)" for a Slurm job's.
+func jobName(j *api.JobView) string {
+	if j.Spec.Name != "" {
+		return fmt.Sprintf("job %d (Slurm %s)", j.ID, textsafe.Line(j.Spec.Name))
+	}
+	return fmt.Sprintf("job %d", j.ID)
+}
+
+// hintSlurm adds to a "not found" for a plain number that it may have
+// been meant as a Slurm job id.
+func hintSlurm(err error, arg string) error {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && !strings.HasPrefix(arg, "slurm:") {
+		return fmt.Errorf("%w (if %s is a Slurm job id, write slurm:%s)", err, textsafe.Line(arg), textsafe.Line(arg))
+	}
+	return err
 }
 
 func logCmd(g *globals) *cobra.Command {
@@ -688,7 +707,7 @@ func logCmd(g *globals) *cobra.Command {
 		Short: "Print a job's timestamped events and its staging log",
 		Args:  cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
-			id, err := jobArg(args[0])
+			id, err := jobRef(cmd.Context(), c, args[0])
 			if err != nil {
 				return err
 			}

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -119,7 +121,35 @@ func printJSON(w io.Writer, v any) error {
 func jobArg(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%q is not a job id (see rsa status)", s)
+		return 0, fmt.Errorf("%q is not a job id: give an RSA job id, or slurm:ID for a Slurm job's (see rsa status)", s)
+	}
+	return id, nil
+}
+
+// jobRef reads a JOB argument: an RSA job id, or slurm:ID for the RSA job
+// of Slurm job ID (its newest: a requeued Slurm job gets a new RSA job).
+// Only jobs whose Slurm id the caller may see are found: their own, or
+// any for root.
+func jobRef(ctx context.Context, c *api.Client, s string) (int64, error) {
+	sid, ok := strings.CutPrefix(s, "slurm:")
+	if !ok {
+		return jobArg(s)
+	}
+	if err := slurm.CheckID(sid); err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	js, err := c.Jobs(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	for _, j := range js {
+		if j.Spec.Name == sid && j.ID > id {
+			id = j.ID
+		}
+	}
+	if id == 0 {
+		return 0, fmt.Errorf("no RSA job of Slurm job %s that you may see (rsa status --all lists them)", sid)
 	}
 	return id, nil
 }

@@ -33,3 +33,22 @@ func TestServeRefusesMoreRAMThanTheHostHas(t *testing.T) {
 		}
 	}
 }
+
+// A job argument may be a Slurm job id (slurm:ID); a plain number that is
+// no RSA job says so.
+func TestJobArgumentsTakeSlurmIDs(t *testing.T) {
+	e := setup(t, "")
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"retry", "99"}, []string{"job 99", "write slurm:99"}},
+		{[]string{"cancel", "slurm:99"}, []string{"no RSA job of Slurm job 99"}},
+		{[]string{"wait", "slurm:9;x"}, []string{`"slurm:9;x"`}},
+		{[]string{"log", "x"}, []string{"not a job id", "slurm:ID"}},
+	} {
+		_, stderr, err := e.rsa(true, c.args...)
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(stderr, w) {
+				t.Errorf("rsa %s: %v %q, want %q", strings.Join(c.args, " "), err, stderr, w)
+			}
+		}
+	}
+}

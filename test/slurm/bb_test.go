@@ -295,7 +295,11 @@ func testStageOutFails(c *cluster) {
 	}
 	// The administrator fixes the cause and retries.
 	c.file("failing-out.sh", "#!/bin/bash\ncp -a \"$1\"/. \"$2\"/\n", 0o755)
-	c.rsa("retry", fmt.Sprint(j.ID))
+	// By its Slurm id, as an admin reading squeue knows it; both ids
+	// are shown.
+	if out := string(c.rsa("retry", "slurm:"+id)); !strings.Contains(out, fmt.Sprintf("job %d (Slurm %s)", j.ID, id)) {
+		c.t.Errorf("rsa retry slurm:%s said %q", id, out)
+	}
 	c.waitRSA(id, 30*time.Second, "RELEASED")
 	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "precious\n" {
 		c.t.Errorf("after the retry the output on disk is %q, %v", b, err)
