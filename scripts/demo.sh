@@ -14,17 +14,20 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 rsa="$top/bin/rsa"
 demo_user=rsademo
 work=/var/tmp/rsa-demo
+# The demo's daemon has a state, socket and RAMDISK root of its own: it never
+# touches an installed RSA's /var/lib/rsa or /run/rsa.
+daemon_dir=/var/tmp/rsa-demo-daemon
+export RSA_CONFIG=$daemon_dir/rsa.toml
 
 [ "$(id -u)" = 0 ] || { echo "make demo needs root (it starts the RSA daemon)" >&2; exit 1; }
 [ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
-if [ -S /run/rsa/rsa.sock ] && "$rsa" version 2>/dev/null | grep -q '^rsa daemon [^:]'; then
-	echo "an rsa daemon is already serving /run/rsa/rsa.sock; stop it before the demo" >&2
+if [ -e "$daemon_dir" ]; then
+	echo "$daemon_dir exists: another make demo runs, or one was killed (remove it after checking)" >&2
 	exit 1
 fi
 
 daemon_pid=""
 created_user=0
-created_state=0
 cleanup() {
 	set +e
 	if [ -n "$daemon_pid" ]; then
@@ -32,10 +35,8 @@ cleanup() {
 		wait "$daemon_pid" 2>/dev/null
 	fi
 	# Anything of ours still mounted (after a failure): innermost first.
-	findmnt -rn -o TARGET | grep -E "^($work|/run/rsa/ramdisk)/" | sort -r | while read -r m; do umount -l "$m"; done
-	rm -rf "$work"
-	rmdir /run/rsa/ramdisk /run/rsa 2>/dev/null
-	[ "$created_state" = 1 ] && rm -rf /var/lib/rsa
+	findmnt -rn -o TARGET | grep -E "^($work|$daemon_dir)/" | sort -r | while read -r m; do umount -l "$m"; done
+	rm -rf "$work" "$daemon_dir"
 	[ "$created_user" = 1 ] && userdel --remove "$demo_user" 2>/dev/null
 	return 0
 }
@@ -45,7 +46,6 @@ if ! id "$demo_user" >/dev/null 2>&1; then
 	useradd --create-home --user-group --shell /bin/sh "$demo_user"
 	created_user=1
 fi
-[ -e /var/lib/rsa ] || created_state=1
 
 as_user() { setpriv --reuid "$demo_user" --regid "$demo_user" --init-groups -- env -i PATH=/usr/bin:/bin HOME=/tmp "$@"; }
 
@@ -89,7 +89,13 @@ drop_caches
 as_user "$work/job.sh" "$work/input" "$work/results-disk" "$compute"
 read -r disk_held disk_io < "$work/results-disk/.timing"
 
-echo "== starting the RSA daemon (embedded default: one local RSA node, half of free RAM)"
+echo "== starting the RSA daemon (one local RSA node, half of free RAM; its files in $daemon_dir)"
+install -d -m 0755 "$daemon_dir"
+cat > "$RSA_CONFIG" <<EOF
+state_dir = "$daemon_dir/state"
+socket = "$daemon_dir/run/rsa.sock"
+ramdisk_root = "$daemon_dir/ramdisk"
+EOF
 "$rsa" serve > "$work/daemon.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do "$rsa" version 2>/dev/null | grep -q '^rsa daemon [^:]' && break; sleep 0.1; done
@@ -99,12 +105,12 @@ echo "== run 2: the same job through RSA"
 drop_caches
 need=$(( (files * kib * 1024 * 3 / 2) / 1048576 + 64 ))M
 s0=$(now)
-as_user env RSA_CONFIG= "$rsa" run --in "$work/input" --out "$work/results" --delay 1 --capacity "$need" \
+as_user env RSA_CONFIG="$RSA_CONFIG" "$rsa" run --in "$work/input" --out "$work/results" --delay 1 --capacity "$need" \
 	-- "$work/job.sh" "$work/input" "$work/results" "$compute" 2> "$work/run.err"
 s1=$(now)
 cat "$work/run.err"
 job=$(sed -n 's/^rsa: job \([0-9]*\) submitted.*/\1/p' "$work/run.err")
-as_user "$rsa" wait "$job"
+as_user env RSA_CONFIG="$RSA_CONFIG" "$rsa" wait "$job"
 s2=$(now)
 read -r rsa_held rsa_io < "$work/results/.timing"
 

@@ -306,6 +306,7 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		}
 	}
 
+	inRAM := j.RSA == lifecycle.InUseIn || j.RSA == lifecycle.InUseOut
 	status, ran, err := runCommand(sig, args, j.ID)
 	if err != nil {
 		return interrupted(ctx, r, c, j.ID, err)
@@ -313,7 +314,15 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 	if err := finishJob(ctx, c, j.ID, r); err != nil {
 		return err
 	}
-	r.say("job %d: command exited with status %d after %s; staging out in the background (rsa wait %d)", j.ID, status, ran.Round(time.Millisecond), j.ID)
+	after := fmt.Sprintf("job %d: command exited with status %d after %s", j.ID, status, ran.Round(time.Millisecond))
+	switch {
+	case !inRAM:
+		r.say("%s; it ran on disk, there is nothing to stage out", after)
+	case j.Spec.Output == "":
+		r.say("%s; its RAM is released in the background", after)
+	default:
+		r.say("%s; staging out in the background (rsa wait %d)", after, j.ID)
+	}
 	if status != 0 {
 		return exitCode(status)
 	}

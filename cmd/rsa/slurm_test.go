@@ -64,7 +64,7 @@ func TestWritePathsRefusesAnythingButRSAVariables(t *testing.T) {
 		env []string
 		ok  bool
 	}{
-		{[]string{"RSA_RAMDISK=/run/rsa/ramdisk/1/ram", "RSA_DATA_IN=/home/u/in", "RSA_JOB=1"}, true},
+		{[]string{"RSA_RAMDISK=/run/rsa/ramdisk/1/ram", "RSA_DATA_IN=/home/u/in", "RSA_JOB_ID=1"}, true},
 		{[]string{"RSA_DATA_IN=/home/u/x\nBASH_ENV=/tmp/evil.sh"}, false},
 		{[]string{"BASH_ENV=/tmp/evil.sh"}, false},
 		{[]string{"RSA_DATA_IN"}, false},

@@ -473,7 +473,7 @@ func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, er
 	if err != nil || j == nil {
 		return &api.HookReply{Verdict: api.Success}, err
 	}
-	env := append(slurm.EnvLines(j.Ramdisk, j.Spec), "RSA_JOB="+strconv.FormatInt(j.ID, 10))
+	env := append(slurm.EnvLines(j.Ramdisk, j.Spec), "RSA_JOB_ID="+strconv.FormatInt(j.ID, 10))
 	// Checked again here, where the lines leave for the job's
 	// environment, whatever was checked when the job was made (a record
 	// from an older rsa, a bug elsewhere).

@@ -417,7 +417,8 @@ cat "$1"/f* > /dev/null
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
-	if !strings.Contains(b.errb.String(), "runs without RSA") || !strings.Contains(b.errb.String(), "too small to earn an RSA node") {
+	if !strings.Contains(b.errb.String(), "runs without RSA") || !strings.Contains(b.errb.String(), "too small to earn an RSA node") ||
+		!strings.Contains(b.errb.String(), "it ran on disk, there is nothing to stage out") {
 		t.Fatalf("stderr: %s", b.errb.String())
 	}
 	e.noLeaks()

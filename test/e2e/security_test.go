@@ -90,7 +90,7 @@ func TestRamdiskPrivateToItsUser(t *testing.T) {
 	private := e.mkdir("private") // a 0700 home, as Debian makes them
 	os.Chmod(private, 0o700)
 	in := testutil.MkdirOwned(t, e.user, filepath.Join(private, "input"))
-	os.Chmod(in, 0o755) // readable by all, as mkdir makes it: only the home keeps others out
+	os.Chmod(in, 0o755)                // readable by all, as mkdir makes it: only the home keeps others out
 	os.Chown(in, int(e.user.UID), 100) // the group "users", not the user's own
 	e.writeFile(filepath.Join(in, "secret"), []byte("secret"), 0o644)
 	ctl := e.mkdir("ctl")
