@@ -190,25 +190,34 @@ Without a config file it serves one local RSA node with half of the free RAM.`,
 func versionCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the client's and the daemon's versions",
-		Args:  cobra.NoArgs,
+		Short: "Print the client's and the daemon's versions; exit 1 if the daemon does not answer",
+		Long: `Print the client's and the daemon's versions. The exit status is 1 when the
+daemon does not answer (a health check for monitoring and systemd).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := map[string]any{"client": version}
-			if c, err := g.client(); err == nil {
-				if v, err := c.Version(cmd.Context()); err == nil {
-					out["daemon"] = v
+			if c, err := g.client(); err != nil {
+				out["daemon_error"] = err.Error()
+			} else if v, err := c.Version(cmd.Context()); err != nil {
+				out["daemon_error"] = err.Error()
+			} else {
+				out["daemon"] = v
+			}
+			_, down := out["daemon_error"]
+			if g.json {
+				if err := printJSON(os.Stdout, out); err != nil {
+					return err
+				}
+			} else {
+				fmt.Printf("rsa client %s\n", version)
+				if v, ok := out["daemon"].(api.VersionInfo); ok {
+					fmt.Printf("rsa daemon %s (schema %d, config %s)\n", textsafe.Line(v.Version), v.Schema, textsafe.Line(v.Config))
 				} else {
-					out["daemon_error"] = err.Error()
+					fmt.Printf("rsa daemon: %s\n", textsafe.Line(fmt.Sprint(out["daemon_error"])))
 				}
 			}
-			if g.json {
-				return printJSON(os.Stdout, out)
-			}
-			fmt.Printf("rsa client %s\n", version)
-			if v, ok := out["daemon"].(api.VersionInfo); ok {
-				fmt.Printf("rsa daemon %s (schema %d, config %s)\n", textsafe.Line(v.Version), v.Schema, textsafe.Line(v.Config))
-			} else {
-				fmt.Printf("rsa daemon: %s\n", textsafe.Line(fmt.Sprint(out["daemon_error"])))
+			if down {
+				return exitCode(1)
 			}
 			return nil
 		},

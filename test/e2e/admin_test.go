@@ -3,10 +3,13 @@ package e2e
 // What an administrator meets installing and running RSA.
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rsa-hpc/rsa/internal/testutil"
@@ -51,4 +54,20 @@ func TestJobArgumentsTakeSlurmIDs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// rsa version is a health check: exit 0 while the daemon answers, 1 when
+// it does not.
+func TestVersionIsAHealthCheck(t *testing.T) {
+	e := setup(t, "")
+	if out, _, err := e.rsa(false, "version"); err != nil || !strings.Contains(out, "rsa daemon ") {
+		t.Fatalf("version with the daemon up: %v %q", err, out)
+	}
+	e.kill(syscall.SIGTERM)
+	out, _, err := e.rsa(false, "version")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(out, "rsa daemon: ") {
+		t.Fatalf("version with the daemon down: %v %q, want exit 1 and the reason", err, out)
+	}
+	e.start()
 }
