@@ -6,7 +6,7 @@ BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge curl
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps test lint unit fuzz demo demo-slurm bench-copy clean
+.PHONY: all build deps install test lint unit fuzz demo demo-slurm bench-copy clean
 
 all: build
 
@@ -24,6 +24,17 @@ deps:
 
 build: deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/rsa
+
+# The binary where burst_buffer.lua and the docs expect it, and what an
+# administrator installs beside Slurm. DESTDIR stages a package.
+PREFIX ?= /usr/local
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/rsa
+	install -D -m 0644 contrib/slurm/burst_buffer.lua $(DESTDIR)$(PREFIX)/share/rsa/slurm/burst_buffer.lua
+	install -D -m 0755 contrib/slurm/prolog $(DESTDIR)$(PREFIX)/share/rsa/slurm/prolog
+	install -D -m 0755 contrib/slurm/epilog $(DESTDIR)$(PREFIX)/share/rsa/slurm/epilog
+	install -d $(DESTDIR)$(PREFIX)/share/doc/rsa
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/rsa/
 
 lint: deps
 	$(GO) vet ./...
