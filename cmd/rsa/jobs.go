@@ -755,14 +755,14 @@ func nodesCmd(g *globals) *cobra.Command {
 				return printJSON(os.Stdout, map[string]any{"nodes": ns})
 			}
 			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NODE\tENGINE\tCAPACITY\tALLOCATED\tFREE\tJOBS")
+			fmt.Fprintln(w, "NODE\tENGINE\tCAPACITY\tALLOCATED\tFREE\tJOBS\tSTATE")
 			for _, n := range ns {
 				jobs := "-"
 				if len(n.Jobs) > 0 {
 					jobs = strings.Trim(fmt.Sprint(n.Jobs), "[]")
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Line(n.Name), textsafe.Line(n.Engine), units.FormatSize(n.Capacity), units.FormatSize(n.Used),
-					units.FormatSize(n.Capacity-n.Used), jobs)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textsafe.Line(n.Name), textsafe.Line(n.Engine), units.FormatSize(n.Capacity), units.FormatSize(n.Used),
+					units.FormatSize(n.Capacity-n.Used), jobs, nodeState(n))
 			}
 			return w.Flush()
 		}),

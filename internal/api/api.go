@@ -51,6 +51,34 @@ type NodeView struct {
 	Capacity int64   `json:"capacity"`
 	Used     int64   `json:"allocated"`
 	Jobs     []int64 `json:"jobs,omitempty"`
+	// Drain is set while an administrator keeps new jobs off the node.
+	Drain *DrainView `json:"drain,omitempty"`
+}
+
+// DrainView says who drained a node, when and why.
+type DrainView struct {
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	Since  time.Time `json:"since"`
+}
+
+// State is "up", "draining" (drained, jobs still hold RAM on it) or
+// "drained" (drained and empty: safe to take down).
+func (n NodeView) State() string {
+	switch {
+	case n.Drain == nil:
+		return "up"
+	case len(n.Jobs) > 0:
+		return "draining"
+	}
+	return "drained"
+}
+
+// DrainRequest drains a node (Drain true, with a reason) or returns it to
+// service.
+type DrainRequest struct {
+	Drain  bool   `json:"drain"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // GCReport lists what gc removed.
@@ -84,6 +112,9 @@ type Service interface {
 	Events(ctx context.Context, p Peer, id int64) ([]job.Event, string, error)
 	Act(ctx context.Context, p Peer, id int64, verb string, attach bool) (*JobView, error)
 	Nodes(ctx context.Context, p Peer) ([]NodeView, error)
+	// Drain drains an RSA node or returns it to service (root only);
+	// asked twice, the second changes only the reason.
+	Drain(ctx context.Context, p Peer, node string, r DrainRequest) (*NodeView, error)
 	GC(ctx context.Context, p Peer) (*GCReport, error)
 	Version(ctx context.Context) VersionInfo
 	// Hook answers a scheduler hook: one of Slurm's burst_buffer/lua

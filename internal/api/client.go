@@ -137,6 +137,12 @@ func (c *Client) Nodes(ctx context.Context) ([]NodeView, error) {
 	return out.Nodes, c.do(ctx, "GET", "/v1/nodes", nil, &out)
 }
 
+// Drain drains node (r.Drain) or returns it to service.
+func (c *Client) Drain(ctx context.Context, node string, r DrainRequest) (*NodeView, error) {
+	var out NodeView
+	return &out, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", r, &out)
+}
+
 func (c *Client) GC(ctx context.Context) (*GCReport, error) {
 	var r GCReport
 	return &r, c.do(ctx, "POST", "/v1/gc", nil, &r)

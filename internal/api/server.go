@@ -193,6 +193,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", h.events)
 	mux.HandleFunc("POST /v1/jobs/{id}/{verb}", h.act)
 	mux.HandleFunc("GET /v1/nodes", h.nodes)
+	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.drain)
 	mux.HandleFunc("POST /v1/gc", h.gc)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
 	return &http.Server{
@@ -350,6 +351,18 @@ func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
 	h.with(w, r, func(p Peer) (any, error) {
 		ns, err := h.svc.Nodes(r.Context(), p)
 		return map[string]any{"nodes": ns}, err
+	})
+}
+
+func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
+	h.with(w, r, func(p Peer) (any, error) {
+		var req DrainRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return nil, Invalid("bad request: %v", err)
+		}
+		return h.svc.Drain(r.Context(), p, r.PathValue("name"), req)
 	})
 }
 

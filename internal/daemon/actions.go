@@ -85,6 +85,14 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			}
 		}
 	}
+	// A drained node gives nothing: it counts as full, so a job waits for
+	// it (it is still part of what RSA can ever give) and says why.
+	drained := d.drained()
+	for _, n := range d.cfg.Nodes {
+		if _, ok := drained[n.Name]; ok {
+			used[n.Name] = n.Capacity
+		}
+	}
 	m := j.Machine()
 	dec := alloc.Plan(alloc.PolicyFrom(d.cfg), d.cfg.Nodes, used, alloc.Request{
 		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
@@ -109,6 +117,9 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.setWaiting(j.ID, "")
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: dec.Reason}}, true
 	default:
+		if len(drained) > 0 {
+			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", len(drained), len(d.cfg.Nodes))
+		}
 		if d.setWaiting(j.ID, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
 		}

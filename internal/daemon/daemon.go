@@ -70,7 +70,8 @@ type Daemon struct {
 	reserved map[int64][]job.Part
 
 	mu       sync.Mutex
-	notify   chan struct{} // closed and replaced on every commit
+	notify   chan struct{}          // closed and replaced on every commit
+	drains   map[string]store.Drain // RSA nodes an administrator drained
 	progress map[int64]job.Progress
 	waiting  map[int64]string
 }
@@ -129,6 +130,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	drains, err := st.Drains(ctx)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "logs"), 0o700); err != nil {
 		st.Close()
 		return nil, err
@@ -166,6 +172,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		reserved: map[int64][]job.Part{},
 		notify:   make(chan struct{}),
 		progress: map[int64]job.Progress{},
+		drains:   drains,
 		waiting:  map[int64]string{},
 	}
 	d.actx, d.cancel = context.WithCancel(context.Background())

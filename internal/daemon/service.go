@@ -521,9 +521,13 @@ func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) 
 	if err != nil {
 		return nil, err
 	}
+	drained := d.drained()
 	var out []api.NodeView
 	for _, n := range d.cfg.Nodes {
 		v := api.NodeView{Name: n.Name, Engine: n.Engine, Capacity: n.Capacity}
+		if dr, ok := drained[n.Name]; ok {
+			v.Drain = &api.DrainView{Reason: dr.Reason, By: dr.By, Since: dr.Since}
+		}
 		for _, j := range jobs {
 			if !lifecycle.HoldsNodes(j.RSA) {
 				continue

@@ -167,9 +167,20 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	if err != nil {
 		return nil, err
 	}
+	all, err := d.allocated(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	drained := d.drained()
 	var total, held int64
 	for _, n := range d.cfg.Nodes {
 		total += n.Capacity
+		if _, ok := drained[n.Name]; ok {
+			// Nothing new fits on a drained node: all of it but what
+			// Slurm's own pool jobs hold (Slurm counts those) is taken.
+			held += n.Capacity - (all[n.Name] - unaccounted[n.Name])
+			continue
+		}
 		held += unaccounted[n.Name]
 	}
 	free := max(total-held, 0)

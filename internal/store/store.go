@@ -66,6 +66,13 @@ var migrations = []string{
 	`ALTER TABLE jobs ADD COLUMN scheduler TEXT NOT NULL DEFAULT '';
 	UPDATE jobs SET scheduler='slurm' WHERE name != '' AND done = 0;
 	CREATE INDEX jobs_name ON jobs(name, scheduler, id);`,
+	// RSA nodes an administrator drained: they take no new jobs.
+	`CREATE TABLE drains (
+		node   TEXT PRIMARY KEY,
+		reason TEXT NOT NULL,
+		by     TEXT NOT NULL,
+		since  INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700

@@ -92,3 +92,29 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatalf("synchronous %d %v (want FULL=2)", sync, err)
 	}
 }
+
+func TestDrains(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Unix(1700000000, 5)
+	for _, d := range []Drain{{"rsa1", "memory test", "root", at}, {"rsa2", "x", "root", at}, {"rsa1", "new reason", "admin", at.Add(time.Hour)}} {
+		if err := s.SetDrain(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ClearDrain(ctx, "rsa2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ClearDrain(ctx, "never-drained"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Drains(ctx)
+	want := map[string]Drain{"rsa1": {"rsa1", "new reason", "admin", at.Add(time.Hour)}}
+	if err != nil || len(got) != 1 || got["rsa1"].Reason != want["rsa1"].Reason || got["rsa1"].By != "admin" || !got["rsa1"].Since.Equal(want["rsa1"].Since) {
+		t.Fatalf("drains %+v %v, want %+v", got, err, want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -70,4 +71,49 @@ func TestVersionIsAHealthCheck(t *testing.T) {
 		t.Fatalf("version with the daemon down: %v %q, want exit 1 and the reason", err, out)
 	}
 	e.start()
+}
+
+// Draining an RSA node: jobs on it finish, no new job gets RAM on it (it
+// waits, saying why), the drain outlives a restart, only root may drain,
+// and undrain lets the waiting job in.
+func TestDrain(t *testing.T) {
+	e := setup(t, "")
+	if _, stderr, err := e.rsa(false, "drain", "local", "--reason", "x"); err == nil || !strings.Contains(stderr, "only root") {
+		t.Fatalf("a user drained a node: %v %q", err, stderr)
+	}
+	if _, stderr, err := e.rsa(true, "drain", "local"); err == nil || !strings.Contains(stderr, "say why") {
+		t.Fatalf("drain without a reason: %v %q", err, stderr)
+	}
+	if _, stderr, err := e.rsa(true, "drain", "nosuch", "--reason", "x"); err == nil || !strings.Contains(stderr, `no RSA node "nosuch"`) {
+		t.Fatalf("drain of an unknown node: %v %q", err, stderr)
+	}
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o1"), "--capacity", "64M"); err != nil {
+		t.Fatal(err, stderr)
+	}
+	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	if out, stderr, err := e.rsa(true, "drain", "local", "--reason", "memory test"); err != nil || !strings.Contains(out, "draining (memory test, by root") {
+		t.Fatalf("drain: %v %q %q", err, out, stderr)
+	}
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
+		t.Fatal(err, stderr)
+	}
+	waitFor(t, "job 2 to wait for the drained node", func() bool { return strings.Contains(e.job(2).Waiting, "1 of 1 RSA nodes drained") })
+	e.rsa(false, "cancel", "1")
+	e.rsa(false, "wait", "1")
+	// The drain is kept across a restart; the empty node is "drained".
+	e.kill(syscall.SIGTERM)
+	e.start()
+	if out, _, err := e.rsa(false, "nodes"); err != nil || !strings.Contains(out, "drained (memory test") {
+		t.Fatalf("nodes after a restart: %v\n%s", err, out)
+	}
+	if j := e.job(2); j.RSA != lifecycle.Initial {
+		t.Fatalf("job 2 got RAM on a drained node: %s", j.RSA)
+	}
+	if out, stderr, err := e.rsa(true, "undrain", "local"); err != nil || !strings.Contains(out, "local: up") {
+		t.Fatalf("undrain: %v %q %q", err, out, stderr)
+	}
+	waitFor(t, "job 2 ready after undrain", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	e.rsa(false, "cancel", "2")
+	e.rsa(false, "wait", "2")
+	e.noLeaks()
 }

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os/user"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/store"
+)
+
+// Drain drains an RSA node (no new job is given RAM on it; jobs that hold
+// it finish as usual) or returns it to service. The drain is kept in the
+// store, so it outlives a restart of the daemon.
+func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.DrainRequest) (*api.NodeView, error) {
+	if !p.Root() {
+		return nil, api.Forbidden("only root may drain or return RSA nodes")
+	}
+	if !slices.ContainsFunc(d.cfg.Nodes, func(n config.Node) bool { return n.Name == node }) {
+		return nil, api.NotFound("no RSA node %q (rsa nodes lists them)", node)
+	}
+	if r.Drain {
+		if err := job.CheckText("drain reason", r.Reason); err != nil {
+			return nil, api.Invalid("%v", err)
+		}
+		if r.Reason == "" {
+			return nil, api.Invalid("say why the node is drained (--reason): whoever finds it drained needs to know")
+		}
+		by := strconv.FormatUint(uint64(p.UID), 10)
+		if u, err := user.LookupId(by); err == nil {
+			by = u.Username
+		}
+		dr := store.Drain{Node: node, Reason: r.Reason, By: by, Since: time.Now()}
+		if err := d.store.SetDrain(ctx, dr); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		d.drains[node] = dr
+		d.mu.Unlock()
+		d.log.Warn("RSA node drained", "node", node, "by", by, "reason", r.Reason)
+	} else {
+		if err := d.store.ClearDrain(ctx, node); err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		_, was := d.drains[node]
+		delete(d.drains, node)
+		d.mu.Unlock()
+		if was {
+			// Jobs waiting for RAM try it at the next tick.
+			d.log.Info("RSA node back in service", "node", node)
+		}
+	}
+	nodes, err := d.Nodes(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		if n.Name == node {
+			return &n, nil
+		}
+	}
+	return nil, fmt.Errorf("node %s vanished", node)
+}
+
+// drained returns the drained nodes' names.
+func (d *Daemon) drained() map[string]store.Drain {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]store.Drain, len(d.drains))
+	for k, v := range d.drains {
+		out[k] = v
+	}
+	return out
+}
