@@ -47,7 +47,10 @@ func FuzzUnpack(f *testing.F) {
 	if err := os.MkdirAll(fuzzParent, 0o755); err != nil {
 		f.Fatal(err)
 	}
-	lock, err := os.Open(fuzzParent)
+	// The lock is a file beside the mount point, not the directory: a
+	// worker that opened the directory while another's tmpfs was mounted
+	// on it would lock that tmpfs, and both would unpack at once.
+	lock, err := os.OpenFile(fuzzParent+".lock", os.O_CREATE|os.O_RDONLY, 0o600)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -55,7 +58,8 @@ func FuzzUnpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, archive []byte) {
 		// One unpack at a time on this machine, the path being fixed;
 		// locked for each input, not for the test: when fuzzing, this
-		// process is the coordinator and its workers run the inputs.
+		// process is the coordinator and its workers (processes of
+		// their own) run the inputs.
 		if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 			t.Fatal(err)
 		}
