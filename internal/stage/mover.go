@@ -370,8 +370,6 @@ func (r *copyRun) regular(d *dirNode, srcFd int, name string) {
 		r.entry(d, srcFd, name)
 		return
 	}
-	r.totalFiles.Add(1)
-	r.totalBytes.Add(st.Size)
 	r.copyOpen(d, srcFd, name, join(d.rel, name), &st, in)
 }
 
@@ -387,8 +385,6 @@ func (r *copyRun) entry(d *dirNode, srcFd int, name string) {
 	case unix.S_IFDIR:
 		r.subdir(d, srcFd, name, rel, &st)
 	case unix.S_IFREG:
-		r.totalFiles.Add(1)
-		r.totalBytes.Add(st.Size)
 		r.file(d, srcFd, name, rel, &st)
 	case unix.S_IFLNK:
 		r.symlink(d, srcFd, name, rel, &st)
@@ -906,18 +902,24 @@ func (r *copyRun) startProgress() (stop func()) {
 			}
 		}
 	}()
-	// Count the source beside the copy, for totals and an ETA.
+	// Count the source once, beside the copy, for totals and an ETA;
+	// until that count is in, there are no totals (a count that grew as
+	// the copy found files would promise less than is left).
 	go func() {
 		files, bytes, err := Measure(r.src)
 		if err == nil {
-			r.totalFiles.Store(max(files, r.totalFiles.Load()))
-			r.totalBytes.Store(max(bytes, r.totalBytes.Load()))
+			r.totalFiles.Store(files)
+			r.totalBytes.Store(bytes)
 		}
 	}()
 	return func() {
 		close(done)
 		wg.Wait()
-		r.m.Progress(r.progress())
+		p := r.progress()
+		if p.TotalFiles == 0 { // the copy ended before the count
+			p.TotalFiles, p.TotalBytes = p.Files, p.Bytes
+		}
+		r.m.Progress(p)
 	}
 }
 

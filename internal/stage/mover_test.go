@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -584,5 +585,39 @@ func TestCopyVerifies(t *testing.T) {
 	}
 	if _, err := (&Mover{Verify: true}).Copy(context.Background(), src, dst); err != nil {
 		t.Fatalf("verified copy again: %v", err)
+	}
+}
+
+// TestProgressTotalsCountedOnce: the totals a copy reports are the
+// source's, counted once, never a count that grows as the copy goes.
+func TestProgressTotalsCountedOnce(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	var want int64
+	for i := range 30 {
+		b := bytes.Repeat([]byte{byte(i)}, 1000+i)
+		want += int64(len(b))
+		if err := os.WriteFile(filepath.Join(src, "f"+itoa(i)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var seen []Progress
+	m := &Mover{Workers: 2,
+		// Slow enough that the count ends long before the copy.
+		fileDone: func(int64) { time.Sleep(30 * time.Millisecond) },
+		Progress: func(p Progress) { mu.Lock(); seen = append(seen, p); mu.Unlock() }}
+	if _, err := m.Copy(context.Background(), src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) < 2 {
+		t.Fatalf("%d progress reports", len(seen))
+	}
+	for _, p := range seen {
+		if p.TotalFiles != 0 && (p.TotalFiles != 30 || p.TotalBytes != want) {
+			t.Fatalf("progress %+v: totals are not the source's 30 files, %d bytes", p, want)
+		}
+	}
+	if last := seen[len(seen)-1]; last.Files != 30 || last.TotalFiles != 30 {
+		t.Fatalf("last progress %+v", last)
 	}
 }
