@@ -43,7 +43,7 @@ func (f *specFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.stageIn, "stage-in", "", "program run as you instead of the copy, $1=RAMDISK $2=input dir; or 'unpack': extract the input's *.tar files (RSA_STAGE_IN)")
 	fl.StringVar(&f.stageOut, "stage-out", "", "program run as you instead of the copy, $1=RAMDISK $2=output dir; or 'pack': one verified tar, rsa-job-ID.tar (RSA_STAGE_OUT)")
 	fl.StringVar(&f.delay, "delay", "", "switch the RAM from input to output this long after start, e.g. 300 or 5m (RSA_DELAY; default from the daemon)")
-	fl.StringVar(&f.capacity, "capacity", "", "RAM to request, e.g. 8G (default: by compute nodes and the site's proportion)")
+	fl.StringVar(&f.capacity, "capacity", "", "RAM to request, e.g. 8G (default without a scheduler: the input's size + output_headroom; with one: by compute nodes and the site's proportion)")
 	fl.IntVar(&f.nodes, "nodes", 1, "compute nodes the job uses (RSA nodes are assigned in proportion)")
 }
 
@@ -259,6 +259,9 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 	}
 	id := j.ID
 	r.say("job %d submitted", id)
+	if j.Spec.Sized != "" {
+		r.say("job %d: RAMDISK of %s", id, textsafe.Line(j.Spec.Sized))
+	}
 	if !noWait {
 		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
 			// Ready, or nothing more to wait for: not eligible, stage-in
@@ -510,6 +513,9 @@ with 'rsa cancel ID'. Prints the job id.`,
 			}
 			if g.json {
 				return printJSON(os.Stdout, j)
+			}
+			if j.Spec.Sized != "" {
+				fmt.Fprintf(os.Stderr, "rsa: job %d: RAMDISK of %s\n", j.ID, textsafe.Line(j.Spec.Sized))
 			}
 			fmt.Println(j.ID)
 			return nil

@@ -41,11 +41,14 @@ type Config struct {
 	Proportion   int
 	MinJobNodes  int
 	DefaultDelay time.Duration
-	Tick         time.Duration
-	LogLevel     string
-	Nodes        []Node
-	Limits       Limits
-	Slurm        Slurm
+	// OutputHeadroom is what a job of scheduler "none" (rsa run, rsa
+	// submit) without a capacity gets beside its input's size.
+	OutputHeadroom int64
+	Tick           time.Duration
+	LogLevel       string
+	Nodes          []Node
+	Limits         Limits
+	Slurm          Slurm
 	// PrivateData hides other users' job details (paths, home, groups,
 	// errors, logs): a user sees only id, user, states, size and progress
 	// of jobs not their own, as Slurm's PrivateData=jobs does.
@@ -118,16 +121,17 @@ type Limits struct {
 
 // file mirrors the TOML layout; strings are parsed so errors can name keys.
 type file struct {
-	StateDir     *string `toml:"state_dir"`
-	Socket       *string `toml:"socket"`
-	RamdiskRoot  *string `toml:"ramdisk_root"`
-	Scheduler    *string `toml:"scheduler"`
-	Proportion   *int    `toml:"proportion"`
-	MinJobNodes  *int    `toml:"min_job_nodes"`
-	DefaultDelay *string `toml:"default_delay"`
-	Tick         *string `toml:"tick"`
-	LogLevel     *string `toml:"log_level"`
-	Nodes        []struct {
+	StateDir       *string `toml:"state_dir"`
+	Socket         *string `toml:"socket"`
+	RamdiskRoot    *string `toml:"ramdisk_root"`
+	Scheduler      *string `toml:"scheduler"`
+	Proportion     *int    `toml:"proportion"`
+	MinJobNodes    *int    `toml:"min_job_nodes"`
+	DefaultDelay   *string `toml:"default_delay"`
+	OutputHeadroom *string `toml:"output_headroom"`
+	Tick           *string `toml:"tick"`
+	LogLevel       *string `toml:"log_level"`
+	Nodes          []struct {
 		Name     string `toml:"name"`
 		Engine   string `toml:"engine"`
 		Capacity string `toml:"capacity"`
@@ -169,15 +173,16 @@ const (
 
 func defaults() Config {
 	return Config{
-		StateDir:     DefaultStateDir,
-		Socket:       DefaultSocket,
-		RamdiskRoot:  DefaultRamdiskRoot,
-		Scheduler:    "none",
-		Proportion:   DefaultProportion,
-		DefaultDelay: DefaultDelaySecs * time.Second,
-		Tick:         time.Second,
-		LogLevel:     "info",
-		PrivateData:  true,
+		StateDir:       DefaultStateDir,
+		Socket:         DefaultSocket,
+		RamdiskRoot:    DefaultRamdiskRoot,
+		Scheduler:      "none",
+		Proportion:     DefaultProportion,
+		DefaultDelay:   DefaultDelaySecs * time.Second,
+		OutputHeadroom: 1 << 30,
+		Tick:           time.Second,
+		LogLevel:       "info",
+		PrivateData:    true,
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64},
@@ -267,6 +272,13 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("default_delay: %w", err)
 		}
 		c.DefaultDelay = d
+	}
+	if f.OutputHeadroom != nil {
+		n, err := units.ParseSize(*f.OutputHeadroom)
+		if err != nil {
+			return nil, fmt.Errorf("output_headroom: %w", err)
+		}
+		c.OutputHeadroom = n
 	}
 	if f.Tick != nil {
 		d, err := units.ParseDuration(*f.Tick)

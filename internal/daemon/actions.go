@@ -98,6 +98,11 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
 		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
 	})
+	if j.Spec.Capacity == 0 && j.Spec.Sized != "" {
+		// Sized by its input, which does not fit: no RAMDISK (the
+		// proportion rule is for schedulers' jobs).
+		dec = alloc.Decision{Verdict: alloc.Ineligible, Reason: j.Spec.Sized}
+	}
 	if dec.Verdict == alloc.Assign {
 		if why := d.overUserCapacity(j, dec.Parts); why != "" {
 			dec = alloc.Decision{Verdict: alloc.Wait, Reason: why}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
+	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -43,6 +44,9 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	// A scheduler id names a job only when a scheduler adapter made it:
 	// a user who could name a job after someone else's pending Slurm job
 	// would get that job's hooks (audit finding 1).
+	if r.Spec.Sized != "" {
+		return nil, api.Invalid("spec.sized is RSA's own note of how it sized a job; leave it out")
+	}
 	if r.Spec.Name != "" {
 		return nil, api.Invalid("spec.name is the scheduler's job id, set only by the scheduler's hooks; leave it out (rsa run and rsa submit jobs are known by their RSA id)")
 	}
@@ -75,6 +79,11 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	who := asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}
 	if err := d.validate(&spec, &who); err != nil {
 		return nil, err
+	}
+	if scheduler == "" && d.cfg.Scheduler == config.SchedulerNone && spec.Capacity == 0 {
+		if err := d.size(&spec, &who); err != nil {
+			return nil, err
+		}
 	}
 	now := time.Now()
 	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: who.Groups, Scheduler: scheduler,
@@ -182,6 +191,9 @@ func describeSpec(s job.Spec) string {
 	parts = append(parts, "delay="+s.Delay.String(), "compute_nodes="+strconv.Itoa(s.ComputeNodes))
 	if s.Capacity > 0 {
 		parts = append(parts, "capacity="+units.FormatSize(s.Capacity))
+	}
+	if s.Sized != "" {
+		parts = append(parts, "sized=("+s.Sized+")")
 	}
 	return strings.Join(parts, " ")
 }
@@ -325,6 +337,44 @@ func (d *Daemon) asUser(who *asuser.Identity, check func() error) error {
 		id = *who
 	}
 	return asuser.Do(id, check)
+}
+
+// size gives a job without a capacity, where no scheduler sizes jobs, a
+// RAMDISK of its input's size (measured with the user's rights) plus
+// output_headroom, within what one job of this user may get. An input that
+// does not fit leaves the job to the proportion rule, which runs it on
+// disk; Sized says which it was.
+func (d *Daemon) size(s *job.Spec, who *asuser.Identity) error {
+	var in int64
+	if s.Input != "" {
+		if err := d.asUser(who, func() (err error) {
+			_, in, err = stage.Measure(s.Input)
+			return err
+		}); err != nil {
+			return api.Invalid("measuring the input directory %s: %v", s.Input, err)
+		}
+	}
+	limit, what := d.totalCapacity(), "the RSA nodes' RAM"
+	for _, l := range []struct {
+		v    int64
+		what string
+	}{{d.cfg.Limits.MaxJobCapacity, "limits.max_job_capacity"}, {d.cfg.Limits.MaxUserCapacity, "limits.max_user_capacity"}} {
+		if l.v > 0 && l.v < limit {
+			limit, what = l.v, l.what
+		}
+	}
+	want := max(in+d.cfg.OutputHeadroom, 1<<20)
+	switch {
+	case in > limit:
+		s.Sized = fmt.Sprintf("the input's %s is more than one job may get (%s, %s): no RAMDISK", units.FormatSize(in), units.FormatSize(limit), what)
+	case want > limit:
+		s.Capacity = limit
+		s.Sized = fmt.Sprintf("%s: the input's %s, and what is left of %s (%s) for output", units.FormatSize(limit), units.FormatSize(in), what, units.FormatSize(limit))
+	default:
+		s.Capacity = want
+		s.Sized = fmt.Sprintf("%s: the input's %s + output_headroom %s", units.FormatSize(want), units.FormatSize(in), units.FormatSize(d.cfg.OutputHeadroom))
+	}
+	return nil
 }
 
 // totalCapacity is the RAM of every RSA node together: the most one job

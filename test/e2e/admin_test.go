@@ -117,3 +117,30 @@ func TestDrain(t *testing.T) {
 	e.rsa(false, "wait", "2")
 	e.noLeaks()
 }
+
+// Without a scheduler and without --capacity, rsa run sizes the RAMDISK
+// from the input plus output_headroom and says so; the job gets its input
+// in RAM (before: the proportion rule left it on disk). A capacity no RSA
+// node can ever hold is refused before anything happens.
+func TestRunSizesByInput(t *testing.T) {
+	e := setup(t, `output_headroom = "16M"`)
+	in, out := e.mkdir("in"), e.mkdir("out")
+	e.fill(in, 3, 1<<20)
+	if _, stderr, err := e.rsa(false, "run", "--in", in, "--capacity", "100G", "--", "true"); err == nil || !strings.Contains(stderr, "more than all RSA nodes hold together (512M)") {
+		t.Fatalf("run asking for 100G of 512M: %v %q", err, stderr)
+	}
+	job := e.script("job.sh", inRAM+`ram "$1" || { echo "input not in RAM" >&2; exit 10; }
+`)
+	b := e.runBG("--in", in, "--out", out, "--", job, in)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if !strings.Contains(b.errb.String(), "RAMDISK of 19.0M: the input's 3.0M + output_headroom 16.0M") {
+		t.Fatalf("rsa run did not say how it sized the RAMDISK:\n%s", b.errb.String())
+	}
+	if j := e.job(1); j.Capacity() != 19<<20 {
+		t.Fatalf("job 1 holds %d bytes, want 19M", j.Capacity())
+	}
+	e.rsa(false, "wait", "1")
+	e.noLeaks()
+}

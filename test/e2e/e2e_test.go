@@ -400,24 +400,22 @@ waitram "$2"; echo fine > "$2/result"
 }
 
 func TestIneligibleRunsFromDisk(t *testing.T) {
-	e := setup(t, "min_job_nodes = 2")
+	e := setup(t, `[limits]
+max_job_capacity = "1M"
+`)
 	in := e.mkdir("in")
-	e.fill(in, 2, 10)
+	e.fill(in, 2, 1<<20)
 	// Not "! ram": set -e ignores a command that starts with "!".
 	job := e.script("job.sh", inRAM+`if ram "$1"; then echo "input unexpectedly in RAM" >&2; exit 10; fi
 cat "$1"/f* > /dev/null
 `)
-	// A RAMDISK no RSA node can ever hold is refused before anything
-	// happens.
-	if _, stderr, err := e.rsa(false, "run", "--in", in, "--capacity", "100G", "--", "true"); err == nil || !strings.Contains(stderr, "more than all RSA nodes hold together (512M)") {
-		t.Fatalf("run asking for 100G of 512M: %v %q", err, stderr)
-	}
-	// One compute node is below min_job_nodes: no RSA node for it.
+	// Sized by its input (no capacity given, no scheduler), which is
+	// more than one job may get.
 	b := e.runBG("--in", in, "--", job, in)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
-	if !strings.Contains(b.errb.String(), "runs without RSA") || !strings.Contains(b.errb.String(), "too small to earn an RSA node") ||
+	if !strings.Contains(b.errb.String(), "runs without RSA") || !strings.Contains(b.errb.String(), "the input's 2.0M is more than one job may get (1.0M, limits.max_job_capacity)") ||
 		!strings.Contains(b.errb.String(), "it ran on disk, there is nothing to stage out") {
 		t.Fatalf("stderr: %s", b.errb.String())
 	}

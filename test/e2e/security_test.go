@@ -281,19 +281,20 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 // Finding 8: one user's jobs cannot lock others out, INELIGIBLE jobs take
 // no place, a job that never runs expires, and the per-job cap holds.
 func TestLimitsPerUser(t *testing.T) {
-	e := setup(t, `min_job_nodes = 2
-[limits]
+	e := setup(t, `[limits]
 max_jobs_per_user = 2
 max_active_jobs = 3
 unstarted_expiry = "8s"
-max_job_capacity = "1G"
+max_job_capacity = "100M"
 `)
 	other := testutil.EnsureOtherUser(t)
 	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
-	// INELIGIBLE jobs (one compute node, below min_job_nodes) take no
-	// place.
+	// INELIGIBLE jobs (sized by an input larger than max_job_capacity)
+	// take no place.
+	big := e.mkdir("big-in")
+	e.fill(big, 1, 101<<20)
 	for i := range 3 {
-		if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("ineligible"+itoa(i))); err != nil {
+		if _, stderr, err := e.rsa(false, "submit", "--in", big, "--out", e.mkdir("ineligible"+itoa(i))); err != nil {
 			t.Fatalf("ineligible submit: %v %s", err, stderr)
 		}
 		waitFor(t, "an INELIGIBLE job", func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
