@@ -293,6 +293,10 @@ func testStageOutFails(c *cluster) {
 	if b, err := os.ReadFile(filepath.Join(j.Ramdisk, "result")); err != nil || string(b) != "precious\n" {
 		c.t.Fatalf("the output is not kept in RAM after the failed stage-out: %q, %v", b, err)
 	}
+	// Where administrators look after Slurm has let the job go.
+	c.waitFor("the failure in the job's AdminComment", 30*time.Second, func() bool {
+		return strings.Contains(c.root("scontrol", "show", "job", id), "AdminComment=RSA: stage-out failed, output kept in RAM")
+	})
 	// The administrator fixes the cause and retries.
 	c.file("failing-out.sh", "#!/bin/bash\ncp -a \"$1\"/. \"$2\"/\n", 0o755)
 	// By its Slurm id, as an admin reading squeue knows it; both ids
@@ -304,6 +308,9 @@ func testStageOutFails(c *cluster) {
 	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "precious\n" {
 		c.t.Errorf("after the retry the output on disk is %q, %v", b, err)
 	}
+	c.waitFor("the retry in the job's AdminComment", 30*time.Second, func() bool {
+		return strings.Contains(c.root("scontrol", "show", "job", id), "AdminComment=RSA: stage-out retried")
+	})
 	c.assertNoLeaks()
 }
 
