@@ -1,0 +1,493 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/sim"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// simParam is one model parameter's flag: its default as the flag shows it
+// and how a value applies. Flags start from the preset (the seeds'
+// defaults, or --testbed); only those given on the command line change it.
+type simParam struct {
+	name, kind, usage string
+	get               func(c *sim.Config) string
+	set               func(c *sim.Config, v string) error
+}
+
+// paramValue is a parameter's flag: kept as text, checked when set.
+type paramValue struct {
+	p    simParam
+	text *string
+}
+
+func (v paramValue) String() string { return *v.text }
+func (v paramValue) Type() string   { return v.p.kind }
+func (v paramValue) Set(s string) error {
+	var scratch sim.Config
+	if err := v.p.set(&scratch, s); err != nil {
+		return err
+	}
+	*v.text = s
+	return nil
+}
+
+func simParams() []simParam {
+	return []simParam{
+		{"nodes", "int", "compute nodes (0: the trace header's MaxNodes, else MaxProcs/procs-per-node)",
+			func(c *sim.Config) string { return strconv.Itoa(c.Nodes) },
+			func(c *sim.Config, v string) error { return setInt(&c.Nodes, v, 0) }},
+		{"procs-per-node", "int", "processors per node (0: MaxProcs/MaxNodes from the header, else 1)",
+			func(c *sim.Config) string { return strconv.Itoa(c.ProcsPerNode) },
+			func(c *sim.Config, v string) error { return setInt(&c.ProcsPerNode, v, 0) }},
+		{"estimate-factor", "number", "a job's estimate is its requested time (or, when unknown, its run time) times this",
+			func(c *sim.Config) string { return strconv.FormatFloat(c.EstimateFactor, 'g', -1, 64) },
+			func(c *sim.Config, v string) error { return setFloat(&c.EstimateFactor, v) }},
+		{"priority", "order", "queue order: fcfs, or sjf (shortest requested time first; arrivals can demote the head)",
+			func(c *sim.Config) string { return c.Priority.String() },
+			func(c *sim.Config, v string) (err error) { c.Priority, err = sim.ParsePriority(v); return err }},
+		{"input", "size|dist", "input read per compute node at start: a size, uniform:MIN-MAX or exp:MEAN",
+			func(c *sim.Config) string { return c.Workload.Input.String() },
+			func(c *sim.Config, v string) (err error) { c.Workload.Input, err = sim.ParseDist(v); return err }},
+		{"output", "size|dist", "output written per compute node at the end: a size, uniform:MIN-MAX or exp:MEAN",
+			func(c *sim.Config) string { return c.Workload.Output.String() },
+			func(c *sim.Config, v string) (err error) { c.Workload.Output, err = sim.ParseDist(v); return err }},
+		{"files-per-node", "int", "files per compute node, read and written (one per process, thesis Table 5.2)",
+			func(c *sim.Config) string { return strconv.Itoa(c.Workload.FilesPerNode) },
+			func(c *sim.Config, v string) error { return setInt(&c.Workload.FilesPerNode, v, 0) }},
+		{"seed", "int", "seed of the size distributions",
+			func(c *sim.Config) string { return strconv.FormatUint(c.Seed, 10) },
+			func(c *sim.Config, v string) (err error) { c.Seed, err = strconv.ParseUint(v, 10, 64); return err }},
+		{"fs-bandwidth", "rate", "shared file system bandwidth, all clients (thesis Table 5.3: 2 GiB in 49.93 s)",
+			func(c *sim.Config) string { return flagRate(c.FS.Bandwidth) },
+			func(c *sim.Config, v string) (err error) { c.FS.Bandwidth, err = sim.ParseRate(v); return err }},
+		{"fs-node-bandwidth", "rate", "one compute node's link (thesis iperf: 943 Mbit/s)",
+			func(c *sim.Config) string { return flagRate(c.FS.NodeBandwidth) },
+			func(c *sim.Config, v string) (err error) { c.FS.NodeBandwidth, err = sim.ParseRate(v); return err }},
+		{"fs-create-rate", "number", "shared file system creates per second, one creator (GUPFS Create-C)",
+			func(c *sim.Config) string { return strconv.FormatFloat(c.FS.CreateRate, 'g', -1, 64) },
+			func(c *sim.Config, v string) error { return setFloat(&c.FS.CreateRate, v) }},
+		{"fs-contention", "number", "k: C creators in one directory cost 1+k(C-1) each (fitted to thesis Table 5.2)",
+			func(c *sim.Config) string { return strconv.FormatFloat(c.FS.Contention, 'g', 6, 64) },
+			func(c *sim.Config, v string) error { return setFloat(&c.FS.Contention, v) }},
+		{"rsa-nodes", "int", "RSA nodes",
+			func(c *sim.Config) string { return strconv.Itoa(c.RSA.Nodes) },
+			func(c *sim.Config, v string) error { return setInt(&c.RSA.Nodes, v, 0) }},
+		{"ram", "size", "RAM per RSA node lent to RAMDISKs",
+			func(c *sim.Config) string { return units.FormatSize(c.RSA.RAM) },
+			func(c *sim.Config, v string) (err error) { c.RSA.RAM, err = units.ParseSize(v); return err }},
+		{"rsa-link", "rate", "one RSA node's link to the compute nodes (thesis iperf: 943 Mbit/s)",
+			func(c *sim.Config) string { return flagRate(c.RSA.Link) },
+			func(c *sim.Config, v string) (err error) { c.RSA.Link, err = sim.ParseRate(v); return err }},
+		{"rsa-uplink", "rate", "all RSA nodes to all compute nodes together, 0: no limit (thesis: one 1 GbE link, 2 GiB in 35.87 s)",
+			func(c *sim.Config) string { return flagRate(c.RSA.Uplink) },
+			func(c *sim.Config, v string) (err error) {
+				if v == "0" {
+					c.RSA.Uplink = 0
+					return nil
+				}
+				c.RSA.Uplink, err = sim.ParseRate(v)
+				return err
+			}},
+		{"rsa-create-rate", "number", "creates per second per RSA node (thesis Table 5.5, bonnie++)",
+			func(c *sim.Config) string { return strconv.FormatFloat(c.RSA.CreateRate, 'g', -1, 64) },
+			func(c *sim.Config, v string) error { return setFloat(&c.RSA.CreateRate, v) }},
+		{"proportion", "int", "compute nodes per RSA node (config: proportion)",
+			func(c *sim.Config) string { return strconv.Itoa(c.RSA.Proportion) },
+			func(c *sim.Config, v string) error { return setInt(&c.RSA.Proportion, v, 1) }},
+		{"min-job-nodes", "int", "smaller jobs are INELIGIBLE (config: min_job_nodes; 0: = proportion)",
+			func(c *sim.Config) string { return strconv.Itoa(c.RSA.MinJobNodes) },
+			func(c *sim.Config, v string) error { return setInt(&c.RSA.MinJobNodes, v, 0) }},
+		{"alloc", "mode", "how jobs ask for RAM: proportion (whole nodes) or capacity (their data size, explicitly)",
+			func(c *sim.Config) string {
+				if c.RSA.ByCapacity {
+					return "capacity"
+				}
+				return "proportion"
+			},
+			func(c *sim.Config, v string) error {
+				switch v {
+				case "proportion", "capacity":
+					c.RSA.ByCapacity = v == "capacity"
+					return nil
+				}
+				return errors.New("want proportion or capacity")
+			}},
+		{"delay", "duration", "RSA_DELAY: input-to-output switch after the start (config: default_delay)",
+			func(c *sim.Config) string { return c.RSA.Delay.String() },
+			func(c *sim.Config, v string) (err error) { c.RSA.Delay, err = units.ParseDuration(v); return err }},
+		{"stage-in-rate", "rate", "one RSA node's mover copying in (thesis rsync, Table 5.1)",
+			func(c *sim.Config) string { return flagRate(c.RSA.StageInRate) },
+			func(c *sim.Config, v string) (err error) { c.RSA.StageInRate, err = sim.ParseRate(v); return err }},
+		{"stage-out-rate", "rate", "one RSA node's mover copying out (thesis rsync, Table 5.1)",
+			func(c *sim.Config) string { return flagRate(c.RSA.StageOutRate) },
+			func(c *sim.Config, v string) (err error) { c.RSA.StageOutRate, err = sim.ParseRate(v); return err }},
+		{"stage-file-cost", "duration", "the mover's own time per file (fitted: rsync's 224 s in thesis Table 5.2)",
+			func(c *sim.Config) string { return c.RSA.StageFileCost.String() },
+			func(c *sim.Config, v string) (err error) {
+				c.RSA.StageFileCost, err = units.ParseDuration(v)
+				return err
+			}},
+		{"stage-in-lead", "duration", "stage in this long (plus one node's fill time) before the expected start; 0: at once (config: slurm.stage_in_lead)",
+			func(c *sim.Config) string { return c.RSA.StageInLead.String() },
+			func(c *sim.Config, v string) (err error) { c.RSA.StageInLead, err = units.ParseDuration(v); return err }},
+		{"boot", "time+time", "building a RAMDISK, BASE+PER_NODE (thesis App. T)",
+			func(c *sim.Config) string { return c.RSA.Boot.String() },
+			func(c *sim.Config, v string) (err error) { c.RSA.Boot, err = parseLinear(v); return err }},
+		{"destroy", "time+time", "tearing a RAMDISK down, BASE+PER_NODE (thesis App. T)",
+			func(c *sim.Config) string { return c.RSA.Destroy.String() },
+			func(c *sim.Config, v string) (err error) { c.RSA.Destroy, err = parseLinear(v); return err }},
+		{"mount", "duration", "one bind mount or unmount on the job's nodes",
+			func(c *sim.Config) string { return c.RSA.Mount.String() },
+			func(c *sim.Config, v string) (err error) { c.RSA.Mount, err = units.ParseDuration(v); return err }},
+	}
+}
+
+func setInt(p *int, v string, least int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < least {
+		return fmt.Errorf("want a whole number of at least %d", least)
+	}
+	*p = n
+	return nil
+}
+
+func setFloat(p *float64, v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return errors.New("want a number, 0 or more")
+	}
+	*p = f
+	return nil
+}
+
+// flagRate prints a speed so that ParseRate reads it back: whole Mbit/s
+// as bits (link speeds), the rest in MiB/s.
+func flagRate(r float64) string {
+	if r == 0 {
+		return "0"
+	}
+	if mbit := r * 8 / 1e6; mbit == math.Trunc(mbit) {
+		return strconv.FormatFloat(mbit, 'f', -1, 64) + "Mbit"
+	}
+	return strconv.FormatFloat(r/(1<<20), 'f', 2, 64) + "MiB/s"
+}
+
+func parseLinear(v string) (sim.Linear, error) {
+	b, n, _ := strings.Cut(v, "+")
+	base, err1 := units.ParseDuration(b)
+	var per time.Duration
+	var err2 error
+	if n != "" {
+		per, err2 = units.ParseDuration(n)
+	}
+	if err1 != nil || err2 != nil {
+		return sim.Linear{}, errors.New("write BASE+PER_NODE, e.g. 10s+1.5s")
+	}
+	return sim.Linear{Base: base, PerNode: per}, nil
+}
+
+type simFlags struct {
+	values  map[string]*string
+	testbed string
+	sweep   []string
+	plots   string
+	gantt   string
+	json    bool
+}
+
+func simCmd() *cobra.Command {
+	f := simFlags{values: map[string]*string{}}
+	def := sim.Defaults()
+	cmd := &cobra.Command{
+		Use:   "sim [flags] [TRACE]",
+		Short: "Simulate a batch machine with and without RSA on a workload trace",
+		Long: `Replay a Standard Workload Format trace (Parallel Workloads Archive) on a
+simulated machine twice, without and with RSA, and compare: compute-node hours
+spent waiting on I/O, utilisation, makespan, waits, bounded slowdown, how many
+jobs RSA served and how full its RAM was. The scheduler is FCFS (or SJF) with
+EASY backfill; RSA's side is the daemon's own lifecycle machine and allocation
+planner. Every model parameter is a flag; defaults come from the thesis and the
+other seed documents (docs/simulator.md says which number comes from where).
+
+  rsa sim internal/sim/testdata/lublin_256.swf
+  rsa sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
+  rsa sim --testbed thesis        # thesis Table 5.2's job, simulated
+  rsa sim --testbed measured      # the same with rsa copy as the mover`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSim(cmd, &f, args)
+		},
+	}
+	fl := cmd.Flags()
+	for _, p := range simParams() {
+		text := p.get(&def)
+		f.values[p.name] = &text
+		fl.Var(paramValue{p, &text}, p.name, p.usage)
+	}
+	fl.StringVar(&f.testbed, "testbed", "", "preset: thesis (the thesis' proof of concept) or measured (the same with rsa copy's measured rates); without TRACE, simulate thesis Table 5.2's job")
+	fl.StringArrayVar(&f.sweep, "sweep", nil, "vary KEY=V1,V2,... (rsa-nodes, ram, proportion, link); repeat for a grid")
+	fl.StringVar(&f.plots, "plots", "", "write PNG charts into this directory")
+	fl.StringVar(&f.gantt, "gantt", "", "the Gantt chart's jobs, FIRST_ID:COUNT (default: 30 from the middle of the trace)")
+	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	return cmd
+}
+
+// config is the preset with the flags given on the command line applied.
+func (f *simFlags) config(cmd *cobra.Command) (sim.Config, error) {
+	cfg := sim.Defaults()
+	if f.testbed != "" {
+		var err error
+		if cfg, err = sim.Testbed(f.testbed); err != nil {
+			return cfg, fmt.Errorf("--testbed: %w", err)
+		}
+	}
+	for _, p := range simParams() {
+		if !cmd.Flags().Changed(p.name) {
+			continue
+		}
+		if err := p.set(&cfg, *f.values[p.name]); err != nil {
+			return cfg, fmt.Errorf("--%s %q: %w", p.name, *f.values[p.name], err)
+		}
+	}
+	return cfg, nil
+}
+
+// simReport is the JSON output.
+type simReport struct {
+	Trace       string            `json:"trace,omitempty"`
+	Parameters  map[string]string `json:"parameters"`
+	WithoutRSA  *sim.Result       `json:"without_rsa,omitempty"`
+	WithRSA     *sim.Result       `json:"with_rsa,omitempty"`
+	Sweep       *simSweep         `json:"sweep,omitempty"`
+	Calibration *sim.Calibration  `json:"calibration,omitempty"`
+	Plots       []string          `json:"plots,omitempty"`
+}
+
+type simSweep struct {
+	Keys []string       `json:"keys"`
+	Runs []sim.SweepRun `json:"runs"`
+}
+
+func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
+	cfg, err := f.config(cmd)
+	if err != nil {
+		return err
+	}
+	axes, err := sim.ParseSweep(f.sweep)
+	if err != nil {
+		return err
+	}
+	rep := simReport{Parameters: map[string]string{}}
+	for _, p := range simParams() {
+		rep.Parameters[p.name] = p.get(&cfg)
+	}
+	ctx := cmd.Context()
+	if len(args) == 0 {
+		if f.testbed == "" {
+			return errors.New("give a trace (the bundled example is internal/sim/testdata/lublin_256.swf), or --testbed thesis to simulate thesis Table 5.2's job")
+		}
+		if cfg.RSA.Nodes == 0 {
+			return errors.New("--testbed without a trace compares the shared file system with RSA: give --rsa-nodes above 0")
+		}
+		cal, err := sim.Calibrate(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		rep.Calibration = &cal
+		if f.json {
+			return printJSON(os.Stdout, rep)
+		}
+		printCalibration(os.Stdout, f.testbed, cal)
+		return nil
+	}
+	path := args[0]
+	open := func() (io.ReadCloser, error) {
+		r, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		return r, nil
+	}
+	if cfg.Gantt, err = ganttWindow(f.gantt, open); err != nil {
+		return err
+	}
+	rep.Trace = path
+	base := cfg
+	base.RSA.Nodes = 0
+	if rep.WithoutRSA, err = sim.RunTrace(ctx, open, base); err != nil {
+		return err
+	}
+	if cfg.RSA.Nodes > 0 {
+		if rep.WithRSA, err = sim.RunTrace(ctx, open, cfg); err != nil {
+			return err
+		}
+	}
+	if len(axes) > 0 {
+		runs, err := sim.Sweep(ctx, open, cfg, axes)
+		if err != nil {
+			return err
+		}
+		rep.Sweep = &simSweep{Runs: runs}
+		for _, a := range axes {
+			rep.Sweep.Keys = append(rep.Sweep.Keys, a.Key)
+		}
+	}
+	if f.plots != "" {
+		var runs []sim.SweepRun
+		if rep.Sweep != nil {
+			runs = rep.Sweep.Runs
+		}
+		if rep.Plots, err = sim.Plots(f.plots, rep.WithoutRSA, rep.WithRSA, axes, runs); err != nil {
+			return err
+		}
+	}
+	if f.json {
+		return printJSON(os.Stdout, rep)
+	}
+	printSim(os.Stdout, &rep, cfg)
+	return nil
+}
+
+// ganttWindow reads --gantt, or picks 30 jobs from the middle of the trace
+// (by the header's job count).
+func ganttWindow(spec string, open func() (io.ReadCloser, error)) (sim.GanttWindow, error) {
+	if spec != "" {
+		a, b, ok := strings.Cut(spec, ":")
+		first, err1 := strconv.ParseInt(a, 10, 64)
+		n, err2 := strconv.Atoi(b)
+		if !ok || err1 != nil || err2 != nil || n < 1 {
+			return sim.GanttWindow{}, fmt.Errorf("--gantt %q: write FIRST_JOB_ID:COUNT, e.g. 5000:30", spec)
+		}
+		return sim.GanttWindow{First: first, Count: n}, nil
+	}
+	r, err := open()
+	if err != nil {
+		return sim.GanttWindow{}, err
+	}
+	defer r.Close()
+	rd, err := sim.NewReader(r)
+	if err != nil {
+		return sim.GanttWindow{}, err
+	}
+	return sim.GanttWindow{First: int64(rd.Header.MaxJobs / 2), Count: 30}, nil
+}
+
+func printCalibration(w io.Writer, testbed string, c sim.Calibration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "thesis Table 5.2's job on the %q test bed: 1,024 nodes, 2,048 processes, one 1 MiB file each, one directory\n\n", testbed)
+	fmt.Fprintf(tw, "\tsimulated\tthesis\n")
+	fmt.Fprintf(tw, "output to the shared FS\t%.2f s\t%.2f s\n", c.FSOutput, c.ThesisFSOutput)
+	fmt.Fprintf(tw, "output to RSA\t%.2f s\t%.2f s\n", c.RSAOutput, c.ThesisRSAOutput)
+	fmt.Fprintf(tw, "I/O time, shared FS / RSA\t%.1fx\t%.1fx\n", c.Speedup, c.ThesisSpeedup)
+	fmt.Fprintf(tw, "stage-out after the job\t%.0f s\t%.0f s (rsync)\n", c.StageOut, c.ThesisStageOut)
+	tw.Flush()
+}
+
+func printSim(w io.Writer, rep *simReport, cfg sim.Config) {
+	o, r := rep.WithoutRSA, rep.WithRSA
+	sk := o.Skipped
+	fmt.Fprintf(w, "trace %s: %d jobs simulated on %d compute nodes; %d skipped (run time <= 0: %d, processors unknown: %d, more nodes than the machine: %d)\n",
+		rep.Trace, o.Jobs, o.Nodes, sk.Total(), sk.NoRunTime, sk.NoProcs, sk.TooManyNode)
+	fmt.Fprintf(w, "I/O per node: input %s, output %s, %d files; shared FS %s, %.0f creates/s\n",
+		rep.Parameters["input"], rep.Parameters["output"], cfg.Workload.FilesPerNode, sim.FormatRate(cfg.FS.Bandwidth), cfg.FS.CreateRate)
+	if r != nil {
+		least := cfg.RSA.MinJobNodes
+		if least == 0 {
+			least = cfg.RSA.Proportion
+		}
+		rule := fmt.Sprintf("whole nodes, one per %d compute nodes (jobs from %d nodes)", cfg.RSA.Proportion, least)
+		if cfg.RSA.ByCapacity {
+			rule = "each job's data size"
+		}
+		fmt.Fprintf(w, "RSA: %d nodes x %s, link %s; RAM by %s; RSA_DELAY %s\n",
+			cfg.RSA.Nodes, units.FormatSize(cfg.RSA.RAM), sim.FormatRate(cfg.RSA.Link), rule, cfg.RSA.Delay)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// Labels padded to one width read left-aligned in right-aligned cells.
+	row := func(name string, a, b string) { fmt.Fprintf(tw, "%-46s\t%s\t%s\t\n", name, a, b) }
+	dash := "-"
+	with := func(f func(*sim.Result) string) string {
+		if r == nil {
+			return dash
+		}
+		return f(r)
+	}
+	row("", "without RSA", "with RSA")
+	row("compute-node hours waiting on I/O", fmt.Sprintf("%.1f", o.IONodeHours), with(func(r *sim.Result) string {
+		return fmt.Sprintf("%.1f (%+.1f %%)", r.IONodeHours, pct(r.IONodeHours, o.IONodeHours))
+	}))
+	row("compute-node hours held (computing + I/O)", fmt.Sprintf("%.0f", o.NodeHours), with(func(r *sim.Result) string { return fmt.Sprintf("%.0f", r.NodeHours) }))
+	row("utilisation (nodes held)", fmt.Sprintf("%.2f %%", 100*o.Utilisation), with(func(r *sim.Result) string { return fmt.Sprintf("%.2f %%", 100*r.Utilisation) }))
+	row("makespan", days(o.Makespan), with(func(r *sim.Result) string { return days(r.Makespan) }))
+	row("mean wait", hours(o.MeanWait), with(func(r *sim.Result) string { return hours(r.MeanWait) }))
+	row("mean bounded slowdown (10 s)", fmt.Sprintf("%.1f", o.MeanBoundedSlowdown), with(func(r *sim.Result) string { return fmt.Sprintf("%.1f", r.MeanBoundedSlowdown) }))
+	row("on deck / demotions", fmt.Sprintf("%d / %d", o.OnDeck, o.Demotions), with(func(r *sim.Result) string { return fmt.Sprintf("%d / %d", r.OnDeck, r.Demotions) }))
+	if r != nil {
+		row("jobs served by RSA", dash, fmt.Sprintf("%d (%.1f %%)", r.JobsWithRSA, 100*r.ShareWithRSA))
+		row("  input from RAM / output to RAM", dash, fmt.Sprintf("%d / %d", r.InputFromRAM, r.OutputToRAM))
+		row("  ineligible (alloc.Plan)", dash, strconv.Itoa(r.Ineligible))
+		row("stage-ins late / not begun at start", dash, fmt.Sprintf("%d / %d", r.LateStageIns, r.NotStagedInYet))
+		if r.StageInsFailed+r.OutputTooLarge+r.UnmountBusy > 0 {
+			row("input / output larger than RAM, busy unmounts", dash, fmt.Sprintf("%d / %d, %d", r.StageInsFailed, r.OutputTooLarge, r.UnmountBusy))
+		}
+		row("RSA RAM held: peak / mean", dash, fmt.Sprintf("%s (%.0f %%) / %s (%.0f %%)",
+			units.FormatSize(r.RAMPeak), pct0(float64(r.RAMPeak), float64(r.RAMTotal)),
+			units.FormatSize(int64(r.RAMMean)), pct0(r.RAMMean, float64(r.RAMTotal))))
+	}
+	row("simulated in", fmt.Sprintf("%.2f s (%d events)", o.Elapsed, o.Events), with(func(r *sim.Result) string {
+		return fmt.Sprintf("%.2f s (%d events)", r.Elapsed, r.Events)
+	}))
+	tw.Flush()
+	if rep.Sweep != nil {
+		fmt.Fprintln(w)
+		printSweep(w, rep.Sweep, o)
+	}
+	for _, p := range rep.Plots {
+		fmt.Fprintf(w, "wrote %s\n", p)
+	}
+}
+
+func printSweep(w io.Writer, s *simSweep, o *sim.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tI/O node-h\tvs without\tutil\tmean wait\tbsld\tRSA jobs\tlate\tnot begun\tRAM peak\tRAM mean\t\n", strings.Join(s.Keys, "\t"))
+	for _, run := range s.Runs {
+		r := run.Result
+		fmt.Fprintf(tw, "%s\t%.1f\t%+.1f %%\t%.2f %%\t%s\t%.1f\t%.1f %%\t%d\t%d\t%.0f %%\t%.0f %%\t\n",
+			strings.Join(run.Values, "\t"), r.IONodeHours, pct(r.IONodeHours, o.IONodeHours), 100*r.Utilisation,
+			hours(r.MeanWait), r.MeanBoundedSlowdown, 100*r.ShareWithRSA, r.LateStageIns, r.NotStagedInYet,
+			pct0(float64(r.RAMPeak), float64(r.RAMTotal)), pct0(r.RAMMean, float64(r.RAMTotal)))
+	}
+	tw.Flush()
+}
+
+// pct is the change from b to a in per cent.
+func pct(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (a - b) / b
+}
+
+// pct0 is a as a share of b in per cent.
+func pct0(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
+func days(s float64) string  { return fmt.Sprintf("%.2f d", s/86400) }
+func hours(s float64) string { return fmt.Sprintf("%.2f h", s/3600) }

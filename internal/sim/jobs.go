@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+// A job on its nodes: it reads its input, computes for its trace run
+// time, writes its output, and leaves. Its reads and writes go to RAM
+// when RSA's state says the RAMDISK is mounted at that moment, else to
+// the shared file system, sharing it with everyone doing I/O then.
+
+// startJob gives j the nodes the scheduler counted for it.
+func (s *sim) startJob(j *simJob) {
+	now := s.clock.now
+	s.busyNodes += j.nodes
+	s.busy.set(now, float64(s.busyNodes))
+	if j.g != nil {
+		j.g.Start = secs(now)
+	}
+	s.started(j)
+	if j.tracked && j.m.RSA == lifecycle.MountingIn {
+		// The input is staged: the job reads RAM once it is mounted
+		// over its input directory (the prolog does this before the
+		// job's first instruction, App. K).
+		j.readRAM = true
+		j.phase = mountWait
+		return
+	}
+	s.readInput(j)
+}
+
+// readInput runs the read phase.
+func (s *sim) readInput(j *simJob) {
+	j.phase = reading
+	var steps []step
+	if j.in > 0 {
+		if j.readRAM {
+			steps = s.ramSteps(j, j.in)
+		} else {
+			steps = s.fsReadSteps(j)
+		}
+	}
+	s.start(&transfer{steps: steps, done: func() { s.compute(j) }})
+}
+
+func (s *sim) compute(j *simJob) {
+	if j.g != nil {
+		j.g.ReadEnd = secs(s.clock.now)
+	}
+	j.phase = computing
+	s.clock.after(j.run, func() { s.writeOutput(j) })
+}
+
+// writeOutput runs the write phase: to RAM if the RAMDISK is mounted at
+// the output path now and holds the output, else to the shared FS.
+func (s *sim) writeOutput(j *simJob) {
+	if j.g != nil {
+		j.g.ComputeEnd = secs(s.clock.now)
+	}
+	j.phase = writing
+	toRAM := false
+	if j.out > 0 && j.tracked && j.m.RSA == lifecycle.InUseOut {
+		if j.out <= j.capacity {
+			toRAM = true
+		} else {
+			s.res.OutputTooLarge++
+		}
+	}
+	var steps []step
+	switch {
+	case j.out == 0:
+	case toRAM:
+		steps = s.ramSteps(j, j.out)
+	default:
+		steps = s.fsWriteSteps(j)
+	}
+	s.start(&transfer{steps: steps, done: func() {
+		if toRAM {
+			j.outRAM = j.out
+		}
+		s.endJob(j)
+	}})
+}
+
+// endJob frees j's nodes and counts it.
+func (s *sim) endJob(j *simJob) {
+	now := s.clock.now
+	j.phase = ended
+	s.sched.end(j)
+	s.busyNodes -= j.nodes
+	s.busy.set(now, float64(s.busyNodes))
+	s.last = max(s.last, now)
+
+	hold, wait := now-j.start, j.start-j.submit
+	n := float64(j.nodes)
+	s.res.NodeHours += n * hold.Hours()
+	s.res.ComputeNodeHours += n * j.run.Hours()
+	s.res.IONodeHours += n * (hold - j.run).Hours()
+	s.sumWait += wait.Seconds()
+	s.sumBSLD += max(1, (wait+hold).Seconds()/max(j.run, 10*time.Second).Seconds())
+	if j.readRAM {
+		s.res.InputFromRAM++
+	}
+	if j.outRAM > 0 {
+		s.res.OutputToRAM++
+	}
+	if j.readRAM || j.outRAM > 0 {
+		s.res.JobsWithRSA++
+	}
+	if j.g != nil {
+		j.g.End = secs(now)
+		j.g.ReadRAM, j.g.WriteRAM = j.readRAM, j.outRAM > 0
+	}
+	s.finished(j)
+	s.pass()
+}
