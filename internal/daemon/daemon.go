@@ -444,7 +444,6 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if next.Machine().Done() {
 		d.forget(next.ID)
 	}
-	d.tellSlurmAdmins(j, &next)
 	for _, a := range out.Actions {
 		d.start(&next, a)
 	}

@@ -412,10 +412,21 @@ func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
 	return v
 }
 
+// ownedBy reports whether p is j's user: the same uid, and still the same
+// account. A uid given to a new account after the old one was deleted
+// does not inherit the old account's jobs, logs or errors.
+func ownedBy(p api.Peer, j *job.Job) bool {
+	if p.UID != j.UID {
+		return false
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10))
+	return err == nil && u.Username == j.User
+}
+
 // mayInspect reports whether p may see all of j: its user, root, and the
 // scheduler's users (slurmctld shows bbstat to whom Slurm allows).
 func (d *Daemon) mayInspect(p api.Peer, j *job.Job) bool {
-	return p.Root() || p.UID == j.UID || d.hookCaller(p)
+	return p.Root() || ownedBy(p, j) || d.hookCaller(p)
 }
 
 func (d *Daemon) Jobs(ctx context.Context, p api.Peer, all bool) ([]api.JobView, error) {
@@ -481,7 +492,7 @@ func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event,
 	if err != nil {
 		return nil, "", err
 	}
-	if !p.Root() && p.UID != j.UID {
+	if !p.Root() && !ownedBy(p, j) {
 		return nil, "", api.Forbidden("job %d belongs to %s; only its user and root may read its log", id, j.User)
 	}
 	evs, err := d.store.Events(ctx, id)
@@ -511,7 +522,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 	if err != nil {
 		return nil, err
 	}
-	owner := p.Root() || p.UID == j.UID
+	owner := p.Root() || ownedBy(p, j)
 	who := "uid " + strconv.FormatUint(uint64(p.UID), 10)
 	if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
 		who = u.Username

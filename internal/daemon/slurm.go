@@ -382,7 +382,7 @@ func unmountVerdict(j *job.Job) (string, string) {
 
 func stageOutVerdict(j *job.Job) (string, string) {
 	if j.RSA == lifecycle.StageOutFailed {
-		return api.Failure, fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (fix it, then `rsa retry %d`, or `rsa discard %d`)", j.Error, j.ID, j.ID)
+		return api.Failure, fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.Name, j.Spec.Name)
 	}
 	if v, msg := unmountVerdict(j); v == api.Busy {
 		return v, msg

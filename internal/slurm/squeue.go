@@ -190,14 +190,3 @@ func ParseVersion(s string) (major, minor int, err error) {
 	}
 	return 0, 0, fmt.Errorf("cannot read a Slurm version from %q", strings.TrimSpace(s))
 }
-
-// AdminComment sets a job's AdminComment, which only administrators set
-// and which sacct keeps after the job has left squeue: where an
-// administrator looks for why a job's output is not on disk.
-func (c Client) AdminComment(ctx context.Context, id, text string) error {
-	if err := CheckID(id); err != nil {
-		return err
-	}
-	_, err := c.cmd(ctx, "scontrol", "update", "JobId="+id, "AdminComment="+text)
-	return err
-}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,4 +145,48 @@ func TestRunSizesByInput(t *testing.T) {
 	}
 	e.rsa(false, "wait", "1")
 	e.noLeaks()
+}
+
+// A job's history belongs to the account, not to the bare uid: a new
+// account given a deleted account's uid reads none of its jobs.
+func TestHistoryBoundToTheAccount(t *testing.T) {
+	e := setup(t, "")
+	// Accounts of this test's own, made and removed here (the removal is
+	// the point).
+	name, heir := testutil.TestUserName()+"-gone", testutil.TestUserName()+"-heir"
+	for _, n := range []string{name, heir} {
+		exec.Command("userdel", n).Run() // left by a killed run
+		t.Cleanup(func() { exec.Command("userdel", n).Run() })
+	}
+	if b, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v %s", err, b)
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	gone := testutil.User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: "/"}
+	out := testutil.MkdirOwned(t, gone, filepath.Join(e.dir, "gone-out"))
+	if b, err := e.as(gone, rsaBin, "--config", e.cfg, "submit", "--out", out, "--capacity", "16M").CombinedOutput(); err != nil {
+		t.Fatalf("submit: %v %s", err, b)
+	}
+	e.rsa(true, "cancel", "1")
+	e.rsa(true, "wait", "1")
+	// The account goes; another is made with its uid.
+	if b, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+		t.Fatalf("userdel: %v %s", err, b)
+	}
+	if b, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", "--uid", fmt.Sprint(gone.UID), heir).CombinedOutput(); err != nil {
+		t.Fatalf("useradd: %v %s", err, b)
+	}
+	b, err := e.as(gone, rsaBin, "--config", e.cfg, "log", "1").CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "belongs to "+name) {
+		t.Fatalf("the uid's new account read the old account's log: %v %s", err, b)
+	}
+	b, err = e.as(gone, rsaBin, "--config", e.cfg, "status", "--all", "--json").CombinedOutput()
+	if err != nil || strings.Contains(string(b), out) || !strings.Contains(string(b), `"private": true`) {
+		t.Fatalf("the uid's new account sees the old account's job: %v %s", err, b)
+	}
 }

@@ -130,7 +130,7 @@ func testBadDirectives(c *cluster) {
 		// More than the whole pool (1G) would wait for ever in
 		// BurstBufferResources: refused at submission instead.
 		{"more than the pool", "#RSA in=" + in + " capacity=50G pool=rsa", "more than all RSA nodes hold together (1.0G)"},
-		{"more than the pool, no pool", "#RSA in=" + in + " capacity=50G", "more than all RSA nodes hold together (1.0G)"},
+		// (Without pool=, Slurm refuses capacity= itself.)
 		// Slurm checks pool names itself, before burst_buffer.lua.
 		{"foreign pool", "#RSA in=" + in + " capacity=1G pool=fast", "Burst Buffer request invalid"},
 	}
@@ -293,10 +293,7 @@ func testStageOutFails(c *cluster) {
 	if b, err := os.ReadFile(filepath.Join(j.Ramdisk, "result")); err != nil || string(b) != "precious\n" {
 		c.t.Fatalf("the output is not kept in RAM after the failed stage-out: %q, %v", b, err)
 	}
-	// Where administrators look after Slurm has let the job go.
-	c.waitFor("the failure in the job's AdminComment", 30*time.Second, func() bool {
-		return strings.Contains(c.root("scontrol", "show", "job", id), "AdminComment=RSA: stage-out failed, output kept in RAM")
-	})
+
 	// The administrator fixes the cause and retries.
 	c.file("failing-out.sh", "#!/bin/bash\ncp -a \"$1\"/. \"$2\"/\n", 0o755)
 	// By its Slurm id, as an admin reading squeue knows it; both ids
@@ -308,9 +305,7 @@ func testStageOutFails(c *cluster) {
 	if b, err := os.ReadFile(filepath.Join(out, "result")); err != nil || string(b) != "precious\n" {
 		c.t.Errorf("after the retry the output on disk is %q, %v", b, err)
 	}
-	c.waitFor("the retry in the job's AdminComment", 30*time.Second, func() bool {
-		return strings.Contains(c.root("scontrol", "show", "job", id), "AdminComment=RSA: stage-out retried")
-	})
+
 	c.assertNoLeaks()
 }
 
