@@ -291,6 +291,17 @@ func jobID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// decode reads a request body of at most limit bytes into v, refusing
+// keys v does not have: a client's typo is an error, never ignored.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Invalid("bad request: %v", err)
+	}
+	return nil
+}
+
 func (h *handler) version(w http.ResponseWriter, r *http.Request) {
 	h.reply(w, h.svc.Version(r.Context()), nil)
 }
@@ -298,10 +309,8 @@ func (h *handler) version(w http.ResponseWriter, r *http.Request) {
 func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 	h.with(w, r, func(p Peer) (any, error) {
 		var req SubmitRequest
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, Invalid("bad request: %v", err)
+		if err := decode(w, r, 1<<20, &req); err != nil {
+			return nil, err
 		}
 		return h.svc.Submit(r.Context(), p, req)
 	})
@@ -357,10 +366,8 @@ func (h *handler) nodes(w http.ResponseWriter, r *http.Request) {
 func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
 	h.with(w, r, func(p Peer) (any, error) {
 		var req DrainRequest
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, Invalid("bad request: %v", err)
+		if err := decode(w, r, 64<<10, &req); err != nil {
+			return nil, err
 		}
 		return h.svc.Drain(r.Context(), p, r.PathValue("name"), req)
 	})
@@ -373,10 +380,8 @@ func (h *handler) gc(w http.ResponseWriter, r *http.Request) {
 func (h *handler) hook(w http.ResponseWriter, r *http.Request) {
 	h.with(w, r, func(p Peer) (any, error) {
 		var req HookRequest
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			return nil, Invalid("bad request: %v", err)
+		if err := decode(w, r, 4<<20, &req); err != nil {
+			return nil, err
 		}
 		req.Wait = min(req.Wait, maxWait)
 		return h.svc.Hook(r.Context(), p, req)
