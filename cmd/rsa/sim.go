@@ -68,13 +68,20 @@ func simParams() []simParam {
 			func(c *sim.Config, v string) error { return setInt(&c.Workload.FilesPerNode, v, 0) }},
 		{"seed", "int", "seed of the size distributions",
 			func(c *sim.Config) string { return strconv.FormatUint(c.Seed, 10) },
-			func(c *sim.Config, v string) (err error) { c.Seed, err = strconv.ParseUint(v, 10, 64); return err }},
+			func(c *sim.Config, v string) error {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					return errors.New("want a whole number, 0 or more")
+				}
+				c.Seed = n
+				return nil
+			}},
 		{"fs-bandwidth", "rate", "shared file system bandwidth, all clients (thesis Table 5.3: 2 GiB in 49.93 s)",
 			func(c *sim.Config) string { return flagRate(c.FS.Bandwidth) },
 			func(c *sim.Config, v string) (err error) { c.FS.Bandwidth, err = sim.ParseRate(v); return err }},
-		{"fs-node-bandwidth", "rate", "one compute node's link (thesis iperf: 943 Mbit/s)",
+		{"fs-node-bandwidth", "rate", "one compute node's link, 0: no limit (thesis iperf: 943 Mbit/s)",
 			func(c *sim.Config) string { return flagRate(c.FS.NodeBandwidth) },
-			func(c *sim.Config, v string) (err error) { c.FS.NodeBandwidth, err = sim.ParseRate(v); return err }},
+			func(c *sim.Config, v string) (err error) { c.FS.NodeBandwidth, err = rateOrNone(v); return err }},
 		{"fs-create-rate", "number", "shared file system creates per second, one creator (GUPFS Create-C)",
 			func(c *sim.Config) string { return strconv.FormatFloat(c.FS.CreateRate, 'g', -1, 64) },
 			func(c *sim.Config, v string) error { return setFloat(&c.FS.CreateRate, v) }},
@@ -92,14 +99,7 @@ func simParams() []simParam {
 			func(c *sim.Config, v string) (err error) { c.RSA.Link, err = sim.ParseRate(v); return err }},
 		{"rsa-uplink", "rate", "all RSA nodes to all compute nodes together, 0: no limit (thesis: one 1 GbE link, 2 GiB in 35.87 s)",
 			func(c *sim.Config) string { return flagRate(c.RSA.Uplink) },
-			func(c *sim.Config, v string) (err error) {
-				if v == "0" {
-					c.RSA.Uplink = 0
-					return nil
-				}
-				c.RSA.Uplink, err = sim.ParseRate(v)
-				return err
-			}},
+			func(c *sim.Config, v string) (err error) { c.RSA.Uplink, err = rateOrNone(v); return err }},
 		{"rsa-create-rate", "number", "creates per second per RSA node (thesis Table 5.5, bonnie++)",
 			func(c *sim.Config) string { return strconv.FormatFloat(c.RSA.CreateRate, 'g', -1, 64) },
 			func(c *sim.Config, v string) error { return setFloat(&c.RSA.CreateRate, v) }},
@@ -182,6 +182,14 @@ func flagRate(r float64) string {
 		return strconv.FormatFloat(mbit, 'f', -1, 64) + "Mbit"
 	}
 	return strconv.FormatFloat(r/(1<<20), 'f', 2, 64) + "MiB/s"
+}
+
+// rateOrNone reads a speed, or 0 for no limit.
+func rateOrNone(v string) (float64, error) {
+	if v == "0" {
+		return 0, nil
+	}
+	return sim.ParseRate(v)
 }
 
 func parseLinear(v string) (sim.Linear, error) {
@@ -305,6 +313,10 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 		if err != nil {
 			return err
 		}
+		used := sim.CalibrationConfig(cfg) // the table's workload, not the flags'
+		for _, p := range simParams() {
+			rep.Parameters[p.name] = p.get(&used)
+		}
 		rep.Calibration = &cal
 		if f.json {
 			return printJSON(os.Stdout, rep)
@@ -369,6 +381,18 @@ func ganttWindow(spec string, open func() (io.ReadCloser, error)) (sim.GanttWind
 		n, err2 := strconv.Atoi(b)
 		if !ok || err1 != nil || err2 != nil || n < 1 {
 			return sim.GanttWindow{}, fmt.Errorf("--gantt %q: write FIRST_JOB_ID:COUNT, e.g. 5000:30", spec)
+		}
+		r, err := open()
+		if err != nil {
+			return sim.GanttWindow{}, err
+		}
+		defer r.Close()
+		found, err := sim.HasJob(r, first)
+		if err != nil {
+			return sim.GanttWindow{}, err
+		}
+		if !found {
+			return sim.GanttWindow{}, fmt.Errorf("--gantt %q: the trace has no job %d; give the id of one of its jobs (field 1 of a job line)", spec, first)
 		}
 		return sim.GanttWindow{First: first, Count: n}, nil
 	}

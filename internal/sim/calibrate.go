@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // Calibration is thesis Table 5.2's job run through the simulator: 1,024
@@ -30,10 +32,7 @@ func Calibrate(ctx context.Context, cfg Config) (Calibration, error) {
 	// RSA_DELAY).
 	trace := fmt.Sprintf("; MaxNodes: %d\n; MaxProcs: %d\n1 0 -1 600 %d -1 -1 -1 -1 -1 1 -1 -1 -1 0 -1 -1 -1\n",
 		thesisComputeNodes, thesisFiles, thesisFiles)
-	cfg.Nodes, cfg.ProcsPerNode = 0, 0
-	cfg.Workload = Workload{Input: Fixed(0), Output: Fixed(thesisBytes / thesisComputeNodes), FilesPerNode: thesisFiles / thesisComputeNodes}
-	cfg.Gantt = GanttWindow{Count: 1}
-	cfg.Observe = nil
+	cfg = CalibrationConfig(cfg)
 	with, err := Run(ctx, strings.NewReader(trace), cfg)
 	if err != nil {
 		return Calibration{}, err
@@ -45,7 +44,15 @@ func Calibrate(ctx context.Context, cfg Config) (Calibration, error) {
 	}
 	w, o := with.Gantt[0], without.Gantt[0]
 	if !w.WriteRAM {
-		return Calibration{}, fmt.Errorf("calibration: the job's output did not go to RSA (is its RAMDISK built within the job's 600 s? --boot %s)", cfg.RSA.Boot)
+		switch {
+		case with.Ineligible > 0:
+			return Calibration{}, fmt.Errorf("calibration: alloc.Plan found the job of %d compute nodes ineligible for RSA: give --proportion and --min-job-nodes at most %d",
+				thesisComputeNodes, thesisComputeNodes)
+		case with.OutputTooLarge > 0:
+			return Calibration{}, fmt.Errorf("calibration: the job's %d MiB of output did not fit in the RAM it was given: raise --ram (now %s per RSA node) or --rsa-nodes",
+				thesisBytes/mib, units.FormatSize(cfg.RSA.RAM))
+		}
+		return Calibration{}, fmt.Errorf("calibration: the job's output did not go to RSA: is its RAMDISK built and mounted within the job's 600 s? (--boot %s, --mount %s)", cfg.RSA.Boot, cfg.RSA.Mount)
 	}
 	c := Calibration{
 		FSOutput:        o.End - o.ComputeEnd,
@@ -62,4 +69,14 @@ func Calibrate(ctx context.Context, cfg Config) (Calibration, error) {
 		c.Speedup = c.FSOutput / c.RSAOutput
 	}
 	return c, nil
+}
+
+// CalibrationConfig is cfg as Calibrate runs it: thesis Table 5.2's
+// machine and workload, cfg's shared file system and RSA.
+func CalibrationConfig(cfg Config) Config {
+	cfg.Nodes, cfg.ProcsPerNode = 0, 0
+	cfg.Workload = Workload{Input: Fixed(0), Output: Fixed(thesisBytes / thesisComputeNodes), FilesPerNode: thesisFiles / thesisComputeNodes}
+	cfg.Gantt = GanttWindow{Count: 1}
+	cfg.Observe = nil
+	return cfg
 }

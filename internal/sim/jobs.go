@@ -11,6 +11,10 @@ import (
 // when RSA's state says the RAMDISK is mounted at that moment, else to
 // the shared file system, sharing it with everyone doing I/O then.
 
+// bsldThreshold is bounded slowdown's lower bound on the run time, so that
+// very short jobs do not dominate the mean.
+const bsldThreshold = 10 * time.Second
+
 // startJob gives j the nodes the scheduler counted for it.
 func (s *sim) startJob(j *simJob) {
 	now := s.clock.now
@@ -99,7 +103,9 @@ func (s *sim) endJob(j *simJob) {
 	s.res.ComputeNodeHours += n * j.run.Hours()
 	s.res.IONodeHours += n * (hold - j.run).Hours()
 	s.sumWait += wait.Seconds()
-	s.sumBSLD += max(1, (wait+hold).Seconds()/max(j.run, 10*time.Second).Seconds())
+	// Bounded slowdown as the literature defines it (Feitelson et al.):
+	// the run time is the time the job held its nodes, I/O included.
+	s.sumBSLD += max(1, (wait+hold).Seconds()/max(hold, bsldThreshold).Seconds())
 	if j.readRAM {
 		s.res.InputFromRAM++
 	}

@@ -43,6 +43,12 @@ func TestTransitionsAreLifecycleStep(t *testing.T) {
 			if !reflect.DeepEqual(direct, s.out) {
 				t.Fatalf("job %d step %d (%s): simulator saw %+v, Step gives %+v", id, i, s.ev.Kind, s.out, direct)
 			}
+			// The simulator sends an event only where the daemon would
+			// act on it; the one exception is EvOnDeck to a demoted job
+			// whose cleanup has not ended (apply sends it again after).
+			if direct.Ignored && (s.ev.Kind != lifecycle.EvOnDeck || j.State != lifecycle.Demoted) {
+				t.Fatalf("job %d step %d: %s ignored in %s/%s: the simulator fed an event in the wrong state", id, i, s.ev.Kind, j.State, j.RSA)
+			}
 			if !direct.Ignored {
 				j = direct.Job
 				kinds[s.ev.Kind] = true

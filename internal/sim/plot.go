@@ -343,11 +343,21 @@ func sweepPNG(file string, without *Result, axes []Axis, runs []SweepRun) error 
 		if err := addLine(io, base, "without RSA", color.Gray{Y: 90}, true); err != nil {
 			return err
 		}
-		io.Y.Max = 1.3 * without.IONodeHours // room for the legend
+		io.Y.Max = sweepYMax(without.IONodeHours, runs)
 	}
 	io.Legend.Top = true
 	ram.Legend = plot.NewLegend() // the same lines as on the left
 	return saveRow(file, []*plot.Plot{io, ram}, 12*vg.Centimeter)
+}
+
+// sweepYMax is the top of sweep.png's I/O panel: room for the legend above
+// the machine without RSA, and for every run, even one above it.
+func sweepYMax(without float64, runs []SweepRun) float64 {
+	top := 1.3 * without
+	for _, r := range runs {
+		top = max(top, 1.1*r.Result.IONodeHours)
+	}
+	return top
 }
 
 // addPoints adds a line with its points marked.

@@ -31,7 +31,7 @@ func (s *sim) promote(j *simJob) {
 	if !s.rsa {
 		return
 	}
-	j.notBefore = s.stageInTime(j.shadow)
+	j.notBefore = s.stageInTime(j, j.shadow)
 	if !j.tracked {
 		s.track(j, lifecycle.OnDeck)
 		return
@@ -58,7 +58,7 @@ func (s *sim) refresh(j *simJob, shadow time.Duration) {
 	if !s.rsa || !j.tracked || j.m.State != lifecycle.OnDeck || j.m.RSA != lifecycle.Initial {
 		return
 	}
-	nb := s.stageInTime(shadow)
+	nb := s.stageInTime(j, shadow)
 	if d := nb - j.notBefore; d > -time.Second && d < time.Second {
 		return // the daemon ignores changes under a second
 	}
@@ -66,15 +66,21 @@ func (s *sim) refresh(j *simJob, shadow time.Duration) {
 	s.apply(j, lifecycle.EvTick)
 }
 
-// stageInTime is when the daemon begins the stage-in of a job expected to
-// start at shadow: its lead plus the time to fill one node's RAM at the
-// mover's speed before (daemon.stageInTime). 0: at once.
-func (s *sim) stageInTime(shadow time.Duration) time.Duration {
+// stageInTime is when the daemon begins the stage-in of j, expected to
+// start at shadow: its lead plus the time to fill its RAMDISK at the
+// mover's speed before (daemon.stageInTime): the capacity j asks for with
+// --alloc capacity, else one node's RAM (the nodes fill in parallel).
+// 0: at once.
+func (s *sim) stageInTime(j *simJob, shadow time.Duration) time.Duration {
 	r := s.cfg.RSA
 	if r.StageInLead <= 0 {
 		return 0
 	}
-	at := shadow - r.StageInLead - durationCeil(float64(r.RAM)/r.StageInRate)
+	size := r.RAM
+	if r.ByCapacity {
+		size = s.wantCapacity(j, false)
+	}
+	at := shadow - r.StageInLead - durationCeil(float64(size)/r.StageInRate)
 	if at <= s.clock.now {
 		return 0
 	}
@@ -278,13 +284,20 @@ func (s *sim) plan(j *simJob) alloc.Decision {
 	req := alloc.Request{ComputeNodes: j.nodes, Running: j.m.State == lifecycle.Running,
 		HasInput: j.m.HasInput, HasOutput: j.m.HasOutput}
 	if s.cfg.RSA.ByCapacity {
-		want := j.out
-		if !req.Running {
-			want = max(j.in, j.out)
-		}
-		req.Capacity = max(mib, (want+mib-1)/mib*mib) // whole MiB, as RAMDISKs are sized
+		req.Capacity = s.wantCapacity(j, req.Running)
 	}
 	return alloc.Plan(s.policy, s.rsaList, s.used, req)
+}
+
+// wantCapacity is the capacity j asks for with --alloc capacity: its
+// output once running, else the larger of input and output, in whole MiB
+// as RAMDISKs are sized.
+func (s *sim) wantCapacity(j *simJob, running bool) int64 {
+	want := j.out
+	if !running {
+		want = max(j.in, j.out)
+	}
+	return max(mib, (want+mib-1)/mib*mib)
 }
 
 // hold adds (sign 1) or removes (-1) j's allocation from what is in use.

@@ -117,6 +117,9 @@ func Run(ctx context.Context, trace io.Reader, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !rd.havePen {
+		return nil, errors.New("the trace has no job lines, nothing to simulate: an SWF trace has one line of 18 fields per job after its ';' header comments")
+	}
 	s, err := newSim(cfg, rd.Header)
 	if err != nil {
 		return nil, err
@@ -124,6 +127,10 @@ func Run(ctx context.Context, trace io.Reader, cfg Config) (*Result, error) {
 	s.rd = rd
 	if err := s.loop(ctx); err != nil {
 		return nil, err
+	}
+	if sk := s.res.Skipped; s.res.Jobs == 0 {
+		return nil, fmt.Errorf("no job of the trace could be simulated: %d skipped (run time <= 0: %d, processors unknown: %d, more nodes than the machine's %d: %d); check the trace, --nodes and --procs-per-node",
+			sk.Total(), sk.NoRunTime, sk.NoProcs, s.nodes, sk.TooManyNode)
 	}
 	res := s.finish()
 	res.Elapsed = time.Since(began).Seconds()
@@ -139,6 +146,9 @@ func newSim(cfg Config, h Header) (*sim, error) {
 		case h.MaxProcs > 0:
 			nodes = h.MaxProcs / cfg.ppn(h)
 		}
+	}
+	if nodes <= 0 && h.MaxNodes == 0 && h.MaxProcs > 0 {
+		return nil, fmt.Errorf("%d processors per node is more than the trace's MaxProcs of %d, which leaves no node: give a smaller --procs-per-node, or --nodes", cfg.ppn(h), h.MaxProcs)
 	}
 	if nodes <= 0 {
 		return nil, errors.New("the trace's header gives neither MaxNodes nor MaxProcs: give the machine's size with --nodes")
@@ -230,11 +240,7 @@ func (s *sim) read() (*simJob, error) {
 			s.res.Skipped.TooManyNode++
 			continue
 		}
-		est := t.ReqTime
-		if est <= 0 {
-			est = t.Run // unknown request: the run time is the estimate (docs)
-		}
-		est = max(time.Second, time.Duration(float64(est)*s.cfg.EstimateFactor))
+		est := estimate(t, s.cfg.EstimateFactor)
 		s.seq++
 		j := &simJob{id: t.ID, seq: s.seq, nodes: nodes, submit: t.Submit, run: t.Run, est: est,
 			files: nodes * s.cfg.Workload.FilesPerNode}

@@ -163,6 +163,12 @@ func (r *Reader) parse(s string) (TraceJob, error) {
 	if v[2] < 0 {
 		return TraceJob{}, fmt.Errorf("trace line %d: field 2 (submit time) is %s; it must be 0 or more seconds", r.line, fs[1])
 	}
+	for _, i := range []int{2, 4, 9} {
+		if v[i] > MaxTraceSeconds {
+			return TraceJob{}, fmt.Errorf("trace line %d: field %d (%s) is %s s, more than 1e9 s (about 31 years), the most the simulator takes; fix the line or drop the job",
+				r.line, i, swfFieldNames[i], fs[i-1])
+		}
+	}
 	procs := v[5]
 	if procs <= 0 {
 		procs = v[8]
@@ -177,10 +183,51 @@ func (r *Reader) parse(s string) (TraceJob, error) {
 	}, nil
 }
 
-// seconds converts a trace's seconds; unknown (-1) stays negative.
+// MaxTraceSeconds bounds a trace's submit, run and requested times (about
+// 31 years): sums of such times stay far from time.Duration's limit.
+const MaxTraceSeconds = 1e9
+
+// seconds converts a trace's seconds, at most MaxTraceSeconds (parse
+// checks); unknown (-1) stays negative.
 func seconds(x float64) time.Duration {
-	if x > float64(math.MaxInt64/int64(time.Second)) {
-		x = float64(math.MaxInt64 / int64(time.Second))
-	}
 	return time.Duration(x * float64(time.Second))
+}
+
+// maxEstimate caps a job's estimate: 4e9 s (about 127 years) added to any
+// simulated time stays within time.Duration.
+const maxEstimate = 4e9 * time.Second
+
+// estimate is what the scheduler believes a job will take: its requested
+// time, else its run time, times factor; at least a second and at most
+// maxEstimate, clamped before converting so that no factor overflows it.
+func estimate(t TraceJob, factor float64) time.Duration {
+	est := t.ReqTime
+	if est <= 0 {
+		est = t.Run // unknown request: the run time is the estimate (docs)
+	}
+	x := float64(est) * factor
+	if x >= float64(maxEstimate) {
+		return maxEstimate
+	}
+	return max(time.Second, time.Duration(x))
+}
+
+// HasJob reports whether the trace read from r has a job line with this
+// id, reading it to the end at most.
+func HasJob(r io.Reader, id int64) (bool, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return false, err
+	}
+	for {
+		j, err := rd.Next()
+		switch {
+		case err == io.EOF:
+			return false, nil
+		case err != nil:
+			return false, err
+		case j.ID == id:
+			return true, nil
+		}
+	}
 }
