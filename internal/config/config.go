@@ -82,6 +82,13 @@ type Slurm struct {
 	StageInLead time.Duration
 	// StageRate estimates copy time (bytes per second) for the lead.
 	StageRate int64
+	// CapacityWait bounds how long a burst buffer job waits in data_in
+	// for RSA capacity before it runs from disk; 0: no bound. Slurm
+	// 22.05's slurmscriptd leaks each script's pipe into the scripts it
+	// starts beside it, so a data_in that waits keeps Slurm from seeing
+	// other jobs' stage-ins end: a wait for RAM that one of those jobs
+	// holds would never end.
+	CapacityWait time.Duration
 	// NodeNamespaces, if set, holds one pinned mount namespace per
 	// compute node name; RSA mounts inside them (see node.Namespaces).
 	NodeNamespaces string
@@ -157,6 +164,7 @@ type file struct {
 		PollInterval   *string  `toml:"poll_interval"`
 		StageInLead    *string  `toml:"stage_in_lead"`
 		StageRate      *string  `toml:"stage_rate"`
+		CapacityWait   *string  `toml:"capacity_wait"`
 		NodeNamespaces *string  `toml:"node_namespaces"`
 		Bin            *string  `toml:"bin"`
 	} `toml:"slurm"`
@@ -186,7 +194,7 @@ func defaults() Config {
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64},
-		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30},
+		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, CapacityWait: 5 * time.Minute},
 	}
 }
 
@@ -444,7 +452,7 @@ func parseSlurm(f *file, s *Slurm) error {
 		v   *string
 		dst *time.Duration
 		min time.Duration
-	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}} {
+	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}, {"slurm.capacity_wait", fs.CapacityWait, &s.CapacityWait, 0}} {
 		if d.v == nil {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
+	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -65,7 +66,7 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	if now := time.Now(); j.State == lifecycle.OnDeck && now.Before(j.NotBefore) {
 		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
-		if d.setWaiting(j.ID, why) {
+		if d.setWaiting(j.ID, waitStart, why) {
 			d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
 		}
 		return msg{}, false
@@ -111,7 +112,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	now := time.Now()
 	switch dec.Verdict {
 	case alloc.Assign:
-		d.setWaiting(j.ID, "")
+		d.setWaiting(j.ID, "", "")
 		parts := dec.Parts
 		d.reserved[j.ID] = parts
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
@@ -119,14 +120,23 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			n.Alloc, n.Ramdisk = parts, dir
 		}}, true
 	case alloc.Ineligible:
-		d.setWaiting(j.ID, "")
+		d.setWaiting(j.ID, "", "")
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: dec.Reason}}, true
 	default:
 		if len(drained) > 0 {
 			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", len(drained), len(d.cfg.Nodes))
 		}
-		if d.setWaiting(j.ID, dec.Reason) {
+		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
+		}
+		if limit := d.cfg.Slurm.CapacityWait; limit > 0 && d.cfg.Scheduler == config.SchedulerSlurm &&
+			j.Spec.Name != "" && j.State == lifecycle.OnDeck && now.Sub(d.waitingSince(j.ID)) >= limit {
+			// Slurm blocks in data_in while the job waits; on 22.05
+			// that wait can hold up the very job whose RAM it waits for
+			// (config.Slurm.CapacityWait). Without RAM the job still runs.
+			d.setWaiting(j.ID, "", "")
+			why := fmt.Sprintf("no RSA capacity came free within %s (slurm.capacity_wait): runs from disk; last: %s", limit, dec.Reason)
+			return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: why}}, true
 		}
 		return msg{}, false
 	}
@@ -187,19 +197,43 @@ func (d *Daemon) fits(ctx context.Context, id int64, parts []job.Part) (bool, er
 	return len(used) == 0, nil // a part on a node not configured never fits
 }
 
-// setWaiting records why a job waits; it reports whether that changed.
-func (d *Daemon) setWaiting(id int64, why string) bool {
+// What a job waits for.
+const (
+	waitStart    = "start"    // its stage-in time
+	waitCapacity = "capacity" // free RAM on RSA nodes
+)
+
+// setWaiting records what a job waits for and why ("": nothing); it
+// reports whether the reason changed. The wait's start is kept while the
+// job goes on waiting for the same kind of thing, whatever the reason's
+// wording (free bytes change with every release).
+func (d *Daemon) setWaiting(id int64, kind, why string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.waiting[id] == why {
+	w := d.waiting[id]
+	if w.why == why {
 		return false
 	}
 	if why == "" {
 		delete(d.waiting, id)
-	} else {
-		d.waiting[id] = why
+		return true
 	}
+	if w.kind != kind {
+		w.kind, w.since = kind, time.Now()
+	}
+	w.why = why
+	d.waiting[id] = w
 	return true
+}
+
+// waitingSince is when the job began to wait, or now if it does not.
+func (d *Daemon) waitingSince(id int64) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w, ok := d.waiting[id]; ok {
+		return w.since
+	}
+	return time.Now()
 }
 
 // allocated sums the RAM held on each node by the jobs whose state holds it

@@ -93,6 +93,9 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		by += " through " + scheduler
 	}
 	msg := fmt.Sprintf("submitted by %s: %s", by, describeSpec(spec))
+	if scheduler != "" {
+		d.mark(spec.Name)
+	}
 	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
 		return nil, err
 	}
@@ -396,7 +399,7 @@ func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
 	if pr, ok := d.progress[j.ID]; ok {
 		v.Progress = &pr
 	}
-	v.Waiting = d.waiting[j.ID]
+	v.Waiting = d.waiting[j.ID].why
 	d.mu.Unlock()
 	if lifecycle.HoldsNodes(j.RSA) && j.Ramdisk != "" {
 		if u, err := d.engine.Usage(d.ramdisk(j)); err == nil {

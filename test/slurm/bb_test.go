@@ -76,6 +76,7 @@ func TestBurstBuffer(t *testing.T) {
 	t.Run("stage-in fails", func(t *testing.T) { testStageInFails(c.in(t)) })
 	t.Run("setup checks the owner", func(t *testing.T) { testSetupChecksOwner(c.in(t)) })
 	t.Run("array job", func(t *testing.T) { testArrayJob(c.in(t)) })
+	t.Run("capacity wait is bounded", func(t *testing.T) { testCapacityWait(c.in(t)) })
 	t.Run("stage-out script fails", func(t *testing.T) { testStageOutFails(c.in(t)) })
 	t.Run("rsa serve crash during stage-in", func(t *testing.T) { testDaemonCrash(c.in(t)) })
 	t.Run("slurmctld restart during stage-in", func(t *testing.T) { testCtldRestart(c.in(t), false) })
@@ -259,8 +260,12 @@ func testArrayJob(c *cluster) {
 	in := c.mkdir("array-in")
 	sum := c.input(in, 2)
 	out := c.mkdir("array-out")
+	// Sized for the pool, so that Slurm, which counts the pool, stages
+	// both tasks at once (unsized, they would compete for the one RSA
+	// node: testCapacityWait).
 	id := c.sbatch("array.sh", fmt.Sprintf(`#!/bin/bash
 #SBATCH --array=1-2
+#RSA capacity=400M pool=rsa
 #RSA_DATA_IN=%[1]s
 fs=$(findmnt -n -o FSTYPE --mountpoint %[1]s || echo none)
 echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/task-$SLURM_ARRAY_TASK_ID
@@ -272,6 +277,44 @@ echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/task-$SL
 			c.t.Errorf("array task %s saw its input as %q (%v), want %q", task, got, err, want)
 		}
 	}
+	c.assertNoLeaks()
+}
+
+// testCapacityWait: a job Slurm does not size waits in data_in for RSA
+// capacity at most slurm.capacity_wait (15s in this cluster), then runs
+// from disk and says why. On 22.05 a longer wait could hold up the job
+// that holds the RAM (config.Slurm.CapacityWait).
+func testCapacityWait(c *cluster) {
+	os.Remove(filepath.Join(c.work, "release-blocker"))
+	in := c.mkdir("wait-in")
+	sum := c.input(in, 2)
+	out := c.mkdir("wait-out")
+	blocker := c.sbatch("blocker.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\nwhile [ ! -e %s/release-blocker ]; do sleep 0.2; done\n", in, c.work))
+	c.waitRSA(blocker, 60*time.Second, "INUSE_IN")
+	waiter := c.sbatch("waiter.sh", fmt.Sprintf(`#!/bin/bash
+#RSA_DATA_IN=%[1]s
+fs=$(findmnt -n -o FSTYPE --mountpoint %[1]s || echo none)
+echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/seen
+`, in, out))
+	c.waitFor("RSA to make the second job wait for capacity", 30*time.Second, func() bool {
+		j := c.rsaJob(waiter)
+		return j != nil && strings.Contains(j.Waiting, "free RSA node")
+	})
+	started := time.Now()
+	c.waitJob(waiter, 90*time.Second, "COMPLETED")
+	if waited := time.Since(started); waited > 60*time.Second {
+		c.t.Errorf("the job waited %v for RSA capacity, past slurm.capacity_wait", waited.Round(time.Second))
+	}
+	if got, err := os.ReadFile(filepath.Join(out, "seen")); err != nil || string(got) != "none "+sum+"\n" {
+		c.t.Errorf("the job without RSA capacity saw its input as %q (%v), want it from disk", got, err)
+	}
+	j := c.waitRSA(waiter, 30*time.Second, "RELEASED")
+	if !strings.Contains(j.Error, "slurm.capacity_wait") {
+		c.t.Errorf("RSA does not say why the job ran from disk: %q", j.Error)
+	}
+	c.file("release-blocker", "", 0o644)
+	c.waitJob(blocker, 60*time.Second, "COMPLETED")
+	c.waitRSA(blocker, 30*time.Second, "RELEASED")
 	c.assertNoLeaks()
 }
 

@@ -82,10 +82,31 @@ func startCluster(t *testing.T, mode string, nodes int, env ...string) *cluster 
 	return c
 }
 
-// in returns the cluster for a subtest.
+// in returns the cluster for a subtest. A subtest that fails leaves no
+// job behind to hold the RSA node or the compute nodes of the next one.
 func (c *cluster) in(t *testing.T) *cluster {
 	cc := *c
 	cc.t = t
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		cmd := exec.Command("scancel", "-u", c.user.Name)
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("cancelling the failed subtest's jobs: %v %s", err, out)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			cmd := exec.Command("squeue", "-h", "-u", c.user.Name)
+			cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+			if out, err := cmd.Output(); err == nil && len(strings.TrimSpace(string(out))) == 0 {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("the failed subtest's jobs are still in squeue after 60s")
+	})
 	return &cc
 }
 
