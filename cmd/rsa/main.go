@@ -80,17 +80,26 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 
 // client connects to the daemon named by --socket, RSA_SOCKET or the config.
 func (g *globals) client() (*api.Client, error) {
-	if g.socket != "" {
-		return api.NewClient(g.socket), nil
-	}
-	if s := os.Getenv("RSA_SOCKET"); s != "" {
-		return api.NewClient(s), nil
-	}
-	cfg, err := config.Load(config.Resolve(g.config))
+	s, err := g.socketPath()
 	if err != nil {
 		return nil, err
 	}
-	return api.NewClient(cfg.Socket), nil
+	return api.NewClient(s), nil
+}
+
+// socketPath is the daemon's socket: --socket, $RSA_SOCKET or the config's.
+func (g *globals) socketPath() (string, error) {
+	if g.socket != "" {
+		return g.socket, nil
+	}
+	if s := os.Getenv("RSA_SOCKET"); s != "" {
+		return s, nil
+	}
+	cfg, err := config.Load(config.Resolve(g.config))
+	if err != nil {
+		return "", err
+	}
+	return cfg.Socket, nil
 }
 
 // clientRun adapts fn to a cobra RunE that first connects to the daemon.

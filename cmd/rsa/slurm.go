@@ -15,6 +15,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
@@ -109,6 +110,17 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	grace := time.Duration(0) // hooks that answer at once never wait
 	if blockingHooks[r.Hook] {
 		r.Wait, grace = 30*time.Second, graceFor(r.Hook)
+	}
+	if r.Hook == "prolog" || r.Hook == "epilog" {
+		// These run for every Slurm job. One that is not RSA's has
+		// nothing to wait for while the daemon is down.
+		sock, err := g.socketPath()
+		if err != nil {
+			return nil, err
+		}
+		if !slurm.MarkersFor(sock).Has(arg(r.Args, 0)) {
+			grace = 0
+		}
 	}
 	for {
 		var rep *api.HookReply

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 )
 
 // TestSlurmArgsAreNotFlags: what Slurm and its users pass a hook command
@@ -80,24 +82,41 @@ func TestWritePathsRefusesAnythingButRSAVariables(t *testing.T) {
 }
 
 // TestPrologEpilogGiveUpOnADownDaemon: with no daemon, the prolog and the
-// epilog wait out a restart for 30 s, then let the job go on without RSA:
-// they exit 0 (a failing PrologSlurmctld would requeue or hold the job)
-// and say so.
+// epilog of one of RSA's jobs (marked by the daemon) wait out a restart for
+// 30 s, then let the job go on without RSA; those of any other job go on
+// at once (issue 16, point 2). Both exit 0 (a failing PrologSlurmctld
+// would requeue or hold the job) and say so.
 func TestPrologEpilogGiveUpOnADownDaemon(t *testing.T) {
 	for _, hook := range []string{"prolog", "epilog"} {
-		t.Run(hook, func(t *testing.T) {
-			t.Parallel()
-			sock := filepath.Join(t.TempDir(), "no-daemon.sock")
-			start := time.Now()
-			_, errOut, status := runRSA(t, []string{"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n1"}, "--socket", sock, "slurm-"+hook)
-			took := time.Since(start)
-			if status != 0 || !strings.Contains(errOut, "goes on without RSA") {
-				t.Errorf("exit %d, %q; want 0 and the job going on without RSA", status, errOut)
-			}
-			// Shorter would not ride out a restart of rsa serve.
-			if took < 25*time.Second {
-				t.Errorf("gave up after %v, before the 30 s a restart may take", took)
-			}
-		})
+		for _, marked := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/marked=%v", hook, marked), func(t *testing.T) {
+				t.Parallel()
+				sock := filepath.Join(t.TempDir(), "no-daemon.sock")
+				markers := slurm.MarkersFor(sock)
+				if err := markers.Sync([]string{"8"}); err != nil {
+					t.Fatal(err)
+				}
+				if marked {
+					if err := markers.Set("7"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				start := time.Now()
+				_, errOut, status := runRSA(t, []string{"SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=n1"}, "--socket", sock, "slurm-"+hook)
+				took := time.Since(start)
+				if status != 0 || !strings.Contains(errOut, "goes on without RSA") {
+					t.Errorf("exit %d, %q; want 0 and the job going on without RSA", status, errOut)
+				}
+				switch {
+				// Shorter would not ride out a restart of rsa serve.
+				case marked && took < 25*time.Second:
+					t.Errorf("gave up on an RSA job after %v, before the 30 s a restart may take", took)
+				// A job RSA has nothing for is not held up (the bound
+				// is the issue's second, with room for a loaded machine).
+				case !marked && took > 3*time.Second:
+					t.Errorf("held a job that is not RSA's for %v", took)
+				}
+			})
+		}
 	}
 }

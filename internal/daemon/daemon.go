@@ -73,7 +73,17 @@ type Daemon struct {
 	notify   chan struct{}          // closed and replaced on every commit
 	drains   map[string]store.Drain // RSA nodes an administrator drained
 	progress map[int64]job.Progress
-	waiting  map[int64]string
+	waiting  map[int64]wait
+
+	// markers tell the Slurm prolog and epilog which jobs are RSA's while
+	// the daemon is down; unset without a scheduler.
+	markers *slurm.Markers
+}
+
+// wait is what a job waits for, why, and since when.
+type wait struct {
+	kind, why string
+	since     time.Time
 }
 
 // msg is one event for one job, with an optional edit of the record that is
@@ -173,7 +183,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		notify:   make(chan struct{}),
 		progress: map[int64]job.Progress{},
 		drains:   drains,
-		waiting:  map[int64]string{},
+		waiting:  map[int64]wait{},
+	}
+	if cfg.Scheduler != config.SchedulerNone {
+		m := slurm.MarkersFor(cfg.Socket)
+		d.markers = &m
 	}
 	d.actx, d.cancel = context.WithCancel(context.Background())
 	return d, nil
@@ -213,6 +227,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err := d.resume(ctx); err != nil {
 		ln.Close()
 		return fmt.Errorf("resuming jobs: %w", err)
+	}
+	if err := d.syncMarkers(ctx); err != nil {
+		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
 	}
 
 	loopDone := make(chan struct{})
@@ -443,6 +460,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	}
 	if next.Machine().Done() {
 		d.forget(next.ID)
+		d.unmark(ctx, &next)
 	}
 	for _, a := range out.Actions {
 		d.start(&next, a)
@@ -476,6 +494,48 @@ func (d *Daemon) forget(id int64) {
 	delete(d.progress, id)
 	delete(d.waiting, id)
 	d.mu.Unlock()
+}
+
+// syncMarkers makes the Slurm job markers those of the jobs not done.
+func (d *Daemon) syncMarkers(ctx context.Context) error {
+	if d.markers == nil {
+		return nil
+	}
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return err
+	}
+	var live []string
+	for _, j := range jobs {
+		if j.Scheduler != "" && j.Spec.Name != "" && !j.Machine().Done() {
+			live = append(live, j.Spec.Name)
+		}
+	}
+	return d.markers.Sync(live)
+}
+
+// mark tells the Slurm prolog that a job is RSA's, before it is stored.
+func (d *Daemon) mark(name string) {
+	if d.markers == nil || name == "" {
+		return
+	}
+	if err := d.markers.Set(name); err != nil {
+		d.log.Error("marking a Slurm job for the prolog", "slurm_job", name, "err", err)
+	}
+}
+
+// unmark drops a done job's marker, unless a newer RSA job (Slurm requeued
+// the job) has the same Slurm id.
+func (d *Daemon) unmark(ctx context.Context, j *job.Job) {
+	if d.markers == nil || j.Scheduler == "" || j.Spec.Name == "" {
+		return
+	}
+	if o, err := d.store.FindByName(ctx, j.Spec.Name); err == nil && o.ID != j.ID && !o.Machine().Done() {
+		return
+	}
+	if err := d.markers.Clear(j.Spec.Name); err != nil {
+		d.log.Error("unmarking a Slurm job", "slurm_job", j.Spec.Name, "err", err)
+	}
 }
 
 // resume restarts every active job's in-progress action and watches the

@@ -135,10 +135,16 @@ func (c *cluster) restart(daemon string, crash bool) {
 	if crash {
 		args = append(args, "--crash")
 	}
+	c.slurmUp(args...)
+}
+
+// slurmUp runs one of scripts/slurm-up's commands on this cluster.
+func (c *cluster) slurmUp(args ...string) {
+	c.t.Helper()
 	cmd := exec.Command(filepath.Join(repoRoot(c.t), "scripts", "slurm-up"), args...)
 	cmd.Env = append(os.Environ(), "RSA_SLURM_DIR="+c.dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		c.t.Fatalf("restarting %s: %v\n%s", daemon, err, out)
+		c.t.Fatalf("slurm-up %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 

@@ -20,6 +20,24 @@ func TestPolling(t *testing.T) {
 	t.Run("started without being on deck", func(t *testing.T) { testPollStartedAtOnce(c.in(t)) })
 	t.Run("due later holds no RAM", func(t *testing.T) { testPollDueLater(c.in(t)) })
 	t.Run("bad directive", func(t *testing.T) { testPollBadDirective(c.in(t)) })
+	t.Run("a down daemon holds up no other job", func(t *testing.T) { testPollDaemonDown(c.in(t)) })
+}
+
+// testPollDaemonDown: with rsa serve down, a job that does not use RSA
+// runs and ends as if RSA were not there: the prolog and the epilog wait
+// out a restart only for RSA's own jobs (issue 16, point 2). Before, each
+// waited 30 s for every job.
+func testPollDaemonDown(c *cluster) {
+	c.slurmUp("stop-rsa")
+	defer c.slurmUp("start-rsa")
+	start := time.Now()
+	id := c.sbatch("plain.sh", "#!/bin/bash\ntrue\n")
+	c.waitJob(id, 60*time.Second, "COMPLETED")
+	// The scheduler starts a job within a second or two here
+	// (sched_interval=1); 15 s is far from the 60 s of two waits.
+	if took := time.Since(start); took > 15*time.Second {
+		c.t.Errorf("a job without RSA took %v from sbatch to COMPLETED while rsa serve was down", took.Round(time.Second))
+	}
 }
 
 // testPollBadDirective: polling cannot refuse a job at submission; a job
