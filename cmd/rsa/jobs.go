@@ -605,7 +605,8 @@ func waitCmd(g *globals) *cobra.Command {
 		Short: "Wait until a job's output is staged out and its RAM freed; report the result",
 		Long: `Block until the job is over for RSA: its output staged out and verified and its
 RAMDISK destroyed (exit 0), or stage-out or teardown failed and the job waits
-for an administrator (exit 1, with the reason).`,
+for an administrator, or its output was lost with its RAMDISK (exit 1, with
+the reason).`,
 		Args: cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
 			id, err := jobRef(cmd.Context(), c, args[0])
@@ -626,6 +627,9 @@ for an administrator (exit 1, with the reason).`,
 			if lifecycle.NeedsAdmin(j.RSA) {
 				return fmt.Errorf("job %d is %s: %s; its RAM is kept at %s until an administrator runs 'rsa retry %d' or 'rsa discard %d'",
 					id, textsafe.Line(string(j.RSA)), textsafe.Line(j.Error), textsafe.Line(j.Ramdisk), id, id)
+			}
+			if j.RSA == lifecycle.OutputLost {
+				return fmt.Errorf("job %d ended, but RSA lost its output: %s", id, textsafe.Line(j.Error))
 			}
 			evs, _, _ := c.Events(cmd.Context(), id)
 			for _, e := range evs {

@@ -304,6 +304,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		if err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output); err != nil {
+			// Not when the daemon stops: the stage-out runs again.
+			if ctx.Err() == nil {
+				if held := d.inventory(j, rd); held != "" {
+					err = fmt.Errorf("%w; %s", err, held)
+				}
+			}
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		return ok(lifecycle.EvStagedOut)

@@ -475,7 +475,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 func isFailure(k lifecycle.EventKind) bool {
 	switch k {
 	case lifecycle.EvIneligible, lifecycle.EvBootFailed, lifecycle.EvStageInFailed, lifecycle.EvMountFailed,
-		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed:
+		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed, lifecycle.EvLost:
 		return true
 	}
 	return false
@@ -546,6 +546,9 @@ func (d *Daemon) resume(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
+		if lost, ok := d.lost(ctx, j); ok {
+			d.pending = append(d.pending, lost)
+		}
 		if _, busy := lifecycle.Work(j.RSA); busy {
 			d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
 		}

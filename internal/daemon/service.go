@@ -126,7 +126,7 @@ func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*j
 // holds RAM or waits for it. INELIGIBLE, released and finished jobs hold
 // nothing and wait for nothing, so they never lock anyone out.
 func counts(j *job.Job) bool {
-	return !j.Machine().Done() && j.RSA != lifecycle.Ineligible && j.RSA != lifecycle.Released
+	return !j.Machine().Done() && j.RSA != lifecycle.Ineligible && j.RSA != lifecycle.Released && j.RSA != lifecycle.OutputLost
 }
 
 // admit applies the job limits, the site's and the user's, before a new

@@ -352,7 +352,7 @@ func mountVerdict(j *job.Job) (string, string) {
 		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Input, hostsOf(j))
 	case lifecycle.InUseOut:
 		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Output, hostsOf(j))
-	case lifecycle.Ineligible, lifecycle.Released, lifecycle.UnmountBusy:
+	case lifecycle.Ineligible, lifecycle.Released, lifecycle.UnmountBusy, lifecycle.OutputLost:
 		return api.Success, "job runs without RSA: " + j.Error
 	}
 	if j.State == lifecycle.Finished {
@@ -383,6 +383,9 @@ func unmountVerdict(j *job.Job) (string, string) {
 func stageOutVerdict(j *job.Job) (string, string) {
 	if j.RSA == lifecycle.StageOutFailed {
 		return api.Failure, fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.Name, j.Spec.Name)
+	}
+	if j.RSA == lifecycle.OutputLost {
+		return api.Failure, fmt.Sprintf("RSA lost the output (RSA job %d): %s", j.ID, j.Error)
 	}
 	if v, msg := unmountVerdict(j); v == api.Busy {
 		return v, msg

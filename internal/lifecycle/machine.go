@@ -42,6 +42,10 @@ const (
 	EvResume  EventKind = "resume"  // the daemon restarted: start the current state's work again
 	EvRetry   EventKind = "retry"   // an administrator retries a failed stage-out or teardown
 	EvDiscard EventKind = "discard" // an administrator gives up a failed stage-out's output
+	// EvLost: the RAMDISK is gone though the job's state says it exists
+	// (its host restarted, or someone unmounted it). Found by the daemon
+	// when it starts, before it resumes anything.
+	EvLost EventKind = "ramdisk-lost"
 )
 
 // Event is one input to the machine. At is the event's time; the machine has

@@ -131,6 +131,13 @@ var cases = []stepCase{
 	{name: "resume re-runs construct", job: io(OnDeck, Booting), event: ev(EvResume), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
 	{name: "resume re-runs stop of stage-in", job: io(Demoted, StoppingStagingIn), event: ev(EvResume), wantJob: Demoted, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "resume of a waiting job only re-evaluates", job: io(OnDeck, Ready), event: ev(EvResume), wantJob: OnDeck, wantRSA: Ready},
+	// A RAMDISK gone after a reboot of the RSA host (issue 16, point 3).
+	{name: "lost with output in RAM: the output is lost, no RAM held", job: io(Finished, StageOutFailed), event: ev(EvLost), wantJob: Finished, wantRSA: OutputLost},
+	{name: "output lost, then the job ends: done", job: io(Running, OutputLost), event: ev(EvFinished), wantJob: Finished, wantRSA: OutputLost},
+	{name: "lost while the job writes output: it waits without RAM", job: io(Running, InUseOut), event: ev(EvLost), wantJob: Running, wantRSA: OutputLost},
+	{name: "lost input RAMDISK on deck: rebuilt and staged again", job: io(OnDeck, Ready), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "lost after a verified stage-out: released", job: io(Finished, TeardownFailed), event: ev(EvLost), wantJob: Finished, wantRSA: Released},
+	{name: "lost while being built: Construct runs again", job: io(OnDeck, Booting), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, ignored: true},
 }
 
 func actionKinds(as []Action) []ActionKind {
@@ -265,7 +272,7 @@ func reachable(visit func(from Job, e Event, out Outcome)) {
 	kinds := []Event{}
 	for _, k := range []EventKind{EvOnDeck, EvDemoted, EvStarted, EvFinished, EvAssigned, EvIneligible, EvBooted,
 		EvBootFailed, EvStagedIn, EvStageInFailed, EvStageInStopped, EvMounted, EvMountFailed, EvUnmounted,
-		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard} {
+		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard, EvLost} {
 		kinds = append(kinds, at(k, time.Second))
 	}
 	kinds = append(kinds, at(EvTick, time.Second), at(EvTick, time.Hour))
@@ -296,7 +303,8 @@ func reachable(visit func(from Job, e Event, out Outcome)) {
 }
 
 // TestOutputNeverDropped: once the RAMDISK may hold output, the only way out
-// without a verified stage-out is an administrator's Discard.
+// without a verified stage-out is an administrator's Discard, or the
+// RAMDISK's loss, which the job's state then says.
 func TestOutputNeverDropped(t *testing.T) {
 	reachable(func(from Job, e Event, out Outcome) {
 		// The job may write into the output mount the moment it exists.
@@ -307,6 +315,11 @@ func TestOutputNeverDropped(t *testing.T) {
 			return
 		}
 		if out.Job.RSA == DoneStagingOut || (out.Job.RSA == Teardown && e.Kind == EvDiscard) {
+			return
+		}
+		// Lost is not dropped: the RAMDISK is already gone, and the job
+		// says so (OUTPUT_LOST, then RELEASED once it ended).
+		if e.Kind == EvLost && slices.ContainsFunc(out.Changes, func(c Change) bool { return c.ToRSA == OutputLost }) {
 			return
 		}
 		// DONE_STAGING_OUT moves on to TEARDOWN in the same step.

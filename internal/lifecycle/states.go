@@ -8,7 +8,10 @@
 // actions it returns, committing each transition before the action starts.
 package lifecycle
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // JobState is what the batch system says about the job (Figure 3.1). It
 // changes only through scheduler events, never through RSA's own work.
@@ -65,6 +68,12 @@ const (
 	// StageOutFailed: stage-out failed. The RAMDISK keeps the output until
 	// an administrator retries or explicitly discards it.
 	StageOutFailed RSAState = "STAGE_OUT_FAILED"
+	// OutputLost: the RAMDISK went away (a reboot of its host) while it
+	// held output not yet verified on persistent storage. Nothing can
+	// bring that output back; RSA holds no RAM for the job any more and
+	// says so, and the record keeps what was lost. Once the job has ended
+	// this is where it stays: an end, like RELEASED.
+	OutputLost RSAState = "OUTPUT_LOST"
 	// TeardownFailed: the RAMDISK could not be destroyed; it stays until an
 	// administrator retries.
 	TeardownFailed RSAState = "TEARDOWN_FAILED"
@@ -77,7 +86,7 @@ const (
 var AllRSAStates = []RSAState{
 	Initial, Ineligible, Assigned, Booting, Booted, StagingIn, StoppingStagingIn,
 	Aborted, Ready, MountingIn, InUseIn, UnmountNeeded, Unmounting, UnmountBusy,
-	Unmounted, Mounting, InUseOut, StagingOut, StageOutFailed, DoneStagingOut,
+	Unmounted, Mounting, InUseOut, StagingOut, StageOutFailed, OutputLost, DoneStagingOut,
 	Teardown, Abandoning, TeardownFailed, Destroyed, Released,
 }
 
@@ -125,10 +134,19 @@ func Work(s RSAState) (ActionKind, bool) {
 // capacity is derived from this, so releasing nodes is just a transition.
 func HoldsNodes(s RSAState) bool {
 	switch s {
-	case Initial, Ineligible, Released:
+	case Initial, Ineligible, OutputLost, Released:
 		return false
 	}
 	return true
+}
+
+// HasRamdisk reports whether a job in rsa-state s has a RAMDISK that should
+// exist now (not one being built or torn down). If it does not, the daemon
+// says so with EvLost.
+func HasRamdisk(s RSAState) bool {
+	return slices.ContainsFunc(eventTable, func(r eventRow) bool {
+		return r.on == EvLost && slices.Contains(r.rsa, s)
+	})
 }
 
 // HoldsOutput reports whether the RAMDISK may hold job output that is not
@@ -158,4 +176,5 @@ type Job struct {
 }
 
 // Done reports whether nothing more will ever happen to the job.
-func (j Job) Done() bool { return j.State == Finished && j.RSA == Released }
+// OUTPUT_LOST is such an end too: RSA holds nothing more for the job.
+func (j Job) Done() bool { return j.State == Finished && (j.RSA == Released || j.RSA == OutputLost) }

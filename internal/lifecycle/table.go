@@ -84,6 +84,17 @@ var eventTable = []eventRow{
 	{on: EvRetry, rsa: []RSAState{StageOutFailed}, nextRSA: StagingOut, why: "stage-out retried"},
 	{on: EvRetry, rsa: []RSAState{TeardownFailed}, nextRSA: Teardown, why: "teardown retried"},
 	{on: EvDiscard, rsa: []RSAState{StageOutFailed}, nextRSA: Teardown, why: "output discarded by an administrator"},
+
+	// --- a RAMDISK that is gone (the RSA host rebooted) ---
+	// Output that was only in RAM is lost: say so, and hold no RAM for it.
+	// (MOUNTING counts: the job may have written where the mount came up.)
+	{on: EvLost, rsa: []RSAState{Mounting, InUseOut, StagingOut, StageOutFailed}, nextRSA: OutputLost, why: "RAMDISK lost with output not staged out"},
+	// Anything else in it is on disk too: as if torn down. The job-state
+	// then decides, as after any teardown (rebuilt on deck or for output,
+	// released when finished).
+	{on: EvLost, rsa: []RSAState{Booted, StagingIn, StoppingStagingIn, Aborted, Ready, MountingIn, InUseIn,
+		UnmountNeeded, Unmounting, UnmountBusy, Unmounted, DoneStagingOut, TeardownFailed},
+		nextRSA: Destroyed, why: "RAMDISK lost; it held nothing that is not on disk"},
 }
 
 func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
@@ -148,4 +159,6 @@ var passTable = []passRow{
 	// Waits: BOOTING, MOUNTING(_IN), TEARDOWN, UNMOUNTING (l.241),
 	// STOPPING_STAGING_IN (l.259), STAGING_OUT (l.262), STAGE_OUT_FAILED and
 	// TEARDOWN_FAILED (for an administrator). RELEASED is the end.
+	// OUTPUT_LOST is an end as RELEASED is, one that keeps saying what
+	// happened; a RUNNING job waits in it (what it writes now goes to disk).
 }

@@ -14,7 +14,10 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -189,4 +192,70 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 	if err != nil || strings.Contains(string(b), out) || !strings.Contains(string(b), `"private": true`) {
 		t.Fatalf("the uid's new account sees the old account's job: %v %s", err, b)
 	}
+}
+
+// A reboot of the RSA host (simulated: the daemon killed, every mount
+// below the test gone) takes the RAMDISKs with it. Output that only RAM
+// held is reported lost, with the files it held, and no RAM stays held
+// for it; a RAMDISK that held nothing unsaved is rebuilt (issue 16,
+// point 3). Before, the job said its output was "kept in RAM" and its RAM
+// stayed allocated until a discard.
+func TestRebootLosesRamdisk(t *testing.T) {
+	e := setup(t, "")
+	out := e.mkdir("out")
+	so := e.script("so.sh", "echo \"archive server unreachable\" >&2; exit 4\n")
+	job := e.script("job.sh", inRAM+`waitram "$1"; echo precious > "$1/result"; echo more > "$1/second"
+`)
+	b := e.runBG("--out", out, "--stage-out", so, "--capacity", "64M", "--", job, out)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	waitFor(t, "job 1's stage-out to fail", func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
+	if j := e.job(1); !strings.Contains(j.Error, "holds 2 files") {
+		t.Errorf("the failed stage-out does not say what RAM holds: %q", j.Error)
+	}
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
+		t.Fatal(err, stderr)
+	}
+	waitFor(t, "job 2 ready", func() bool { return e.job(2).RSA == lifecycle.Ready })
+
+	e.kill(syscall.SIGKILL)
+	ms, err := mount.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if strings.HasPrefix(m.Point, e.root+"/") {
+			if err := unix.Unmount(m.Point, unix.MNT_DETACH); err != nil {
+				t.Fatalf("unmounting %s: %v", m.Point, err)
+			}
+		}
+	}
+	e.start()
+
+	waitFor(t, "job 1's output to be reported lost", func() bool { return e.job(1).RSA == lifecycle.OutputLost })
+	j := e.job(1)
+	if !strings.Contains(j.Error, "RAMDISK is gone") || !strings.Contains(j.Error, "archive server unreachable") {
+		t.Errorf("job 1's reason does not say what happened: %q", j.Error)
+	}
+	_, stderr, err := e.rsa(false, "wait", "1")
+	if err == nil || !strings.Contains(stderr, "lost its output") || strings.Contains(stderr, "kept") {
+		t.Errorf("rsa wait 1: %v %q; want the output reported lost", err, stderr)
+	}
+	e.logHas(1, "RAMDISK lost", "files only in RAM after the failed stage-out: 2", "result", "second")
+	// Job 2 held nothing unsaved: its RAMDISK is simply built again.
+	waitFor(t, "job 2's RAMDISK to be rebuilt", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	if _, err := os.Stat(filepath.Join(e.root, "2", "ram")); err != nil {
+		t.Errorf("job 2's RAMDISK: %v", err)
+	}
+	// Only job 2 holds RAM now.
+	nodes, _, err := e.rsa(false, "nodes", "--json")
+	if err != nil || !strings.Contains(nodes, `"allocated": 67108864`) || strings.Contains(nodes, `"allocated": 134217728`) {
+		t.Errorf("after the reboot RSA's nodes are:\n%s (%v); want job 2's 64M alone allocated", nodes, err)
+	}
+	e.rsa(false, "cancel", "2")
+	if _, stderr, err := e.rsa(false, "wait", "2"); err != nil {
+		t.Fatal(err, stderr)
+	}
+	e.noLeaks()
 }
