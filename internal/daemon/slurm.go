@@ -126,7 +126,23 @@ func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
 	if err := d.validate(&req.Spec, who); err != nil {
 		return failed("RSA: %v", err)
 	}
+	if why := d.tooSmall(req); why != "" {
+		return failed("RSA: %s", why)
+	}
 	return done("")
+}
+
+// tooSmall says why a job, by its script's own #SBATCH lines, would get no
+// RAM under the proportion rule, or "". Refused at sbatch, where the user
+// reads it: Slurm 22.05 shows nothing of a hook that succeeds, and such a
+// job would otherwise run from disk with only rsa status saying why.
+func (d *Daemon) tooSmall(req slurm.Request) string {
+	if req.Spec.Capacity > 0 || req.ScriptNodes == 0 || req.ScriptNodes >= d.cfg.MinJobNodes {
+		return ""
+	}
+	return fmt.Sprintf("a %d-node job gets no RSA RAM at this site: whole RSA nodes go to jobs of %d compute nodes or more "+
+		"(one RSA node per %d); add '#RSA capacity=SIZE pool=%s' to ask for RAM, or remove the #RSA lines to run from disk",
+		req.ScriptNodes, d.cfg.MinJobNodes, d.cfg.Proportion, d.cfg.Slurm.Pool)
 }
 
 // identityOf is uid with its primary group and groups, for checks made

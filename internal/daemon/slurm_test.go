@@ -13,6 +13,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -46,6 +47,8 @@ func TestHookVerdicts(t *testing.T) {
 		{"teardown leaves output to the admin", teardownVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Success},
 		{"epilog waits for unmounting", unmountVerdict, lifecycle.Finished, lifecycle.InUseOut, api.Busy},
 		{"epilog done", unmountVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Success},
+		{"data_out: output lost with its RAMDISK", stageOutVerdict, lifecycle.Finished, lifecycle.OutputLost, api.Failure},
+		{"prolog: output lost, the job goes on", mountVerdict, lifecycle.Running, lifecycle.OutputLost, api.Success},
 	}
 	for _, c := range cases {
 		j := &job.Job{State: c.job, RSA: c.rsa, Spec: job.Spec{Input: "/in", Output: "/out"}}
@@ -148,5 +151,34 @@ func TestHookLookupMatchesSlurmsUser(t *testing.T) {
 	rep, err = d.hookPaths(ctx, slurmJob{name: "78"})
 	if err != nil || rep.Verdict != api.Failure || len(rep.Env) != 0 {
 		t.Fatalf("paths of a record with a newline: %+v %v", rep, err)
+	}
+}
+
+// A job whose own #SBATCH lines make it too small for the proportion rule
+// is refused at sbatch, saying how to get RAM (issue 16, point 6).
+func TestTooSmallAtSbatch(t *testing.T) {
+	d := &Daemon{cfg: &config.Config{Proportion: 128, MinJobNodes: 128, Slurm: config.Slurm{Pool: "rsa"}}}
+	cases := []struct {
+		script string
+		refuse bool
+	}{
+		{"#SBATCH -N 2\n#RSA_DATA_IN=/in\n", true},
+		{"#SBATCH -N 2\n#RSA in=/in capacity=8G pool=rsa\n", false},
+		{"#SBATCH -N 256\n#RSA_DATA_IN=/in\n", false},
+		{"#SBATCH --nodes=128-256\n#RSA_DATA_IN=/in\n", false},
+		{"#RSA_DATA_IN=/in\n", false}, // -N on sbatch's command line, perhaps: not known here
+	}
+	for _, c := range cases {
+		req, _, err := slurm.Parse([]byte("#!/bin/bash\n" + c.script + "true\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		why := d.tooSmall(req)
+		if (why != "") != c.refuse {
+			t.Errorf("%q: %q, refuse = %v", c.script, why, c.refuse)
+		}
+		if c.refuse && (!strings.Contains(why, "a 2-node job") || !strings.Contains(why, "#RSA capacity=SIZE pool=rsa")) {
+			t.Errorf("%q: the reason names neither the size nor the fix: %q", c.script, why)
+		}
 	}
 }

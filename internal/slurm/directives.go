@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,11 @@ type Request struct {
 	Spec job.Spec
 	// Pool is the burst buffer pool named with an explicit capacity.
 	Pool string
+	// ScriptNodes is the least node count the script's own #SBATCH
+	// lines ask for (-N, --nodes), 0 if they do not say. sbatch's
+	// command line overrides it, and Slurm 22.05 does not tell the
+	// burst buffer plugin that: it is a hint, not the job's size.
+	ScriptNodes int
 }
 
 // ParseError names the line of the job script and the fix.
@@ -69,6 +75,12 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 		}
 		if line[0] != '#' {
 			break
+		}
+		if opts, isSbatch := strings.CutPrefix(line, "#SBATCH"); isSbatch {
+			if nodes := sbatchNodes(opts); nodes > 0 {
+				r.ScriptNodes = nodes // the last one wins, as in sbatch
+			}
+			continue
 		}
 		rest, isRSA := strings.CutPrefix(line[1:], Directive)
 		if !isRSA {
@@ -194,4 +206,34 @@ func EnvLines(ramdisk string, s job.Spec) []string {
 		add("RSA_DELAY", fmt.Sprint(int64(s.Delay/time.Second)))
 	}
 	return out
+}
+
+// sbatchNodes reads the least node count from the options of one #SBATCH
+// line: "-N 2", "-N2", "--nodes=2-4", "--nodes 2"; 0 if it gives none.
+func sbatchNodes(opts string) int {
+	if opts != "" && opts[0] != ' ' && opts[0] != '\t' {
+		return 0 // #SBATCHX is no directive
+	}
+	fields := strings.Fields(opts)
+	nodes := 0
+	for i, f := range fields {
+		var v string
+		switch {
+		case f == "-N" || f == "--nodes":
+			if i+1 < len(fields) {
+				v = fields[i+1]
+			}
+		case strings.HasPrefix(f, "--nodes="):
+			v = strings.TrimPrefix(f, "--nodes=")
+		case strings.HasPrefix(f, "-N"):
+			v = strings.TrimPrefix(f, "-N")
+		default:
+			continue
+		}
+		least, _, _ := strings.Cut(v, "-")
+		if n, err := strconv.Atoi(least); err == nil && n > 0 {
+			nodes = n
+		}
+	}
+	return nodes
 }

@@ -170,3 +170,35 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 }
+
+// The node count sbatch would read from the script's own lines: what the
+// sbatch-time warning about a job too small for RSA goes by.
+func TestScriptNodes(t *testing.T) {
+	cases := []struct {
+		lines string
+		want  int
+	}{
+		{"", 0},
+		{"#SBATCH -N 2", 2},
+		{"#SBATCH -N2", 2},
+		{"#SBATCH --nodes=4-8", 4},
+		{"#SBATCH --nodes 16", 16},
+		{"#SBATCH -n 64 -N 3 --exclusive", 3},
+		{"#SBATCH -N 2\n#SBATCH -N 200", 200},
+		{"#SBATCH --ntasks=8", 0},
+		{"#SBATCH -N", 0},
+		{"#SBATCH -N many", 0},
+		{"#SBATCHX -N 2", 0},
+		{"# SBATCH -N 2", 0},
+		{"#SBATCH -N 2\necho hi\n#SBATCH -N 500", 2}, // Slurm stops at the first command
+	}
+	for _, c := range cases {
+		r, _, err := Parse([]byte("#!/bin/bash\n" + c.lines + "\n#RSA_DATA_IN=/in\ntrue\n"))
+		if err != nil && !strings.Contains(c.lines, "echo") {
+			t.Errorf("%q: %v", c.lines, err)
+		}
+		if r.ScriptNodes != c.want {
+			t.Errorf("%q: %d nodes, want %d", c.lines, r.ScriptNodes, c.want)
+		}
+	}
+}
