@@ -71,7 +71,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $RSA_CONFIG or "+config.DefaultPath+")")
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "daemon socket (default $RSA_SOCKET or the config's socket)")
 	root.AddCommand(nodeCmd(), slurmBBCmd(g), slurmNodeCmd(g, "prolog"), slurmNodeCmd(g, "epilog"), serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
-		nodesCmd(g), versionCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
+		nodesCmd(g), versionCmd(g), healthCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
 		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false))
 	root.AddCommand(simCmd())

@@ -218,8 +218,10 @@ func TestRebootLosesRamdisk(t *testing.T) {
 		t.Fatal(err, stderr)
 	}
 	waitFor(t, "job 2 ready", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": STAGE_OUT_FAILED: stage-out program")
 
 	e.kill(syscall.SIGKILL)
+	e.health(2, "CRITICAL: rsa serve does not answer")
 	ms, err := mount.List()
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +245,7 @@ func TestRebootLosesRamdisk(t *testing.T) {
 		t.Errorf("rsa wait 1: %v %q; want the output reported lost", err, stderr)
 	}
 	e.logHas(1, "RAMDISK lost", "files only in RAM after the failed stage-out: 2", "result", "second")
+	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": OUTPUT_LOST: its RAMDISK is gone")
 	// Job 2 held nothing unsaved: its RAMDISK is simply built again.
 	waitFor(t, "job 2's RAMDISK to be rebuilt", func() bool { return e.job(2).RSA == lifecycle.Ready })
 	if _, err := os.Stat(filepath.Join(e.root, "2", "ram")); err != nil {
@@ -257,5 +260,29 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "wait", "2"); err != nil {
 		t.Fatal(err, stderr)
 	}
+	if out, stderr, err := e.rsa(true, "health", "--lost-within", "1ns"); err != nil || !strings.HasPrefix(out, "OK: rsa serve") {
+		t.Errorf("rsa health once the loss is old news: %v %q %q", err, out, stderr)
+	}
 	e.noLeaks()
+}
+
+// health runs rsa health as root and checks its exit status and output.
+func (e *env) health(code int, phrases ...string) {
+	e.t.Helper()
+	out, stderr, err := e.rsa(true, "health")
+	var ee *exec.ExitError
+	got := 0
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("rsa health: %v", err)
+	}
+	if got != code {
+		e.t.Errorf("rsa health exited %d, want %d:\n%s%s", got, code, out, stderr)
+	}
+	for _, p := range phrases {
+		if !strings.Contains(out, p) {
+			e.t.Errorf("rsa health does not say %q:\n%s", p, out)
+		}
+	}
 }

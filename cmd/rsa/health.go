@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// Exit codes of rsa health: those of Nagios-style checks, which most
+// monitoring systems run as they are.
+const (
+	healthOK       = 0
+	healthWarning  = 1
+	healthCritical = 2
+)
+
+// healthReport is what rsa health found, for --json.
+type healthReport struct {
+	Status  string   `json:"status"` // OK, WARNING or CRITICAL
+	Summary string   `json:"summary"`
+	Jobs    []string `json:"jobs,omitempty"` // the jobs behind a WARNING
+}
+
+func healthCmd(g *globals) *cobra.Command {
+	var lostWithin time.Duration
+	cmd := &cobra.Command{
+		Use:   "health",
+		Short: "Check RSA for monitoring: exit 0 OK, 1 WARNING (jobs wait for an administrator), 2 CRITICAL (daemon down)",
+		Long: `health prints one line for a monitoring system and exits as a Nagios check does:
+
+  0 OK        the daemon answers and no job waits for an administrator
+  1 WARNING   a job's output waits in RAM after a failed stage-out
+              (STAGE_OUT_FAILED), a RAMDISK could not be torn down
+              (TEARDOWN_FAILED), or a job's output was lost with its RAMDISK
+              (OUTPUT_LOST) within --lost-within; the jobs follow, one a line
+  2 CRITICAL  the daemon does not answer
+
+Run it as root: a user sees only their own jobs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep := health(cmd, g, lostWithin)
+			if g.json {
+				if err := printJSON(os.Stdout, rep); err != nil {
+					return err
+				}
+			} else {
+				fmt.Printf("%s: %s\n", rep.Status, rep.Summary)
+				for _, j := range rep.Jobs {
+					fmt.Println("  " + j)
+				}
+			}
+			switch rep.Status {
+			case "CRITICAL":
+				return exitCode(healthCritical)
+			case "WARNING":
+				return exitCode(healthWarning)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&lostWithin, "lost-within", 24*time.Hour, "warn of jobs whose output was lost this recently")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthReport {
+	critical := func(err error) healthReport {
+		return healthReport{Status: "CRITICAL", Summary: "rsa serve does not answer: " + textsafe.Line(err.Error())}
+	}
+	c, err := g.client()
+	if err != nil {
+		return critical(err)
+	}
+	v, err := c.Version(cmd.Context())
+	if err != nil {
+		return critical(err)
+	}
+	jobs, err := c.Jobs(cmd.Context(), true)
+	if err != nil {
+		return critical(err)
+	}
+	nodes, err := c.Nodes(cmd.Context())
+	if err != nil {
+		return critical(err)
+	}
+	var held, total int64
+	for _, n := range nodes {
+		held += n.Used
+		total += n.Capacity
+	}
+	rep := healthReport{Status: "OK"}
+	active := 0
+	for _, j := range jobs {
+		if !j.Machine().Done() {
+			active++
+		}
+		lost := j.RSA == lifecycle.OutputLost && time.Since(j.UpdatedAt) < lostWithin
+		if lifecycle.NeedsAdmin(j.RSA) || lost {
+			rep.Jobs = append(rep.Jobs, fmt.Sprintf("%s of %s: %s: %s", jobName(&j), textsafe.Line(j.User), j.RSA, textsafe.Line(j.Error)))
+		}
+	}
+	rep.Summary = fmt.Sprintf("rsa serve %s answers; %d active jobs; %s of %s RSA RAM held",
+		textsafe.Line(v.Version), active, units.FormatSize(held), units.FormatSize(total))
+	if len(rep.Jobs) > 0 {
+		rep.Status = "WARNING"
+		rep.Summary = fmt.Sprintf("%d jobs need an administrator's attention (rsa log ID, then rsa retry or rsa discard where the output is still in RAM); %s", len(rep.Jobs), rep.Summary)
+	}
+	if os.Geteuid() != 0 {
+		rep.Summary += "; not root: only your own jobs were checked"
+	}
+	rep.Summary = strings.TrimSpace(rep.Summary)
+	return rep
+}
