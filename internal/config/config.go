@@ -46,9 +46,12 @@ type Config struct {
 	OutputHeadroom int64
 	Tick           time.Duration
 	LogLevel       string
-	Nodes          []Node
-	Limits         Limits
-	Slurm          Slurm
+	// HistoryRetention is how long the record of an ended job (its
+	// states, events and log) is kept; 0: for ever.
+	HistoryRetention time.Duration
+	Nodes            []Node
+	Limits           Limits
+	Slurm            Slurm
 	// PrivateData hides other users' job details (paths, home, groups,
 	// errors, logs): a user sees only id, user, states, size and progress
 	// of jobs not their own, as Slurm's PrivateData=jobs does.
@@ -138,6 +141,7 @@ type file struct {
 	OutputHeadroom *string `toml:"output_headroom"`
 	Tick           *string `toml:"tick"`
 	LogLevel       *string `toml:"log_level"`
+	History        *string `toml:"history_retention"`
 	Nodes          []struct {
 		Name     string `toml:"name"`
 		Engine   string `toml:"engine"`
@@ -181,16 +185,17 @@ const (
 
 func defaults() Config {
 	return Config{
-		StateDir:       DefaultStateDir,
-		Socket:         DefaultSocket,
-		RamdiskRoot:    DefaultRamdiskRoot,
-		Scheduler:      "none",
-		Proportion:     DefaultProportion,
-		DefaultDelay:   DefaultDelaySecs * time.Second,
-		OutputHeadroom: 1 << 30,
-		Tick:           time.Second,
-		LogLevel:       "info",
-		PrivateData:    true,
+		StateDir:         DefaultStateDir,
+		Socket:           DefaultSocket,
+		RamdiskRoot:      DefaultRamdiskRoot,
+		Scheduler:        "none",
+		Proportion:       DefaultProportion,
+		DefaultDelay:     DefaultDelaySecs * time.Second,
+		OutputHeadroom:   1 << 30,
+		Tick:             time.Second,
+		LogLevel:         "info",
+		HistoryRetention: 90 * 24 * time.Hour,
+		PrivateData:      true,
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64},
@@ -294,6 +299,13 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("tick: %q must be a duration between 10ms and 1m", *f.Tick)
 		}
 		c.Tick = d
+	}
+	if f.History != nil {
+		d, err := units.ParseDuration(*f.History)
+		if err != nil || (d != 0 && d < time.Hour) {
+			return nil, fmt.Errorf("history_retention: %q must be a duration of an hour or more, such as \"90d\" (0: keep for ever)", *f.History)
+		}
+		c.HistoryRetention = d
 	}
 	if f.LogLevel != nil {
 		switch *f.LogLevel {

@@ -542,8 +542,10 @@ func identity(j *job.Job) stage.Identity {
 // stageLog is the job's log file, named by its id and creation time: a
 // state directory reset (or restored) never shows one user a log of an
 // earlier job that had the same id.
-func (d *Daemon) stageLog(j *job.Job) string {
-	return filepath.Join(d.cfg.StateDir, "logs", fmt.Sprintf("%d-%d.log", j.ID, j.CreatedAt.UnixNano()))
+func (d *Daemon) stageLog(j *job.Job) string { return d.stageLogOf(j.ID, j.CreatedAt) }
+
+func (d *Daemon) stageLogOf(id int64, created time.Time) string {
+	return filepath.Join(d.cfg.StateDir, "logs", fmt.Sprintf("%d-%d.log", id, created.UnixNano()))
 }
 
 func (d *Daemon) setProgress(id int64, p job.Progress) {

@@ -234,6 +234,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); d.loop(ctx) }()
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.purgeLoop(d.actx) }()
 	switch d.cfg.Scheduler {
 	case config.SchedulerSlurmPoll:
 		d.wg.Add(1)

@@ -221,6 +221,54 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// Purged is a job whose record Purge removed.
+type Purged struct {
+	ID        int64
+	CreatedAt time.Time
+}
+
+// Purge removes the jobs that ended (done) and have not changed since
+// before, with their events, and reports them. Ids are never given again
+// (AUTOINCREMENT), so no later job inherits a purged one's history.
+func (s *Store) Purge(ctx context.Context, before time.Time) ([]Purged, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT id, created_at FROM jobs WHERE done=1 AND updated_at < ?`, before.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("finding old jobs: %w", err)
+	}
+	var out []Purged
+	for rows.Next() {
+		var p Purged
+		var created int64
+		if err := rows.Scan(&p.ID, &created); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		p.CreatedAt = time.Unix(0, created)
+		out = append(out, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, p := range out {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE job_id=?`, p.ID); err != nil {
+			return nil, fmt.Errorf("purging job %d: %w", p.ID, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id=? AND done=1`, p.ID); err != nil {
+			return nil, fmt.Errorf("purging job %d: %w", p.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("purging old jobs: %w", err)
+	}
+	return out, nil
+}
+
 // Get returns one job.
 func (s *Store) Get(ctx context.Context, id int64) (*job.Job, error) {
 	var rec []byte

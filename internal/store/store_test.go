@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -116,5 +117,63 @@ func TestDrains(t *testing.T) {
 	want := map[string]Drain{"rsa1": {"rsa1", "new reason", "admin", at.Add(time.Hour)}}
 	if err != nil || len(got) != 1 || got["rsa1"].Reason != want["rsa1"].Reason || got["rsa1"].By != "admin" || !got["rsa1"].Since.Equal(want["rsa1"].Since) {
 		t.Fatalf("drains %+v %v, want %+v", got, err, want)
+	}
+}
+
+// Purge removes the ended jobs older than the cut, with their events, and
+// nothing else; a purged id is never given again.
+func TestPurge(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	old, recent := time.Now().Add(-100*24*time.Hour), time.Now()
+	mk := func(at time.Time, state lifecycle.JobState, rsa lifecycle.RSAState) *job.Job {
+		j := &job.Job{UID: 1000, GID: 1000, User: "u", State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: at, UpdatedAt: at}
+		if err := s.Create(ctx, j, []job.Event{{At: at, Kind: "submit", Message: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		j.State, j.RSA = state, rsa
+		if err := s.Commit(ctx, j, []job.Event{{At: at, Kind: "finished", Message: "y"}}); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	oldDone := mk(old, lifecycle.Finished, lifecycle.Released)
+	oldLost := mk(old, lifecycle.Finished, lifecycle.OutputLost)
+	oldActive := mk(old, lifecycle.Finished, lifecycle.StageOutFailed) // waits for an admin: kept
+	newDone := mk(recent, lifecycle.Finished, lifecycle.Released)
+	gone, err := s.Purge(ctx, time.Now().Add(-90*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, p := range gone {
+		ids = append(ids, p.ID)
+		if !p.CreatedAt.Equal(old) {
+			t.Errorf("purged job %d created %v, want %v", p.ID, p.CreatedAt, old)
+		}
+	}
+	if !slices.Equal(ids, []int64{oldDone.ID, oldLost.ID}) {
+		t.Errorf("purged %v, want %v", ids, []int64{oldDone.ID, oldLost.ID})
+	}
+	for _, j := range []*job.Job{oldDone, oldLost} {
+		if _, err := s.Get(ctx, j.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("job %d still there: %v", j.ID, err)
+		}
+		if evs, err := s.Events(ctx, j.ID); err != nil || len(evs) != 0 {
+			t.Errorf("job %d's events still there: %v %v", j.ID, evs, err)
+		}
+	}
+	for _, j := range []*job.Job{oldActive, newDone} {
+		if _, err := s.Get(ctx, j.ID); err != nil {
+			t.Errorf("job %d purged: %v", j.ID, err)
+		}
+	}
+	next := mk(recent, lifecycle.OnDeck, lifecycle.Initial)
+	if next.ID <= newDone.ID {
+		t.Errorf("a new job got id %d, not above the purged ones", next.ID)
 	}
 }

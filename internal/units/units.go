@@ -65,9 +65,15 @@ func ParseDuration(s string) (time.Duration, error) {
 	if n, err := strconv.ParseUint(t, 10, 32); err == nil {
 		return time.Duration(n) * time.Second, nil
 	}
+	// Days, which Go's durations lack: retention periods are given in them.
+	if days, ok := strings.CutSuffix(t, "d"); ok {
+		if n, err := strconv.ParseUint(days, 10, 16); err == nil {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
 	d, err := time.ParseDuration(t)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is not a duration (write seconds, e.g. 300, or 5m, 90s)", s)
+		return 0, fmt.Errorf("%q is not a duration (write seconds, e.g. 300, or 5m, 90s, 30d)", s)
 	}
 	return d, nil
 }

@@ -35,7 +35,8 @@ func TestParseDuration(t *testing.T) {
 		in   string
 		want time.Duration
 		bad  bool
-	}{{"300", 300 * time.Second, false}, {"5m", 5 * time.Minute, false}, {"0", 0, false}, {"-5s", 0, true}, {"soon", 0, true}} {
+	}{{"300", 300 * time.Second, false}, {"5m", 5 * time.Minute, false}, {"0", 0, false}, {"-5s", 0, true}, {"soon", 0, true},
+		{"90d", 90 * 24 * time.Hour, false}, {"1.5d", 0, true}, {"d", 0, true}, {"-1d", 0, true}} {
 		got, err := ParseDuration(c.in)
 		if (err != nil) != c.bad || got != c.want {
 			t.Errorf("ParseDuration(%q) = %v, %v", c.in, got, err)

@@ -3,6 +3,7 @@ package e2e
 // What an administrator meets installing and running RSA.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,11 +14,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -191,6 +194,58 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 	b, err = e.as(gone, rsaBin, "--config", e.cfg, "status", "--all", "--json").CombinedOutput()
 	if err != nil || strings.Contains(string(b), out) || !strings.Contains(string(b), `"private": true`) {
 		t.Fatalf("the uid's new account sees the old account's job: %v %s", err, b)
+	}
+}
+
+// The record of a job that ended longer than history_retention ago goes,
+// with its events and its log; a younger one and a job that waits for an
+// administrator stay (issue 16, point 11).
+func TestHistoryRetention(t *testing.T) {
+	e := setup(t, `history_retention = "1h"`)
+	// Job 1 runs and stages out (so it has a log); job 2 is cancelled.
+	if b := e.runBG("--out", e.mkdir("o1"), "--capacity", "16M", "--", e.script("job.sh", "true\n")); b.wait(t) != 0 {
+		t.Fatalf("rsa run: %s", b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "16M"); err != nil {
+		t.Fatal(err, stderr)
+	}
+	e.rsa(false, "cancel", "2")
+	for _, id := range []string{"1", "2"} {
+		if _, stderr, err := e.rsa(false, "wait", id); err != nil {
+			t.Fatal(err, stderr)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(e.dir, "state", "logs", "1-*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("job 1's log: %v", logs)
+	}
+	// Job 1 ended two hours ago, as far as the record says.
+	e.kill(syscall.SIGTERM)
+	st, err := store.Open(context.Background(), filepath.Join(e.dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := st.Get(context.Background(), 1)
+	if err == nil {
+		j.UpdatedAt = time.Now().Add(-2 * time.Hour)
+		err = st.Commit(context.Background(), j, nil)
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	if _, stderr, err := e.rsa(false, "log", "1"); err == nil || !strings.Contains(stderr, "not found") && !strings.Contains(stderr, "no such job") {
+		t.Errorf("job 1's history outlived history_retention: %v %q", err, stderr)
+	}
+	if _, err := os.Stat(logs[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("job 1's log file outlived history_retention: %v", err)
+	}
+	if _, stderr, err := e.rsa(false, "log", "2"); err != nil {
+		t.Errorf("job 2, ended just now, lost its history: %v %q", err, stderr)
+	}
+	if !strings.Contains(e.daemonLog(), "purged the history of ended jobs") {
+		t.Errorf("the daemon does not log the purge")
 	}
 }
 
