@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
+	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
@@ -35,6 +37,7 @@ func (e exitCode) Error() string { return "exit status " + strconv.Itoa(int(e)) 
 type globals struct {
 	config string
 	socket string
+	server string
 	json   bool
 }
 
@@ -70,6 +73,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $RSA_CONFIG or "+config.DefaultPath+")")
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "daemon socket (default $RSA_SOCKET or the config's socket)")
+	root.PersistentFlags().StringVar(&g.server, "server", "", "from a login node: the daemon's remote access HOST:PORT, reached with a MUNGE credential (default $RSA_SERVER; munged's socket: $RSA_MUNGE_SOCKET)")
 	root.AddCommand(nodeCmd(), slurmBBCmd(g), slurmNodeCmd(g, "prolog"), slurmNodeCmd(g, "epilog"), serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
 		nodesCmd(g), versionCmd(g), healthCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
@@ -80,6 +84,9 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 
 // client connects to the daemon named by --socket, RSA_SOCKET or the config.
 func (g *globals) client() (*api.Client, error) {
+	if srv := cmp.Or(g.server, os.Getenv("RSA_SERVER")); srv != "" && g.socket == "" {
+		return api.NewRemoteClient(srv, munge.Munge{Socket: os.Getenv("RSA_MUNGE_SOCKET")}), nil
+	}
 	s, err := g.socketPath()
 	if err != nil {
 		return nil, err

@@ -20,10 +20,13 @@ type Peer struct {
 	PID int32
 	UID uint32
 	GID uint32
+	// Remote: the caller is on another host, known by a MUNGE
+	// credential (no pid; never root).
+	Remote bool
 }
 
-// Root reports whether the caller is root.
-func (p Peer) Root() bool { return p.UID == 0 }
+// Root reports whether the caller is root on the daemon's host.
+func (p Peer) Root() bool { return p.UID == 0 && !p.Remote }
 
 // SubmitRequest creates a job.
 type SubmitRequest struct {

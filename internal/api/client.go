@@ -17,9 +17,11 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 )
 
-// Client talks to the daemon's socket.
+// Client talks to the daemon's socket (or, from another host, to its
+// remote access: NewRemoteClient).
 type Client struct {
-	Socket string
+	Socket string // where the daemon is, for messages
+	base   string // the URL requests go to; "" is the socket's
 	http   *http.Client
 }
 
@@ -49,7 +51,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://rsa"+path, rd)
+	base := c.base
+	if base == "" {
+		base = "http://rsa"
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return err
 	}

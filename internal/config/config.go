@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,7 @@ type Config struct {
 	Nodes            []Node
 	Limits           Limits
 	Slurm            Slurm
+	Remote           Remote
 	// PrivateData hides other users' job details (paths, home, groups,
 	// errors, logs): a user sees only id, user, states, size and progress
 	// of jobs not their own, as Slurm's PrivateData=jobs does.
@@ -97,6 +99,15 @@ type Slurm struct {
 	NodeNamespaces string
 	// Bin is where squeue and scontrol are, "" for $PATH.
 	Bin string
+}
+
+// Remote is access to the daemon from other hosts (login nodes): TCP,
+// each request authenticated by a MUNGE credential.
+type Remote struct {
+	// Listen is the TCP address to serve ("host:port"); "": none.
+	Listen string
+	// MungeSocket is munged's socket; "": MUNGE's default.
+	MungeSocket string
 }
 
 // Limits bound what one job or one user may take.
@@ -172,6 +183,10 @@ type file struct {
 		NodeNamespaces *string  `toml:"node_namespaces"`
 		Bin            *string  `toml:"bin"`
 	} `toml:"slurm"`
+	Remote struct {
+		Listen      *string `toml:"listen"`
+		MungeSocket *string `toml:"munge_socket"`
+	} `toml:"remote"`
 }
 
 // Defaults of every key; docs/config.md repeats them.
@@ -360,6 +375,15 @@ func Parse(data []byte) (*Config, error) {
 	}
 	c.RefusedFSTypes = f.RefusedFSTypes
 	if err := parseSlurm(&f, &c.Slurm); err != nil {
+		return nil, err
+	}
+	if l := f.Remote.Listen; l != nil && *l != "" {
+		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" || port == "0" {
+			return nil, fmt.Errorf("remote.listen: %q must be host:port, such as \"0.0.0.0:7710\"", *l)
+		}
+		c.Remote.Listen = *l
+	}
+	if err := setPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
 		return nil, err
 	}
 	if err := c.finish(); err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
@@ -247,6 +248,22 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srv := api.NewServer(d, d.log)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
+	var remote *http.Server
+	if addr := d.cfg.Remote.Listen; addr != "" {
+		rl, err := api.ListenRemote(addr, d.cfg.Limits.MaxConnections)
+		if err != nil {
+			d.log.Error("remote access not started", "err", err)
+		} else {
+			remote = api.NewRemoteServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
+				api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}, d.log)
+			go func() {
+				if err := remote.Serve(rl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					d.log.Error("remote access stopped", "err", err)
+				}
+			}()
+			d.log.Info("remote access for login nodes (MUNGE)", "listen", rl.Addr().String())
+		}
+	}
 	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
 		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"))
 
@@ -258,6 +275,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
+	if remote != nil {
+		remote.Shutdown(sctx)
+	}
 	<-loopDone
 	d.cancel()
 	waitTimeout(&d.wg, 15*time.Second)

@@ -1,0 +1,238 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/munge"
+)
+
+// Remote access: users on login nodes reach the daemon over TCP, each
+// request carrying a MUNGE credential (the identity service a Slurm
+// cluster runs anyway) instead of the Unix socket's SO_PEERCRED. Only what
+// a user does with their own jobs is served there: status, a job, its
+// log, waiting for it, cancelling it. Root, the scheduler's hooks and
+// every administrator's action stay on the RSA host's socket. As with
+// Slurm's own RPCs, requests are authenticated, not encrypted.
+
+// authScheme is the Authorization header's scheme: "MUNGE <credential>".
+const authScheme = "MUNGE"
+
+// maxRemoteBody bounds a remote request's body (only cancel has one, and
+// it is empty).
+const maxRemoteBody = 64 << 10
+
+// RequestPayload is what a remote request's credential must carry: the
+// request itself, so that a credential read off the wire authorises
+// nothing else (and munged decodes it only once anyway).
+func RequestPayload(method, uri string, body []byte) []byte {
+	return fmt.Appendf(nil, "rsa-request/1\n%s\n%s\n%x\n", method, uri, sha256.Sum256(body))
+}
+
+// Decoder checks a credential; munge.Munge is one.
+type Decoder interface {
+	Decode(ctx context.Context, cred string) (*munge.Cred, error)
+}
+
+// Encoder makes a credential; munge.Munge is one.
+type Encoder interface {
+	Encode(ctx context.Context, payload []byte) (string, error)
+}
+
+// NewRemoteServer serves the remote part of the API. lim bounds the
+// connections of everyone (Total) and the requests in flight of one user
+// (PerUser).
+func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	h := &handler{svc: svc, log: log}
+	mux.HandleFunc("GET /v1/version", h.version)
+	mux.HandleFunc("GET /v1/jobs", h.jobs)
+	mux.HandleFunc("GET /v1/jobs/{id}", h.job)
+	mux.HandleFunc("GET /v1/jobs/{id}/events", h.events)
+	mux.HandleFunc("POST /v1/jobs/{id}/{verb}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("verb") != "cancel" {
+			h.reply(w, nil, Forbidden("only cancel is served over the network; administrators act on the RSA host"))
+			return
+		}
+		h.act(w, r)
+	})
+	a := &munged{next: mux, dec: dec, log: log, perUser: lim.PerUser, inFlight: map[uint32]int{},
+		decoding: make(chan struct{}, 16)}
+	return &http.Server{
+		Handler:           a,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		WriteTimeout:      maxWait + time.Minute,
+		IdleTimeout:       30 * time.Second,
+	}
+}
+
+// ListenRemote listens on a TCP address, holding at most total
+// connections open at once (0: no bound); the ones past it are closed at
+// once.
+func ListenRemote(addr string, total int) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("remote access: %w", err)
+	}
+	if total <= 0 {
+		return l, nil
+	}
+	return &totalListener{Listener: l, slots: make(chan struct{}, total)}, nil
+}
+
+type totalListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *totalListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+			c.Close()
+		}
+	}
+}
+
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	c.once.Do(c.free)
+	return c.Conn.Close()
+}
+
+// munged authenticates each request by its MUNGE credential.
+type munged struct {
+	next     http.Handler
+	dec      Decoder
+	log      *slog.Logger
+	decoding chan struct{} // bounds the unmunge processes at once
+
+	mu       sync.Mutex
+	perUser  int
+	inFlight map[uint32]int
+}
+
+func (m *munged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := &handler{log: m.log}
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || scheme != authScheme {
+		h.reply(w, nil, &Error{Status: http.StatusUnauthorized,
+			Msg: "remote requests need a MUNGE credential (use the rsa client with --server or RSA_SERVER)"})
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRemoteBody+1))
+	if err != nil || len(body) > maxRemoteBody {
+		h.reply(w, nil, Invalid("request body unreadable or too large"))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	select {
+	case m.decoding <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	c, err := m.dec.Decode(r.Context(), cred)
+	<-m.decoding
+	switch {
+	case errors.Is(err, munge.ErrInvalid):
+		m.log.Warn("remote request refused", "from", r.RemoteAddr, "err", err)
+		h.reply(w, nil, &Error{Status: http.StatusUnauthorized, Msg: err.Error()})
+		return
+	case err != nil:
+		h.reply(w, nil, err)
+		return
+	}
+	if !bytes.Equal(c.Payload, RequestPayload(r.Method, r.URL.RequestURI(), body)) {
+		m.log.Warn("remote request refused: its credential was made for another request", "from", r.RemoteAddr, "uid", c.UID)
+		h.reply(w, nil, Forbidden("the MUNGE credential was made for another request"))
+		return
+	}
+	if c.UID == 0 {
+		h.reply(w, nil, Forbidden("root acts on the RSA host itself, not over the network"))
+		return
+	}
+	if !m.enter(c.UID) {
+		h.reply(w, nil, &Error{Status: http.StatusTooManyRequests, Msg: "too many requests of yours in flight; try again"})
+		return
+	}
+	defer m.leave(c.UID)
+	p := Peer{UID: c.UID, GID: c.GID, Remote: true}
+	m.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, p)))
+}
+
+func (m *munged) enter(uid uint32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.perUser > 0 && m.inFlight[uid] >= m.perUser {
+		return false
+	}
+	m.inFlight[uid]++
+	return true
+}
+
+func (m *munged) leave(uid uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inFlight[uid]--; m.inFlight[uid] <= 0 {
+		delete(m.inFlight, uid)
+	}
+}
+
+// NewRemoteClient returns a client for the daemon's remote access at addr
+// (host:port), signing each request with a credential from enc.
+func NewRemoteClient(addr string, enc Encoder) *Client {
+	return &Client{Socket: "tcp " + addr, base: "http://" + addr, http: &http.Client{Transport: &signer{
+		enc:  enc,
+		next: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext},
+	}}}
+}
+
+// signer adds a request's credential.
+type signer struct {
+	enc  Encoder
+	next http.RoundTripper
+}
+
+func (s *signer) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	cred, err := s.enc.Encode(r.Context(), RequestPayload(r.Method, r.URL.RequestURI(), body))
+	if err != nil {
+		return nil, err
+	}
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Authorization", authScheme+" "+cred)
+	return s.next.RoundTrip(r)
+}
