@@ -54,6 +54,7 @@ type Config struct {
 	Limits           Limits
 	Slurm            Slurm
 	Remote           Remote
+	Metrics          Metrics
 	// PrivateData hides other users' job details (paths, home, groups,
 	// errors, logs): a user sees only id, user, states, size and progress
 	// of jobs not their own, as Slurm's PrivateData=jobs does.
@@ -108,6 +109,12 @@ type Remote struct {
 	Listen string
 	// MungeSocket is munged's socket; "": MUNGE's default.
 	MungeSocket string
+}
+
+// Metrics is where rsa serve serves Prometheus metrics.
+type Metrics struct {
+	// Listen is the TCP address ("127.0.0.1:9477"); "": not served.
+	Listen string
 }
 
 // Limits bound what one job or one user may take.
@@ -183,6 +190,9 @@ type file struct {
 		NodeNamespaces *string  `toml:"node_namespaces"`
 		Bin            *string  `toml:"bin"`
 	} `toml:"slurm"`
+	Metrics struct {
+		Listen *string `toml:"listen"`
+	} `toml:"metrics"`
 	Remote struct {
 		Listen      *string `toml:"listen"`
 		MungeSocket *string `toml:"munge_socket"`
@@ -382,6 +392,12 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("remote.listen: %q must be host:port, such as \"0.0.0.0:7710\"", *l)
 		}
 		c.Remote.Listen = *l
+	}
+	if l := f.Metrics.Listen; l != nil && *l != "" {
+		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" {
+			return nil, fmt.Errorf("metrics.listen: %q must be host:port, such as \"127.0.0.1:9477\"", *l)
+		}
+		c.Metrics.Listen = *l
 	}
 	if err := setPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
 		return nil, err

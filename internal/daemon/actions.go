@@ -52,8 +52,10 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		began := time.Now()
 		ev := d.run(ctx, &jj, a.Kind)
 		ev.At = time.Now()
+		d.observeAction(jj.ID, a.Kind, ev.At.Sub(began), ev)
 		if ev.Reason != "" {
 			d.log.Warn("action failed", "job", jj.ID, "action", a.Kind, "err", ev.Reason)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/node"
@@ -79,6 +80,7 @@ type Daemon struct {
 	// markers tell the Slurm prolog and epilog which jobs are RSA's while
 	// the daemon is down; unset without a scheduler.
 	markers *slurm.Markers
+	metrics *metrics.Metrics
 }
 
 // wait is what a job waits for, why, and since when.
@@ -190,6 +192,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		m := slurm.MarkersFor(cfg.Socket)
 		d.markers = &m
 	}
+	d.metrics = metrics.New(metricsSource{d}, o.Version)
 	d.actx, d.cancel = context.WithCancel(context.Background())
 	return d, nil
 }
@@ -248,6 +251,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srv := api.NewServer(d, d.log)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
+	var metricsSrv *http.Server
+	if d.cfg.Metrics.Listen != "" {
+		if metricsSrv, err = d.serveMetrics(ctx); err != nil {
+			d.log.Error("metrics not served", "err", err)
+		}
+	}
 	var remote *http.Server
 	if addr := d.cfg.Remote.Listen; addr != "" {
 		rl, err := api.ListenRemote(addr, d.cfg.Limits.MaxConnections)
@@ -277,6 +286,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	srv.Shutdown(sctx)
 	if remote != nil {
 		remote.Shutdown(sctx)
+	}
+	if metricsSrv != nil {
+		metricsSrv.Shutdown(sctx)
 	}
 	<-loopDone
 	d.cancel()
@@ -462,8 +474,11 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if next.State == lifecycle.Finished && j.State != lifecycle.Finished {
 		next.FinishedAt = m.ev.At
 	}
-	if m.ev.Reason != "" && isFailure(m.ev.Kind) {
-		next.Error = m.ev.Reason
+	if isFailure(m.ev.Kind) {
+		d.metrics.Failure(string(m.ev.Kind))
+		if m.ev.Reason != "" {
+			next.Error = m.ev.Reason
+		}
 	}
 	if m.edit != nil {
 		m.edit(&next)

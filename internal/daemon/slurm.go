@@ -57,6 +57,9 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
 	}
 	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args)
+	if known[r.Hook] {
+		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, time.Since(began)) }(time.Now())
+	}
 	arg := func(i int) string {
 		if i < len(r.Args) {
 			return r.Args[i]
@@ -99,6 +102,14 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 		return d.finishNamed(ctx, sj, "torn down by Slurm", r.Wait, teardownVerdict)
 	}
 	return nil, api.NotFound("unknown hook %q", r.Hook)
+}
+
+// known are the hooks the metrics count; others are errors and would make
+// a series for any name a caller sends.
+var known = map[string]bool{
+	"job_process": true, "pools": true, "get_status": true, "setup": true, "data_in": true, "test_data_in": true,
+	"real_size": true, "paths": true, "pre_run": true, "prolog": true, "post_run": true, "data_out": true,
+	"test_data_out": true, "epilog": true, "teardown": true,
 }
 
 // slurmJob is a hook's job: the Slurm job id and, where Slurm passes them,

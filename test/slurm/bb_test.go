@@ -3,8 +3,11 @@ package slurm
 import (
 	"crypto/sha256"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +71,7 @@ func (c *cluster) input(dir string, n int) string {
 func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2)
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
+	t.Run("metrics count the hooks", func(t *testing.T) { testHookMetrics(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
 	t.Run("pool full", func(t *testing.T) { testPoolFull(c.in(t)) })
 	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
@@ -486,4 +490,27 @@ srun -N2 %[3]s/node-write.sh %[2]s
 		c.t.Errorf("the job's environment has no RSA_RAMDISK:\n%s", o)
 	}
 	c.assertNoLeaks()
+}
+
+// testHookMetrics: after a job went through Slurm, the daemon's metrics
+// count the hooks that carried it, with their latency (issue 17, point 1).
+func testHookMetrics(c *cluster) {
+	resp, err := http.Get("http://127.0.0.1:19477/metrics")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, hook := range []string{"job_process", "setup", "data_in", "paths", "pre_run", "data_out", "teardown", "pools"} {
+		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `"} `
+		i := strings.Index(string(b), series)
+		if i < 0 {
+			c.t.Errorf("no latency of hook %s in the metrics", hook)
+			continue
+		}
+		rest := string(b)[i+len(series):]
+		if n, err := strconv.ParseFloat(strings.Fields(rest)[0], 64); err != nil || n < 1 {
+			c.t.Errorf("hook %s counted %q times", hook, strings.Fields(rest)[0])
+		}
+	}
 }

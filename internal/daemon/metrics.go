@@ -1,0 +1,113 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/metrics"
+)
+
+// metricsSource is the daemon as the metrics see it at a scrape.
+type metricsSource struct{ d *Daemon }
+
+func (s metricsSource) Jobs(ctx context.Context) ([]metrics.JobCount, error) {
+	jobs, err := s.d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	n := map[[2]string]int{}
+	for _, j := range jobs {
+		if !j.Machine().Done() {
+			n[[2]string{string(j.State), string(j.RSA)}]++
+		}
+	}
+	out := make([]metrics.JobCount, 0, len(n))
+	for k, v := range n {
+		out = append(out, metrics.JobCount{JobState: k[0], RSAState: k[1], N: v})
+	}
+	return out, nil
+}
+
+func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
+	views, err := s.d.Nodes(ctx, api.Peer{})
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	// A RAMDISK's fill, shared out over its nodes by their parts.
+	used := map[string]int64{}
+	for _, j := range jobs {
+		if !lifecycle.HoldsNodes(j.RSA) || j.Ramdisk == "" || j.Capacity() <= 0 {
+			continue
+		}
+		u, err := s.d.engine.Usage(s.d.ramdisk(j))
+		if err != nil {
+			continue // not built yet, or torn down meanwhile
+		}
+		for _, p := range j.Alloc {
+			used[p.Node] += int64(float64(u.Used) * float64(p.Bytes) / float64(j.Capacity()))
+		}
+	}
+	out := make([]metrics.NodeUse, 0, len(views))
+	for _, v := range views {
+		out = append(out, metrics.NodeUse{Name: v.Name, Capacity: v.Capacity, Allocated: v.Used, Used: used[v.Name], Drained: v.Drain != nil})
+	}
+	return out, nil
+}
+
+// phaseOf is the metrics' name of the phase an action is.
+var phaseOf = map[lifecycle.ActionKind]string{
+	lifecycle.Construct: metrics.Construct,
+	lifecycle.StageIn:   metrics.StageIn,
+	lifecycle.MountIn:   metrics.Mount,
+	lifecycle.MountOut:  metrics.Mount,
+	lifecycle.Unmount:   metrics.Switch,
+	lifecycle.StageOut:  metrics.StageOut,
+	lifecycle.Destroy:   metrics.Teardown,
+}
+
+// observeAction records an action's duration and, for a stage that
+// succeeded, what it copied.
+func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Duration, ev lifecycle.Event) {
+	phase, ok := phaseOf[kind]
+	if !ok {
+		return
+	}
+	d.metrics.ObservePhase(phase, took)
+	dir := map[lifecycle.EventKind]string{lifecycle.EvStagedIn: "in", lifecycle.EvStagedOut: "out"}[ev.Kind]
+	if dir == "" {
+		return
+	}
+	d.mu.Lock()
+	p, ok := d.progress[id]
+	d.mu.Unlock()
+	if ok {
+		d.metrics.AddStaged(dir, p.Files, p.Bytes)
+	}
+}
+
+// serveMetrics serves /metrics on the configured address until ctx ends.
+func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
+	ln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", d.metrics.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("metrics stopped", "err", err)
+		}
+	}()
+	d.log.Info("metrics for Prometheus", "listen", ln.Addr().String())
+	return srv, nil
+}

@@ -1,0 +1,172 @@
+// Package metrics is what rsa serve tells Prometheus: jobs by state, how
+// long each phase of a job's RAMDISK took, what was staged, each RSA node's
+// RAM, failures, and the Slurm hooks' latency as the daemon sees them.
+//
+// Counters and histograms are recorded as things happen; job and node
+// gauges are read from the daemon at each scrape (Source), so they are
+// never out of step with the store. Metrics carry no user data: no paths,
+// no user names, no job ids (which would make unbounded series).
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Phases of a job's RAMDISK, as the histograms name them.
+const (
+	Construct = "construct"
+	StageIn   = "stage-in"
+	Mount     = "mount"
+	Switch    = "switch" // unmounting from the input path
+	StageOut  = "stage-out"
+	Teardown  = "teardown"
+)
+
+// NodeUse is one RSA node's RAM.
+type NodeUse struct {
+	Name                      string
+	Capacity, Allocated, Used int64
+	Drained                   bool
+}
+
+// JobCount is how many jobs not done are in one pair of states.
+type JobCount struct {
+	JobState, RSAState string
+	N                  int
+}
+
+// Source is what a scrape reads from the daemon. Both methods are called
+// at every scrape, concurrently with the daemon's work, and must be cheap.
+type Source interface {
+	Jobs(ctx context.Context) ([]JobCount, error)
+	Nodes(ctx context.Context) ([]NodeUse, error)
+}
+
+// Metrics records and serves RSA's metrics.
+type Metrics struct {
+	reg      *prometheus.Registry
+	phase    *prometheus.HistogramVec
+	files    *prometheus.CounterVec
+	bytes    *prometheus.CounterVec
+	failures *prometheus.CounterVec
+	hooks    *prometheus.HistogramVec
+}
+
+// New makes the metrics of a daemon reading gauges from src.
+func New(src Source, version string) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "rsa_phase_duration_seconds",
+			Help: "How long each phase of a job's RAMDISK took (construct, stage-in, mount, switch, stage-out, teardown), failed or not.",
+			// From a tmpfs mount (milliseconds) to a stage of hours.
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12),
+		}, []string{"phase"}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rsa_staged_files_total", Help: "Files staged by successful stages, by direction (in, out).",
+		}, []string{"direction"}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rsa_staged_bytes_total", Help: "Bytes staged by successful stages, by direction (in, out).",
+		}, []string{"direction"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rsa_failures_total", Help: "Failures by kind (the lifecycle event: stage-in-failed, stage-out-failed, ramdisk-lost, ...).",
+		}, []string{"kind"}),
+		hooks: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rsa_slurm_hook_duration_seconds",
+			Help:    "Time the daemon took to answer each Slurm hook (data_in and the like include their wait for RSA's work).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
+		}, []string{"hook"}),
+	}
+	// Every failure kind exists from the start, at 0: an alert on
+	// increase() needs the series before the first failure.
+	for _, k := range []string{"ineligible", "boot-failed", "stage-in-failed", "mount-failed", "unmount-busy",
+		"stage-out-failed", "destroy-failed", "ramdisk-lost"} {
+		m.failures.WithLabelValues(k)
+	}
+	for _, d := range []string{"in", "out"} {
+		m.files.WithLabelValues(d)
+		m.bytes.WithLabelValues(d)
+	}
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rsa_build_info", Help: "The daemon's version.", ConstLabels: prometheus.Labels{"version": version},
+	})
+	info.Set(1)
+	m.reg.MustRegister(m.phase, m.files, m.bytes, m.failures, m.hooks, info, &gauges{src: src},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObservePhase records one phase's duration.
+func (m *Metrics) ObservePhase(phase string, d time.Duration) {
+	m.phase.WithLabelValues(phase).Observe(d.Seconds())
+}
+
+// AddStaged records what one successful stage copied.
+func (m *Metrics) AddStaged(direction string, files, bytes int64) {
+	m.files.WithLabelValues(direction).Add(float64(max(files, 0)))
+	m.bytes.WithLabelValues(direction).Add(float64(max(bytes, 0)))
+}
+
+// Failure counts one failure of a kind.
+func (m *Metrics) Failure(kind string) { m.failures.WithLabelValues(kind).Inc() }
+
+// ObserveHook records how long one Slurm hook took.
+func (m *Metrics) ObserveHook(hook string, d time.Duration) {
+	m.hooks.WithLabelValues(hook).Observe(d.Seconds())
+}
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: 10 * time.Second})
+}
+
+// gauges reads jobs and nodes from the daemon at each scrape.
+type gauges struct{ src Source }
+
+var (
+	jobsDesc = prometheus.NewDesc("rsa_jobs", "Jobs RSA is not done with, by job-state and rsa-state.",
+		[]string{"job_state", "rsa_state"}, nil)
+	capacityDesc = prometheus.NewDesc("rsa_node_capacity_bytes", "An RSA node's RAM for RAMDISKs.", []string{"node"}, nil)
+	allocDesc    = prometheus.NewDesc("rsa_node_allocated_bytes", "RAM of an RSA node that jobs hold.", []string{"node"}, nil)
+	usedDesc     = prometheus.NewDesc("rsa_node_used_bytes", "RAM of an RSA node that RAMDISKs fill.", []string{"node"}, nil)
+	drainedDesc  = prometheus.NewDesc("rsa_node_drained", "1 when an administrator drained the RSA node.", []string{"node"}, nil)
+)
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc} {
+		ch <- d
+	}
+}
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if jobs, err := g.src.Jobs(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
+	} else {
+		for _, j := range jobs {
+			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(j.N), j.JobState, j.RSAState)
+		}
+	}
+	nodes, err := g.src.Nodes(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(capacityDesc, err)
+		return
+	}
+	for _, n := range nodes {
+		drained := 0.0
+		if n.Drained {
+			drained = 1
+		}
+		ch <- prometheus.MustNewConstMetric(capacityDesc, prometheus.GaugeValue, float64(n.Capacity), n.Name)
+		ch <- prometheus.MustNewConstMetric(allocDesc, prometheus.GaugeValue, float64(n.Allocated), n.Name)
+		ch <- prometheus.MustNewConstMetric(usedDesc, prometheus.GaugeValue, float64(n.Used), n.Name)
+		ch <- prometheus.MustNewConstMetric(drainedDesc, prometheus.GaugeValue, drained, n.Name)
+	}
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+type fakeSource struct{}
+
+func (fakeSource) Jobs(context.Context) ([]JobCount, error) {
+	return []JobCount{{JobState: "RUNNING", RSAState: "INUSE_IN", N: 2}}, nil
+}
+func (fakeSource) Nodes(context.Context) ([]NodeUse, error) {
+	return []NodeUse{{Name: "rsa1", Capacity: 100, Allocated: 40, Used: 10, Drained: true}}, nil
+}
+
+// Every series the Grafana dashboard and the runbook's alerts name exists,
+// so that neither shows nothing for a renamed metric.
+func TestDashboardNamesExist(t *testing.T) {
+	m := New(fakeSource{}, "v")
+	m.ObservePhase(StageIn, time.Second)
+	m.ObserveHook("data_in", time.Millisecond)
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		have[name] = true
+		for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+			have[name+suffix] = true
+		}
+	}
+	names := regexp.MustCompile(`\brsa_[a-z_]+`)
+	for _, f := range []string{"../../contrib/grafana/rsa.json", "../../docs/operations.md"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names.FindAllString(string(b), -1) {
+			// rsa_state is a label (and a JSON field of rsa status).
+			if !have[n] && n != "rsa_state" && !strings.HasSuffix(n, "_") {
+				t.Errorf("%s names %s, which rsa serve does not export", f, n)
+			}
+		}
+	}
+}
+
+// The gauges read at a scrape are the source's.
+func TestGauges(t *testing.T) {
+	m := New(fakeSource{}, "v")
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mm := range mf.GetMetric() {
+			if g := mm.GetGauge(); g != nil {
+				got[mf.GetName()] += g.GetValue()
+			}
+		}
+	}
+	for name, want := range map[string]float64{"rsa_jobs": 2, "rsa_node_capacity_bytes": 100, "rsa_node_allocated_bytes": 40,
+		"rsa_node_used_bytes": 10, "rsa_node_drained": 1, "rsa_build_info": 1} {
+		if got[name] != want {
+			t.Errorf("%s = %v, want %v", name, got[name], want)
+		}
+	}
+}
