@@ -3,10 +3,11 @@
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/rsa
-PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge curl
+PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge curl \
+	systemd
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install test lint unit fuzz demo demo-slurm bench-copy clean
+.PHONY: all build deps install man deb test lint unit fuzz demo demo-slurm bench-copy clean
 
 all: build
 
@@ -35,6 +36,38 @@ install: build
 	install -D -m 0755 contrib/slurm/epilog $(DESTDIR)$(PREFIX)/share/rsa/slurm/epilog
 	install -d $(DESTDIR)$(PREFIX)/share/doc/rsa
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/rsa/
+
+# Man pages and shell completions, written by the binary from its own
+# commands (rsa gen-docs), so that rsa help, man and the shells agree. Dated
+# by the commit, not the build: a rebuild of a commit writes the same pages.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+man: build
+	rm -rf bin/man bin/completions
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN) gen-docs --man bin/man --completions bin/completions
+
+# The Debian package, bin/rsa_<version>_<arch>.deb (packaging/nfpm.yaml says
+# what goes where). git describe gives a3f9c1d[-dirty] or v1.2[-3-ga3f9c1d]
+# [-dirty]; Debian wants a version that starts with a digit and orders
+# builds: 0.0~gita3f9c1d[+dirty], 1.2[+3.ga3f9c1d][+dirty]. nfpm runs at a
+# pinned version through go run, so it is not a dependency in go.mod (go run
+# caches the built tool). The Slurm scripts call rsa by path; the package's
+# copies are rewritten to /usr/bin/rsa, and the build fails if one is missed.
+DEB_VERSION    := $(shell echo '$(VERSION)' | sed -E 's/^v([0-9])/\1/; s/-dirty$$/+dirty/; s/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/^([0-9a-f]{7,}([+]dirty)?)$$/0.0~git\1/; s/^([^0-9])/0.0~\1/')
+DEB_ARCH        = $(shell $(GO) env GOARCH)
+DEB            := bin/rsa_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB_MAINTAINER ?= RSA maintainers <root@localhost>
+NFPM           := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+deb: man
+	dpkg --validate-version '$(DEB_VERSION)'
+	rm -rf bin/pkg bin/rsa_*.deb
+	install -d bin/pkg/slurm bin/pkg/man
+	for f in burst_buffer.lua prolog epilog; do \
+		sed 's|/usr/local/bin/rsa|/usr/bin/rsa|g' contrib/slurm/$$f > bin/pkg/slurm/$$f || exit 1; \
+	done
+	@if grep -n /usr/local bin/pkg/slurm/*; then echo "deb: the lines above still name /usr/local: fix the sed in the Makefile"; exit 1; fi
+	for f in bin/man/*.1; do gzip -9 -n -c $$f > bin/pkg/man/$${f##*/}.gz || exit 1; done
+	DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+		$(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DEB)
 
 lint: deps
 	$(GO) vet ./...
