@@ -68,14 +68,7 @@ func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *ht
 	})
 	a := &munged{next: mux, dec: dec, log: log, perUser: lim.PerUser, inFlight: map[uint32]int{},
 		decoding: make(chan struct{}, 16)}
-	return &http.Server{
-		Handler:           a,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		WriteTimeout:      maxWait + time.Minute,
-		IdleTimeout:       30 * time.Second,
-	}
+	return newHTTPServer(a, 16<<10)
 }
 
 // ListenRemote listens on a TCP address, holding at most total

@@ -196,29 +196,34 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.drain)
 	mux.HandleFunc("POST /v1/gc", h.gc)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
+	srv := newHTTPServer(mux, 64<<10)
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if pc, ok := c.(*peerConn); ok {
+			return context.WithValue(ctx, peerKey{}, pc.peer)
+		}
+		p, err := peerOf(c)
+		if err != nil {
+			log.Warn("cannot read peer credentials; closing", "err", err)
+			c.Close()
+			return ctx
+		}
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+	return srv
+}
+
+// newHTTPServer is the daemon's HTTP server with its bounds. Requests are
+// small: a caller that takes longer to send one is stuck or hostile, and
+// holds a connection meanwhile. Long polls answer after up to maxWait; the
+// answer must still get out.
+func newHTTPServer(h http.Handler, maxHeader int) *http.Server {
 	return &http.Server{
-		Handler: mux,
-		// Requests are small and local: a caller that takes longer to send
-		// one is stuck or hostile, and holds a connection meanwhile.
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		// Long polls answer after up to maxWait; the answer must still get
-		// out.
-		WriteTimeout: maxWait + time.Minute,
-		IdleTimeout:  30 * time.Second,
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if pc, ok := c.(*peerConn); ok {
-				return context.WithValue(ctx, peerKey{}, pc.peer)
-			}
-			p, err := peerOf(c)
-			if err != nil {
-				log.Warn("cannot read peer credentials; closing", "err", err)
-				c.Close()
-				return ctx
-			}
-			return context.WithValue(ctx, peerKey{}, p)
-		},
+		MaxHeaderBytes:    maxHeader,
+		WriteTimeout:      maxWait + time.Minute,
+		IdleTimeout:       30 * time.Second,
 	}
 }
 

@@ -12,17 +12,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/mounttest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -116,19 +114,9 @@ func (e *env) cleanup() {
 	if e.t.Failed() {
 		e.t.Logf("daemon log:\n%s", e.daemonLog())
 	}
-	// Whatever is still mounted below the test's directory goes, innermost
-	// first; a test that leaked a mount has already failed on it.
-	ms, _ := mount.List()
-	var points []string
-	for _, m := range ms {
-		if strings.HasPrefix(m.Point, e.dir+"/") {
-			points = append(points, m.Point)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(points)))
-	for _, p := range points {
-		unix.Unmount(p, unix.MNT_DETACH)
-	}
+	// Whatever is still mounted below the test's directory goes; a test
+	// that leaked a mount has already failed on it.
+	mounttest.UnmountBelow(e.dir)
 }
 
 // leaks lists mounts and RAMDISK directories left below the test's dir.

@@ -18,17 +18,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/mounttest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -505,19 +503,9 @@ func (d *daemon) cleanup(t *testing.T) {
 		t.Logf("daemon log:\n%s", d.logText())
 	}
 	d.log.Close()
-	ms, err := mount.List()
+	ms, err := mounttest.UnmountBelow(d.dir)
 	if err != nil {
 		t.Errorf("cleanup: reading the mount table: %v", err)
-	}
-	var points []string
-	for _, m := range ms {
-		if strings.HasPrefix(m.Point, d.dir+"/") {
-			points = append(points, m.Point)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(points)))
-	for _, p := range points {
-		unix.Unmount(p, unix.MNT_DETACH)
 	}
 	if dir := stagingCgroup(filepath.Join(d.dir, "state"), ms); dir != "" {
 		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
