@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/dashboard"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
 )
@@ -94,7 +95,8 @@ func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Du
 	}
 }
 
-// serveMetrics serves /metrics on the configured address until ctx ends.
+// serveMetrics serves /metrics and the read-only dashboard (/) on the
+// configured address until ctx ends.
 func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
 	ln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
 	if err != nil {
@@ -102,12 +104,13 @@ func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
+	mux.Handle("/", dashboard.Handler(dashSource{d}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics stopped", "err", err)
 		}
 	}()
-	d.log.Info("metrics for Prometheus", "listen", ln.Addr().String())
+	d.log.Info("metrics for Prometheus and the dashboard", "listen", ln.Addr().String())
 	return srv, nil
 }
