@@ -4,10 +4,10 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-client munge curl \
-	systemd
+	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test lint unit fuzz demo demo-slurm bench-copy clean
+.PHONY: all build deps install man deb test test-slurm-latest lint unit fuzz demo demo-slurm bench-copy clean
 
 all: build
 
@@ -79,6 +79,13 @@ lint: deps
 # cannot run fails, and a skip anywhere fails the run (scripts/go-test.sh).
 test: lint
 	GO=$(GO) scripts/go-test.sh
+
+# Today's Slurm (SchedMD's source in ../shared/tools, SLURM_TARBALL to
+# change), built once into /var/cache/rsa-test (a few minutes), and the
+# whole Slurm test suite against it. make test keeps Debian's 22.05.
+test-slurm-latest: build
+	prefix=$$(scripts/build-slurm-latest.sh | tail -1) && \
+		CI=true RSA_SLURM_PREFIX=$$prefix $(GO) test -count=1 -v -timeout 20m ./test/slurm/
 
 unit:
 	$(GO) test -count=1 ./internal/...

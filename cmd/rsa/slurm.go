@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
@@ -47,6 +48,13 @@ Flags end at HOOK or at "--": the arguments come from Slurm and its users
 			rep, err := hook(cmd.Context(), g, r)
 			if err == nil && r.Hook == "paths" {
 				err = writePaths(arg(r.Args, 3), rep.Env)
+				if errors.Is(err, fs.ErrNotExist) {
+					// Slurm 25.11 names a path file in a directory an
+					// array task does not have. The RAMDISK is mounted
+					// all the same; only the RSA_* variables are missing,
+					// which must not cost the job its start.
+					rep.Message, err = "RSA: the job's RSA_* variables are not set: "+err.Error(), nil
+				}
 			}
 			if err != nil {
 				rep = &api.HookReply{Verdict: api.Failure, Message: "rsa: " + err.Error()}
@@ -97,7 +105,15 @@ func slurmNodeCmd(g *globals, name string) *cobra.Command {
 // must not fail jobs.
 func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, error) {
 	if i, ok := scriptArg[r.Hook]; ok {
-		b, err := readScript(arg(r.Args, i))
+		path := arg(r.Args, i)
+		b, err := readScript(path)
+		if errors.Is(err, fs.ErrNotExist) && r.Hook == "setup" {
+			// An array task's script is its array job's (Slurm 25.11
+			// names the task's own path, which does not exist).
+			if alt, ok := arrayScript(path, arg(r.Args, 5)); ok {
+				b, err = readScript(alt)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -145,6 +161,21 @@ func graceFor(hook string) time.Duration {
 		return 30 * time.Second
 	}
 	return daemonGrace
+}
+
+// scriptPath is where slurmctld keeps a job's script in its state
+// directory: STATE/hash.N/job.ID/script, N the id's last digit.
+var scriptPath = regexp.MustCompile(`^(/.+)/hash\.[0-9]/job\.[0-9]+/script$`)
+
+// arrayScript is the script of array job arrayJob in the state directory
+// of path, a task's script path; ok is false when either does not fit.
+func arrayScript(path, arrayJob string) (string, bool) {
+	m := scriptPath.FindStringSubmatch(path)
+	id, err := strconv.ParseUint(arrayJob, 10, 32)
+	if m == nil || err != nil || id == 0 {
+		return "", false
+	}
+	return fmt.Sprintf("%s/hash.%d/job.%d/script", m[1], id%10, id), true
 }
 
 func arg(args []string, i int) string {

@@ -120,3 +120,26 @@ func TestPrologEpilogGiveUpOnADownDaemon(t *testing.T) {
 		}
 	}
 }
+
+// An array task's setup falls back to its array job's script, in the same
+// state directory, and only for paths and ids of Slurm's own shape.
+func TestArrayScript(t *testing.T) {
+	cases := []struct {
+		path, array, want string
+		ok                bool
+	}{
+		{"/var/spool/slurmctld/hash.9/job.19/script", "18", "/var/spool/slurmctld/hash.8/job.18/script", true},
+		{"/s/hash.3/job.123/script", "4242", "/s/hash.2/job.4242/script", true},
+		{"/s/hash.9/job.19/script", "", "", false},
+		{"/s/hash.9/job.19/script", "0", "", false},
+		{"/s/hash.9/job.19/script", "18/../../etc", "", false},
+		{"/s/job.19/script", "18", "", false},
+		{"relative/hash.9/job.19/script", "18", "", false},
+	}
+	for _, c := range cases {
+		got, ok := arrayScript(c.path, c.array)
+		if got != c.want || ok != c.ok {
+			t.Errorf("arrayScript(%q, %q) = %q, %v; want %q, %v", c.path, c.array, got, ok, c.want, c.ok)
+		}
+	}
+}

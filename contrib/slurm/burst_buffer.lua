@@ -72,9 +72,18 @@ function slurm_bb_paths(job_id, job_script, path_file, uid, gid, job_info)
 end
 
 -- Called in a child of slurmscriptd, with the timeouts of burst_buffer.conf.
+-- The array job of an array task (23.02+: job_info), "" otherwise: 25.11
+-- hands a task's setup the path of a script that only its array job has.
+local function array_job(job_info)
+	if type(job_info) == "table" and tonumber(job_info.array_job_id) then
+		return job_info.array_job_id
+	end
+	return ""
+end
+
 function slurm_bb_setup(job_id, uid, gid, pool, bb_size, job_script, job_info)
 	-- pool comes from the user's #RSA line: rsa reads it from the script.
-	return rsa("setup", job_id, id(uid), id(gid), bb_size, job_script)
+	return rsa("setup", job_id, id(uid), id(gid), bb_size, job_script, array_job(job_info))
 end
 
 function slurm_bb_data_in(job_id, job_script, uid, gid, job_info)

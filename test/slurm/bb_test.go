@@ -227,7 +227,7 @@ func testStageInFails(c *cluster) {
 	// The message is the job's user's: on 22.05 no argument of
 	// "scontrol show bbstat" makes another user root (finding 10).
 	for _, args := range [][]string{{id}, {"0", "0", id}} {
-		cmd := c.command("runuser", append([]string{"-u", "nobody", "--", "env", "SLURM_CONF=" + c.conf, "scontrol", "show", "bbstat"}, args...)...)
+		cmd := c.command("runuser", append([]string{"-u", "nobody", "--", "env", "SLURM_CONF=" + c.conf, slurmTool("scontrol"), "show", "bbstat"}, args...)...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), id) || strings.Contains(string(out), "tape library") {
 			c.t.Errorf("scontrol show bbstat %s as nobody: %v\n%s", strings.Join(args, " "), err, out)
@@ -245,7 +245,21 @@ func testSetupChecksOwner(c *cluster) {
 	others := filepath.Join(c.work, "others-in")
 	os.Mkdir(others, 0o755)
 	os.Chown(others, 4242, 4242)
-	id := c.sbatch("others.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", others))
+	// Slurm 23.02 and later tell job_process who submits: sbatch refuses
+	// the job at once. 22.05 does not: setup holds it.
+	path := c.file("others.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", others), 0o755)
+	out, err := c.asUser("sbatch", "--parsable", "-o", filepath.Join(c.work, "others.%j.out"), path)
+	if err != nil {
+		if !strings.Contains(out, "owned by uid 4242") {
+			c.t.Errorf("sbatch refused the job, but not for its owner: %v\n%s", err, out)
+		}
+		c.assertNoLeaks()
+		return
+	}
+	if c.slurmMajor() >= 23 {
+		c.t.Errorf("Slurm %d passes the submitter to job_process, yet sbatch took job %s", c.slurmMajor(), out)
+	}
+	id := strings.TrimSpace(strings.Split(out, ";")[0])
 	c.waitFor("setup to refuse the job", 30*time.Second, func() bool {
 		_, reason := c.jobNow(id)
 		return strings.Contains(reason, "owned by uid 4242")

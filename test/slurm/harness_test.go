@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,14 +92,14 @@ func (c *cluster) in(t *testing.T) *cluster {
 		if !t.Failed() {
 			return
 		}
-		cmd := exec.Command("scancel", "-u", c.user.Name)
+		cmd := exec.Command(slurmTool("scancel"), "-u", c.user.Name)
 		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Logf("cancelling the failed subtest's jobs: %v %s", err, out)
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
-			cmd := exec.Command("squeue", "-h", "-u", c.user.Name)
+			cmd := exec.Command(slurmTool("squeue"), "-h", "-u", c.user.Name)
 			cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
 			if out, err := cmd.Output(); err == nil && len(strings.TrimSpace(string(out))) == 0 {
 				return
@@ -168,7 +169,14 @@ func (c *cluster) file(name, content string, mode os.FileMode) string {
 
 // asUser runs a Slurm command as the test user.
 func (c *cluster) asUser(args ...string) (string, error) {
-	cmd := c.command("runuser", append([]string{"-u", c.user.Name, "--", "env", "SLURM_CONF=" + c.conf}, args...)...)
+	args = append([]string{slurmTool(args[0])}, args[1:]...)
+	env := []string{"env", "SLURM_CONF=" + c.conf}
+	if p := os.Getenv("RSA_SLURM_PREFIX"); p != "" {
+		// sbatch hands its PATH to the job, whose srun must be the
+		// cluster's own too.
+		env = append(env, "PATH="+filepath.Join(p, "bin")+":/usr/local/bin:/usr/bin:/bin")
+	}
+	cmd := c.command("runuser", append(append([]string{"-u", c.user.Name, "--"}, env...), args...)...)
 	cmd.Dir = c.work
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -186,9 +194,35 @@ func (c *cluster) root(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// command is a command with a deadline (testutil.Command).
+// command is a command with a deadline (testutil.Command); a Slurm tool is
+// the cluster's own.
 func (c *cluster) command(name string, args ...string) *exec.Cmd {
-	return testutil.Command(c.t, name, args...)
+	return testutil.Command(c.t, slurmTool(name), args...)
+}
+
+// slurmMajor is the major version of the cluster's Slurm (22 for 22.05).
+func (c *cluster) slurmMajor() int {
+	c.t.Helper()
+	out := c.root("scontrol", "--version") // "slurm 22.05.8"
+	v, _, _ := strings.Cut(strings.TrimPrefix(out, "slurm "), ".")
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		c.t.Fatalf("scontrol --version: %q", out)
+	}
+	return n
+}
+
+// slurmTool is the path of one of Slurm's commands: Debian's, found on
+// $PATH, or that of the Slurm under RSA_SLURM_PREFIX (make
+// test-slurm-latest), whose clients must talk to its own slurmctld.
+func slurmTool(name string) string {
+	switch name {
+	case "sbatch", "squeue", "scontrol", "scancel", "sinfo", "srun", "sacct":
+		if p := os.Getenv("RSA_SLURM_PREFIX"); p != "" {
+			return filepath.Join(p, "bin", name)
+		}
+	}
+	return name
 }
 
 // sbatch submits script (written to the work area) as the user.
