@@ -203,8 +203,12 @@ func (c *cluster) command(name string, args ...string) *exec.Cmd {
 // slurmMajor is the major version of the cluster's Slurm (22 for 22.05).
 func (c *cluster) slurmMajor() int {
 	c.t.Helper()
-	out := c.root("scontrol", "--version") // "slurm 22.05.8"
-	v, _, _ := strings.Cut(strings.TrimPrefix(out, "slurm "), ".")
+	out := c.root("scontrol", "--version") // "slurm 25.11.7", Debian's "slurm-wlm 22.05.8"
+	f := strings.Fields(out)
+	var v string
+	if len(f) == 2 {
+		v, _, _ = strings.Cut(f[1], ".")
+	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
 		c.t.Fatalf("scontrol --version: %q", out)
