@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,12 +25,7 @@ import (
 // docs/dashboard.md.
 func TestDashboard(t *testing.T) {
 	chrome := chromiumPath(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	e := setup(t, fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
 	base := "http://" + addr + "/"
 
@@ -125,7 +121,14 @@ func served(t *testing.T, url string, status int) {
 // profile, ended (and waited for) when the test ends, failed or not.
 func browser(t *testing.T, path string) context.Context {
 	t.Helper()
-	dir := t.TempDir()
+	// Not t.TempDir: chromium's helper processes may still write into
+	// the profile for a moment after the browser is gone, and TempDir's
+	// removal then fails the test. Removed below, once they are gone.
+	dir, err := os.MkdirTemp("", "rsa-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profile := filepath.Join(dir, "profile")
 	logf, err := os.Create(filepath.Join(dir, "chromium.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +144,9 @@ func browser(t *testing.T, path string) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.Flag("disable-breakpad", true),
+		chromedp.Flag("disable-crash-reporter", true),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 		chromedp.CombinedOutput(logf),
 	}
@@ -154,6 +159,10 @@ func browser(t *testing.T, path string) context.Context {
 		if t.Failed() {
 			t.Logf("chromium's output (without its D-Bus complaints):\n%s", chromiumLog(logf.Name()))
 		}
+		endHelpers(t, profile)
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing chromium's profile: %v", err)
+		}
 	})
 	// The first Run starts the browser, which lives as long as ctx: it
 	// must not be given a context with a timeout.
@@ -161,6 +170,29 @@ func browser(t *testing.T, path string) context.Context {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return ctx
+}
+
+// endHelpers ends the processes of the chromium this test started that
+// outlive the browser (they name its profile on their command line), and
+// waits until none is left, for at most 10 s.
+func endHelpers(t *testing.T, profile string) {
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, _ := exec.Command("pgrep", "-f", "--", "--user-data-dir="+profile).Output()
+		pids := strings.Fields(string(out))
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("chromium processes %v outlived the test", pids)
+			return
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // chromiumLog is chromium's output less the lines about the D-Bus it has

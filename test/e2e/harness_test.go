@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,6 +66,18 @@ capacity = "512M"
 	t.Cleanup(e.cleanup)
 	e.start()
 	return e
+}
+
+// freeAddr is a loopback TCP address no one listens on now, for a
+// daemon's metrics or remote access.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 func (e *env) start() {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -17,12 +16,7 @@ import (
 // reads its input in RAM and after it, the job and node gauges follow it
 // and the phase, staging and hook counters grow (issue 17, point 1).
 func TestMetrics(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	e := setup(t, fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
 	scrape := func() map[string]float64 {
 		t.Helper()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -21,12 +20,7 @@ import (
 // for another request.
 func TestRemoteAccessWithMunge(t *testing.T) {
 	sock := testutil.StartMunged(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	e := setup(t, fmt.Sprintf("[remote]\nlisten = %q\nmunge_socket = %q\n", addr, sock))
 	remote := func(u *testutil.User, args ...string) (string, error) {
 		var cmd *exec.Cmd
