@@ -82,9 +82,21 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 	if err != nil {
 		return critical(err)
 	}
-	jobs, err := c.Jobs(cmd.Context(), true)
+	// Every job not done (the list of all jobs is only the newest
+	// 1,000, and a job waiting for an administrator may be older), and
+	// the newest for recent losses.
+	jobs, err := c.Jobs(cmd.Context(), false)
 	if err != nil {
 		return critical(err)
+	}
+	recent, err := c.Jobs(cmd.Context(), true)
+	if err != nil {
+		return critical(err)
+	}
+	for _, j := range recent {
+		if j.RSA == lifecycle.OutputLost && j.Machine().Done() { // not done: in jobs already
+			jobs = append(jobs, j)
+		}
 	}
 	nodes, err := c.Nodes(cmd.Context())
 	if err != nil {

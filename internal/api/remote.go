@@ -71,13 +71,12 @@ func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *ht
 	return newHTTPServer(a, 16<<10)
 }
 
-// ListenRemote listens on a TCP address, holding at most total
-// connections open at once (0: no bound); the ones past it are closed at
-// once.
-func ListenRemote(addr string, total int) (net.Listener, error) {
+// ListenTCP listens on a TCP address, holding at most total connections
+// open at once (0: no bound); the ones past it are closed at once.
+func ListenTCP(addr string, total int) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("remote access: %w", err)
+		return nil, err
 	}
 	if total <= 0 {
 		return l, nil
@@ -197,10 +196,16 @@ func (m *munged) leave(uid uint32) {
 // NewRemoteClient returns a client for the daemon's remote access at addr
 // (host:port), signing each request with a credential from enc.
 func NewRemoteClient(addr string, enc Encoder) *Client {
-	return &Client{Socket: "tcp " + addr, base: "http://" + addr, http: &http.Client{Transport: &signer{
-		enc:  enc,
-		next: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext},
-	}}}
+	return &Client{Socket: "tcp " + addr, base: "http://" + addr, http: &http.Client{
+		Transport: &signer{
+			enc:  enc,
+			next: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext},
+		},
+		// A redirect would have the client sign a request the server
+		// chose: whoever holds the port could collect a credential for
+		// another of the user's requests and replay it to the daemon.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 }
 
 // signer adds a request's credential.

@@ -131,7 +131,9 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
 		}
-		if limit := d.cfg.Slurm.CapacityWait; limit > 0 && d.cfg.Scheduler == config.SchedulerSlurm &&
+		// Only jobs Slurm does not size: one with capacity= waits in
+		// Slurm's queue for pool space, not in data_in.
+		if limit := d.cfg.Slurm.CapacityWait; limit > 0 && d.cfg.Scheduler == config.SchedulerSlurm && j.Spec.Capacity == 0 &&
 			j.Spec.Name != "" && j.State == lifecycle.OnDeck && now.Sub(d.waitingSince(j.ID)) >= limit {
 			// Slurm blocks in data_in while the job waits; on 22.05
 			// that wait can hold up the very job whose RAM it waits for

@@ -218,6 +218,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var rl net.Listener
+	if addr := d.cfg.Remote.Listen; addr != "" {
+		// Not served is an error, not a warning: another process holding
+		// the port would answer the login nodes in the daemon's place.
+		if rl, err = api.ListenTCP(addr, d.cfg.Limits.MaxConnections); err != nil {
+			ln.Close()
+			return fmt.Errorf("remote.listen: %w", err)
+		}
+	}
 	if n, err := d.runner.Cgroups.KillAll(ctx); err != nil {
 		d.log.Error("killing staging processes left by a previous daemon", "err", err)
 	} else if n > 0 {
@@ -230,6 +239,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	if err := d.resume(ctx); err != nil {
 		ln.Close()
+		if rl != nil {
+			rl.Close()
+		}
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
 	if err := d.syncMarkers(ctx); err != nil {
@@ -258,20 +270,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	var remote *http.Server
-	if addr := d.cfg.Remote.Listen; addr != "" {
-		rl, err := api.ListenRemote(addr, d.cfg.Limits.MaxConnections)
-		if err != nil {
-			d.log.Error("remote access not started", "err", err)
-		} else {
-			remote = api.NewRemoteServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
-				api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}, d.log)
-			go func() {
-				if err := remote.Serve(rl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					d.log.Error("remote access stopped", "err", err)
-				}
-			}()
-			d.log.Info("remote access for login nodes (MUNGE)", "listen", rl.Addr().String())
-		}
+	if rl != nil {
+		remote = api.NewRemoteServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
+			api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}, d.log)
+		go func() {
+			if err := remote.Serve(rl); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("remote access stopped", "err", err)
+			}
+		}()
+		d.log.Info("remote access for login nodes (MUNGE)", "listen", rl.Addr().String())
 	}
 	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
 		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"))
@@ -562,16 +569,28 @@ func (d *Daemon) mark(name string) {
 }
 
 // unmark drops a done job's marker, unless a newer RSA job (Slurm requeued
-// the job) has the same Slurm id.
+// the job) has the same Slurm id. It waits for a submission under way,
+// which may be that newer job.
 func (d *Daemon) unmark(ctx context.Context, j *job.Job) {
 	if d.markers == nil || j.Scheduler == "" || j.Spec.Name == "" {
 		return
 	}
-	if o, err := d.store.FindByName(ctx, j.Spec.Name); err == nil && o.ID != j.ID && !o.Machine().Done() {
+	d.admitting.Lock()
+	defer d.admitting.Unlock()
+	d.unmarkUnlocked(ctx, j.Spec.Name, j.ID)
+}
+
+// unmarkUnlocked clears the marker of Slurm job name unless a live RSA job
+// other than except has it; d.admitting is held.
+func (d *Daemon) unmarkUnlocked(ctx context.Context, name string, except int64) {
+	if d.markers == nil || name == "" {
 		return
 	}
-	if err := d.markers.Clear(j.Spec.Name); err != nil {
-		d.log.Error("unmarking a Slurm job", "slurm_job", j.Spec.Name, "err", err)
+	if o, err := d.store.FindByName(ctx, name); err == nil && o.ID != except && !o.Machine().Done() {
+		return
+	}
+	if err := d.markers.Clear(name); err != nil {
+		d.log.Error("unmarking a Slurm job", "slurm_job", name, "err", err)
 	}
 }
 

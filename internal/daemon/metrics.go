@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"time"
 
@@ -64,6 +63,10 @@ func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
 	return out, nil
 }
 
+// maxMetricsConns bounds the open connections to the metrics and
+// dashboard address: Prometheus and a few browsers.
+const maxMetricsConns = 64
+
 // phaseOf is the metrics' name of the phase an action is.
 var phaseOf = map[lifecycle.ActionKind]string{
 	lifecycle.Construct: metrics.Construct,
@@ -98,14 +101,17 @@ func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Du
 // serveMetrics serves /metrics and the read-only dashboard (/) on the
 // configured address until ctx ends.
 func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
-	ln, err := net.Listen("tcp", d.cfg.Metrics.Listen)
+	// Anyone on the host may connect: connections are bounded in number
+	// and in time, so that none can hold the root daemon's descriptors.
+	ln, err := api.ListenTCP(d.cfg.Metrics.Listen, maxMetricsConns)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", d.metrics.Handler())
 	mux.Handle("/", dashboard.Handler(dashSource{d}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 16 << 10}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("metrics stopped", "err", err)

@@ -93,9 +93,6 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		by += " through " + scheduler
 	}
 	msg := fmt.Sprintf("submitted by %s: %s", by, describeSpec(spec))
-	if scheduler != "" {
-		d.mark(spec.Name)
-	}
 	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
 		return nil, err
 	}
@@ -119,7 +116,17 @@ func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*j
 		}
 	}
 	submit.JobState, submit.RSAState = j.State, j.RSA
-	return d.store.Create(ctx, j, []job.Event{submit})
+	// Marked before it is stored, under the same lock as unmark: an
+	// earlier record of the same Slurm id that ends meanwhile cannot take
+	// the new job's marker away.
+	if j.Scheduler != "" {
+		d.mark(j.Spec.Name)
+	}
+	if err := d.store.Create(ctx, j, []job.Event{submit}); err != nil {
+		d.unmarkUnlocked(ctx, j.Spec.Name, 0)
+		return err
+	}
+	return nil
 }
 
 // counts reports whether a job takes a place under the job limits: it

@@ -33,6 +33,9 @@ import (
 const poolGranularity = 1 << 20
 
 func (d *Daemon) hookCaller(p api.Peer) bool {
+	if p.Remote {
+		return false // the scheduler's user acts on the RSA host only
+	}
 	if p.Root() {
 		return true
 	}
@@ -152,7 +155,8 @@ func (d *Daemon) tooSmall(req slurm.Request) string {
 		return ""
 	}
 	return fmt.Sprintf("a %d-node job gets no RSA RAM at this site: whole RSA nodes go to jobs of %d compute nodes or more "+
-		"(one RSA node per %d); add '#RSA capacity=SIZE pool=%s' to ask for RAM, or remove the #RSA lines to run from disk",
+		"(one RSA node per %d); add '#RSA capacity=SIZE pool=%s' to ask for RAM, or remove the #RSA lines to run from disk "+
+		"(RSA reads the node count from the script's #SBATCH lines: if sbatch's command line asks for more nodes, write that number there)",
 		req.ScriptNodes, d.cfg.MinJobNodes, d.cfg.Proportion, d.cfg.Slurm.Pool)
 }
 

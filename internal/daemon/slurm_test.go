@@ -182,3 +182,18 @@ func TestTooSmallAtSbatch(t *testing.T) {
 		}
 	}
 }
+
+// No caller over the network is the scheduler's user, whatever uid its
+// credential carries: hooks and other users' private data stay on the
+// RSA host.
+func TestRemoteCallerIsNeverTheScheduler(t *testing.T) {
+	d := &Daemon{cfg: &config.Config{Slurm: config.Slurm{Users: []string{"root", "nobody"}}}}
+	for _, p := range []api.Peer{{UID: 0, Remote: true}, {UID: 65534, Remote: true}} {
+		if d.hookCaller(p) {
+			t.Errorf("remote uid %d may call hooks", p.UID)
+		}
+	}
+	if !d.hookCaller(api.Peer{UID: 0}) {
+		t.Error("root on the host may not call hooks")
+	}
+}

@@ -57,11 +57,13 @@ func (m Munge) command(ctx context.Context, name string, args ...string) *exec.C
 }
 
 // Encode makes a credential of the calling process's uid and gid carrying
-// payload. It is not idempotent: each call makes a new credential.
+// payload, which only root can decode (the daemon runs as root): no other
+// service of the MUNGE realm, and no user holding the daemon's port, can
+// make use of it. It is not idempotent: each call makes a new credential.
 func (m Munge) Encode(ctx context.Context, payload []byte) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := m.command(ctx, "munge")
+	cmd := m.command(ctx, "munge", "--restrict-uid=0")
 	cmd.Stdin = bytes.NewReader(payload)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
