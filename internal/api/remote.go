@@ -72,35 +72,61 @@ func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *ht
 }
 
 // ListenTCP listens on a TCP address, holding at most total connections
-// open at once (0: no bound); the ones past it are closed at once.
-func ListenTCP(addr string, total int) (net.Listener, error) {
+// open at once, and at most perHost of them from one address (0: no
+// bound); the ones past either are closed at once. Connections are counted
+// before anyone is authenticated: the per-host bound keeps one host from
+// taking every place.
+func ListenTCP(addr string, total, perHost int) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	if total <= 0 {
+	if total <= 0 && perHost <= 0 {
 		return l, nil
 	}
-	return &totalListener{Listener: l, slots: make(chan struct{}, total)}, nil
+	return &boundedListener{Listener: l, total: total, perHost: perHost, hosts: map[string]int{}}, nil
 }
 
-type totalListener struct {
+type boundedListener struct {
 	net.Listener
-	slots chan struct{}
+	total, perHost int
+
+	mu    sync.Mutex
+	open  int
+	hosts map[string]int
 }
 
-func (l *totalListener) Accept() (net.Conn, error) {
+func (l *boundedListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
-		default:
-			c.Close()
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		if l.take(host) {
+			return &slotConn{Conn: c, free: func() { l.give(host) }}, nil
 		}
+		c.Close()
+	}
+}
+
+func (l *boundedListener) take(host string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if (l.total > 0 && l.open >= l.total) || (l.perHost > 0 && l.hosts[host] >= l.perHost) {
+		return false
+	}
+	l.open++
+	l.hosts[host]++
+	return true
+}
+
+func (l *boundedListener) give(host string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	if l.hosts[host]--; l.hosts[host] <= 0 {
+		delete(l.hosts, host)
 	}
 }
 

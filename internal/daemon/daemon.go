@@ -222,7 +222,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if addr := d.cfg.Remote.Listen; addr != "" {
 		// Not served is an error, not a warning: another process holding
 		// the port would answer the login nodes in the daemon's place.
-		if rl, err = api.ListenTCP(addr, d.cfg.Limits.MaxConnections); err != nil {
+		// A login node carries many users: a host may hold as many
+		// connections as a user may, times a few.
+		if rl, err = api.ListenTCP(addr, d.cfg.Limits.MaxConnections, 4*d.cfg.Limits.MaxConnectionsPerUser); err != nil {
 			ln.Close()
 			return fmt.Errorf("remote.listen: %w", err)
 		}

@@ -103,7 +103,7 @@ func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Du
 func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
 	// Anyone on the host may connect: connections are bounded in number
 	// and in time, so that none can hold the root daemon's descriptors.
-	ln, err := api.ListenTCP(d.cfg.Metrics.Listen, maxMetricsConns)
+	ln, err := api.ListenTCP(d.cfg.Metrics.Listen, maxMetricsConns, 0)
 	if err != nil {
 		return nil, err
 	}
