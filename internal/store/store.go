@@ -227,16 +227,35 @@ type Purged struct {
 	CreatedAt time.Time
 }
 
+// purgeBatch bounds the jobs one purge transaction removes: a transaction
+// holds the database's write lock, which every transition of every job
+// waits for (100,000 jobs at once took 6.7 s here; 500 take about 40 ms).
+const purgeBatch = 500
+
 // Purge removes the jobs that ended (done) and have not changed since
 // before, with their events, and reports them. Ids are never given again
-// (AUTOINCREMENT), so no later job inherits a purged one's history.
+// (AUTOINCREMENT), so no later job inherits a purged one's history. It
+// works in batches of its own transactions, so the daemon's commits go on
+// between them; it is idempotent.
 func (s *Store) Purge(ctx context.Context, before time.Time) ([]Purged, error) {
+	var out []Purged
+	for {
+		batch, err := s.purgeBatch(ctx, before)
+		out = append(out, batch...)
+		if err != nil || len(batch) < purgeBatch {
+			return out, err
+		}
+	}
+}
+
+func (s *Store) purgeBatch(ctx context.Context, before time.Time) ([]Purged, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, created_at FROM jobs WHERE done=1 AND updated_at < ?`, before.UnixNano())
+	rows, err := tx.QueryContext(ctx, `SELECT id, created_at FROM jobs WHERE done=1 AND updated_at < ? ORDER BY id LIMIT ?`,
+		before.UnixNano(), purgeBatch)
 	if err != nil {
 		return nil, fmt.Errorf("finding old jobs: %w", err)
 	}
