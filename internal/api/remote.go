@@ -84,16 +84,12 @@ func ListenTCP(addr string, total, perHost int) (net.Listener, error) {
 	if total <= 0 && perHost <= 0 {
 		return l, nil
 	}
-	return &boundedListener{Listener: l, total: total, perHost: perHost, hosts: map[string]int{}}, nil
+	return &boundedListener{Listener: l, slots: newSlots[string](total, perHost)}, nil
 }
 
 type boundedListener struct {
 	net.Listener
-	total, perHost int
-
-	mu    sync.Mutex
-	open  int
-	hosts map[string]int
+	slots *slots[string] // by remote host
 }
 
 func (l *boundedListener) Accept() (net.Conn, error) {
@@ -103,42 +99,11 @@ func (l *boundedListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		if l.take(host) {
-			return &slotConn{Conn: c, free: func() { l.give(host) }}, nil
+		if ok, _ := l.slots.take(host, false); ok {
+			return &slotConn{Conn: c, free: func() { l.slots.give(host) }}, nil
 		}
 		c.Close()
 	}
-}
-
-func (l *boundedListener) take(host string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if (l.total > 0 && l.open >= l.total) || (l.perHost > 0 && l.hosts[host] >= l.perHost) {
-		return false
-	}
-	l.open++
-	l.hosts[host]++
-	return true
-}
-
-func (l *boundedListener) give(host string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.open--
-	if l.hosts[host]--; l.hosts[host] <= 0 {
-		delete(l.hosts, host)
-	}
-}
-
-type slotConn struct {
-	net.Conn
-	once sync.Once
-	free func()
-}
-
-func (c *slotConn) Close() error {
-	c.once.Do(c.free)
-	return c.Conn.Close()
 }
 
 // munged authenticates each request by its MUNGE credential.

@@ -86,13 +86,12 @@ const (
 // its Limits.
 type limitListener struct {
 	net.Listener
-	lim  Limits
-	log  *slog.Logger
-	peer func(net.Conn) (Peer, error)
+	lim   Limits
+	log   *slog.Logger
+	peer  func(net.Conn) (Peer, error)
+	slots *slots[uint32]
 
 	mu     sync.Mutex
-	total  int
-	open   map[uint32]int       // open connections per uid
 	logged map[uint32]time.Time // when a refusal of the uid was last logged
 }
 
@@ -107,7 +106,7 @@ func newLimitListener(l net.Listener, lim Limits, log *slog.Logger, peer func(ne
 		log = slog.Default()
 	}
 	return &limitListener{Listener: l, lim: lim, log: log, peer: peer,
-		open: map[uint32]int{}, logged: map[uint32]time.Time{}}
+		slots: newSlots[uint32](lim.Total, lim.PerUser), logged: map[uint32]time.Time{}}
 }
 
 // Accept returns the next connection within the limits, as a *peerConn.
@@ -127,25 +126,19 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return &peerConn{Conn: c, peer: p, release: func() { l.release(p.UID) }}, nil
+		return &peerConn{slotConn: slotConn{Conn: c, free: func() { l.slots.give(p.UID) }}, peer: p}, nil
 	}
 }
 
 func (l *limitListener) admit(uid uint32) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var why string
-	switch {
-	case l.total >= l.lim.Total:
-		why = "the daemon holds Total open connections"
-	case uid != 0 && !slices.Contains(l.lim.Trusted, uid) && l.open[uid] >= l.lim.PerUser:
-		why = "the uid holds PerUser open connections"
-	default:
-		l.total++
-		l.open[uid]++
+	ok, bound := l.slots.take(uid, uid == 0 || slices.Contains(l.lim.Trusted, uid))
+	if ok {
 		return true
 	}
+	why := map[string]string{"total": "the daemon holds Total open connections", "per key": "the uid holds PerUser open connections"}[bound]
 	// Once per uid a minute: a client that retries must not flood the log.
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := time.Now()
 	if now.Sub(l.logged[uid]) >= time.Minute {
 		for u, t := range l.logged {
@@ -154,32 +147,17 @@ func (l *limitListener) admit(uid uint32) bool {
 			}
 		}
 		l.logged[uid] = now
+		open, total := l.slots.counts(uid)
 		l.log.Warn("refusing connections", "uid", uid, "reason", why,
-			"open", l.open[uid], "total", l.total, "per_user", l.lim.PerUser, "limit", l.lim.Total)
+			"open", open, "total", total, "per_user", l.lim.PerUser, "limit", l.lim.Total)
 	}
 	return false
 }
 
-func (l *limitListener) release(uid uint32) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.total--
-	if l.open[uid]--; l.open[uid] <= 0 {
-		delete(l.open, uid)
-	}
-}
-
 // peerConn is an admitted connection with its peer, read once at accept.
 type peerConn struct {
-	net.Conn
-	peer    Peer
-	once    sync.Once
-	release func()
-}
-
-func (c *peerConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
+	slotConn
+	peer Peer
 }
 
 // NewServer serves svc over HTTP.
