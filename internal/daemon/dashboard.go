@@ -62,17 +62,9 @@ func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, erro
 }
 
 func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, error) {
-	views, err := s.d.Nodes(ctx, anyone())
+	views, used, err := s.d.ramUse(ctx)
 	if err != nil {
 		return nil, err
-	}
-	use, err := metricsSource{s.d}.Nodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	used := map[string]int64{}
-	for _, u := range use {
-		used[u.Name] = u.Used
 	}
 	out := make([]dashboard.Node, 0, len(views))
 	for _, v := range views {

@@ -34,21 +34,31 @@ func (s metricsSource) Jobs(ctx context.Context) ([]metrics.JobCount, error) {
 }
 
 func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
-	views, err := s.d.Nodes(ctx, api.Peer{})
+	views, used, err := s.d.ramUse(ctx)
 	if err != nil {
 		return nil, err
 	}
-	jobs, err := s.d.store.List(ctx, false, 0)
-	if err != nil {
-		return nil, err
+	out := make([]metrics.NodeUse, 0, len(views))
+	for _, v := range views {
+		out = append(out, metrics.NodeUse{Name: v.Name, Capacity: v.Capacity, Allocated: v.Used, Used: used[v.Name], Drained: v.Drain != nil})
 	}
-	// A RAMDISK's fill, shared out over its nodes by their parts.
+	return out, nil
+}
+
+// ramUse is each RSA node's allocation and how much of it the RAMDISKs
+// fill (a RAMDISK's fill shared out over its nodes by their parts), from
+// one read of the active jobs.
+func (d *Daemon) ramUse(ctx context.Context) ([]api.NodeView, map[string]int64, error) {
+	jobs, err := d.store.List(ctx, false, 0)
+	if err != nil {
+		return nil, nil, err
+	}
 	used := map[string]int64{}
 	for _, j := range jobs {
 		if !lifecycle.HoldsNodes(j.RSA) || j.Ramdisk == "" || j.Capacity() <= 0 {
 			continue
 		}
-		u, err := s.d.engine.Usage(s.d.ramdisk(j))
+		u, err := d.engine.Usage(d.ramdisk(j))
 		if err != nil {
 			continue // not built yet, or torn down meanwhile
 		}
@@ -56,11 +66,7 @@ func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
 			used[p.Node] += int64(float64(u.Used) * float64(p.Bytes) / float64(j.Capacity()))
 		}
 	}
-	out := make([]metrics.NodeUse, 0, len(views))
-	for _, v := range views {
-		out = append(out, metrics.NodeUse{Name: v.Name, Capacity: v.Capacity, Allocated: v.Used, Used: used[v.Name], Drained: v.Drain != nil})
-	}
-	return out, nil
+	return d.nodeViews(jobs), used, nil
 }
 
 // maxMetricsConns bounds the open connections to the metrics and

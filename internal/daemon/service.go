@@ -592,6 +592,11 @@ func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) 
 	if err != nil {
 		return nil, err
 	}
+	return d.nodeViews(jobs), nil
+}
+
+// nodeViews is each RSA node's allocation by the active jobs.
+func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	drained := d.drained()
 	var out []api.NodeView
 	for _, n := range d.cfg.Nodes {
@@ -612,7 +617,7 @@ func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) 
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out
 }
 
 func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {

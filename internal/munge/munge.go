@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -46,14 +47,22 @@ type Munge struct {
 	Bin string
 }
 
-func (m Munge) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+// run runs munge's program name with stdin, within 10 s.
+func (m Munge) run(ctx context.Context, stdin io.Reader, name string, args ...string) (out []byte, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	if m.Bin != "" {
 		name = m.Bin + "/" + name
 	}
 	if m.Socket != "" {
 		args = append(args, "--socket="+m.Socket)
 	}
-	return exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = stdin
+	var e bytes.Buffer
+	cmd.Stderr = &e
+	out, err = cmd.Output()
+	return out, strings.TrimSpace(e.String()), err
 }
 
 // Encode makes a credential of the calling process's uid and gid carrying
@@ -61,15 +70,9 @@ func (m Munge) command(ctx context.Context, name string, args ...string) *exec.C
 // service of the MUNGE realm, and no user holding the daemon's port, can
 // make use of it. It is not idempotent: each call makes a new credential.
 func (m Munge) Encode(ctx context.Context, payload []byte) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := m.command(ctx, "munge", "--restrict-uid=0")
-	cmd.Stdin = bytes.NewReader(payload)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := m.run(ctx, bytes.NewReader(payload), "munge", "--restrict-uid=0")
 	if err != nil {
-		return "", fmt.Errorf("making a MUNGE credential (is munged running?): %w: %s", err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("making a MUNGE credential (is munged running?): %w: %s", err, stderr)
 	}
 	cred := strings.TrimSpace(string(out))
 	if !credential.MatchString(cred) || len(cred) > MaxCredential {
@@ -88,22 +91,16 @@ func (m Munge) Decode(ctx context.Context, cred string) (*Cred, error) {
 	if len(cred) > MaxCredential || !credential.MatchString(cred) {
 		return nil, fmt.Errorf("%w: not a credential", ErrInvalid)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := m.command(ctx, "unmunge", "--numeric")
-	cmd.Stdin = strings.NewReader(cred)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := m.run(ctx, strings.NewReader(cred), "unmunge", "--numeric")
 	if err != nil {
 		var ee *exec.ExitError
-		if errors.As(err, &ee) && ctx.Err() == nil {
+		if errors.As(err, &ee) && ee.Exited() {
 			// unmunge's exit status is munge's error code.
 			if why, ok := refusals[ee.ExitCode()]; ok {
 				return nil, fmt.Errorf("%w: %s", ErrInvalid, why)
 			}
 		}
-		return nil, fmt.Errorf("checking a MUNGE credential (is munged running?): %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("checking a MUNGE credential (is munged running?): %w: %s", err, stderr)
 	}
 	return parse(out)
 }
