@@ -246,9 +246,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
-	if err := d.syncMarkers(ctx); err != nil {
-		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
-	}
 
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); d.loop(ctx) }()
@@ -543,13 +540,9 @@ func (d *Daemon) forget(id int64) {
 }
 
 // syncMarkers makes the Slurm job markers those of the jobs not done.
-func (d *Daemon) syncMarkers(ctx context.Context) error {
+func (d *Daemon) syncMarkers(jobs []*job.Job) error {
 	if d.markers == nil {
 		return nil
-	}
-	jobs, err := d.store.List(ctx, false, 0)
-	if err != nil {
-		return err
 	}
 	var live []string
 	for _, j := range jobs {
@@ -596,8 +589,8 @@ func (d *Daemon) unmarkUnlocked(ctx context.Context, name string, except int64) 
 	}
 }
 
-// resume restarts every active job's in-progress action and watches the
-// processes that own running jobs.
+// resume restarts every active job's in-progress action, watches the
+// processes that own running jobs and puts the Slurm markers right.
 func (d *Daemon) resume(ctx context.Context) error {
 	jobs, err := d.store.List(ctx, false, 0)
 	if err != nil {
@@ -612,6 +605,9 @@ func (d *Daemon) resume(ctx context.Context) error {
 		}
 		d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}})
 		d.watchOwner(j)
+	}
+	if err := d.syncMarkers(jobs); err != nil {
+		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
 	}
 	return nil
 }
