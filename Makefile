@@ -7,7 +7,7 @@ PKGS  := util-linux passwd procps shellcheck bc lua5.1 slurmctld slurmd slurm-cl
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test test-slurm-latest lint unit fuzz demo demo-slurm bench-copy clean
+.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm bench-copy clean
 
 all: build
 
@@ -86,6 +86,15 @@ test: lint
 test-slurm-latest: build
 	prefix=$$(scripts/build-slurm-latest.sh | tail -1) && \
 		CI=true RSA_SLURM_PREFIX=$$prefix $(GO) test -count=1 -v -timeout 20m ./test/slurm/
+
+# The load tests at full size (issue 14): 1,000 Slurm jobs of four users
+# through RSA, once undisturbed and once with rsa serve killed three times
+# and slurmctld restarted; each logs a "load: name=..." line with its
+# throughput, latencies and the daemon's CPU and memory. make test runs
+# both with 40 jobs. RSA_LOAD_SEED replays a run's mix of jobs.
+LOAD_JOBS ?= 1000
+test-load: build
+	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) $(GO) test -count=1 -v -timeout 5h -run '^TestLoad$$' ./test/slurm/
 
 unit:
 	$(GO) test -count=1 ./internal/...

@@ -70,6 +70,19 @@ func EnsureOtherUser(t testing.TB) User {
 	return EnsureNamedUser(t, TestUserName()+"-b")
 }
 
+// EnsureUsers returns n accounts of the package's, distinct from the
+// others ("rsatest-test-slurm-1", ...), for tests of several users' jobs at
+// once. Each is created if it does not exist and then removed when the test
+// ends, also when a later one cannot be created or the test fails.
+func EnsureUsers(t testing.TB, n int) []User {
+	t.Helper()
+	us := make([]User, n)
+	for i := range us {
+		us[i] = EnsureNamedUser(t, fmt.Sprintf("%s-%d", TestUserName(), i+1))
+	}
+	return us
+}
+
 // EnsureNamedUser returns the account name, creating it if it does not
 // exist and then removing it when the test ends.
 func EnsureNamedUser(t testing.TB, name string) User {

@@ -149,6 +149,15 @@ func (c *cluster) slurmUp(args ...string) {
 	}
 }
 
+// forUser is the cluster as another of the test's users sees it, with
+// work as that user's directory: sbatch, file, mkdir and asUser act as u
+// there, and leaks looks for RAMDISKs mounted under work.
+func (c *cluster) forUser(u testutil.User, work string) *cluster {
+	cc := *c
+	cc.user, cc.work = u, work
+	return &cc
+}
+
 // mkdir makes a directory of the user's under the work area.
 func (c *cluster) mkdir(name string) string {
 	return testutil.MkdirOwned(c.t, c.user, filepath.Join(c.work, name))
