@@ -194,14 +194,8 @@ func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err er
 // holds for other reasons (jobs sized by proportion, rsa run jobs, and
 // output kept in RAM after Slurm let go of a job).
 func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
-	unaccounted, err := d.allocated(ctx, func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
-	if err != nil {
-		return nil, err
-	}
-	all, err := d.allocated(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
+	unaccounted := d.allocated(func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
+	all := d.holdings().byNode
 	drained := d.drained()
 	var total, held int64
 	for _, n := range d.cfg.Nodes {
