@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/api"
-	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
@@ -198,11 +197,6 @@ func readScript(path string) (string, error) {
 	return string(b), err
 }
 
-// envName is the only kind of variable RSA puts into a job's environment.
-var envName = regexp.MustCompile(`^RSA_[A-Z_]+$`)
-
-// writePaths appends the job's RSA variables to Slurm's path_file, whose
-// lines become the job's environment.
 func writePaths(path string, env []string) error {
 	if len(env) == 0 {
 		return nil
@@ -212,11 +206,8 @@ func writePaths(path string, env []string) error {
 	}
 	// Checked again here, at the point of writing: one RSA_* variable a
 	// line, nothing that could end a line or start another variable.
-	for _, l := range env {
-		name, value, ok := strings.Cut(l, "=")
-		if !ok || !envName.MatchString(name) || job.CheckText(name, value) != nil {
-			return fmt.Errorf("paths: refusing to write %s into the job's environment", textsafe.Line(strconv.Quote(l)))
-		}
+	if err := api.CheckEnv(env); err != nil {
+		return fmt.Errorf("paths: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

@@ -181,7 +181,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
 		access:   access,
 		policy:   policy,
-		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups},
+		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit},
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,

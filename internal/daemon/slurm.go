@@ -59,9 +59,17 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 	if d.cfg.Scheduler == config.SchedulerNone {
 		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
 	}
-	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args)
+	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args, "via", r.Via)
+	via := "rsa"
+	switch r.Via {
+	case "":
+	case api.ViaLuaSocket:
+		via = r.Via
+	default:
+		return nil, api.Invalid("hook request via %q: leave via out, or say %q", textsafe.Line(r.Via), api.ViaLuaSocket)
+	}
 	if known[r.Hook] {
-		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, time.Since(began)) }(time.Now())
+		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, via, time.Since(began)) }(time.Now())
 	}
 	arg := func(i int) string {
 		if i < len(r.Args) {
