@@ -102,3 +102,26 @@ func BenchmarkStatus(b *testing.B) {
 		_ = d.nodeViews(js)
 	}
 }
+
+// BenchmarkResume is the daemon's start after the store is open: every
+// active job is looked at once and resumed where its state says (here
+// none has work under way; a real start also runs gc and restarts the
+// staging under way).
+func BenchmarkResume(b *testing.B) {
+	d := benchDaemon(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := d.resume(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if len(d.pending) != benchHolding+benchWaiting {
+			b.Fatalf("%d resumed, want %d", len(d.pending), benchHolding+benchWaiting)
+		}
+		for len(d.pending) > 0 {
+			m := d.pending[0]
+			d.pending = d.pending[1:]
+			d.handle(ctx, m)
+		}
+	}
+}
