@@ -79,6 +79,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
 		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), genDocsCmd())
 	root.AddCommand(caCmd())
+	root.AddCommand(agentCmd())
 	root.AddCommand(simCmd())
 	return root
 }
