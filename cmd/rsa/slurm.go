@@ -122,9 +122,9 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	if err != nil {
 		return nil, err
 	}
-	grace := time.Duration(0) // hooks that answer at once never wait
+	grace := graceFor(r.Hook)
 	if blockingHooks[r.Hook] {
-		r.Wait, grace = 30*time.Second, graceFor(r.Hook)
+		r.Wait = 30 * time.Second
 	}
 	if r.Hook == "prolog" || r.Hook == "epilog" {
 		// These run for every Slurm job. One that is not RSA's has
@@ -143,6 +143,13 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 			rep, err = c.Hook(ctx, r)
 			return err
 		})
+		if err != nil && api.Unreachable(err) {
+			if rep, ok := withoutDaemon[r.Hook]; ok {
+				// Inside slurmctld, which cannot wait: the job goes on,
+				// and the message says what was skipped.
+				return &api.HookReply{Verdict: api.Success, Message: rep + " (" + err.Error() + ")"}, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -152,14 +159,35 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	}
 }
 
-// graceFor is how long a hook waits out a daemon that is down. A job that
-// is about to run or has run must not wait long: without RSA it uses the
-// disk. Staging hooks wait as long as any client (the job is pending).
+// withoutDaemon is what the hooks that run inside slurmctld, under its
+// locks, answer while the daemon is down (restarting): they must not wait,
+// and failing them would refuse a submission or hold a starting job. Each
+// is done again later: setup reads the #RSA lines again and refuses a bad
+// one; pre_run mounts the RAMDISK (only the RSA_* variables are missing).
+var withoutDaemon = map[string]string{
+	"job_process": "RSA: the rsa daemon did not answer; the job's #RSA lines are checked when its RAMDISK is set up",
+	"paths":       "RSA: the rsa daemon did not answer; the job's RSA_* variables are not set (its RAMDISK is mounted all the same)",
+}
+
+// graceFor is how long a hook waits out a daemon that is down (a restart).
+// The hooks inside slurmctld (job_process, paths, pools) and bbstat's
+// get_status never wait: slurmctld holds its locks, a user waits at the
+// terminal. A job that is about to run or has run must not wait long:
+// without RSA it uses the disk. Staging hooks wait as long as any client
+// (the job is pending); the other hooks of slurmscriptd (setup, post_run,
+// test_data_in, ...) a while within burst_buffer.conf's OtherTimeout: a
+// failed one holds the job.
 func graceFor(hook string) time.Duration {
-	if hook == "prolog" || hook == "epilog" {
+	switch hook {
+	case "job_process", "paths", "pools", "get_status":
+		return 0
+	case "prolog", "epilog":
 		return 30 * time.Second
 	}
-	return daemonGrace
+	if blockingHooks[hook] {
+		return daemonGrace
+	}
+	return 2 * time.Minute
 }
 
 // scriptPath is where slurmctld keeps a job's script in its state

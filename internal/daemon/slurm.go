@@ -480,7 +480,7 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	}
 	var slj slurm.Job
 	if nodelist == "" || fresh {
-		if slj, err = d.slurmc.Job(ctx, name); err != nil {
+		if slj, err = d.slurmJobPatiently(ctx, name); err != nil {
 			return fmt.Errorf("reading job %s from Slurm: %w", name, err)
 		}
 		nodelist = cmpOr(nodelist, slj.NodeList)
@@ -499,6 +499,29 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	_, err = d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
 		edit: func(n *job.Job) { n.Hosts = hosts }})
 	return lost(err)
+}
+
+// slurmctldRestart bounds how long a hook that must read a job from Slurm
+// waits for slurmctld: pre_run runs while slurmctld may be restarting (a
+// failed pre_run requeues the job and holds it).
+const slurmctldRestart = time.Minute
+
+// slurmJobPatiently reads a job from Slurm, asking again for up to
+// slurmctldRestart while squeue fails.
+func (d *Daemon) slurmJobPatiently(ctx context.Context, name string) (slurm.Job, error) {
+	deadline := time.Now().Add(slurmctldRestart)
+	for {
+		j, err := d.slurmc.Job(ctx, name)
+		if err == nil || time.Now().After(deadline) {
+			return j, err
+		}
+		d.log.Warn("reading a job from Slurm failed; asking again", "slurm_job", name, "err", err)
+		select {
+		case <-ctx.Done():
+			return j, err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // lost drops the conflict of an event that another hook sent first (the
