@@ -78,6 +78,8 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 		nodesCmd(g), versionCmd(g), healthCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
 		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), genDocsCmd())
+	root.AddCommand(caCmd())
+	root.AddCommand(agentCmd())
 	root.AddCommand(simCmd())
 	return root
 }

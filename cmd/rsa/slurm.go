@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/api"
-	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
@@ -123,9 +122,9 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	if err != nil {
 		return nil, err
 	}
-	grace := time.Duration(0) // hooks that answer at once never wait
+	grace := graceFor(r.Hook)
 	if blockingHooks[r.Hook] {
-		r.Wait, grace = 30*time.Second, graceFor(r.Hook)
+		r.Wait = 30 * time.Second
 	}
 	if r.Hook == "prolog" || r.Hook == "epilog" {
 		// These run for every Slurm job. One that is not RSA's has
@@ -144,6 +143,13 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 			rep, err = c.Hook(ctx, r)
 			return err
 		})
+		if err != nil && api.Unreachable(err) {
+			if rep, ok := withoutDaemon[r.Hook]; ok {
+				// Inside slurmctld, which cannot wait: the job goes on,
+				// and the message says what was skipped.
+				return &api.HookReply{Verdict: api.Success, Message: rep + " (" + err.Error() + ")"}, nil
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -153,14 +159,35 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	}
 }
 
-// graceFor is how long a hook waits out a daemon that is down. A job that
-// is about to run or has run must not wait long: without RSA it uses the
-// disk. Staging hooks wait as long as any client (the job is pending).
+// withoutDaemon is what the hooks that run inside slurmctld, under its
+// locks, answer while the daemon is down (restarting): they must not wait,
+// and failing them would refuse a submission or hold a starting job. Each
+// is done again later: setup reads the #RSA lines again and refuses a bad
+// one; pre_run mounts the RAMDISK (only the RSA_* variables are missing).
+var withoutDaemon = map[string]string{
+	"job_process": "RSA: the rsa daemon did not answer; the job's #RSA lines are checked when its RAMDISK is set up",
+	"paths":       "RSA: the rsa daemon did not answer; the job's RSA_* variables are not set (its RAMDISK is mounted all the same)",
+}
+
+// graceFor is how long a hook waits out a daemon that is down (a restart).
+// The hooks inside slurmctld (job_process, paths, pools) and bbstat's
+// get_status never wait: slurmctld holds its locks, a user waits at the
+// terminal. A job that is about to run or has run must not wait long:
+// without RSA it uses the disk. Staging hooks wait as long as any client
+// (the job is pending); the other hooks of slurmscriptd (setup, post_run,
+// test_data_in, ...) a while within burst_buffer.conf's OtherTimeout: a
+// failed one holds the job.
 func graceFor(hook string) time.Duration {
-	if hook == "prolog" || hook == "epilog" {
+	switch hook {
+	case "job_process", "paths", "pools", "get_status":
+		return 0
+	case "prolog", "epilog":
 		return 30 * time.Second
 	}
-	return daemonGrace
+	if blockingHooks[hook] {
+		return daemonGrace
+	}
+	return 2 * time.Minute
 }
 
 // scriptPath is where slurmctld keeps a job's script in its state
@@ -198,11 +225,6 @@ func readScript(path string) (string, error) {
 	return string(b), err
 }
 
-// envName is the only kind of variable RSA puts into a job's environment.
-var envName = regexp.MustCompile(`^RSA_[A-Z_]+$`)
-
-// writePaths appends the job's RSA variables to Slurm's path_file, whose
-// lines become the job's environment.
 func writePaths(path string, env []string) error {
 	if len(env) == 0 {
 		return nil
@@ -212,11 +234,8 @@ func writePaths(path string, env []string) error {
 	}
 	// Checked again here, at the point of writing: one RSA_* variable a
 	// line, nothing that could end a line or start another variable.
-	for _, l := range env {
-		name, value, ok := strings.Cut(l, "=")
-		if !ok || !envName.MatchString(name) || job.CheckText(name, value) != nil {
-			return fmt.Errorf("paths: refusing to write %s into the job's environment", textsafe.Line(strconv.Quote(l)))
-		}
+	if err := api.CheckEnv(env); err != nil {
+		return fmt.Errorf("paths: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {

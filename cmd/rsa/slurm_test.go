@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -141,5 +142,54 @@ func TestArrayScript(t *testing.T) {
 		if got != c.want || ok != c.ok {
 			t.Errorf("arrayScript(%q, %q) = %q, %v; want %q, %v", c.path, c.array, got, ok, c.want, c.ok)
 		}
+	}
+}
+
+// TestHooksInsideSlurmctldWithoutDaemon: while rsa serve restarts, the hooks
+// slurmctld runs under its locks answer at once and let the job go on
+// (a refused sbatch, a held start otherwise: issue 14's crash test), and
+// say what was skipped; a hook of slurmscriptd's (setup) waits the restart
+// out instead of failing the job at once.
+func TestHooksInsideSlurmctldWithoutDaemon(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "no-daemon.sock")
+	script := filepath.Join(dir, "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n#RSA capacity=1G\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job_process", script, "1000", "1000"}, "SUCCESS\nRSA: the rsa daemon did not answer; the job's #RSA lines are checked"},
+		{[]string{"paths", "7", "1000", "1000", filepath.Join(dir, "path_file")}, "SUCCESS\nRSA: the rsa daemon did not answer; the job's RSA_* variables are not set"},
+		{[]string{"pools"}, "ERROR\n"},
+	} {
+		start := time.Now()
+		out, _, status := runRSA(t, nil, append([]string{"--socket", sock, "slurm-bb", "--"}, c.args...)...)
+		if status != 0 || !strings.HasPrefix(out, c.want) {
+			t.Errorf("%s: exit %d, %q; want %q...", c.args[0], status, out, c.want)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("%s held slurmctld for %v", c.args[0], took)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "path_file")); err == nil {
+		t.Error("paths wrote a path file without the daemon")
+	}
+
+	// setup rides out a restart: still asking after a few seconds.
+	cmd := exec.Command(rsaBin, "--socket", sock, "slurm-bb", "--", "setup", "7", "1000", "1000", "0", script, "")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		t.Errorf("setup gave up at once without the daemon: %v", err)
+	case <-time.After(3 * time.Second):
+		cmd.Process.Kill()
+		<-done
 	}
 }

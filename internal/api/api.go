@@ -10,9 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
 // Peer is the calling process, as the kernel reports it.
@@ -135,7 +139,15 @@ type HookRequest struct {
 	// Wait is how long a hook whose work is under way may wait for it
 	// before answering Busy.
 	Wait time.Duration `json:"wait,omitempty"`
+	// Via is how the hook came: "" through rsa slurm-bb (or the prolog
+	// and epilog), ViaLuaSocket from burst_buffer.lua itself. It labels
+	// the hook's latency, so an admin sees which path slurmctld takes.
+	Via string `json:"via,omitempty"`
 }
+
+// ViaLuaSocket is HookRequest.Via for burst_buffer.lua asking over the
+// socket without a process.
+const ViaLuaSocket = "lua-socket"
 
 // Hook verdicts, as burst_buffer.lua passes them to Slurm.
 const (
@@ -150,6 +162,40 @@ type HookReply struct {
 	Verdict string   `json:"verdict"`
 	Message string   `json:"message,omitempty"`
 	Env     []string `json:"env,omitempty"`
+}
+
+// envName is the only kind of variable RSA puts into a job's environment.
+var envName = regexp.MustCompile(`^RSA_[A-Z_]+$`)
+
+// CheckEnv refuses environment lines that could be anything but one RSA_*
+// variable each in Slurm's path file: a newline would start another
+// variable (BASH_ENV=...). Every writer of the path file checks at the
+// point of writing, whatever the daemon checked before.
+func CheckEnv(env []string) error {
+	for _, l := range env {
+		name, value, ok := strings.Cut(l, "=")
+		if !ok || !envName.MatchString(name) || job.CheckText(name, value) != nil {
+			return fmt.Errorf("refusing to write %s into the job's environment", textsafe.Line(strconv.Quote(l)))
+		}
+	}
+	return nil
+}
+
+// HookText is the plain-text form of a hook's reply, for burst_buffer.lua
+// when it asks over the socket itself (Accept: text/plain) instead of
+// starting rsa slurm-bb: the verdict on the first line, the message on
+// the second (one line, escaped), then the environment lines of the paths
+// hook, one a line. Lua 5.1 reads that with two patterns and no JSON.
+func HookText(r *HookReply) string {
+	if err := CheckEnv(r.Env); err != nil {
+		r = &HookReply{Verdict: Failure, Message: "rsa: paths: " + err.Error()}
+	}
+	var b strings.Builder
+	b.WriteString(textsafe.Line(r.Verdict) + "\n" + textsafe.Line(r.Message) + "\n")
+	for _, l := range r.Env {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
 }
 
 // Error is a failure with the HTTP status it travels as.

@@ -37,9 +37,13 @@ func NewClient(path string) *Client {
 
 // Unreachable reports whether err means the daemon is not there (not
 // started, restarting): worth retrying, unlike a refusal.
+// A daemon that is shutting down answers 503 to what it can no longer
+// take: the next one will.
 func Unreachable(err error) bool {
+	var e *Error
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		(errors.As(err, &e) && e.Status == http.StatusServiceUnavailable)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -361,12 +362,24 @@ func (h *handler) gc(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) hook(w http.ResponseWriter, r *http.Request) {
-	h.with(w, r, func(p Peer) (any, error) {
-		var req HookRequest
-		if err := decode(w, r, 4<<20, &req); err != nil {
-			return nil, err
-		}
-		req.Wait = min(req.Wait, maxWait)
-		return h.svc.Hook(r.Context(), p, req)
-	})
+	p, ok := peer(r)
+	if !ok {
+		h.reply(w, nil, Forbidden("caller's credentials unknown"))
+		return
+	}
+	var req HookRequest
+	if err := decode(w, r, 4<<20, &req); err != nil {
+		h.reply(w, nil, err)
+		return
+	}
+	req.Wait = min(req.Wait, maxWait)
+	rep, err := h.svc.Hook(r.Context(), p, req)
+	if err == nil && r.Header.Get("Accept") == "text/plain" {
+		// burst_buffer.lua, asking without a process. Any other
+		// answer (an error's status) sends it to rsa slurm-bb.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, HookText(rep))
+		return
+	}
+	h.reply(w, rep, err)
 }

@@ -132,6 +132,11 @@ type Limits struct {
 	MaxUserCapacity int64
 	// StageTimeout stops a stage-in or stage-out that runs longer.
 	StageTimeout time.Duration
+	// StageBWLimit caps the bytes per second each built-in stage-in and
+	// stage-out reads (rsa copy --bwlimit), so that one job's staging
+	// cannot take the whole shared file system or network from the
+	// others'. 0: no cap.
+	StageBWLimit int64
 	// UnstartedExpiry ends a job submitted with `rsa submit` that has not
 	// started this long after it was submitted, releasing its RAM.
 	UnstartedExpiry time.Duration
@@ -174,6 +179,7 @@ type file struct {
 		MaxJobCapacity        *string `toml:"max_job_capacity"`
 		MaxUserCapacity       *string `toml:"max_user_capacity"`
 		StageTimeout          *string `toml:"stage_timeout"`
+		StageBWLimit          *string `toml:"stage_bwlimit"`
 		UnstartedExpiry       *string `toml:"unstarted_expiry"`
 		KillGrace             *string `toml:"kill_grace"`
 		BytesPerInode         *string `toml:"bytes_per_inode"`
@@ -437,6 +443,7 @@ func parseLimits(f *file, l *Limits) error {
 		{"limits.max_job_capacity", fl.MaxJobCapacity, &l.MaxJobCapacity, 1 << 20},
 		{"limits.max_user_capacity", fl.MaxUserCapacity, &l.MaxUserCapacity, 1 << 20},
 		{"limits.bytes_per_inode", fl.BytesPerInode, &l.BytesPerInode, 1 << 10},
+		{"limits.stage_bwlimit", fl.StageBWLimit, &l.StageBWLimit, 0},
 	} {
 		if s.v == nil {
 			continue
@@ -465,6 +472,9 @@ func parseLimits(f *file, l *Limits) error {
 			return fmt.Errorf("%s: %q must be a duration of at least %s", d.key, *d.v, d.min)
 		}
 		*d.dst = v
+	}
+	if l.StageBWLimit > 0 && l.StageBWLimit < 1<<20 {
+		return fmt.Errorf("limits.stage_bwlimit: %q is below 1M a second, which would stall staging: give at least \"1M\", or \"0\" for no cap", *fl.StageBWLimit)
 	}
 	if l.MaxJobsPerUser > l.MaxActiveJobs {
 		l.MaxJobsPerUser = l.MaxActiveJobs

@@ -83,6 +83,9 @@ func encode(t *testing.T, c *Config) []byte {
 	if l.MaxUserCapacity != 0 {
 		limits["max_user_capacity"] = size(l.MaxUserCapacity)
 	}
+	if l.StageBWLimit != 0 {
+		limits["stage_bwlimit"] = size(l.StageBWLimit)
+	}
 	s := c.Slurm
 	slurm := map[string]any{"pool": s.Pool, "poll_interval": dur(s.PollInterval), "stage_in_lead": dur(s.StageInLead), "stage_rate": size(s.StageRate)}
 	if s.Users != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,10 +74,11 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
-	used, err := d.allocated(context.Background(), nil)
-	if err != nil {
-		d.log.Error("reading allocations", "err", err)
-		return msg{}, false
+	used := maps.Clone(d.holdings().byNode)
+	for _, p := range j.Alloc {
+		if lifecycle.HoldsNodes(j.RSA) {
+			used[p.Node] -= p.Bytes
+		}
 	}
 	// Decisions made but not yet committed hold their RAM too: a tick
 	// that assigns several waiting jobs must not give each the same free
@@ -153,14 +155,7 @@ func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
 	if limit <= 0 {
 		return ""
 	}
-	held, err := d.allocated(context.Background(), func(o *job.Job) bool { return o.UID == j.UID && o.ID != j.ID })
-	if err != nil {
-		return "cannot read allocations: " + err.Error()
-	}
-	var total int64
-	for _, n := range held {
-		total += n
-	}
+	total := d.holdings().byUser[j.UID] - own(j)
 	for id, ps := range d.reserved {
 		if id == j.ID {
 			continue
@@ -183,22 +178,29 @@ func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
 }
 
 // fits reports whether parts still fit beside what the committed jobs
-// other than id hold: the last word before an allocation is committed.
-func (d *Daemon) fits(ctx context.Context, id int64, parts []job.Part) (bool, error) {
-	used, err := d.allocated(ctx, func(o *job.Job) bool { return o.ID != id })
-	if err != nil {
-		return false, err
+// other than j hold: the last word before an allocation is committed.
+func (d *Daemon) fits(j *job.Job, parts []job.Part) bool {
+	used := maps.Clone(d.holdings().byNode)
+	if lifecycle.HoldsNodes(j.RSA) {
+		for _, p := range j.Alloc {
+			used[p.Node] -= p.Bytes
+		}
 	}
 	for _, p := range parts {
 		used[p.Node] += p.Bytes
 	}
 	for _, n := range d.cfg.Nodes {
 		if used[n.Name] > n.Capacity {
-			return false, nil
+			return false
 		}
 		delete(used, n.Name)
 	}
-	return len(used) == 0, nil // a part on a node not configured never fits
+	for _, b := range used {
+		if b > 0 {
+			return false // a part on a node not configured never fits
+		}
+	}
+	return true
 }
 
 // What a job waits for.
@@ -242,20 +244,61 @@ func (d *Daemon) waitingSince(id int64) time.Time {
 
 // allocated sums the RAM held on each node by the jobs whose state holds it
 // (and, if only is given, that it keeps).
-func (d *Daemon) allocated(ctx context.Context, only func(*job.Job) bool) (map[string]int64, error) {
-	jobs, err := d.store.List(ctx, false, 0)
-	if err != nil {
-		return nil, err
-	}
+func (d *Daemon) allocated(only func(*job.Job) bool) map[string]int64 {
 	used := map[string]int64{}
-	for _, j := range jobs {
+	d.store.EachActive(func(j *job.Job) {
 		if lifecycle.HoldsNodes(j.RSA) && (only == nil || only(j)) {
 			for _, p := range j.Alloc {
 				used[p.Node] += p.Bytes
 			}
 		}
+	})
+	return used
+}
+
+// holdings is the RAM the committed jobs hold, per RSA node and per user.
+// The scheduling pass asks for it once per waiting job; it is worked out
+// from every active job only when a commit changed it (issue 14: a pass
+// over 1,000 waiting and 9,000 holding jobs took 9 s when each decision
+// summed the active jobs itself).
+type holdings struct {
+	byNode map[string]int64
+	byUser map[uint32]int64
+}
+
+// holdings returns what the committed jobs hold; callers must not change
+// it.
+func (d *Daemon) holdings() *holdings {
+	d.mu.Lock()
+	h, gen := d.held, d.commits
+	d.mu.Unlock()
+	if h != nil {
+		return h
 	}
-	return used, nil
+	h = &holdings{byNode: map[string]int64{}, byUser: map[uint32]int64{}}
+	d.store.EachActive(func(j *job.Job) {
+		if lifecycle.HoldsNodes(j.RSA) {
+			for _, p := range j.Alloc {
+				h.byNode[p.Node] += p.Bytes
+				h.byUser[j.UID] += p.Bytes
+			}
+		}
+	})
+	// Kept only if no commit came between the read and now.
+	d.mu.Lock()
+	if d.commits == gen {
+		d.held = h
+	}
+	d.mu.Unlock()
+	return h
+}
+
+// own is the RAM j's committed record holds.
+func own(j *job.Job) int64 {
+	if !lifecycle.HoldsNodes(j.RSA) {
+		return 0
+	}
+	return j.Capacity()
 }
 
 // run carries out one action and returns its completion event.

@@ -8,6 +8,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +78,10 @@ type Daemon struct {
 	drains   map[string]store.Drain // RSA nodes an administrator drained
 	progress map[int64]job.Progress
 	waiting  map[int64]wait
+	// held is what the committed jobs hold, worked out once from the
+	// active jobs and dropped at every commit; nil: not worked out yet.
+	held    *holdings
+	commits uint64 // counts the commits, for held
 
 	// markers tell the Slurm prolog and epilog which jobs are RSA's while
 	// the daemon is down; unset without a scheduler.
@@ -175,7 +181,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
 		access:   access,
 		policy:   policy,
-		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups},
+		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit},
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,
@@ -389,21 +395,30 @@ func (d *Daemon) loop(ctx context.Context) {
 // tick re-evaluates the jobs that can move with time or capacity: those
 // waiting for nodes and those whose input-to-output switch may be due.
 func (d *Daemon) tick(ctx context.Context, now time.Time) {
-	jobs, err := d.store.List(ctx, false, 0)
-	if err != nil {
-		d.log.Error("listing jobs", "err", err)
-		return
-	}
-	for _, j := range jobs {
+	// Decided on the store's copies under its read lock, handled after
+	// it: handling commits.
+	var due []msg
+	d.store.EachActive(func(j *job.Job) {
 		if why := d.expired(j, now); why != "" {
 			d.log.Warn("job expired", "job", j.ID, "user", j.User, "why", why)
-			d.handle(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: now, Reason: why},
+			due = append(due, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: now, Reason: why},
 				edit: func(n *job.Job) { n.Error = why }})
-			continue
+			return
 		}
-		if j.RSA == lifecycle.Initial || (j.State == lifecycle.Running && j.RSA == lifecycle.InUseIn) {
-			d.handle(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: now}})
+		if j.RSA != lifecycle.Initial && (j.State != lifecycle.Running || j.RSA != lifecycle.InUseIn) {
+			return
 		}
+		ev := lifecycle.Event{Kind: lifecycle.EvTick, At: now}
+		// Step is pure and cheap: a job the tick leaves as it is (most
+		// running jobs, most of the time) costs no read of its record.
+		if out := lifecycle.Step(j.Machine(), ev); len(out.Changes) > 0 || len(out.Actions) > 0 {
+			due = append(due, msg{id: j.ID, ev: ev})
+		}
+	})
+	// In order of submission: the first waiting job gets the RAM first.
+	slices.SortFunc(due, func(a, b msg) int { return cmp.Compare(a.id, b.id) })
+	for _, m := range due {
+		d.handle(ctx, m)
 	}
 }
 
@@ -454,9 +469,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		if m.edit != nil {
 			m.edit(&probe)
 		}
-		if ok, err := d.fits(ctx, j.ID, probe.Alloc); err != nil {
-			return j, err
-		} else if !ok {
+		if !d.fits(j, probe.Alloc) {
 			d.log.Error("an allocation no longer fits; the job waits again", "job", j.ID, "alloc", probe.Alloc)
 			return j, nil
 		}
@@ -524,9 +537,12 @@ func isFailure(k lifecycle.EventKind) bool {
 	return false
 }
 
-// changed wakes every long-polling reader.
+// changed wakes every long-polling reader and drops what the holdings
+// were.
 func (d *Daemon) changed() {
 	d.mu.Lock()
+	d.held = nil
+	d.commits++
 	close(d.notify)
 	d.notify = make(chan struct{})
 	d.mu.Unlock()

@@ -59,9 +59,17 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 	if d.cfg.Scheduler == config.SchedulerNone {
 		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
 	}
-	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args)
+	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args, "via", r.Via)
+	via := "rsa"
+	switch r.Via {
+	case "":
+	case api.ViaLuaSocket:
+		via = r.Via
+	default:
+		return nil, api.Invalid("hook request via %q: leave via out, or say %q", textsafe.Line(r.Via), api.ViaLuaSocket)
+	}
 	if known[r.Hook] {
-		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, time.Since(began)) }(time.Now())
+		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, via, time.Since(began)) }(time.Now())
 	}
 	arg := func(i int) string {
 		if i < len(r.Args) {
@@ -194,14 +202,8 @@ func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err er
 // holds for other reasons (jobs sized by proportion, rsa run jobs, and
 // output kept in RAM after Slurm let go of a job).
 func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
-	unaccounted, err := d.allocated(ctx, func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
-	if err != nil {
-		return nil, err
-	}
-	all, err := d.allocated(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
+	unaccounted := d.allocated(func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
+	all := d.holdings().byNode
 	drained := d.drained()
 	var total, held int64
 	for _, n := range d.cfg.Nodes {
@@ -478,7 +480,7 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	}
 	var slj slurm.Job
 	if nodelist == "" || fresh {
-		if slj, err = d.slurmc.Job(ctx, name); err != nil {
+		if slj, err = d.slurmJobPatiently(ctx, name); err != nil {
 			return fmt.Errorf("reading job %s from Slurm: %w", name, err)
 		}
 		nodelist = cmpOr(nodelist, slj.NodeList)
@@ -497,6 +499,29 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	_, err = d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
 		edit: func(n *job.Job) { n.Hosts = hosts }})
 	return lost(err)
+}
+
+// slurmctldRestart bounds how long a hook that must read a job from Slurm
+// waits for slurmctld: pre_run runs while slurmctld may be restarting (a
+// failed pre_run requeues the job and holds it).
+const slurmctldRestart = time.Minute
+
+// slurmJobPatiently reads a job from Slurm, asking again for up to
+// slurmctldRestart while squeue fails.
+func (d *Daemon) slurmJobPatiently(ctx context.Context, name string) (slurm.Job, error) {
+	deadline := time.Now().Add(slurmctldRestart)
+	for {
+		j, err := d.slurmc.Job(ctx, name)
+		if err == nil || time.Now().After(deadline) {
+			return j, err
+		}
+		d.log.Warn("reading a job from Slurm failed; asking again", "slurm_job", name, "err", err)
+		select {
+		case <-ctx.Done():
+			return j, err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // lost drops the conflict of an event that another hook sent first (the

@@ -79,9 +79,9 @@ func New(src Source, version string) *Metrics {
 		}, []string{"kind"}),
 		hooks: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rsa_slurm_hook_duration_seconds",
-			Help:    "Time the daemon took to answer each Slurm hook (data_in and the like include their wait for RSA's work).",
+			Help:    "Time the daemon took to answer each Slurm hook (data_in and the like include their wait for RSA's work), by the way it came: via=\"lua-socket\" from burst_buffer.lua over the socket, via=\"rsa\" through a process (rsa slurm-bb, the prolog and epilog).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
-		}, []string{"hook"}),
+		}, []string{"hook", "via"}),
 	}
 	// Every failure kind exists from the start, at 0: an alert on
 	// increase() needs the series before the first failure.
@@ -116,9 +116,9 @@ func (m *Metrics) AddStaged(direction string, files, bytes int64) {
 // Failure counts one failure of a kind.
 func (m *Metrics) Failure(kind string) { m.failures.WithLabelValues(kind).Inc() }
 
-// ObserveHook records how long one Slurm hook took.
-func (m *Metrics) ObserveHook(hook string, d time.Duration) {
-	m.hooks.WithLabelValues(hook).Observe(d.Seconds())
+// ObserveHook records how long one Slurm hook took, and how it came.
+func (m *Metrics) ObserveHook(hook, via string, d time.Duration) {
+	m.hooks.WithLabelValues(hook, via).Observe(d.Seconds())
 }
 
 // Handler serves the metrics in Prometheus' text format.

@@ -23,7 +23,7 @@ func (fakeSource) Nodes(context.Context) ([]NodeUse, error) {
 func TestDashboardNamesExist(t *testing.T) {
 	m := New(fakeSource{}, "v")
 	m.ObservePhase(StageIn, time.Second)
-	m.ObserveHook("data_in", time.Millisecond)
+	m.ObserveHook("data_in", "rsa", time.Millisecond)
 	mfs, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

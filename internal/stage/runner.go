@@ -64,6 +64,9 @@ func BuiltIn(p string) bool { return p == ModePack || p == ModeUnpack }
 type Runner struct {
 	Self    string
 	Cgroups *cgroup.Parent
+	// BWLimit caps the bytes per second a built-in copy reads (0: no
+	// cap); a job's own program is not held to it.
+	BWLimit int64
 	// LogHead and LogTail bound what one stage writes to its log: the
 	// first LogHead bytes and the last LogTail are kept (0: 1 MiB and 256
 	// KiB).
@@ -82,6 +85,9 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	dir := "/"
 	custom := t.Program != "" && !BuiltIn(t.Program)
 	copyArgs := []string{r.Self, "copy", "--progress=json", "--json", "--sync"}
+	if r.BWLimit > 0 {
+		copyArgs = append(copyArgs, fmt.Sprintf("--bwlimit=%d", r.BWLimit))
+	}
 	if t.Phase == "stage-out" {
 		copyArgs = append(copyArgs, "--verify") // before the RAMDISK may go
 	}

@@ -28,11 +28,11 @@ const (
 )
 
 // benchStore is a store of a busy site's size.
-func benchStore(b *testing.B) *Store { return fillStore(b, benchEnded, benchActive) }
+func benchStore(b *testing.B) *Store { s, _ := fillStore(b, benchEnded, benchActive); return s }
 
 // fillStore fills a store with ended and active jobs in one transaction
 // (the daemon commits one job at a time; filling is not what is measured).
-func fillStore(b testing.TB, ended, active int) *Store {
+func fillStore(b testing.TB, ended, active int) (*Store, string) {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -72,10 +72,13 @@ func fillStore(b testing.TB, ended, active int) *Store {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
+	if err := s.load(ctx); err != nil { // what Open does at start
+		b.Fatal(err)
+	}
 	if fi, err := os.Stat(filepath.Join(dir, "rsa.db")); err == nil {
 		b.Logf("store: %d ended and %d active jobs, 6 events each: %.1f MiB", ended, active, float64(fi.Size())/(1<<20))
 	}
-	return s
+	return s, dir
 }
 
 // BenchmarkListActive is the read behind each scheduling pass.
@@ -120,7 +123,7 @@ func BenchmarkPurge(b *testing.B) {
 // events, and nothing else.
 func TestPurgeInBatches(t *testing.T) {
 	const ended, active = 2*purgeBatch + 1, 3
-	s := fillStore(t, ended, active)
+	s, _ := fillStore(t, ended, active)
 	gone, err := s.Purge(context.Background(), time.Now().Add(-90*24*time.Hour))
 	if err != nil || len(gone) != ended {
 		t.Fatalf("purged %d of %d: %v", len(gone), ended, err)
@@ -132,5 +135,22 @@ func TestPurgeInBatches(t *testing.T) {
 	var events int
 	if err := s.db.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&events); err != nil || events != 6*active {
 		t.Errorf("%d events left, want %d: %v", events, 6*active, err)
+	}
+}
+
+// BenchmarkOpen is the store's part of a daemon's start: the migrations
+// check and reading the 10,000 active jobs into memory.
+func BenchmarkOpen(b *testing.B) {
+	s, dir := fillStore(b, benchEnded, benchActive)
+	s.Close()
+	for b.Loop() {
+		s, err := Open(context.Background(), dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if js, _ := s.List(context.Background(), false, 0); len(js) != benchActive {
+			b.Fatalf("%d active jobs", len(js))
+		}
+		s.Close()
 	}
 }

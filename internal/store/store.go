@@ -5,6 +5,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -12,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -29,6 +32,14 @@ var ErrConflict = errors.New("job changed concurrently")
 // Store is the state database.
 type Store struct {
 	db *sql.DB
+
+	// active is a copy of the jobs not done, loaded at Open and updated
+	// after each Create and Commit that succeeded. The daemon reads every
+	// active job for each scheduling pass and most hooks: decoding 10,000
+	// records from SQLite took 113 ms a read (issue 14), the copy a few.
+	// SQLite stays the truth; the copy is only ever what it committed.
+	mu     sync.RWMutex
+	active map[int64]*job.Job
 }
 
 // migrations are applied in order; the schema version is their count. Never
@@ -98,7 +109,48 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s: %w", path, err)
 	}
+	if err := s.load(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("reading the active jobs of %s: %w", path, err)
+	}
 	return s, nil
+}
+
+// load fills the copy of the active jobs from the database.
+func (s *Store) load(ctx context.Context) error {
+	jobs, err := s.query(ctx, `SELECT record FROM jobs WHERE done=0 ORDER BY id`)
+	if err != nil {
+		return err
+	}
+	active := make(map[int64]*job.Job, len(jobs))
+	for _, j := range jobs {
+		active[j.ID] = j
+	}
+	s.mu.Lock()
+	s.active = active
+	s.mu.Unlock()
+	return nil
+}
+
+// remember keeps the committed j in the copy of the active jobs, or drops
+// it from there once it is done.
+func (s *Store) remember(j *job.Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j.Machine().Done() {
+		delete(s.active, j.ID)
+		return
+	}
+	s.active[j.ID] = clone(j)
+}
+
+// clone is a copy of j that shares nothing a caller could change.
+func clone(j *job.Job) *job.Job {
+	c := *j
+	c.Groups = slices.Clone(j.Groups)
+	c.Alloc = slices.Clone(j.Alloc)
+	c.Hosts = slices.Clone(j.Hosts)
+	return &c
 }
 
 // Close closes the database.
@@ -169,7 +221,11 @@ func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) erro
 	if err := insertEvents(ctx, tx, j.ID, events); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.remember(j)
+	return nil
 }
 
 // Commit stores j (whose Version must be the one read) and appends events,
@@ -201,6 +257,7 @@ func (s *Store) Commit(ctx context.Context, j *job.Job, events []job.Event) erro
 		return fmt.Errorf("committing job %d: %w", j.ID, err)
 	}
 	j.Version = next.Version
+	s.remember(&next)
 	return nil
 }
 
@@ -288,8 +345,14 @@ func (s *Store) purgeBatch(ctx context.Context, before time.Time) ([]Purged, err
 	return out, nil
 }
 
-// Get returns one job.
+// Get returns one job, from the copy if it is active.
 func (s *Store) Get(ctx context.Context, id int64) (*job.Job, error) {
+	s.mu.RLock()
+	j, ok := s.active[id]
+	s.mu.RUnlock()
+	if ok {
+		return clone(j), nil
+	}
 	var rec []byte
 	err := s.db.QueryRowContext(ctx, `SELECT record FROM jobs WHERE id=?`, id).Scan(&rec)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -327,13 +390,36 @@ func decode(rec []byte) (*job.Job, error) {
 	return &j, nil
 }
 
-// List returns jobs in id order: the active ones, or all when all is set
-// (the newest limit of them).
+// List returns jobs in id order: the active ones (from the copy), or all
+// when all is set (the newest limit of them).
 func (s *Store) List(ctx context.Context, all bool, limit int) ([]*job.Job, error) {
-	q := `SELECT record FROM jobs WHERE done=0 ORDER BY id`
 	if all {
-		q = fmt.Sprintf(`SELECT record FROM (SELECT id, record FROM jobs ORDER BY id DESC LIMIT %d) ORDER BY id`, limit)
+		return s.query(ctx, fmt.Sprintf(`SELECT record FROM (SELECT id, record FROM jobs ORDER BY id DESC LIMIT %d) ORDER BY id`, limit))
 	}
+	s.mu.RLock()
+	out := make([]*job.Job, 0, len(s.active))
+	for _, j := range s.active {
+		out = append(out, clone(j))
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *job.Job) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// EachActive calls fn for every active job, in no order, under a read
+// lock: fn must not change j, keep it, or call the store's writers. It is
+// List without the copies, for passes over every active job that read a
+// few fields of each (10,000 copies cost about 10 ms).
+func (s *Store) EachActive(fn func(j *job.Job)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, j := range s.active {
+		fn(j)
+	}
+}
+
+// query decodes the job records a query selects.
+func (s *Store) query(ctx context.Context, q string) ([]*job.Job, error) {
 	rows, err := s.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err

@@ -177,3 +177,67 @@ func TestPurge(t *testing.T) {
 		t.Errorf("a new job got id %d, not above the purged ones", next.ID)
 	}
 }
+
+// The copy of the active jobs answers as the database would: a caller's
+// changes to what it got do not reach it, a failed commit leaves it as it
+// was, a done job leaves it (and is still found in the database), and a
+// reopened store has it again.
+func TestActiveCopy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	mk := func() *job.Job {
+		j := &job.Job{Spec: job.Spec{Input: "/home/u/in"}, UID: 1000, GID: 1000, User: "u",
+			State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+		if err := s.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	a, b := mk(), mk()
+
+	got, _ := s.Get(ctx, a.ID)
+	got.Alloc = append(got.Alloc, job.Part{Node: "n", Bytes: 1})
+	got.RSA = lifecycle.Assigned
+	if again, _ := s.Get(ctx, a.ID); again.RSA != lifecycle.Initial || len(again.Alloc) != 0 {
+		t.Fatalf("a caller's change reached the copy: %+v", again)
+	}
+
+	stale := *a
+	a.RSA, a.Alloc = lifecycle.Assigned, []job.Part{{Node: "n", Bytes: 1 << 20}}
+	if err := s.Commit(ctx, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	a.Alloc[0].Bytes = 7 // the caller's slice, after the commit
+	if err := s.Commit(ctx, &stale, nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("stale commit: %v", err)
+	}
+	if got, _ := s.Get(ctx, a.ID); got.RSA != lifecycle.Assigned || got.Alloc[0].Bytes != 1<<20 || got.Version != 2 {
+		t.Fatalf("after a commit and a refused one: %+v", got)
+	}
+
+	b.State, b.RSA = lifecycle.Finished, lifecycle.Released
+	if err := s.Commit(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if active, _ := s.List(ctx, false, 0); len(active) != 1 || active[0].ID != a.ID {
+		t.Fatalf("active after b ended: %v", active)
+	}
+	if got, err := s.Get(ctx, b.ID); err != nil || got.RSA != lifecycle.Released {
+		t.Fatalf("an ended job from the database: %v %v", got, err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if active, _ := s.List(ctx, false, 0); len(active) != 1 || active[0].ID != a.ID || active[0].Alloc[0].Bytes != 1<<20 {
+		t.Fatalf("active after reopening: %v", active)
+	}
+}

@@ -515,11 +515,17 @@ func testHookMetrics(c *cluster) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	// The hooks inside slurmctld come over the socket from the Lua itself
+	// (lua-socket), the others through rsa slurm-bb (issue 14, point 1).
 	for _, hook := range []string{"job_process", "setup", "data_in", "paths", "pre_run", "data_out", "teardown", "pools"} {
-		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `"} `
+		via := "rsa"
+		if hook == "job_process" || hook == "paths" || hook == "pools" {
+			via = "lua-socket"
+		}
+		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + via + `"} `
 		i := strings.Index(string(b), series)
 		if i < 0 {
-			c.t.Errorf("no latency of hook %s in the metrics", hook)
+			c.t.Errorf("no latency of hook %s via %s in the metrics", hook, via)
 			continue
 		}
 		rest := string(b)[i+len(series):]

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/mounttest"
+	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// rsa agent serves with the certificate its flags name, answers the
+// daemon, stops on its context's end (SIGTERM, SIGINT), and refuses to
+// start with a certificate an agent cannot serve with.
+func TestAgentCommand(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := testutil.TempDir(t)
+	t.Cleanup(func() { mounttest.UnmountBelow(dir) })
+	ca := filepath.Join(dir, "ca")
+	if _, err := pki.Init(ca, pki.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for node, role := range map[string]pki.Role{"ctl1": pki.RoleControl, "rsa1": pki.RoleStorage} {
+		if _, err := pki.Issue(ca, filepath.Join(dir, node), node, role, pki.IssueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := []string{"--brick-root", filepath.Join(dir, "bricks"), "--volume-root", filepath.Join(dir, "volumes")}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"control certificate", []string{"--pki", filepath.Join(dir, "ctl1")}, "not an agent's"},
+		{"no certificate", []string{"--pki", filepath.Join(dir, "none")}, filepath.Join(dir, "none", pki.CAFile)},
+		{"bad brick root", []string{"--pki", filepath.Join(dir, "rsa1"), "--brick-root", "bricks"}, "clean absolute path"},
+		{"an argument", []string{"--pki", filepath.Join(dir, "rsa1"), "now"}, "unknown command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRoot(&globals{})
+			root.SetOut(&bytes.Buffer{})
+			root.SetErr(&bytes.Buffer{})
+			root.SetArgs(append(append([]string{"agent", "--listen", "127.0.0.1:0"}, roots...), tc.args...))
+			err := root.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("rsa agent %s: %v, want an error saying %q", strings.Join(tc.args, " "), err, tc.want)
+			}
+		})
+	}
+
+	// A free port for the agent (listening on :0 would hide it from the test).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	node := filepath.Join(dir, "rsa1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRoot(&globals{})
+	root.SetArgs(append([]string{"agent", "--listen", addr, "--pki", filepath.Join(dir, "elsewhere"),
+		"--ca", filepath.Join(node, pki.CAFile), "--cert", filepath.Join(node, pki.CertFile), "--key", filepath.Join(node, pki.KeyFile)}, roots...))
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	id, err := pki.Load(pki.DirFiles(filepath.Join(dir, "ctl1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := agent.NewClient(id, "rsa1", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var st *agent.Status
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if st, err = c.Status(ctx); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("rsa agent stopped: %v", err)
+		default:
+		}
+		if !agent.Transient(err) || time.Now().After(deadline) {
+			t.Fatalf("rsa agent does not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st.Node != "rsa1" || st.Role != pki.RoleStorage || st.Version != version {
+		t.Errorf("status %+v", st)
+	}
+	if _, err := c.MakeBrick(ctx, agent.VolumeName(1), agent.BrickSpec{Size: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveBrick(ctx, agent.VolumeName(1)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("rsa agent, stopped: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("rsa agent did not stop when told to")
+	}
+}

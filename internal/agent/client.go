@@ -1,0 +1,276 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/pki"
+)
+
+// Client is the daemon's connection to the agent of one node.
+//
+// Every operation is idempotent: after any failure the daemon may send
+// the same request again, and gets the result one success would have
+// given. The client itself never retries; wrap it for that, retrying
+// while Transient(err) holds and the daemon's deadline allows.
+//
+// Each kind of operation is sent over connections whose handshake checked
+// that the agent's certificate names the node and carries a role that
+// serves that kind (pki.Identity.ClientConfig): a storage operation never
+// reaches a compute node's agent, even one that answers at the address
+// dialled. A Client may be used concurrently.
+type Client struct {
+	node string
+	base string
+	// One HTTP client per kind of operation, each pooling its own
+	// connections, checked for that kind in the handshake.
+	status, storage, compute *http.Client
+}
+
+// Client-side bounds: reaching a node and proving who it is take a moment
+// on a live network; beyond these the node is as good as down.
+const (
+	dialTimeout      = 10 * time.Second
+	handshakeTimeout = 10 * time.Second
+	// clientIdle closes pooled connections before the agent does
+	// (idleTimeout), so that a request is never sent on a connection the
+	// agent is closing.
+	clientIdle      = idleTimeout / 2
+	maxResponseBody = 16 << 20
+)
+
+// NewClient returns a client of the agent of node, reached at addr
+// (HOST:PORT; empty means node:DefaultPort), with the daemon's identity
+// id (role control). It connects nothing yet.
+func NewClient(id *pki.Identity, node, addr string) (*Client, error) {
+	if addr == "" {
+		addr = net.JoinHostPort(node, strconv.Itoa(DefaultPort))
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("agent address %q of node %s: %w; give HOST:PORT", addr, node, err)
+	}
+	c := &Client{node: node, base: "https://" + addr}
+	for _, k := range []struct {
+		hc   **http.Client
+		kind pki.Kind
+	}{{&c.status, pki.KindStatus}, {&c.storage, pki.KindStorage}, {&c.compute, pki.KindCompute}} {
+		tc, err := id.ClientConfig(node, k.kind)
+		if err != nil {
+			return nil, err
+		}
+		*k.hc = &http.Client{
+			Transport: &http.Transport{
+				Proxy:               nil, // the cluster's own network, never a proxy
+				DialContext:         (&net.Dialer{Timeout: dialTimeout}).DialContext,
+				TLSClientConfig:     tc,
+				TLSHandshakeTimeout: handshakeTimeout,
+				IdleConnTimeout:     clientIdle,
+				MaxIdleConnsPerHost: 4,
+			},
+			// An agent never redirects; following one would send the
+			// operation somewhere the daemon did not choose.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return c, nil
+}
+
+// Node is the node the client talks to.
+func (c *Client) Node() string { return c.node }
+
+// Close closes the client's idle connections. The client stays usable.
+func (c *Client) Close() {
+	for _, hc := range []*http.Client{c.status, c.storage, c.compute} {
+		hc.CloseIdleConnections()
+	}
+}
+
+// Status reads the node's state: RAM, bricks, mounts, and its boot id and
+// the agent's start time, by which the daemon tells a rebooted node (every
+// brick and mount gone) from a restarted agent (nothing lost). Any agent
+// role answers it.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var st Status
+	if err := c.do(ctx, c.status, http.MethodGet, "/v1/status", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// MakeBrick makes volume's brick on a storage node and returns it as the
+// node's kernel has it (see Server.MakeBrick): idempotent for the same
+// spec; another size or inode bound for an existing brick fails wrapping
+// ErrConflict.
+func (c *Client) MakeBrick(ctx context.Context, volume string, spec BrickSpec) (Brick, error) {
+	if err := CheckVolume(volume); err != nil {
+		return Brick{}, err
+	}
+	var b Brick
+	err := c.do(ctx, c.storage, http.MethodPut, "/v1/bricks/"+volume, spec, &b)
+	return b, err
+}
+
+// RemoveBrick unmounts volume's brick on a storage node, freeing its RAM
+// (see Server.RemoveBrick): a brick that is not there is success; one in
+// use fails wrapping ErrBusy, which is transient.
+func (c *Client) RemoveBrick(ctx context.Context, volume string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	return c.do(ctx, c.storage, http.MethodDelete, "/v1/bricks/"+volume, nil, nil)
+}
+
+// Mount binds volume, mounted on a compute node, over the job directory
+// req.Target there, after the node checks it race-free (see Server.Mount):
+// idempotent; a target that fails the checks wraps ErrInvalid with the
+// reason, a volume not mounted on the node ErrNotFound.
+func (c *Client) Mount(ctx context.Context, volume string, req MountRequest) (Mount, error) {
+	if err := CheckVolume(volume); err != nil {
+		return Mount{}, err
+	}
+	var m Mount
+	err := c.do(ctx, c.compute, http.MethodPut, "/v1/mounts/"+volume, req, &m)
+	return m, err
+}
+
+// Unmount removes volume's binds on a compute node: the one at target, or
+// all of them if target is empty (see Server.Unmount). Nothing to remove
+// is success. A bind in use fails wrapping ErrBusy (transient) unless
+// detach is set, which detaches it instead.
+func (c *Client) Unmount(ctx context.Context, volume, target string, detach bool) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	q := url.Values{}
+	if target != "" {
+		q.Set("target", target)
+	}
+	if detach {
+		q.Set("detach", "true")
+	}
+	path := "/v1/mounts/" + volume
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return c.do(ctx, c.compute, http.MethodDelete, path, nil, nil)
+}
+
+// Error is an agent's refusal or failure, as it answered.
+type Error struct {
+	Node   string // the node whose agent answered
+	Status int    // the HTTP status
+	Code   string // the agent's code: "invalid", "busy", ...
+	Msg    string // the agent's message: the problem and the fix
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("agent on %s: %s", e.Node, e.Msg) }
+
+// Is makes errors.Is(err, ErrBusy) and the other kinds hold for the
+// agent's answers of that kind.
+func (e *Error) Is(target error) bool {
+	k := kindOf(e.Code)
+	return k != nil && k == target
+}
+
+// do sends one request and decodes the answer into out (if not nil).
+func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("agent on %s: encoding the request: %w", c.node, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("agent on %s: %w", c.node, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("agent on %s: %s %s: %w", c.node, method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
+	if err == nil && len(data) > maxResponseBody {
+		err = fmt.Errorf("answer longer than %d bytes", maxResponseBody)
+	}
+	if err != nil {
+		return fmt.Errorf("agent on %s: %s %s: reading the answer: %w", c.node, method, req.URL.Path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb errorBody
+		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
+			eb = errorBody{Error: fmt.Sprintf("%s %s: %s", method, req.URL.Path, resp.Status), Code: codeInternal}
+		}
+		return &Error{Node: c.node, Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("agent on %s: %s %s: decoding the answer: %w", c.node, method, req.URL.Path, err)
+		}
+	}
+	return nil
+}
+
+// Transient reports whether the same request, sent again later, may
+// succeed without anyone changing anything: the agent did not answer (the
+// node or its agent is down or restarting, the connection broke or timed
+// out) or it answered ErrBusy. Everything else is permanent until someone
+// acts: the agent's refusals (ErrInvalid, ErrForbidden, ErrNotFound,
+// ErrConflict) and failures (code "internal"), a TLS handshake that failed
+// on a certificate or a role, and the caller's own context ending.
+func Transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, ErrBusy) {
+		return true
+	}
+	if ae := (*Error)(nil); errors.As(err, &ae) {
+		return false
+	}
+	// Trust failures: the certificates are wrong, and stay wrong.
+	var (
+		verr  *tls.CertificateVerificationError
+		uaerr x509.UnknownAuthorityError
+		herr  x509.HostnameError
+		cerr  x509.CertificateInvalidError
+		alert tls.AlertError
+	)
+	if errors.As(err, &verr) || errors.As(err, &uaerr) || errors.As(err, &herr) || errors.As(err, &cerr) || errors.As(err, &alert) {
+		return false
+	}
+	if oe := (*net.OpError)(nil); errors.As(err, &oe) {
+		if oe.Op == "remote error" { // a TLS alert from the agent: it refused our certificate
+			return false
+		}
+		if oe.Op == "dial" {
+			if de := (*net.DNSError)(nil); errors.As(err, &de) && de.IsNotFound {
+				return false // a node name that does not resolve
+			}
+			return true
+		}
+	}
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}

@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// Compute: a job's volume is mounted on the compute node at
+// VolumeRoot/{volume} (the Gluster client mount; until the agent makes it
+// itself, whoever sets the node up does), and bound from there over the
+// job's own directories by package mount, with the checks RSA makes on
+// one host: the target opened with openat2 without symbolic links, owned
+// by the job's user, on a file system the site's policy allows, and
+// mounted through the opened descriptor (move_mount).
+//
+// The kernel's mount table is the only record: the volume is the mount at
+// VolumeRoot/{volume} whose source names the volume, and its binds are
+// the other mounts of the same file system (its device).
+
+func (s *Server) volumeSource(volume string) string { return filepath.Join(s.volumeRoot, volume) }
+
+// isVolume reports whether m is volume's own file system: a Gluster
+// client mount of the volume (source HOST:/volume), or a tmpfs named
+// after it (a volume on one node, as tests make). The root of the file
+// system, not a bind of a directory in it: its binds are found by its
+// device, which must be the volume's alone.
+func isVolume(volume string, m mount.Info) bool {
+	if m.Root != "/" {
+		return false
+	}
+	switch m.FSType {
+	case "fuse.glusterfs":
+		i := strings.LastIndex(m.Source, ":")
+		return i > 0 && strings.TrimPrefix(m.Source[i+1:], "/") == volume
+	case "tmpfs":
+		return m.Source == volume
+	}
+	return false
+}
+
+// volumeAt reads volume's mount on this node. ok is false when nothing is
+// mounted at VolumeRoot/{volume}; something else there is an error
+// wrapping ErrConflict.
+func (s *Server) volumeAt(volume string) (m mount.Info, ok bool, err error) {
+	src := s.volumeSource(volume)
+	m, ok, err = mount.MountedAt(src)
+	if err != nil {
+		return mount.Info{}, false, fmt.Errorf("reading the mount table: %w", err)
+	}
+	if ok && !isVolume(volume, m) {
+		return mount.Info{}, true, failf(ErrConflict, "%s is a mount point of %s (%s), not of volume %s; leaving it for an administrator",
+			src, m.FSType, shorten(m.Source), volume)
+	}
+	return m, ok, nil
+}
+
+// bindRole is the role package mount names a target by in its messages.
+func bindRole(role string) (string, error) {
+	switch role {
+	case RoleInput:
+		return "input directory", nil
+	case RoleOutput:
+		return "output directory", nil
+	}
+	return "", failf(ErrInvalid, "role %q is neither %s nor %s", shorten(role), RoleInput, RoleOutput)
+}
+
+// Mount binds volume, mounted on this node at VolumeRoot/{volume}, over
+// req.Target, after package mount's race-free checks of the target under
+// the policy req carries. A target that already shows the volume is left
+// as it is. A volume not mounted here fails wrapping ErrNotFound; a
+// target that fails the checks, wrapping ErrInvalid, with the reason and
+// the fix (mount.TargetError). It returns the volume's mounts afterwards.
+func (s *Server) Mount(volume string, req MountRequest) (Mount, error) {
+	if err := CheckVolume(volume); err != nil {
+		return Mount{}, err
+	}
+	role, err := bindRole(req.Role)
+	if err != nil {
+		return Mount{}, err
+	}
+	if req.UID == 0 {
+		return Mount{}, failf(ErrInvalid, "binding volume %s for uid 0: RSA never mounts for root", volume)
+	}
+	for _, p := range req.AllowedPaths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return Mount{}, failf(ErrInvalid, "allowed path %q is not a clean absolute path", shorten(p))
+		}
+	}
+	policy := mount.Policy{AllowedPaths: req.AllowedPaths, RefuseFSTypes: req.RefuseFSTypes}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm, ok, err := s.volumeAt(volume)
+	if err != nil {
+		return Mount{}, err
+	}
+	src := s.volumeSource(volume)
+	if !ok {
+		return Mount{}, failf(ErrNotFound, "volume %s is not mounted on this node (at %s): mount it there first", volume, src)
+	}
+	// Bound there already, by a request whose answer was lost? Asked of
+	// the mount table, by the target's name: nothing is opened, so no
+	// check is skipped for a mount that is not already the volume's.
+	if top, ok, err := mount.MountedAt(req.Target); err != nil {
+		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+	} else if ok && top.Dev == vm.Dev && top.Root == vm.Root {
+		return s.mountOf(volume, vm)
+	}
+	if err := policy.Bind(role, src, req.Target, req.UID); err != nil {
+		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
+			return Mount{}, failf(ErrInvalid, "binding volume %s: %w", volume, err)
+		}
+		return Mount{}, fmt.Errorf("binding volume %s over %s: %w", volume, shorten(req.Target), err)
+	}
+	s.log.Info("volume bound", "volume", volume, "target", req.Target, "uid", req.UID, "role", req.Role)
+	return s.mountOf(volume, vm)
+}
+
+// Unmount removes volume's binds on this node: the one at target, or
+// every one if target is empty. The volume's own mount at
+// VolumeRoot/{volume} stays. A bind in use (a process inside, a file
+// open) fails wrapping ErrBusy and stays, unless detach is set: then it
+// is detached, gone from the job's path at once, and its file system goes
+// when the last user lets go. Nothing to remove is no error.
+//
+// Binds are found by the volume's device, so binds left behind after the
+// volume itself was unmounted are not found: unmount the volume last.
+func (s *Server) Unmount(volume, target string, detach bool) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	if target != "" && (!filepath.IsAbs(target) || filepath.Clean(target) != target) {
+		return failf(ErrInvalid, "target %q is not a clean absolute path", shorten(target))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm, ok, err := s.volumeAt(volume)
+	if err != nil || !ok {
+		return err
+	}
+	src := s.volumeSource(volume)
+	binds, err := mount.Binds(src)
+	if err != nil {
+		return fmt.Errorf("reading the binds of volume %s: %w", volume, err)
+	}
+	if len(binds) == 0 {
+		return nil
+	}
+	if target == "" {
+		err = mount.UnbindDev(vm.Dev, src, detach)
+	} else {
+		err = unbindAt(binds, target, detach)
+	}
+	if errors.Is(err, mount.ErrBusy) {
+		return failf(ErrBusy, "volume %s is still in use on this node (a process inside, a file open): %w", volume, err)
+	}
+	if err != nil {
+		return fmt.Errorf("unbinding volume %s: %w", volume, err)
+	}
+	s.log.Info("volume unbound", "volume", volume, "target", target, "detach", detach)
+	return nil
+}
+
+// unbindAt removes those of a volume's binds whose mount point is target.
+func unbindAt(binds []mount.Info, target string, detach bool) error {
+	var errs []error
+	for _, b := range binds {
+		if p, err := mount.MountPoint(b.ID); err == nil && p == target {
+			errs = append(errs, mount.Unmount(b, detach))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountOf describes volume's mount vm and its binds.
+func (s *Server) mountOf(volume string, vm mount.Info) (Mount, error) {
+	src := s.volumeSource(volume)
+	binds, err := mount.Binds(src)
+	if err != nil {
+		return Mount{}, fmt.Errorf("reading the binds of volume %s: %w", volume, err)
+	}
+	out := Mount{Volume: volume, Source: src, FSType: vm.FSType, Targets: []string{}}
+	for _, b := range binds {
+		p, err := mount.MountPoint(b.ID)
+		if err != nil {
+			continue // gone meanwhile, or moved where RSA does not read
+		}
+		out.Targets = append(out.Targets, p)
+	}
+	slices.Sort(out.Targets)
+	return out, nil
+}
+
+// mounts lists the volumes mounted in VolumeRoot in the mount table ms,
+// with their binds, by job.
+func (s *Server) mounts(ms []mount.Info) ([]Mount, error) {
+	var names []string
+	for _, m := range ms {
+		v := filepath.Base(m.Point)
+		if filepath.Dir(m.Point) == s.volumeRoot && CheckVolume(v) == nil && isVolume(v, m) && !slices.Contains(names, v) {
+			names = append(names, v)
+		}
+	}
+	out := []Mount{}
+	for _, v := range names {
+		vm, ok, err := s.volumeAt(v)
+		if errors.Is(err, ErrConflict) || err == nil && !ok {
+			continue // hidden or gone meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		m, err := s.mountOf(v, vm)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Mount) int { return byJob(a.Volume, b.Volume) })
+	return out, nil
+}

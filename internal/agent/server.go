@@ -1,0 +1,399 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/pki"
+)
+
+// Config is what an agent needs.
+type Config struct {
+	// Identity is the agent's certificate: its role (storage, compute or
+	// both) says which operations it serves.
+	Identity *pki.Identity
+	// BrickRoot holds one tmpfs per brick (default DefaultBrickRoot).
+	BrickRoot string
+	// VolumeRoot is where jobs' volumes are mounted on this node
+	// (default DefaultVolumeRoot).
+	VolumeRoot string
+	// Log hears of every change and every refused request; nil means
+	// slog.Default().
+	Log *slog.Logger
+	// Version is reported in status.
+	Version string
+}
+
+// Server is an agent. It holds no state of its own beyond its
+// configuration: what it reports it reads from the kernel on each request.
+// Its methods may be called concurrently.
+type Server struct {
+	id         *pki.Identity
+	tls        *tls.Config
+	brickRoot  string
+	volumeRoot string
+	log        *slog.Logger
+	version    string
+	bootID     string
+	started    time.Time
+
+	// mu serialises the operations that change mounts, so that two
+	// requests for one volume (the daemon retrying while the first is
+	// still at work) cannot both find it missing and both mount it.
+	mu sync.Mutex
+}
+
+// New checks cfg and prepares the agent's directories: BrickRoot if the
+// role serves storage, VolumeRoot if it serves compute, each created
+// root-owned 0700 if missing (no user needs to pass through either: users
+// reach a volume only through its bind at their own directory). It fails
+// for an identity that cannot serve, such as the daemon's (role control).
+func New(cfg Config) (*Server, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("agent: no TLS identity")
+	}
+	tc, err := cfg.Identity.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		id:         cfg.Identity,
+		tls:        tc,
+		brickRoot:  cfg.BrickRoot,
+		volumeRoot: cfg.VolumeRoot,
+		log:        cfg.Log,
+		version:    cfg.Version,
+		started:    time.Now(),
+	}
+	if s.brickRoot == "" {
+		s.brickRoot = DefaultBrickRoot
+	}
+	if s.volumeRoot == "" {
+		s.volumeRoot = DefaultVolumeRoot
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	for _, r := range []struct {
+		flag, dir string
+		kind      pki.Kind
+	}{{"brick root", s.brickRoot, pki.KindStorage}, {"volume root", s.volumeRoot, pki.KindCompute}} {
+		if !filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir || r.dir == "/" {
+			return nil, fmt.Errorf("agent %s %q must be a clean absolute path below /", r.flag, r.dir)
+		}
+		if cfg.Identity.Role().Allows(r.kind) {
+			if err := prepareRoot(r.flag, r.dir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.bootID, err = readBootID(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareRoot makes dir a root-owned 0700 directory, not a symbolic link.
+func prepareRoot(what, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating the agent's %s: %w", what, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("examining the agent's %s: %w", what, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("the agent's %s %s is not a directory (a symbolic link?); give the real path", what, dir)
+	}
+	if err := os.Chown(dir, 0, 0); err != nil {
+		return fmt.Errorf("securing the agent's %s: %w", what, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("securing the agent's %s: %w", what, err)
+	}
+	return nil
+}
+
+// readBootID reads the kernel's boot_id, a random UUID drawn at boot.
+func readBootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("reading the boot id, which tells the daemon of a reboot: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// The HTTP server's bounds. Every request is small and every operation a
+// few system calls: a peer that takes longer is stuck or hostile, and holds
+// a connection meanwhile.
+const (
+	maxRequestBody = 64 << 10
+	readTimeout    = 30 * time.Second
+	writeTimeout   = 2 * time.Minute
+	idleTimeout    = 60 * time.Second
+	shutdownGrace  = 10 * time.Second
+)
+
+// Handler serves the agent's operations. It expects requests over a TLS
+// connection made with the agent's ServerConfig (Serve does that): each
+// handler first authorises the caller's verified certificate for the
+// operation's kind.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", s.op(pki.KindStatus, func(*http.Request, string) (any, error) {
+		return s.Status()
+	}))
+	mux.HandleFunc("PUT /v1/bricks/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		var spec BrickSpec
+		if err := decode(r, &spec); err != nil {
+			return nil, err
+		}
+		return s.MakeBrick(v, spec)
+	}))
+	mux.HandleFunc("DELETE /v1/bricks/{volume}", s.op(pki.KindStorage, func(_ *http.Request, v string) (any, error) {
+		return struct{}{}, s.RemoveBrick(v)
+	}))
+	mux.HandleFunc("PUT /v1/mounts/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+		var req MountRequest
+		if err := decode(r, &req); err != nil {
+			return nil, err
+		}
+		return s.Mount(v, req)
+	}))
+	mux.HandleFunc("DELETE /v1/mounts/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+		q := r.URL.Query()
+		detach := false
+		if d := q.Get("detach"); d != "" {
+			var err error
+			if detach, err = strconv.ParseBool(d); err != nil {
+				return nil, failf(ErrInvalid, "detach=%q is not true or false", shorten(d))
+			}
+		}
+		return struct{}{}, s.Unmount(v, q.Get("target"), detach)
+	}))
+	return mux
+}
+
+// op wraps an operation of kind: it authorises the caller first, then
+// checks the volume name in the path (if the route has one), runs fn and
+// writes its answer or error as JSON. Every failure is logged: refusals
+// as warnings, failures the node should not have had as errors.
+func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out, err := func() (any, error) {
+			if err := s.id.Authorize(r.TLS, kind); err != nil {
+				return nil, failf(ErrForbidden, "%w", err)
+			}
+			v := r.PathValue("volume")
+			if strings.Contains(r.Pattern, "{volume}") {
+				if err := CheckVolume(v); err != nil {
+					return nil, err
+				}
+			}
+			return fn(r, v)
+		}()
+		if err != nil {
+			level := slog.LevelWarn
+			if code, _ := codeOf(err); code == codeInternal {
+				level = slog.LevelError
+			}
+			s.log.Log(r.Context(), level, "agent request failed", "from", r.RemoteAddr, "method", r.Method, "path", shorten(r.URL.Path), "err", err)
+		}
+		reply(w, out, err)
+	}
+}
+
+// decode reads a request's JSON body into v: one object, at most
+// maxRequestBody bytes, no keys v lacks (a typo in the daemon is an error,
+// never silently ignored).
+func decode(r *http.Request, v any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return failf(ErrInvalid, "reading the request: %v", err)
+	}
+	if len(body) > maxRequestBody {
+		return failf(ErrInvalid, "request body longer than %d bytes", maxRequestBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return failf(ErrInvalid, "bad request body: %v", err)
+	}
+	if dec.More() {
+		return failf(ErrInvalid, "bad request body: more than one JSON value")
+	}
+	return nil
+}
+
+// errorBody is the JSON of a failed request.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// codeInternal is the code of every failure that is none of the kinds:
+// the node could not do what it should have been able to (a mount system
+// call failed).
+const codeInternal = "internal"
+
+// codeOf is the code and HTTP status an error is answered with.
+func codeOf(err error) (string, int) {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "invalid", http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return "forbidden", http.StatusForbidden
+	case errors.Is(err, ErrNotFound):
+		return "not_found", http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return "conflict", http.StatusConflict
+	case errors.Is(err, ErrBusy):
+		return "busy", http.StatusLocked
+	}
+	return codeInternal, http.StatusInternalServerError
+}
+
+// kindOf is the kind of failure an answer's code names, nil for
+// codeInternal and codes it does not know.
+func kindOf(code string) error {
+	for _, k := range []error{ErrInvalid, ErrForbidden, ErrNotFound, ErrConflict, ErrBusy} {
+		if c, _ := codeOf(k); c == code {
+			return k
+		}
+	}
+	return nil
+}
+
+// reply writes v, or err with its code, as JSON.
+func reply(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		code, status := codeOf(err)
+		body := errorBody{Error: err.Error(), Code: code}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(body)
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+// Serve serves the agent's operations on ln over TLS until ctx is done,
+// then lets the requests under way finish (for up to 10 s) and returns nil.
+// ln is a plain TCP listener: Serve adds the TLS layer, so every
+// connection is mutual TLS 1.3 from the control daemon or fails in the
+// handshake (logged as a warning). Serve closes ln.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: readTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		// Failed handshakes (a caller without the daemon's certificate)
+		// are reported here by net/http.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithoutCancel(ctx)
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(tls.NewListener(ln, s.tls)) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("agent stopped serving: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	<-done
+	return nil
+}
+
+// Status reads the node's state from the kernel: RAM, bricks, mounts.
+func (s *Server) Status() (*Status, error) {
+	st := &Status{
+		Node:    nodeName(s.id),
+		Role:    s.id.Role(),
+		Version: s.version,
+		BootID:  s.bootID,
+		Started: s.started,
+		Bricks:  []Brick{},
+		Mounts:  []Mount{},
+	}
+	var err error
+	if st.MemTotal, st.MemAvailable, err = readMeminfo(); err != nil {
+		return nil, err
+	}
+	ms, err := mount.List()
+	if err != nil {
+		return nil, fmt.Errorf("reading the mount table: %w", err)
+	}
+	if st.Bricks, err = s.bricks(ms); err != nil {
+		return nil, err
+	}
+	if st.Mounts, err = s.mounts(ms); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// nodeName is the node's name as its certificate gives it.
+func nodeName(id *pki.Identity) string {
+	c := id.Certificate()
+	if len(c.DNSNames) > 0 {
+		return c.DNSNames[0]
+	}
+	return c.Subject.CommonName
+}
+
+// readMeminfo reads MemTotal and MemAvailable, in bytes.
+func readMeminfo() (total, avail int64, err error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the node's RAM: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != "MemTotal" && k != "MemAvailable" {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("reading the node's RAM: /proc/meminfo says %s:%s", k, rest)
+		}
+		if k == "MemTotal" {
+			total = n << 10
+		} else {
+			avail = n << 10
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, fmt.Errorf("reading the node's RAM: %w", err)
+	}
+	if total == 0 || avail == 0 {
+		return 0, 0, errors.New("reading the node's RAM: /proc/meminfo lacks MemTotal or MemAvailable")
+	}
+	return total, avail, nil
+}

@@ -1,0 +1,137 @@
+package slurm
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestHookLatency (issue 14, point 1): the hooks slurmctld runs under its
+// locks (job_process at every submission, paths at every start, pools
+// every few seconds), as slurmctld's own log times them, under a burst of
+// submissions: once with burst_buffer.lua asking the daemon over its
+// socket (lua-socket), once starting rsa slurm-bb for every hook. The
+// numbers are printed, not asserted; what is asserted is that each way
+// was the one taken. RSA_HOOK_BURST sets the burst (default 100; make
+// test-load: 500).
+func TestHookLatency(t *testing.T) {
+	burst := 100
+	if v := os.Getenv("RSA_HOOK_BURST"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 {
+			t.Fatalf("RSA_HOOK_BURST=%q: give a number of at least 10", v)
+		}
+		burst = n
+	}
+	for _, way := range []struct{ name, env, via string }{
+		{"lua-socket", "RSA_SLURM_LUA_SOCKET=1", "lua-socket"},
+		{"process", "RSA_SLURM_LUA_SOCKET=0", "rsa"},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			c := startCluster(t, "bb", 2, way.env, "RSA_SLURM_CAPACITY=2G")
+			lat := c.hookBurst(burst)
+			for _, hook := range []string{"job_process", "paths", "pools"} {
+				ds := lat[hook]
+				if len(ds) == 0 {
+					t.Errorf("slurmctld's log timed no %s", hook)
+					continue
+				}
+				slices.Sort(ds)
+				q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(float64(len(ds))*p))] }
+				t.Logf("hook latency: way=%s hook=%s n=%d p50=%s p99=%s max=%s", way.name, hook, len(ds), q(.5), q(.99), ds[len(ds)-1])
+			}
+			// The metrics say which way each hook came.
+			resp, err := http.Get("http://127.0.0.1:19477/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, hook := range []string{"job_process", "paths", "pools"} {
+				if series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + way.via + `"}`; !strings.Contains(string(b), series) {
+					t.Errorf("no %s in the metrics: the hooks did not come the way they should", series)
+				}
+			}
+		})
+	}
+}
+
+// ctldTiming is slurmctld's line for one Lua hook (DebugFlags=BurstBuffer):
+// "slurm_bb_job_process ran for usec=1234" (a job's hooks name the job).
+var ctldTiming = regexp.MustCompile(`slurm_bb_(job_process|paths|pools)(?: for JobId=\d+)? ran for usec=(\d+)`)
+
+// hookBurst submits n RSA jobs at once from several processes, held, lets
+// a few run (paths is called at a job's start), cancels the rest, and
+// returns the hooks' latencies from slurmctld's log.
+func (c *cluster) hookBurst(n int) map[string][]time.Duration {
+	out := c.mkdir("out")
+	script := c.file("burst.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#RSA capacity=8M pool=rsa\n#RSA_DATA_OUT=%s\n#RSA_DELAY=0\necho $SLURM_JOB_ID > %[1]s/$SLURM_JOB_ID\n", out), 0o755)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				o, err := c.asUser("sbatch", "--parsable", "-H", "-o", "/dev/null", script)
+				if err != nil {
+					errs <- fmt.Errorf("sbatch %d: %v: %s", i, err, o)
+					continue
+				}
+				ids[i] = strings.TrimSpace(strings.Split(o, ";")[0])
+			}
+		}()
+	}
+	began := time.Now()
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	c.t.Logf("hook burst: %d submissions in %s", n, time.Since(began).Round(time.Millisecond))
+	close(errs)
+	for err := range errs {
+		c.t.Fatal(err)
+	}
+
+	run := ids[:10]
+	c.root("scontrol", "release", strings.Join(run, ","))
+	for _, id := range run {
+		c.waitJob(id, 120*time.Second, "COMPLETED")
+	}
+	c.root("scancel", "-u", c.user.Name)
+	c.waitFor("the cancelled burst to leave the queue", 120*time.Second, func() bool {
+		return strings.TrimSpace(c.root("squeue", "-h", "-u", c.user.Name)) == ""
+	})
+	for _, id := range run {
+		if b, err := os.ReadFile(filepath.Join(out, id)); err != nil || strings.TrimSpace(string(b)) != id {
+			c.t.Errorf("job %s's output: %q, %v", id, b, err)
+		}
+	}
+	for _, id := range run {
+		c.waitRSA(id, 60*time.Second, "RELEASED")
+	}
+	c.assertNoLeaks()
+
+	log, err := os.ReadFile(filepath.Join(c.dir, "log", "slurmctld.log"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	lat := map[string][]time.Duration{}
+	for _, m := range ctldTiming.FindAllStringSubmatch(string(log), -1) {
+		us, _ := strconv.Atoi(m[2])
+		lat[m[1]] = append(lat[m[1]], time.Duration(us)*time.Microsecond)
+	}
+	return lat
+}
