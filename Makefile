@@ -92,9 +92,13 @@ test-slurm-latest: build
 # and slurmctld restarted; each logs a "load: name=..." line with its
 # throughput, latencies and the daemon's CPU and memory. make test runs
 # both with 40 jobs. RSA_LOAD_SEED replays a run's mix of jobs.
+# The hooks' latency under a burst of 500 submissions (with and without
+# lua-socket) and an 8 GiB stage-in beside another job's stage-out at
+# limits.stage_bwlimit come with it (make test: 100 and 1 GiB).
 LOAD_JOBS ?= 1000
 test-load: build
-	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) $(GO) test -count=1 -v -timeout 5h -run '^TestLoad$$' ./test/slurm/
+	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_PRESSURE_INPUT=8G \
+		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatency|TestStagingUnderPressure)$$' ./test/slurm/
 
 unit:
 	$(GO) test -count=1 ./internal/...

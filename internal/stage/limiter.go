@@ -15,6 +15,7 @@ type limiter struct {
 	burst float64
 	avail float64
 	last  time.Time
+	total int64 // bytes charged so far
 }
 
 func newLimiter(bytesPerSec int64) *limiter {
@@ -29,6 +30,7 @@ func (l *limiter) wait(ctx context.Context, n int64) {
 	l.avail = min(l.burst, l.avail+now.Sub(l.last).Seconds()*l.rate)
 	l.last = now
 	l.avail -= float64(n)
+	l.total += n
 	var d time.Duration
 	if l.avail < 0 {
 		d = time.Duration(-l.avail / l.rate * float64(time.Second))

@@ -526,6 +526,51 @@ func TestBWLimit(t *testing.T) {
 	}
 }
 
+// TestBWLimitChargesWhatIsRead: the cap is charged the bytes each read
+// returns, on both ways a file's range is copied (copy_file_range, and
+// pread and pwrite where it does not work, as from tmpfs to another file
+// system). Charging what was asked for held a copy through pread to an
+// eighth of its cap (8 MiB asked, one buffer read).
+func TestBWLimitChargesWhatIsRead(t *testing.T) {
+	const size = 20<<20 + 12345
+	for _, c := range []struct {
+		name     string
+		src, dst string
+		noCFR    bool
+	}{
+		{"copy_file_range", t.TempDir(), t.TempDir(), false},
+		{"pread and pwrite", t.TempDir(), t.TempDir(), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, err := os.Create(filepath.Join(c.src, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			if _, err := in.Write(bytes.Repeat([]byte("x"), size)); err != nil {
+				t.Fatal(err)
+			}
+			out, err := os.Create(filepath.Join(c.dst, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			r := &copyRun{ctx: context.Background(), limit: newLimiter(1 << 40)}
+			r.noCFR.Store(c.noCFR)
+			f := &fileCopy{r: r, in: int(in.Fd()), out: int(out.Fd())}
+			if err := f.copyRange(0, size, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.bytes.Load(); got != size {
+				t.Fatalf("copied %d bytes, want %d", got, size)
+			}
+			if r.limit.total != size {
+				t.Errorf("the cap was charged %d bytes for %d read", r.limit.total, size)
+			}
+		})
+	}
+}
+
 // TestPackVerifies: with Verify, Pack re-reads the archive against its
 // source before giving it its name; a source file that changed after it
 // was packed (same size, other bytes) fails the pack and leaves no archive,
