@@ -199,15 +199,8 @@ func (s *Server) mountOf(volume string, vm mount.Info) (Mount, error) {
 // mounts lists the volumes mounted in VolumeRoot in the mount table ms,
 // with their binds, by job.
 func (s *Server) mounts(ms []mount.Info) ([]Mount, error) {
-	var names []string
-	for _, m := range ms {
-		v := filepath.Base(m.Point)
-		if filepath.Dir(m.Point) == s.volumeRoot && CheckVolume(v) == nil && isVolume(v, m) && !slices.Contains(names, v) {
-			names = append(names, v)
-		}
-	}
 	out := []Mount{}
-	for _, v := range names {
+	for _, v := range volumesIn(ms, s.volumeRoot, isVolume) {
 		vm, ok, err := s.volumeAt(v)
 		if errors.Is(err, ErrConflict) || err == nil && !ok {
 			continue // hidden or gone meanwhile

@@ -252,15 +252,8 @@ func (s *Server) RemoveBrick(volume string) error {
 
 // bricks lists the bricks in the mount table ms, by job.
 func (s *Server) bricks(ms []mount.Info) ([]Brick, error) {
-	var names []string
-	for _, m := range ms {
-		v := filepath.Base(m.Point)
-		if filepath.Dir(m.Point) == s.brickRoot && CheckVolume(v) == nil && isBrick(v, m) && !slices.Contains(names, v) {
-			names = append(names, v)
-		}
-	}
 	out := []Brick{}
-	for _, v := range names {
+	for _, v := range volumesIn(ms, s.brickRoot, isBrick) {
 		b, ok, err := s.brickAt(v)
 		switch {
 		case errors.Is(err, ErrConflict):
@@ -274,6 +267,19 @@ func (s *Server) bricks(ms []mount.Info) ([]Brick, error) {
 	}
 	slices.SortFunc(out, func(a, b Brick) int { return byJob(a.Volume, b.Volume) })
 	return out, nil
+}
+
+// volumesIn names, each once, the volumes mounted directly below root in
+// the mount table ms for which is holds (a brick, a volume).
+func volumesIn(ms []mount.Info, root string, is func(v string, m mount.Info) bool) []string {
+	var names []string
+	for _, m := range ms {
+		v := filepath.Base(m.Point)
+		if filepath.Dir(m.Point) == root && CheckVolume(v) == nil && is(v, m) && !slices.Contains(names, v) {
+			names = append(names, v)
+		}
+	}
+	return names
 }
 
 // byJob orders volume names by their jobs.

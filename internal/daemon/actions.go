@@ -74,12 +74,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
-	used := maps.Clone(d.holdings().byNode)
-	for _, p := range j.Alloc {
-		if lifecycle.HoldsNodes(j.RSA) {
-			used[p.Node] -= p.Bytes
-		}
-	}
+	used := d.heldBesides(j)
 	// Decisions made but not yet committed hold their RAM too: a tick
 	// that assigns several waiting jobs must not give each the same free
 	// bytes (audit finding 3).
@@ -180,12 +175,7 @@ func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
 // fits reports whether parts still fit beside what the committed jobs
 // other than j hold: the last word before an allocation is committed.
 func (d *Daemon) fits(j *job.Job, parts []job.Part) bool {
-	used := maps.Clone(d.holdings().byNode)
-	if lifecycle.HoldsNodes(j.RSA) {
-		for _, p := range j.Alloc {
-			used[p.Node] -= p.Bytes
-		}
-	}
+	used := d.heldBesides(j)
 	for _, p := range parts {
 		used[p.Node] += p.Bytes
 	}
@@ -291,6 +281,18 @@ func (d *Daemon) holdings() *holdings {
 	}
 	d.mu.Unlock()
 	return h
+}
+
+// heldBesides is the RAM held on each node by the committed jobs other than
+// j: a copy the caller may change.
+func (d *Daemon) heldBesides(j *job.Job) map[string]int64 {
+	used := maps.Clone(d.holdings().byNode)
+	if lifecycle.HoldsNodes(j.RSA) {
+		for _, p := range j.Alloc {
+			used[p.Node] -= p.Bytes
+		}
+	}
+	return used
 }
 
 // own is the RAM j's committed record holds.
