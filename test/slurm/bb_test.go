@@ -3,8 +3,6 @@ package slurm
 import (
 	"crypto/sha256"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -509,12 +507,7 @@ srun -N2 %[3]s/node-write.sh %[2]s
 // testHookMetrics: after a job went through Slurm, the daemon's metrics
 // count the hooks that carried it, with their latency (issue 17, point 1).
 func testHookMetrics(c *cluster) {
-	resp, err := http.Get("http://127.0.0.1:19477/metrics")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b := c.metrics()
 	// The hooks inside slurmctld come over the socket from the Lua itself
 	// (lua-socket), the others through rsa slurm-bb (issue 14, point 1).
 	for _, hook := range []string{"job_process", "setup", "data_in", "paths", "pre_run", "data_out", "teardown", "pools"} {
@@ -523,12 +516,12 @@ func testHookMetrics(c *cluster) {
 			via = "lua-socket"
 		}
 		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + via + `"} `
-		i := strings.Index(string(b), series)
+		i := strings.Index(b, series)
 		if i < 0 {
 			c.t.Errorf("no latency of hook %s via %s in the metrics", hook, via)
 			continue
 		}
-		rest := string(b)[i+len(series):]
+		rest := b[i+len(series):]
 		if n, err := strconv.ParseFloat(strings.Fields(rest)[0], 64); err != nil || n < 1 {
 			c.t.Errorf("hook %s counted %q times", hook, strings.Fields(rest)[0])
 		}

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -311,6 +313,22 @@ func (c *cluster) rsa(args ...string) []byte {
 		c.t.Fatalf("rsa %s: %v", strings.Join(args, " "), err)
 	}
 	return out
+}
+
+// metrics is what rsa serve's metrics endpoint (slurm-up's
+// RSA_SLURM_METRICS_PORT, default 19477) says now.
+func (c *cluster) metrics() string {
+	c.t.Helper()
+	resp, err := http.Get("http://127.0.0.1:19477/metrics")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return string(b)
 }
 
 // rsaJob is RSA's newest record of a Slurm job, or nil.

@@ -2,8 +2,6 @@ package slurm
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,14 +48,9 @@ func TestHookLatency(t *testing.T) {
 				t.Logf("hook latency: way=%s hook=%s n=%d p50=%s p99=%s max=%s", way.name, hook, len(ds), q(.5), q(.99), ds[len(ds)-1])
 			}
 			// The metrics say which way each hook came.
-			resp, err := http.Get("http://127.0.0.1:19477/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			b := c.metrics()
 			for _, hook := range []string{"job_process", "paths", "pools"} {
-				if series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + way.via + `"}`; !strings.Contains(string(b), series) {
+				if series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + way.via + `"}`; !strings.Contains(b, series) {
 					t.Errorf("no %s in the metrics: the hooks did not come the way they should", series)
 				}
 			}
