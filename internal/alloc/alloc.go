@@ -43,11 +43,22 @@ type Policy struct {
 	Proportion     int
 	MinJobNodes    int
 	MaxJobCapacity int64
+	// Even spreads an explicit capacity that no one node holds in equal
+	// parts: Gluster places files by name, not by free space, so a small
+	// part would fill up while the others are empty.
+	Even bool
+	// Replica (2) keeps every file on two nodes: a job is given its
+	// capacity twice, in parts that pair up on different nodes.
+	Replica int
 }
 
 // PolicyFrom takes the rule from the config.
 func PolicyFrom(c *config.Config) Policy {
-	return Policy{Proportion: c.Proportion, MinJobNodes: c.MinJobNodes, MaxJobCapacity: c.Limits.MaxJobCapacity}
+	p := Policy{Proportion: c.Proportion, MinJobNodes: c.MinJobNodes, MaxJobCapacity: c.Limits.MaxJobCapacity}
+	if c.Engine == config.EngineGluster {
+		p.Even, p.Replica = true, c.Cluster.Replica
+	}
+	return p
 }
 
 // Plan decides for one request given the nodes and the bytes in use on each.
@@ -70,6 +81,9 @@ func Plan(p Policy, nodes []config.Node, used map[string]int64, r Request) Decis
 		if r.Capacity > total {
 			return Decision{Verdict: Ineligible, Reason: fmt.Sprintf("requests %s, more than the accelerator's %s", units.FormatSize(r.Capacity), units.FormatSize(total))}
 		}
+		if p.Replica > 1 || p.Even {
+			return evenly(nodes, used, r.Capacity, max(p.Replica, 1))
+		}
 		return byCapacity(nodes, used, r.Capacity)
 	}
 	if r.ComputeNodes < p.MinJobNodes {
@@ -77,8 +91,15 @@ func Plan(p Policy, nodes []config.Node, used map[string]int64, r Request) Decis
 			r.ComputeNodes, p.MinJobNodes, p.Proportion)}
 	}
 	want := (r.ComputeNodes + p.Proportion - 1) / p.Proportion
+	if p.Replica > 1 {
+		want = max(want, p.Replica) // whole nodes in pairs: each holds a copy
+		want -= want % p.Replica
+	}
 	if want > len(nodes) {
 		want = len(nodes) // the whole accelerator is the most a job can get
+	}
+	if p.Replica > 1 && want < p.Replica {
+		return Decision{Verdict: Ineligible, Reason: fmt.Sprintf("cluster.replica %d needs %d RSA nodes, the accelerator has %d", p.Replica, p.Replica, len(nodes))}
 	}
 	var parts []job.Part
 	for _, n := range nodes {
@@ -143,4 +164,46 @@ func byCapacity(nodes []config.Node, used map[string]int64, want int64) Decision
 		want -= take
 	}
 	return Decision{Verdict: Assign, Parts: parts}
+}
+
+// evenly gives an explicit request copies times over, in equal parts on
+// distinct nodes, as few as hold it: the fewest parts (a multiple of
+// copies) whose share each of the freest nodes still has. Consecutive
+// parts are on different nodes, so each pair can be a replica set.
+func evenly(nodes []config.Node, used map[string]int64, want int64, copies int) Decision {
+	type cand struct {
+		name string
+		free int64
+	}
+	var cs []cand
+	var free int64
+	for _, n := range nodes {
+		if f := n.Capacity - used[n.Name]; f > 0 {
+			cs = append(cs, cand{n.Name, f})
+			free += f
+		}
+	}
+	if len(nodes) < copies {
+		return Decision{Verdict: Ineligible, Reason: fmt.Sprintf("%d copies of every file need %d RSA nodes, the accelerator has %d", copies, copies, len(nodes))}
+	}
+	total := want * int64(copies)
+	if free < total {
+		return Decision{Verdict: Wait, Reason: fmt.Sprintf("waiting for %s of RSA RAM (%s × %d copies), %s free now",
+			units.FormatSize(total), units.FormatSize(want), copies, units.FormatSize(free))}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].free > cs[j].free })
+	for k := copies; k <= len(cs); k += copies {
+		each := (total + int64(k) - 1) / int64(k)
+		each = (each + 1<<20 - 1) &^ (1<<20 - 1) // whole MiB
+		if cs[k-1].free < each {
+			continue
+		}
+		parts := make([]job.Part, k)
+		for i := range parts {
+			parts[i] = job.Part{Node: cs[i].name, Bytes: each}
+		}
+		return Decision{Verdict: Assign, Parts: parts}
+	}
+	return Decision{Verdict: Wait, Reason: fmt.Sprintf("waiting for %s of RSA RAM in equal parts on %d or more nodes; the free RAM is scattered too unevenly now",
+		units.FormatSize(total), copies)}
 }

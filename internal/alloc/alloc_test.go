@@ -1,6 +1,7 @@
 package alloc
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,5 +69,47 @@ func TestPlan(t *testing.T) {
 	}
 	if d.Verdict != Assign || len(d.Parts) != 2 || total > 40*G || total < 39*G {
 		t.Fatalf("proportion under max_job_capacity: %+v (total %d)", d, total)
+	}
+}
+
+// TestPlanGluster: the gluster engine's rules, equal parts and copies on
+// distinct nodes.
+func TestPlanGluster(t *testing.T) {
+	io := func(n int, c int64) Request {
+		return Request{ComputeNodes: n, Capacity: c, HasInput: true, HasOutput: true}
+	}
+	even := Policy{Proportion: 1, MinJobNodes: 1, Even: true}
+	rep := Policy{Proportion: 1, MinJobNodes: 1, Even: true, Replica: 2}
+	for _, c := range []struct {
+		name    string
+		p       Policy
+		nodes   []config.Node
+		used    map[string]int64
+		req     Request
+		verdict Verdict
+		parts   []job.Part
+		reason  string
+	}{
+		{"one node holds it: the freest", even, nodes, map[string]int64{"r1": 8 * G}, io(1, 4*G), Assign, []job.Part{pt("r2", 4*G)}, ""},
+		{"equal parts, not a tail", even, nodes, nil, io(1, 40*G), Assign, []job.Part{pt("r1", 20*G), pt("r2", 20*G)}, ""},
+		{"three parts when two cannot", even, nodes, map[string]int64{"r2": 16 * G}, io(1, 40*G), Assign, []job.Part{pt("r1", 13654<<20), pt("r2", 13654<<20), pt("r3", 13654<<20)}, ""},
+		{"scattered free RAM waits", even, nodes, map[string]int64{"r1": 20 * G, "r2": 24 * G, "r3": 4 * G}, io(1, 30*G), Wait, nil, "unevenly"},
+		{"replica: twice, on two nodes", rep, nodes, nil, io(1, 4*G), Assign, []job.Part{pt("r1", 4*G), pt("r2", 4*G)}, ""},
+		{"replica: charged twice", rep, nodes, map[string]int64{"r1": 30 * G, "r2": 30 * G}, io(1, 12*G), Wait, nil, "× 2 copies"},
+		{"replica: whole nodes in pairs", rep, nodes, nil, io(1, 0), Assign, []job.Part{pt("r1", 32*G), pt("r2", 32*G)}, ""},
+		{"replica: one node is not enough", rep, nodes[:1], nil, io(1, 1*G), Ineligible, nil, "need 2 RSA nodes"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := Plan(c.p, c.nodes, c.used, c.req)
+			if d.Verdict != c.verdict {
+				t.Fatalf("verdict %v (%s), want %v", d.Verdict, d.Reason, c.verdict)
+			}
+			if c.parts != nil && !slices.Equal(d.Parts, c.parts) {
+				t.Errorf("parts %v, want %v", d.Parts, c.parts)
+			}
+			if !strings.Contains(d.Reason, c.reason) {
+				t.Errorf("reason %q lacks %q", d.Reason, c.reason)
+			}
+		})
 	}
 }

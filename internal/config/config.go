@@ -30,6 +30,46 @@ type Node struct {
 	Name     string
 	Engine   string
 	Capacity int64 // bytes of RAM for RAMDISKs
+	// Address is where the node's agent and its glusterd are reached
+	// (engine gluster): an IP address or a host name, never loopback.
+	Address string
+}
+
+// ComputeNode is a compute node whose agent RSA dials (engine gluster).
+type ComputeNode struct {
+	Name    string // the scheduler's name of the node
+	Address string // its agent's address
+}
+
+// Engines RSA can build RAMDISKs with.
+const (
+	EngineLocal   = "local"   // one tmpfs on this host
+	EngineGluster = "gluster" // one GlusterFS volume over RSA nodes' tmpfs bricks
+)
+
+// Cluster configures RSA across hosts: the agents and the Gluster volumes.
+type Cluster struct {
+	// PKI is the directory of the control host's ca.crt, node.crt and
+	// node.key (rsa ca issue HOST --role control).
+	PKI string
+	// Address is the control host's own address as the RSA nodes see it:
+	// it is allowed to mount every job's volume.
+	Address string
+	// AgentPort is the TCP port of every agent.
+	AgentPort int
+	// Heartbeat is how often every agent's status is read.
+	Heartbeat time.Duration
+	// Replica is 0 (distribute: each file on one node) or 2 (each file
+	// on two nodes; a job is charged twice its capacity).
+	Replica int
+	// Shard splits files into 64 MiB pieces spread over the bricks, for
+	// files bigger than one node's share.
+	Shard bool
+	// PingTimeout is how long a Gluster client waits for a silent brick.
+	PingTimeout time.Duration
+	// Compute are the compute nodes with agents; a node not listed is
+	// dialled by its name.
+	Compute []ComputeNode
 }
 
 // Config is the validated configuration.
@@ -39,6 +79,8 @@ type Config struct {
 	Socket       string
 	RamdiskRoot  string
 	Scheduler    string
+	Engine       string // EngineLocal or EngineGluster
+	Cluster      Cluster
 	Proportion   int
 	MinJobNodes  int
 	DefaultDelay time.Duration
@@ -165,11 +207,26 @@ type file struct {
 	Tick           *string `toml:"tick"`
 	LogLevel       *string `toml:"log_level"`
 	History        *string `toml:"history_retention"`
+	Engine         *string `toml:"engine"`
 	Nodes          []struct {
 		Name     string `toml:"name"`
 		Engine   string `toml:"engine"`
 		Capacity string `toml:"capacity"`
+		Address  string `toml:"address"`
 	} `toml:"nodes"`
+	Compute []struct {
+		Name    string `toml:"name"`
+		Address string `toml:"address"`
+	} `toml:"compute"`
+	Cluster struct {
+		PKI         *string `toml:"pki"`
+		Address     *string `toml:"address"`
+		AgentPort   *int    `toml:"agent_port"`
+		Heartbeat   *string `toml:"heartbeat"`
+		Replica     *int    `toml:"replica"`
+		Shard       *bool   `toml:"shard"`
+		PingTimeout *string `toml:"ping_timeout"`
+	} `toml:"cluster"`
 	PrivateData    *bool    `toml:"private_data"`
 	AllowedPaths   []string `toml:"allowed_paths"`
 	RefusedFSTypes []string `toml:"refused_fs_types"`
@@ -220,6 +277,8 @@ func defaults() Config {
 		Socket:           DefaultSocket,
 		RamdiskRoot:      DefaultRamdiskRoot,
 		Scheduler:        "none",
+		Engine:           EngineLocal,
+		Cluster:          Cluster{PKI: "/etc/rsa/pki", AgentPort: 9477, Heartbeat: 5 * time.Second, PingTimeout: 10 * time.Second},
 		Proportion:       DefaultProportion,
 		DefaultDelay:     DefaultDelaySecs * time.Second,
 		OutputHeadroom:   1 << 30,
@@ -346,28 +405,19 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.LogLevel = *f.LogLevel
 	}
-	seen := map[string]bool{}
-	for i, n := range f.Nodes {
-		key := fmt.Sprintf("nodes[%d]", i)
-		if n.Name == "" || strings.ContainsAny(n.Name, " \t\n/,") {
-			return nil, fmt.Errorf("%s.name: %q must be a non-empty host name", key, n.Name)
+	if f.Engine != nil {
+		switch *f.Engine {
+		case EngineLocal, EngineGluster:
+		default:
+			return nil, fmt.Errorf("engine: %q is not an engine (use %q for a tmpfs on this host or %q across RSA nodes)", *f.Engine, EngineLocal, EngineGluster)
 		}
-		if seen[n.Name] {
-			return nil, fmt.Errorf("%s.name: %q is listed twice", key, n.Name)
-		}
-		seen[n.Name] = true
-		eng := n.Engine
-		if eng == "" {
-			eng = "local"
-		}
-		if eng != "local" {
-			return nil, fmt.Errorf("%s.engine: %q is not an engine (use \"local\")", key, n.Engine)
-		}
-		capacity, err := parseCapacity(n.Capacity)
-		if err != nil {
-			return nil, fmt.Errorf("%s.capacity: %w", key, err)
-		}
-		c.Nodes = append(c.Nodes, Node{Name: n.Name, Engine: eng, Capacity: capacity})
+		c.Engine = *f.Engine
+	}
+	if err := parseNodes(&f, &c); err != nil {
+		return nil, err
+	}
+	if err := parseCluster(&f, &c); err != nil {
+		return nil, err
 	}
 	if err := parseLimits(&f, &c.Limits); err != nil {
 		return nil, err

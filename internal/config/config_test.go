@@ -145,3 +145,57 @@ func TestCapacityShareOfRAM(t *testing.T) {
 		}
 	}
 }
+
+func TestParseGluster(t *testing.T) {
+	c, err := Parse([]byte(`
+engine = "gluster"
+[cluster]
+pki = "/etc/rsa/pki"
+address = "10.0.0.2"
+replica = 2
+ping_timeout = "5s"
+heartbeat = "2s"
+[[nodes]]
+name = "rsa1"
+address = "10.0.0.11"
+capacity = "64G"
+[[nodes]]
+name = "rsa2"
+address = "rsa2.example.org"
+capacity = "64G"
+[[compute]]
+name = "c1"
+address = "10.0.1.1"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Engine != EngineGluster || c.Cluster.Replica != 2 || c.Cluster.PingTimeout != 5*time.Second || c.Cluster.Heartbeat != 2*time.Second ||
+		c.Cluster.Address != "10.0.0.2" || c.Cluster.AgentPort != 9477 || len(c.Nodes) != 2 || c.Nodes[1].Address != "rsa2.example.org" ||
+		c.Nodes[0].Engine != EngineGluster || len(c.Cluster.Compute) != 1 || c.AgentAddr(c.Nodes[0].Address) != "10.0.0.11:9477" {
+		t.Fatalf("unexpected config: %+v", c)
+	}
+	node := "[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"\n"
+	cluster := "[cluster]\naddress = \"10.0.0.2\"\n"
+	for _, e := range []struct{ doc, want string }{
+		{"engine = \"pvfs\"", "engine: \"pvfs\" is not an engine"},
+		{"engine = \"gluster\"\n" + cluster, "needs RSA nodes"},
+		{"engine = \"gluster\"\n" + node, "cluster.address: missing"},
+		{"engine = \"gluster\"\n" + node + "[cluster]\naddress = \"127.0.0.1\"", "loopback"},
+		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\ncapacity = \"1G\"", "nodes[0].address: missing"},
+		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\naddress = \"-o x\"\ncapacity = \"1G\"", "nodes[0].address"},
+		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"50%\"", "share of this host's RAM"},
+		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\nengine = \"local\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"", "every RSA node serves"},
+		{"engine = \"gluster\"\n" + node + cluster + "replica = 3", "cluster.replica"},
+		{"engine = \"gluster\"\n" + node + cluster + "replica = 2", "at least two RSA nodes"},
+		{"engine = \"gluster\"\n" + node + cluster + "ping_timeout = \"42s\"", "cluster.ping_timeout"},
+		{"engine = \"gluster\"\n" + node + cluster + "[[compute]]\nname = \"rsa1\"\naddress = \"10.0.1.1\"", "listed twice"},
+		{"engine = \"gluster\"\n" + node + cluster + "[[compute]]\nname = \"c1\"\naddress = \"a,b\"", "compute[0].address"},
+		{cluster, "configure engine \"gluster\""},
+		{"[[nodes]]\nname = \"a\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"", "nodes[0].address"},
+	} {
+		if _, err := Parse([]byte(e.doc)); err == nil || !strings.Contains(err.Error(), e.want) {
+			t.Errorf("%q: got %v, want an error with %q", e.doc, err, e.want)
+		}
+	}
+}

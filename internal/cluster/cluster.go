@@ -1,0 +1,238 @@
+// Package cluster is the control daemon's view of RSA's hosts: a client of
+// the agent on every RSA node and compute node, dialled with the daemon's
+// identity, and the health each agent last reported (a heartbeat). It
+// decides nothing: the allocator asks it which RSA nodes are up, the
+// gluster engine and node access ask it for clients and addresses.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/pki"
+)
+
+// Health is what the daemon last learnt of one agent.
+type Health struct {
+	Node string
+	Role string // "storage" or "compute": what RSA asks of it
+	// Up: the last heartbeat was answered.
+	Up bool
+	// Seen is when an agent last answered; zero if never.
+	Seen time.Time
+	// BootID and Started are the agent's incarnation: a new BootID is a
+	// rebooted node (its bricks and mounts are gone), a new Started a
+	// restarted agent (nothing lost).
+	BootID  string
+	Started time.Time
+	// Rebooted counts the boot ids seen change while the daemon ran.
+	Rebooted     int
+	MemAvailable int64
+	Bricks       int // bricks on the node
+	Mounts       int // volumes mounted on the node
+	Err          string
+}
+
+// Cluster holds the agents' clients and health. Safe for concurrent use.
+type Cluster struct {
+	id        *pki.Identity
+	port      int
+	log       *slog.Logger
+	storage   map[string]string // RSA node → address
+	computeAt map[string]string // listed compute node → address
+
+	mu      sync.Mutex
+	clients map[string]*agent.Client
+	health  map[string]Health
+}
+
+// New loads the daemon's identity from cfg.Cluster.PKI and prepares a
+// client per configured node; it dials nothing.
+func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
+	id, err := pki.Load(pki.DirFiles(cfg.Cluster.PKI))
+	if err != nil {
+		return nil, fmt.Errorf("cluster.pki: %w", err)
+	}
+	if id.Role() != pki.RoleControl {
+		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
+	}
+	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, log: log,
+		storage: map[string]string{}, computeAt: map[string]string{},
+		clients: map[string]*agent.Client{}, health: map[string]Health{}}
+	for _, n := range cfg.Nodes {
+		c.storage[n.Name] = n.Address
+		c.health[n.Name] = Health{Node: n.Name, Role: "storage"}
+	}
+	for _, n := range cfg.Cluster.Compute {
+		c.computeAt[n.Name] = n.Address
+		c.health[n.Name] = Health{Node: n.Name, Role: "compute"}
+	}
+	return c, nil
+}
+
+// StorageNodes are the configured RSA nodes, sorted.
+func (c *Cluster) StorageNodes() []string {
+	return slices.Sorted(maps.Keys(c.storage))
+}
+
+// Address is where node is reached (its agent, its glusterd, its FUSE
+// client as auth.allow sees it): the configured address, or for a compute
+// node not listed, its name.
+func (c *Cluster) Address(node string) (string, error) {
+	if a, ok := c.storage[node]; ok {
+		return a, nil
+	}
+	if a, ok := c.computeAt[node]; ok {
+		return a, nil
+	}
+	if err := checkNodeName(node); err != nil {
+		return "", err
+	}
+	return node, nil
+}
+
+// checkNodeName accepts a scheduler's node name as a DNS name to dial.
+func checkNodeName(n string) error {
+	if n == "" || len(n) > 253 || n[0] == '-' || n[0] == '.' ||
+		strings.IndexFunc(n, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.')
+		}) >= 0 {
+		return fmt.Errorf("compute node %q: not a host name RSA can dial; list it under [[compute]] with its address", n)
+	}
+	return nil
+}
+
+// Client is the agent client of node, made on first use.
+func (c *Cluster) Client(node string) (*agent.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.clients[node]; ok {
+		return cl, nil
+	}
+	addr, err := c.Address(node)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := agent.NewClient(c.id, node, fmt.Sprintf("%s:%d", bracket(addr), c.port))
+	if err != nil {
+		return nil, err
+	}
+	c.clients[node] = cl
+	if _, ok := c.health[node]; !ok {
+		c.health[node] = Health{Node: node, Role: "compute"}
+	}
+	return cl, nil
+}
+
+// bracket puts an IPv6 address in brackets for HOST:PORT.
+func bracket(a string) string {
+	if strings.Contains(a, ":") {
+		return "[" + a + "]"
+	}
+	return a
+}
+
+// Up reports whether node's agent answered the last heartbeat.
+func (c *Cluster) Up(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health[node].Up
+}
+
+// Health is every known agent's health, by node name.
+func (c *Cluster) Health() []Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Collect(maps.Values(c.health))
+	slices.SortFunc(out, func(a, b Health) int { return strings.Compare(a.Node, b.Node) })
+	return out
+}
+
+// Beat reads every known agent's status once, all at once, each bounded
+// by timeout, and records what it learnt.
+func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
+	c.mu.Lock()
+	nodes := slices.Collect(maps.Keys(c.health))
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := c.Client(n)
+			var st *agent.Status
+			if err == nil {
+				cctx, cancel := context.WithTimeout(ctx, timeout)
+				st, err = cl.Status(cctx)
+				cancel()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c.record(n, st, err)
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *Cluster) record(node string, st *agent.Status, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.health[node]
+	was := h.Up
+	if err != nil {
+		h.Up, h.Err = false, err.Error()
+		if was {
+			c.log.Warn("agent down", "node", node, "err", err)
+		}
+		c.health[node] = h
+		return
+	}
+	if h.BootID != "" && h.BootID != st.BootID {
+		h.Rebooted++
+		c.log.Warn("RSA host rebooted: its bricks and mounts are gone", "node", node, "boot_id", st.BootID)
+	}
+	if !was {
+		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
+	}
+	h.Up, h.Err, h.Seen = true, "", time.Now()
+	h.BootID, h.Started, h.MemAvailable = st.BootID, st.Started, st.MemAvailable
+	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
+	c.health[node] = h
+}
+
+// Watch beats every interval until ctx ends.
+func (c *Cluster) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		c.Beat(ctx, max(interval, 2*time.Second))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close closes every client's idle connections.
+func (c *Cluster) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+}
+
+// ErrDown is returned for a node whose agent did not answer the last
+// heartbeat.
+var ErrDown = errors.New("agent not answering")
