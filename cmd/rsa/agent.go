@@ -37,8 +37,11 @@ SIGTERM or SIGINT. It serves HTTPS with mutual TLS 1.3 on --listen (default
 port ` + strconv.Itoa(agent.DefaultPort) + `) and accepts only the control daemon's certificate.
 
 What it does depends on the role in its certificate (rsa ca issue --role):
-  storage   make and remove jobs' bricks: a tmpfs per job under --brick-root
-  compute   bind jobs' volumes, mounted under --volume-root, at jobs' paths
+  storage   make and remove jobs' bricks: a tmpfs per job under --brick-root;
+            make, seal and remove jobs' Gluster volumes through this
+            node's glusterd (--gluster), a member of RSA's trusted pool
+  compute   mount jobs' volumes at --volume-root/ID/ram (the job's RAMDISK
+            path) and bind them at jobs' paths
   both      either
 and every agent reports its status: RAM, bricks, mounts, boot id.
 
