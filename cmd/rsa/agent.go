@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
@@ -26,7 +27,7 @@ const (
 // agentCmd is `rsa agent`, the node agent rsa serve dials on every RSA
 // node and compute node.
 func agentCmd() *cobra.Command {
-	var listen, pkiDir, brickRoot, volumeRoot string
+	var listen, pkiDir, brickRoot, volumeRoot, glusterBin string
 	var files pki.Files
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -36,8 +37,11 @@ SIGTERM or SIGINT. It serves HTTPS with mutual TLS 1.3 on --listen (default
 port ` + strconv.Itoa(agent.DefaultPort) + `) and accepts only the control daemon's certificate.
 
 What it does depends on the role in its certificate (rsa ca issue --role):
-  storage   make and remove jobs' bricks: a tmpfs per job under --brick-root
-  compute   bind jobs' volumes, mounted under --volume-root, at jobs' paths
+  storage   make and remove jobs' bricks: a tmpfs per job under --brick-root;
+            make, seal and remove jobs' Gluster volumes through this
+            node's glusterd (--gluster), a member of RSA's trusted pool
+  compute   mount jobs' volumes at --volume-root/ID/ram (the job's RAMDISK
+            path) and bind them at jobs' paths
   both      either
 and every agent reports its status: RAM, bricks, mounts, boot id.
 
@@ -63,7 +67,7 @@ may be restarted at any time without losing anything.`,
 				return fmt.Errorf("loading the agent's certificate: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			a, err := agent.New(agent.Config{Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version})
+			a, err := agent.New(agent.Config{Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version, Gluster: glusterBin})
 			if err != nil {
 				return err
 			}
@@ -84,6 +88,7 @@ may be restarted at any time without losing anything.`,
 	cmd.Flags().StringVar(&files.Cert, "cert", "", "this node's certificate (default DIR/node.crt of --pki)")
 	cmd.Flags().StringVar(&files.Key, "key", "", "this node's private key, mode 0600 (default DIR/node.key of --pki)")
 	cmd.Flags().StringVar(&brickRoot, "brick-root", agent.DefaultBrickRoot, "directory of the bricks' mount points (storage)")
-	cmd.Flags().StringVar(&volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute)")
+	cmd.Flags().StringVar(&volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute): the control host's ramdisk_root")
+	cmd.Flags().StringVar(&glusterBin, "gluster", gluster.DefaultBin, "the gluster command (storage)")
 	return cmd
 }

@@ -34,8 +34,12 @@ const (
 	// lives in RAM and dies with the node, as /run's contents do.
 	DefaultBrickRoot = "/run/rsa/bricks"
 	// DefaultVolumeRoot is where jobs' volumes are mounted on a compute
-	// node, one directory per volume, before they are bound at jobs' paths.
-	DefaultVolumeRoot = "/run/rsa/volumes"
+	// node, at DefaultVolumeRoot/ID/ram behind the job's gate
+	// DefaultVolumeRoot/ID, before they are bound at jobs' paths: the
+	// layout and default of the control host's ramdisk_root
+	// (config.DefaultRamdiskRoot), so that the RAMDISK path a job is given
+	// (RSA_RAMDISK) leads to its volume on every node.
+	DefaultVolumeRoot = "/run/rsa/ramdisk"
 )
 
 // BrickSubdir is the brick directory inside a brick's tmpfs: Gluster wants
@@ -156,7 +160,8 @@ const (
 )
 
 // MountRequest is what PUT /v1/mounts/{volume} asks for: bind the volume,
-// mounted on the node at VolumeRoot/{volume}, over Target.
+// mounted on the node at VolumeRoot/ID/ram (mounted there first from
+// Servers if it is not), over Target.
 type MountRequest struct {
 	// Target is the job's directory: a clean absolute path, reached
 	// without symbolic links, a directory UID owns, on a file system the
@@ -172,12 +177,17 @@ type MountRequest struct {
 	// RefuseFSTypes nil means RSA's default list, empty means none.
 	AllowedPaths  []string `json:"allowed_paths"`
 	RefuseFSTypes []string `json:"refuse_fs_types"`
+	// Servers are the storage nodes (IPv4 addresses or DNS names) the
+	// node mounts the Gluster volume from if it is not mounted yet: the
+	// first gives the volume's layout, the others stand in if it is down.
+	// Empty: the volume must be mounted already.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // Mount is a job's volume on a compute node, as the kernel shows it.
 type Mount struct {
 	Volume  string   `json:"volume"`
-	Source  string   `json:"source"`  // where the volume is mounted: VolumeRoot/{volume}
+	Source  string   `json:"source"`  // where the volume is mounted: VolumeRoot/ID/ram
 	FSType  string   `json:"fs_type"` // "fuse.glusterfs", or "tmpfs"
 	Targets []string `json:"targets"` // the job directories it is bound at
 }

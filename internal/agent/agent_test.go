@@ -453,6 +453,12 @@ func TestAgentAuthorization(t *testing.T) {
 		{"node1", "DELETE", "/v1/bricks/rsa-job-1", "", http.StatusForbidden},
 		{"rsa1", "PUT", "/v1/mounts/rsa-job-1", `{"target":"/tmp","uid":1000,"role":"input"}`, http.StatusForbidden},
 		{"rsa1", "DELETE", "/v1/mounts/rsa-job-1", "", http.StatusForbidden},
+		{"node1", "PUT", "/v1/volumes/rsa-job-1", `{"bricks":["10.0.0.1:/b"],"auth_allow":["10.0.0.2"]}`, http.StatusForbidden},
+		{"node1", "DELETE", "/v1/volumes/rsa-job-1", "", http.StatusForbidden},
+		{"node1", "POST", "/v1/volumes/rsa-job-1/seal", "", http.StatusForbidden},
+		{"node1", "GET", "/v1/volumes", "", http.StatusForbidden},
+		{"rsa1", "DELETE", "/v1/clients/rsa-job-1", "", http.StatusForbidden},
+		{"both1", "DELETE", "/v1/clients/rsa-job-1?detach=1", "", http.StatusOK},
 		{"both1", "PUT", "/v1/bricks/rsa-job-1", `{"size":2097152}`, http.StatusOK},
 		{"both1", "DELETE", "/v1/bricks/rsa-job-1", "", http.StatusOK},
 		{"both1", "DELETE", "/v1/mounts/rsa-job-1", "", http.StatusOK},
@@ -572,10 +578,10 @@ func TestAgentMounts(t *testing.T) {
 	c := e.client(t, "node1", a.addr)
 	const v = "rsa-job-5"
 
-	// The volume, mounted on the node (a tmpfs standing in for the
-	// Gluster client mount the agent will make).
-	src := filepath.Join(e.volumeRoot, v)
-	if err := os.Mkdir(src, 0o700); err != nil {
+	// The volume, mounted on the node where the RAMDISK path leads (a
+	// tmpfs standing in for the Gluster client mount).
+	src := filepath.Join(e.volumeRoot, "5", "ram")
+	if err := os.MkdirAll(src, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := unix.Mount(v, src, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m,mode=0755"); err != nil {
@@ -659,7 +665,7 @@ func TestAgentMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Mounts) != 1 || s.Mounts[0].Volume != v || !slices.Equal(s.Mounts[0].Targets, []string{out}) || len(s.Bricks) != 0 || s.Role != pki.RoleCompute {
+	if len(s.Mounts) != 1 || s.Mounts[0].Volume != v || s.Mounts[0].Source != src || !slices.Equal(s.Mounts[0].Targets, []string{out}) || len(s.Bricks) != 0 || s.Role != pki.RoleCompute {
 		t.Errorf("status %+v", s)
 	}
 
@@ -689,6 +695,55 @@ func TestAgentMounts(t *testing.T) {
 	}
 	if len(mountinfo(t, src, false)) != 1 {
 		t.Error("unbinding took the volume's own mount too")
+	}
+
+	// The volume is where the job's RAMDISK path leads: behind its gate,
+	// which the job's user alone passes, in a volume root anyone passes.
+	gateDir := filepath.Dir(src)
+	var st unix.Stat_t
+	if err := unix.Lstat(gateDir, &st); err != nil || st.Uid != 0 || st.Mode&0o707 != 0o700 { // group bits: the ACL mask
+		t.Errorf("gate %s: uid %d mode %o, %v; want root's, rwx for root alone", gateDir, st.Uid, st.Mode&0o777, err)
+	}
+	if _, err := unix.Getxattr(gateDir, "system.posix_acl_access", make([]byte, 64)); err != nil {
+		t.Errorf("gate %s has no ACL for the job's user: %v", gateDir, err)
+	}
+	if err := unix.Lstat(e.volumeRoot, &st); err != nil || st.Mode&0o777 != 0o711 {
+		t.Errorf("volume root mode %o, %v; want 0711", st.Mode&0o777, err)
+	}
+	for _, servers := range [][]string{{"-oexec"}, {"a,b"}, {"s1:/x"}, {"s1", "a/b"}} {
+		if _, err := c.Mount(ctx, "rsa-job-7", MountRequest{Target: out, UID: u.UID, Role: RoleOutput, Servers: servers}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Mount from servers %q: %v, want ErrInvalid", servers, err)
+		}
+	}
+
+	// Release takes the volume off the node: binds, mount, gate.
+	if _, err := c.Mount(ctx, v, inReq); err != nil {
+		t.Fatal(err)
+	}
+	release = hold(t, in)
+	if err := c.Release(ctx, v, false); !errors.Is(err, ErrBusy) || !Transient(err) {
+		t.Fatalf("Release of a volume in use: %v, want a transient ErrBusy", err)
+	}
+	if len(mountinfo(t, src, false)) != 1 {
+		t.Fatal("a volume in use was unmounted without detach")
+	}
+	if err := c.Release(ctx, v, true); err != nil {
+		t.Fatalf("Release with detach: %v", err)
+	}
+	release()
+	for i := range 2 {
+		if err := c.Release(ctx, v, false); err != nil {
+			t.Errorf("Release #%d of a released volume: %v", i+1, err)
+		}
+	}
+	if lines := mountinfo(t, e.dir, true); len(lines) != 0 {
+		t.Errorf("left in the mount table: %q", lines)
+	}
+	if _, err := os.Lstat(gateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the gate is still there: %v", err)
+	}
+	if s, err := c.Status(ctx); err != nil || len(s.Mounts) != 0 {
+		t.Errorf("status after release: %+v, %v", s, err)
 	}
 }
 

@@ -132,10 +132,11 @@ func (c *Client) RemoveBrick(ctx context.Context, volume string) error {
 	return c.do(ctx, c.storage, http.MethodDelete, "/v1/bricks/"+volume, nil, nil)
 }
 
-// Mount binds volume, mounted on a compute node, over the job directory
-// req.Target there, after the node checks it race-free (see Server.Mount):
+// Mount binds volume, mounted on a compute node (by the agent, from
+// req.Servers, if it is not yet), over the job directory req.Target
+// there, after the node checks it race-free (see Server.Mount):
 // idempotent; a target that fails the checks wraps ErrInvalid with the
-// reason, a volume not mounted on the node ErrNotFound.
+// reason, a volume not mounted on the node and no servers ErrNotFound.
 func (c *Client) Mount(ctx context.Context, volume string, req MountRequest) (Mount, error) {
 	if err := CheckVolume(volume); err != nil {
 		return Mount{}, err
@@ -165,6 +166,63 @@ func (c *Client) Unmount(ctx context.Context, volume, target string, detach bool
 		path += "?" + q.Encode()
 	}
 	return c.do(ctx, c.compute, http.MethodDelete, path, nil, nil)
+}
+
+// Release takes volume off a compute node: every bind of it, its own mount
+// at the node's volume root, and its gate (see Server.Release). Nothing
+// there is success. In use, it fails wrapping ErrBusy (transient) unless
+// detach is set, which detaches it instead.
+func (c *Client) Release(ctx context.Context, volume string, detach bool) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	path := "/v1/clients/" + volume
+	if detach {
+		path += "?detach=1"
+	}
+	return c.do(ctx, c.compute, http.MethodDelete, path, nil, nil)
+}
+
+// MakeVolume makes volume over spec's bricks through the glusterd of a
+// storage node of the pool, sets its options and starts it, and returns
+// it as glusterd has it (see Server.MakeVolume): idempotent; a volume of
+// the name over other bricks fails wrapping ErrConflict.
+func (c *Client) MakeVolume(ctx context.Context, volume string, spec VolumeSpec) (Volume, error) {
+	if err := CheckVolume(volume); err != nil {
+		return Volume{}, err
+	}
+	var v Volume
+	err := c.do(ctx, c.storage, http.MethodPut, "/v1/volumes/"+volume, spec, &v)
+	return v, err
+}
+
+// RemoveVolume stops (force) and deletes volume through a storage node's
+// glusterd; an absent volume is success. The bricks keep the data until
+// they are removed.
+func (c *Client) RemoveVolume(ctx context.Context, volume string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	return c.do(ctx, c.storage, http.MethodDelete, "/v1/volumes/"+volume, nil, nil)
+}
+
+// SealVolume makes volume read-only for every client, mounted already or
+// not (features.read-only); a volume not in the pool fails wrapping
+// ErrNotFound.
+func (c *Client) SealVolume(ctx context.Context, volume string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	return c.do(ctx, c.storage, http.MethodPost, "/v1/volumes/"+volume+"/seal", nil, nil)
+}
+
+// Volumes lists the jobs' volumes of a storage node's trusted pool, by job.
+func (c *Client) Volumes(ctx context.Context) ([]Volume, error) {
+	var vs []Volume
+	if err := c.do(ctx, c.storage, http.MethodGet, "/v1/volumes", nil, &vs); err != nil {
+		return nil, err
+	}
+	return vs, nil
 }
 
 // Error is an agent's refusal or failure, as it answered.

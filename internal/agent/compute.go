@@ -1,28 +1,58 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/rsa-hpc/rsa/internal/gate"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // Compute: a job's volume is mounted on the compute node at
-// VolumeRoot/{volume} (the Gluster client mount; until the agent makes it
-// itself, whoever sets the node up does), and bound from there over the
-// job's own directories by package mount, with the checks RSA makes on
-// one host: the target opened with openat2 without symbolic links, owned
-// by the job's user, on a file system the site's policy allows, and
-// mounted through the opened descriptor (move_mount).
+// VolumeRoot/ID/ram, behind the job's gate VolumeRoot/ID (package gate:
+// only root and the job's user pass), as the local engine mounts a
+// RAMDISK on the control host, so that the job's RAMDISK path is the same
+// everywhere. The agent mounts it there itself (the Gluster client) when
+// the daemon names the servers. From there it is bound over the job's own
+// directories by package mount, with the checks RSA makes on one host:
+// the target opened with openat2 without symbolic links, owned by the
+// job's user, on a file system the site's policy allows, and mounted
+// through the opened descriptor (move_mount).
 //
 // The kernel's mount table is the only record: the volume is the mount at
-// VolumeRoot/{volume} whose source names the volume, and its binds are
-// the other mounts of the same file system (its device).
+// VolumeRoot/ID/ram whose source names the volume, and its binds are the
+// other mounts of the same file system (its device).
 
-func (s *Server) volumeSource(volume string) string { return filepath.Join(s.volumeRoot, volume) }
+// volumeGate is the gate above volume's mount, VolumeRoot/ID.
+func (s *Server) volumeGate(volume string) string {
+	id, _ := ParseVolume(volume) // checked by every caller
+	return filepath.Join(s.volumeRoot, strconv.FormatInt(id, 10))
+}
+
+// volumeSource is where volume is mounted, VolumeRoot/ID/ram.
+func (s *Server) volumeSource(volume string) string {
+	return filepath.Join(s.volumeGate(volume), "ram")
+}
+
+// volumeAtPoint names the volume whose mount point point is, if it is one.
+func (s *Server) volumeAtPoint(point string) (string, bool) {
+	gate := filepath.Dir(point)
+	if filepath.Base(point) != "ram" || filepath.Dir(gate) != s.volumeRoot {
+		return "", false
+	}
+	id, err := strconv.ParseInt(filepath.Base(gate), 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != filepath.Base(gate) {
+		return "", false
+	}
+	return VolumeName(id), true
+}
 
 // isVolume reports whether m is volume's own file system: a Gluster
 // client mount of the volume (source HOST:/volume), or a tmpfs named
@@ -44,7 +74,7 @@ func isVolume(volume string, m mount.Info) bool {
 }
 
 // volumeAt reads volume's mount on this node. ok is false when nothing is
-// mounted at VolumeRoot/{volume}; something else there is an error
+// mounted at VolumeRoot/ID/ram; something else there is an error
 // wrapping ErrConflict.
 func (s *Server) volumeAt(volume string) (m mount.Info, ok bool, err error) {
 	src := s.volumeSource(volume)
@@ -70,13 +100,15 @@ func bindRole(role string) (string, error) {
 	return "", failf(ErrInvalid, "role %q is neither %s nor %s", shorten(role), RoleInput, RoleOutput)
 }
 
-// Mount binds volume, mounted on this node at VolumeRoot/{volume}, over
+// Mount binds volume, mounted on this node at VolumeRoot/ID/ram, over
 // req.Target, after package mount's race-free checks of the target under
-// the policy req carries. A target that already shows the volume is left
-// as it is. A volume not mounted here fails wrapping ErrNotFound; a
-// target that fails the checks, wrapping ErrInvalid, with the reason and
-// the fix (mount.TargetError). It returns the volume's mounts afterwards.
-func (s *Server) Mount(volume string, req MountRequest) (Mount, error) {
+// the policy req carries. A volume not mounted here yet is mounted from
+// req.Servers first (the Gluster client), its gate opened for req.UID;
+// without servers it fails wrapping ErrNotFound. A target that already
+// shows the volume is left as it is; one that fails the checks fails
+// wrapping ErrInvalid, with the reason and the fix (mount.TargetError).
+// It returns the volume's mounts afterwards.
+func (s *Server) Mount(ctx context.Context, volume string, req MountRequest) (Mount, error) {
 	if err := CheckVolume(volume); err != nil {
 		return Mount{}, err
 	}
@@ -92,6 +124,11 @@ func (s *Server) Mount(volume string, req MountRequest) (Mount, error) {
 			return Mount{}, failf(ErrInvalid, "allowed path %q is not a clean absolute path", shorten(p))
 		}
 	}
+	for _, h := range req.Servers {
+		if err := gluster.CheckHost(h); err != nil {
+			return Mount{}, failf(ErrInvalid, "volume %s: server %w", volume, err)
+		}
+	}
 	policy := mount.Policy{AllowedPaths: req.AllowedPaths, RefuseFSTypes: req.RefuseFSTypes}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -100,8 +137,18 @@ func (s *Server) Mount(volume string, req MountRequest) (Mount, error) {
 		return Mount{}, err
 	}
 	src := s.volumeSource(volume)
+	if !ok && len(req.Servers) == 0 {
+		return Mount{}, failf(ErrNotFound, "volume %s is not mounted on this node (at %s): mount it there first, or name its servers", volume, src)
+	}
+	// The gate lets the job's user reach the volume by its RAMDISK path;
+	// opened each time, so a volume someone else mounted gets it too.
+	if err := s.openGate(volume, req.UID); err != nil {
+		return Mount{}, err
+	}
 	if !ok {
-		return Mount{}, failf(ErrNotFound, "volume %s is not mounted on this node (at %s): mount it there first", volume, src)
+		if vm, err = s.mountVolume(ctx, volume, req.Servers); err != nil {
+			return Mount{}, err
+		}
 	}
 	// Bound there already, by a request whose answer was lost? Asked of
 	// the mount table, by the target's name: nothing is opened, so no
@@ -123,7 +170,7 @@ func (s *Server) Mount(volume string, req MountRequest) (Mount, error) {
 
 // Unmount removes volume's binds on this node: the one at target, or
 // every one if target is empty. The volume's own mount at
-// VolumeRoot/{volume} stays. A bind in use (a process inside, a file
+// VolumeRoot/ID/ram stays. A bind in use (a process inside, a file
 // open) fails wrapping ErrBusy and stays, unless detach is set: then it
 // is detached, gone from the job's path at once, and its file system goes
 // when the last user lets go. Nothing to remove is no error.
@@ -177,6 +224,95 @@ func unbindAt(binds []mount.Info, target string, detach bool) error {
 	return errors.Join(errs...)
 }
 
+// openGate makes volume's gate, VolumeRoot/ID, and its mount point, and
+// lets uid alone pass the gate.
+func (s *Server) openGate(volume string, uid uint32) error {
+	g := s.volumeGate(volume)
+	if err := os.Mkdir(g, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the gate of volume %s: %w", volume, err)
+	}
+	if fi, err := os.Lstat(g); err != nil || !fi.IsDir() {
+		return failf(ErrConflict, "%s, the gate of volume %s, is not a directory; leaving it for an administrator", g, volume)
+	}
+	if err := gate.Open(g, uid); err != nil {
+		return err
+	}
+	// Its mode shows only while nothing is mounted on it; 0755 so that
+	// the job's user sees an empty directory, not a refusal, if the
+	// volume is gone.
+	if err := os.Mkdir(s.volumeSource(volume), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the mount point of volume %s: %w", volume, err)
+	}
+	return nil
+}
+
+// mountVolume mounts the Gluster volume from servers at its source and
+// returns its mount.
+func (s *Server) mountVolume(ctx context.Context, volume string, servers []string) (mount.Info, error) {
+	src := s.volumeSource(volume)
+	if err := gluster.Mount(ctx, servers, volume, src); err != nil {
+		return mount.Info{}, fmt.Errorf("mounting volume %s: %w", volume, err)
+	}
+	vm, ok, err := s.volumeAt(volume)
+	if err == nil && !ok {
+		err = fmt.Errorf("volume %s is not in the mount table after mounting it at %s", volume, src)
+	}
+	if err != nil {
+		return mount.Info{}, err
+	}
+	s.log.Info("volume mounted", "volume", volume, "at", src, "servers", servers)
+	return vm, nil
+}
+
+// Release takes volume off this node: every bind of it, then the volume's
+// own mount, then its gate. A bind or the volume in use (a process inside,
+// a file open) fails wrapping ErrBusy and stays, unless detach is set:
+// then they are detached, gone from every path at once, and the Gluster
+// client ends when the last user lets go. Nothing there is no error.
+func (s *Server) Release(volume string, detach bool) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := s.volumeSource(volume)
+	for range maxStacked {
+		vm, ok, err := s.volumeAt(volume)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		err = mount.UnbindDev(vm.Dev, src, detach)
+		if err == nil {
+			err = mount.Unmount(vm, detach)
+		}
+		if errors.Is(err, mount.ErrBusy) {
+			return failf(ErrBusy, "volume %s is still in use on this node (a process inside, a file open): %w", volume, err)
+		}
+		if err != nil {
+			return fmt.Errorf("unmounting volume %s: %w", volume, err)
+		}
+		s.log.Info("volume released", "volume", volume, "detach", detach)
+	}
+	if _, ok, err := mount.MountedAt(src); err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	} else if ok {
+		return failf(ErrConflict, "more than %d mounts of volume %s are stacked at %s; leaving them for an administrator", maxStacked, volume, src)
+	}
+	g := s.volumeGate(volume)
+	if err := gate.Close(g); err != nil {
+		return err
+	}
+	for _, p := range []string{src, g} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
 // mountOf describes volume's mount vm and its binds.
 func (s *Server) mountOf(volume string, vm mount.Info) (Mount, error) {
 	src := s.volumeSource(volume)
@@ -196,11 +332,11 @@ func (s *Server) mountOf(volume string, vm mount.Info) (Mount, error) {
 	return out, nil
 }
 
-// mounts lists the volumes mounted in VolumeRoot in the mount table ms,
+// mounts lists the volumes mounted below VolumeRoot in the mount table ms,
 // with their binds, by job.
 func (s *Server) mounts(ms []mount.Info) ([]Mount, error) {
 	out := []Mount{}
-	for _, v := range volumesIn(ms, s.volumeRoot, isVolume) {
+	for _, v := range volumesIn(ms, s.volumeAtPoint, isVolume) {
 		vm, ok, err := s.volumeAt(v)
 		if errors.Is(err, ErrConflict) || err == nil && !ok {
 			continue // hidden or gone meanwhile

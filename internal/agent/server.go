@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
@@ -38,6 +39,9 @@ type Config struct {
 	Log *slog.Logger
 	// Version is reported in status.
 	Version string
+	// Gluster is the gluster CLI a storage agent makes volumes with
+	// (default gluster.DefaultBin, found in PATH).
+	Gluster string
 }
 
 // Server is an agent. It holds no state of its own beyond its
@@ -52,18 +56,23 @@ type Server struct {
 	version    string
 	bootID     string
 	started    time.Time
+	gl         *gluster.CLI
 
 	// mu serialises the operations that change mounts, so that two
 	// requests for one volume (the daemon retrying while the first is
 	// still at work) cannot both find it missing and both mount it.
 	mu sync.Mutex
+	// vmu serialises the operations on Gluster volumes, for the same
+	// reason; apart from mu, as they wait for glusterd for seconds.
+	vmu sync.Mutex
 }
 
-// New checks cfg and prepares the agent's directories: BrickRoot if the
-// role serves storage, VolumeRoot if it serves compute, each created
-// root-owned 0700 if missing (no user needs to pass through either: users
-// reach a volume only through its bind at their own directory). It fails
-// for an identity that cannot serve, such as the daemon's (role control).
+// New checks cfg and prepares the agent's directories, created if
+// missing: BrickRoot, root-owned 0700, if the role serves storage (no
+// user passes there); VolumeRoot, root-owned 0711, if it serves compute
+// (a job's user passes it, and the job's gate below it, to reach the
+// job's volume by the path the control host gives it). It fails for an
+// identity that cannot serve, such as the daemon's (role control).
 func New(cfg Config) (*Server, error) {
 	if cfg.Identity == nil {
 		return nil, errors.New("agent: no TLS identity")
@@ -90,15 +99,17 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.gl = &gluster.CLI{Bin: cfg.Gluster, Log: s.log}
 	for _, r := range []struct {
 		flag, dir string
 		kind      pki.Kind
-	}{{"brick root", s.brickRoot, pki.KindStorage}, {"volume root", s.volumeRoot, pki.KindCompute}} {
+		mode      os.FileMode
+	}{{"brick root", s.brickRoot, pki.KindStorage, 0o700}, {"volume root", s.volumeRoot, pki.KindCompute, 0o711}} {
 		if !filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir || r.dir == "/" {
 			return nil, fmt.Errorf("agent %s %q must be a clean absolute path below /", r.flag, r.dir)
 		}
 		if cfg.Identity.Role().Allows(r.kind) {
-			if err := prepareRoot(r.flag, r.dir); err != nil {
+			if err := prepareRoot(r.flag, r.dir, r.mode); err != nil {
 				return nil, err
 			}
 		}
@@ -109,9 +120,9 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// prepareRoot makes dir a root-owned 0700 directory, not a symbolic link.
-func prepareRoot(what, dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// prepareRoot makes dir a root-owned directory of mode, not a symbolic link.
+func prepareRoot(what, dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(dir, mode); err != nil {
 		return fmt.Errorf("creating the agent's %s: %w", what, err)
 	}
 	fi, err := os.Lstat(dir)
@@ -124,7 +135,7 @@ func prepareRoot(what, dir string) error {
 	if err := os.Chown(dir, 0, 0); err != nil {
 		return fmt.Errorf("securing the agent's %s: %w", what, err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := os.Chmod(dir, mode); err != nil {
 		return fmt.Errorf("securing the agent's %s: %w", what, err)
 	}
 	return nil
@@ -174,20 +185,52 @@ func (s *Server) Handler() http.Handler {
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
-		return s.Mount(v, req)
+		return s.Mount(r.Context(), v, req)
 	}))
 	mux.HandleFunc("DELETE /v1/mounts/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
-		q := r.URL.Query()
-		detach := false
-		if d := q.Get("detach"); d != "" {
-			var err error
-			if detach, err = strconv.ParseBool(d); err != nil {
-				return nil, failf(ErrInvalid, "detach=%q is not true or false", shorten(d))
-			}
+		detach, err := detachOf(r)
+		if err != nil {
+			return nil, err
 		}
-		return struct{}{}, s.Unmount(v, q.Get("target"), detach)
+		return struct{}{}, s.Unmount(v, r.URL.Query().Get("target"), detach)
+	}))
+	mux.HandleFunc("DELETE /v1/clients/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+		detach, err := detachOf(r)
+		if err != nil {
+			return nil, err
+		}
+		return struct{}{}, s.Release(v, detach)
+	}))
+	mux.HandleFunc("GET /v1/volumes", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+		return s.Volumes(r.Context())
+	}))
+	mux.HandleFunc("PUT /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		var spec VolumeSpec
+		if err := decode(r, &spec); err != nil {
+			return nil, err
+		}
+		return s.MakeVolume(r.Context(), v, spec)
+	}))
+	mux.HandleFunc("DELETE /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		return struct{}{}, s.RemoveVolume(r.Context(), v)
+	}))
+	mux.HandleFunc("POST /v1/volumes/{volume}/seal", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		return struct{}{}, s.SealVolume(r.Context(), v)
 	}))
 	return mux
+}
+
+// detachOf reads a request's detach parameter: true or false, absent false.
+func detachOf(r *http.Request) (bool, error) {
+	d := r.URL.Query().Get("detach")
+	if d == "" {
+		return false, nil
+	}
+	detach, err := strconv.ParseBool(d)
+	if err != nil {
+		return false, failf(ErrInvalid, "detach=%q is not true or false", shorten(d))
+	}
+	return detach, nil
 }
 
 // op wraps an operation of kind: it authorises the caller first, then

@@ -253,7 +253,7 @@ func (s *Server) RemoveBrick(volume string) error {
 // bricks lists the bricks in the mount table ms, by job.
 func (s *Server) bricks(ms []mount.Info) ([]Brick, error) {
 	out := []Brick{}
-	for _, v := range volumesIn(ms, s.brickRoot, isBrick) {
+	for _, v := range volumesIn(ms, s.brickAtPoint, isBrick) {
 		b, ok, err := s.brickAt(v)
 		switch {
 		case errors.Is(err, ErrConflict):
@@ -269,13 +269,21 @@ func (s *Server) bricks(ms []mount.Info) ([]Brick, error) {
 	return out, nil
 }
 
-// volumesIn names, each once, the volumes mounted directly below root in
-// the mount table ms for which is holds (a brick, a volume).
-func volumesIn(ms []mount.Info, root string, is func(v string, m mount.Info) bool) []string {
+// brickAtPoint names the volume whose brick's mount point point is, if it
+// is one: BrickRoot/{volume}.
+func (s *Server) brickAtPoint(point string) (string, bool) {
+	v := filepath.Base(point)
+	return v, filepath.Dir(point) == s.brickRoot && CheckVolume(v) == nil
+}
+
+// volumesIn names, each once, the volumes mounted in the mount table ms
+// where at says a volume's mount point is, for which is holds (a brick, a
+// volume).
+func volumesIn(ms []mount.Info, at func(point string) (string, bool), is func(v string, m mount.Info) bool) []string {
 	var names []string
 	for _, m := range ms {
-		v := filepath.Base(m.Point)
-		if filepath.Dir(m.Point) == root && CheckVolume(v) == nil && is(v, m) && !slices.Contains(names, v) {
+		v, ok := at(m.Point)
+		if ok && is(v, m) && !slices.Contains(names, v) {
 			names = append(names, v)
 		}
 	}

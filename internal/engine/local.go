@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/gate"
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
@@ -75,11 +75,11 @@ func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 	if r.UID == 0 {
 		return fmt.Errorf("RAMDISK of job %d: refusing a RAMDISK for root", r.Job)
 	}
-	gate := GateFor(l.Root, r.Job)
-	if err := os.Mkdir(gate, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	gateDir := GateFor(l.Root, r.Job)
+	if err := os.Mkdir(gateDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating the RAMDISK's gate: %w", err)
 	}
-	if err := openGate(gate, r.UID); err != nil {
+	if err := gate.Open(gateDir, r.UID); err != nil {
 		return err
 	}
 	if _, ok, err := l.mounted(r); err != nil {
@@ -107,49 +107,8 @@ func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 	return nil
 }
 
-// POSIX ACL xattr encoding (linux/posix_acl_xattr.h): a version word, then
-// entries of tag, permission and id, sorted by tag.
-const (
-	aclVersion  = 2
-	aclUserObj  = 0x01
-	aclUser     = 0x02
-	aclGroupObj = 0x04
-	aclMask     = 0x10
-	aclOther    = 0x20
-	aclNoID     = 0xffffffff
-	aclXattr    = "system.posix_acl_access"
-)
-
-// openGate makes gate root-owned 0700 with one ACL entry letting uid pass
-// (search only: it cannot list, create or rename anything in the gate).
-func openGate(gate string, uid uint32) error {
-	if err := os.Chown(gate, 0, 0); err != nil {
-		return fmt.Errorf("securing the RAMDISK's gate: %w", err)
-	}
-	b := binary.LittleEndian.AppendUint32(nil, aclVersion)
-	for _, e := range []struct {
-		tag, perm uint16
-		id        uint32
-	}{{aclUserObj, 7, aclNoID}, {aclUser, 1, uid}, {aclGroupObj, 0, aclNoID}, {aclMask, 1, aclNoID}, {aclOther, 0, aclNoID}} {
-		b = binary.LittleEndian.AppendUint16(b, e.tag)
-		b = binary.LittleEndian.AppendUint16(b, e.perm)
-		b = binary.LittleEndian.AppendUint32(b, e.id)
-	}
-	if err := unix.Setxattr(gate, aclXattr, b, 0); err != nil {
-		return fmt.Errorf("letting uid %d through the RAMDISK's gate %s: %w (ramdisk_root must be on a file system with POSIX ACLs, such as ext4, xfs or tmpfs)", uid, gate, err)
-	}
-	return nil
-}
-
 func (l *Local) Revoke(ctx context.Context, r Ramdisk) error {
-	gate := GateFor(l.Root, r.Job)
-	if err := unix.Removexattr(gate, aclXattr); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("closing the RAMDISK's gate %s: %w", gate, err)
-	}
-	if err := os.Chmod(gate, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("closing the RAMDISK's gate %s: %w", gate, err)
-	}
-	return nil
+	return gate.Close(GateFor(l.Root, r.Job))
 }
 
 // clearAbove detaches whatever is mounted on top of or inside the job's

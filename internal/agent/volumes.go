@@ -1,0 +1,219 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rsa-hpc/rsa/internal/gluster"
+)
+
+// Volumes: a job's Gluster volume over its bricks, made through the
+// glusterd of this storage node, a member of RSA's trusted pool. Any
+// storage agent can do it for the whole pool. glusterd is the only
+// record: a volume is what `gluster volume info` says.
+
+// VolumeSpec is what PUT /v1/volumes/{volume} asks for.
+type VolumeSpec struct {
+	// Bricks are "HOST:DIR" each, in order; with Replica 2 each
+	// consecutive pair is one replica set (the caller puts the two on
+	// different nodes).
+	Bricks []string `json:"bricks"`
+	// Replica is 0 or 1 to distribute files over the bricks, 2 for two
+	// copies of each.
+	Replica int `json:"replica,omitempty"`
+	// Shard turns features.shard on, for files bigger than a brick.
+	Shard bool `json:"shard,omitempty"`
+	// AuthAllow are the addresses that may mount the volume (auth.allow):
+	// required, non-empty.
+	AuthAllow []string `json:"auth_allow"`
+	// PingTimeout is how many seconds a client waits for a silent brick
+	// before failing its I/O, 1..10; 0 means 10 (Gluster's 42 stalls a
+	// job for a minute on a dead node).
+	PingTimeout int `json:"ping_timeout,omitempty"`
+}
+
+// Volume is a job's volume as glusterd describes it.
+type Volume struct {
+	Name     string   `json:"name"`
+	Started  bool     `json:"started"`
+	Bricks   []string `json:"bricks"`
+	ReadOnly bool     `json:"read_only"`
+}
+
+const (
+	maxPingTimeout = 10
+	optReadOnly    = "features.read-only"
+)
+
+// volumeOptions checks spec and returns the options the volume gets, in
+// the order they are set.
+func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
+	if len(spec.Bricks) == 0 {
+		return nil, failf(ErrInvalid, "volume %s: no bricks", volume)
+	}
+	for i, b := range spec.Bricks {
+		if err := gluster.CheckBrick(b); err != nil {
+			return nil, failf(ErrInvalid, "volume %s: %w", volume, err)
+		}
+		if slices.Contains(spec.Bricks[:i], b) {
+			return nil, failf(ErrInvalid, "volume %s: brick %s is given twice", volume, b)
+		}
+	}
+	switch {
+	case spec.Replica == 0 || spec.Replica == 1:
+	case spec.Replica == 2 && len(spec.Bricks)%2 == 0:
+	default:
+		return nil, failf(ErrInvalid, "volume %s: replica %d over %d bricks: give replica 0 or 1 (distribute), or 2 with an even number of bricks", volume, spec.Replica, len(spec.Bricks))
+	}
+	if len(spec.AuthAllow) == 0 {
+		return nil, failf(ErrInvalid, "volume %s: auth_allow is empty: name the addresses of the nodes that mount it (compute nodes, the control host)", volume)
+	}
+	for _, a := range spec.AuthAllow {
+		if err := gluster.CheckHost(a); err != nil {
+			return nil, failf(ErrInvalid, "volume %s: auth_allow: %w", volume, err)
+		}
+	}
+	ping := spec.PingTimeout
+	if ping == 0 {
+		ping = maxPingTimeout
+	}
+	if ping < 1 || ping > maxPingTimeout {
+		return nil, failf(ErrInvalid, "volume %s: ping_timeout %d is not 1..%d seconds (0 means %d)", volume, spec.PingTimeout, maxPingTimeout, maxPingTimeout)
+	}
+	opts := [][2]string{
+		{"network.ping-timeout", strconv.Itoa(ping)},
+		// Broken in 10.3: a file created in a directory made just
+		// before fails with ENOENT once the kernel's caches dropped.
+		{"performance.nl-cache", "off"},
+		{"auth.allow", strings.Join(spec.AuthAllow, ",")},
+	}
+	if spec.Shard {
+		opts = append(opts, [2]string{"features.shard", "on"})
+	}
+	return opts, nil
+}
+
+// volumeOf is the answer describing v.
+func volumeOf(v gluster.Volume) Volume {
+	return Volume{Name: v.Name, Started: v.Started, Bricks: v.Bricks, ReadOnly: v.Options[optReadOnly] == "on"}
+}
+
+// MakeVolume makes volume over spec's bricks, sets its options and starts
+// it. Idempotent: a volume with the same bricks and replica count gets any
+// option it lacks and is started if it is not; one with other bricks fails
+// wrapping ErrConflict and is left as it is. It returns the volume as
+// glusterd has it afterwards.
+func (s *Server) MakeVolume(ctx context.Context, volume string, spec VolumeSpec) (Volume, error) {
+	if err := CheckVolume(volume); err != nil {
+		return Volume{}, err
+	}
+	opts, err := volumeOptions(volume, spec)
+	if err != nil {
+		return Volume{}, err
+	}
+	replica := max(spec.Replica, 1)
+	// One check-then-create at a time: two PUTs of a volume (the daemon
+	// retrying after a timeout) would otherwise both find it absent.
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	v, ok, err := s.gl.VolumeInfo(ctx, volume)
+	if err != nil {
+		return Volume{}, fmt.Errorf("reading volume %s from glusterd: %w", volume, err)
+	}
+	if ok && (!slices.Equal(v.Bricks, spec.Bricks) || v.Replica != replica) {
+		return Volume{}, failf(ErrConflict, "volume %s exists over bricks %s with replica %d, not %s with replica %d; remove it first (DELETE /v1/volumes/%s) or ask for what it has",
+			volume, strings.Join(v.Bricks, " "), v.Replica, strings.Join(spec.Bricks, " "), replica, volume)
+	}
+	if !ok {
+		if err := s.gl.Create(ctx, volume, spec.Bricks, spec.Replica); err != nil {
+			return Volume{}, fmt.Errorf("creating volume %s: %w (are the bricks made, and their nodes in the trusted pool?)", volume, err)
+		}
+		s.log.Info("volume created", "volume", volume, "bricks", spec.Bricks, "replica", replica)
+		v = gluster.Volume{Name: volume, Bricks: spec.Bricks, Options: map[string]string{}}
+	}
+	for _, o := range opts {
+		if v.Options[o[0]] == o[1] {
+			continue
+		}
+		if err := s.gl.Set(ctx, volume, o[0], o[1]); err != nil {
+			return Volume{}, fmt.Errorf("setting %s of volume %s: %w", o[0], volume, err)
+		}
+	}
+	if !v.Started {
+		if err := s.gl.Start(ctx, volume); err != nil {
+			return Volume{}, fmt.Errorf("starting volume %s: %w (glusterd's log says why a brick did not start)", volume, err)
+		}
+		s.log.Info("volume started", "volume", volume)
+	}
+	v, ok, err = s.gl.VolumeInfo(ctx, volume)
+	if err == nil && !ok {
+		err = errors.New("it is gone (removed meanwhile?)")
+	}
+	if err != nil {
+		return Volume{}, fmt.Errorf("reading volume %s back from glusterd: %w", volume, err)
+	}
+	return volumeOf(v), nil
+}
+
+// RemoveVolume stops volume (force: its clients' I/O fails from then on)
+// and deletes it. The bricks keep its data until they are removed. An
+// absent volume is no error.
+func (s *Server) RemoveVolume(ctx context.Context, volume string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	if err := s.gl.Stop(ctx, volume); err != nil {
+		return fmt.Errorf("stopping volume %s: %w", volume, err)
+	}
+	if err := s.gl.Delete(ctx, volume); err != nil {
+		return fmt.Errorf("deleting volume %s: %w", volume, err)
+	}
+	s.log.Info("volume removed", "volume", volume)
+	return nil
+}
+
+// SealVolume makes volume read-only for every client (features.read-only):
+// from then on a write fails with EROFS, on clients mounted before as
+// well. A file a process holds open for writing takes writes into the
+// client's write-behind cache, but its fsync and close fail with EROFS
+// and the data never reaches the bricks. A volume not there fails
+// wrapping ErrNotFound.
+func (s *Server) SealVolume(ctx context.Context, volume string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	err := s.gl.Set(ctx, volume, optReadOnly, "on")
+	if errors.Is(err, gluster.ErrNotFound) {
+		return failf(ErrNotFound, "sealing volume %s: it does not exist in this node's trusted pool", volume)
+	}
+	if err != nil {
+		return fmt.Errorf("sealing volume %s: %w", volume, err)
+	}
+	s.log.Info("volume sealed", "volume", volume)
+	return nil
+}
+
+// Volumes lists the pool's jobs' volumes (those named as VolumeName
+// names them), by job.
+func (s *Server) Volumes(ctx context.Context) ([]Volume, error) {
+	vs, err := s.gl.Volumes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing volumes from glusterd: %w", err)
+	}
+	out := []Volume{}
+	for _, v := range vs {
+		if CheckVolume(v.Name) == nil {
+			out = append(out, volumeOf(v))
+		}
+	}
+	slices.SortFunc(out, func(a, b Volume) int { return byJob(a.Name, b.Name) })
+	return out, nil
+}

@@ -1,0 +1,156 @@
+package gluster
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The testdata is what gluster 10.3's CLI answered on Debian 12.
+func readXML(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseInfo(t *testing.T) {
+	bricks := []string{"10.79.0.1:/var/tmp/rsatgl-exp/b1/brick", "10.79.0.1:/var/tmp/rsatgl-exp/b2/brick"}
+	for _, tc := range []struct {
+		file    string
+		started bool
+		options map[string]string
+	}{
+		{"info-created.xml", false, map[string]string{"nfs.disable": "on"}},
+		{"info-started.xml", true, map[string]string{"auth.allow": "10.79.0.1,127.0.0.1", "performance.nl-cache": "off", "network.ping-timeout": "10"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			o, err := parse([]string{"volume", "info"}, readXML(t, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs := o.volumes()
+			if len(vs) != 1 {
+				t.Fatalf("%d volumes", len(vs))
+			}
+			v := vs[0]
+			if v.Name != "rsa-job-7" || v.Started != tc.started || !slices.Equal(v.Bricks, bricks) || v.Replica != 1 {
+				t.Errorf("volume %+v", v)
+			}
+			for k, want := range tc.options {
+				if v.Options[k] != want {
+					t.Errorf("option %s = %q, want %q", k, v.Options[k], want)
+				}
+			}
+		})
+	}
+	o, err := parse(nil, readXML(t, "list.xml"))
+	if err != nil || !slices.Equal(o.VolList, []string{"rsa-job-7"}) {
+		t.Errorf("list: %v, %v", o, err)
+	}
+	if o, err := parse(nil, readXML(t, "info-all-none.xml")); err != nil || len(o.volumes()) != 0 {
+		t.Errorf("info of no volumes: %v, %v", o, err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		msg       string
+		notFound  bool
+		transient bool
+	}{
+		{"info-absent.xml", "Volume does not exist", true, false},
+		{"stop-absent.xml", "Volume rsa-job-99 does not exist", true, false},
+		{"delete-absent.xml", "Volume rsa-job-99 does not exist", true, false},
+		{"create-exists.xml", "Volume rsa-job-7 already exists", false, false},
+		{"start-started.xml", "Volume rsa-job-7 already started", false, false},
+		{"set-badkey.xml", "no.such.key does not exist", false, false},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := parse([]string{"x"}, readXML(t, tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.msg) || errors.Is(err, ErrNotFound) != tc.notFound || Transient(err) != tc.transient {
+				t.Errorf("parse: %v (not found %v, transient %v)", err, errors.Is(err, ErrNotFound), Transient(err))
+			}
+		})
+	}
+	for _, f := range []string{"create.xml", "start.xml", "stop.xml", "stop-stopped.xml", "delete.xml", "set.xml"} {
+		if _, err := parse(nil, readXML(t, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{"Connection failed. Please check if gluster daemon is operational. (exit status 1)", true},
+		{"Another transaction is in progress for rsa-job-7. Please try again after some time.", true},
+		{"Locking failed on 10.0.0.2. Please check log file for details.", true},
+		{"Volume rsa-job-7 already exists", false},
+		{"Volume does not exist", false},
+	} {
+		if got := Transient(&Error{Msg: tc.msg}); got != tc.want {
+			t.Errorf("Transient(%q) = %v", tc.msg, got)
+		}
+	}
+	if Transient(errors.New("Locking failed")) {
+		t.Error("an error not from gluster is transient")
+	}
+}
+
+func TestArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bricks  []string
+		replica int
+		want    string // joined by spaces; "" for an error
+	}{
+		{"rsa-job-1", []string{"10.0.0.1:/b/1", "n2:/b/1"}, 0, "volume create rsa-job-1 10.0.0.1:/b/1 n2:/b/1 force"},
+		{"rsa-job-1", []string{"a:/b", "b:/b"}, 2, "volume create rsa-job-1 replica 2 a:/b b:/b force"},
+		{"rsa-job-1", []string{"a:/b", "b:/b", "c:/b"}, 2, ""},
+		{"rsa-job-1", []string{"a:/b"}, 3, ""},
+		{"rsa-job-1", nil, 0, ""},
+		{"-rsa", []string{"a:/b"}, 0, ""},
+		{"rsa-job-1", []string{"-o:/b"}, 0, ""},
+		{"rsa-job-1", []string{"a:b"}, 0, ""},
+		{"rsa-job-1", []string{"a:/b/../c"}, 0, ""},
+		{"rsa-job-1", []string{"a:/b,c"}, 0, ""},
+		{"rsa-job-1", []string{"a:/"}, 0, ""},
+		{"rsa-job-1", []string{"::1:/b"}, 0, ""},
+	} {
+		args, err := CreateArgs(tc.name, tc.bricks, tc.replica)
+		if got := strings.Join(args, " "); got != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("CreateArgs(%q, %q, %d) = %q, %v; want %q", tc.name, tc.bricks, tc.replica, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		servers []string
+		volume  string
+		dir     string
+		want    string
+	}{
+		{[]string{"10.0.0.1"}, "rsa-job-1", "/run/rsa/ramdisk/1/ram", "-t glusterfs 10.0.0.1:/rsa-job-1 /run/rsa/ramdisk/1/ram"},
+		{[]string{"s1", "s2.example.org", "10.0.0.3"}, "rsa-job-1", "/m", "-t glusterfs -o backup-volfile-servers=s2.example.org:10.0.0.3 s1:/rsa-job-1 /m"},
+		{nil, "rsa-job-1", "/m", ""},
+		{[]string{"-oexec"}, "rsa-job-1", "/m", ""},
+		{[]string{"s1,exec"}, "rsa-job-1", "/m", ""},
+		{[]string{"s1:/x"}, "rsa-job-1", "/m", ""},
+		{[]string{"s1", "a/b"}, "rsa-job-1", "/m", ""},
+		{[]string{"s1"}, "rsa-job-1,x", "/m", ""},
+		{[]string{"s1"}, "rsa-job-1", "m", ""},
+		{[]string{"s1"}, "rsa-job-1", "/m/", ""},
+	} {
+		args, err := MountArgs(tc.servers, tc.volume, tc.dir)
+		if got := strings.Join(args, " "); got != tc.want || (err == nil) != (tc.want != "") {
+			t.Errorf("MountArgs(%q, %q, %q) = %q, %v; want %q", tc.servers, tc.volume, tc.dir, got, err, tc.want)
+		}
+	}
+}
