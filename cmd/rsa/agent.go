@@ -67,7 +67,12 @@ may be restarted at any time without losing anything.`,
 				return fmt.Errorf("loading the agent's certificate: %w", err)
 			}
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			a, err := agent.New(agent.Config{Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version, Gluster: glusterBin})
+			// Stages run this very binary (rsa copy) as the job's user.
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("finding the rsa binary to stage with: %w", err)
+			}
+			a, err := agent.New(agent.Config{Self: self, Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version, Gluster: glusterBin})
 			if err != nil {
 				return err
 			}

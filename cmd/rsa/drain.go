@@ -44,6 +44,13 @@ restart of the daemon; rsa undrain ends it.`,
 
 // nodeState is a node's state with, when drained, why and since when.
 func nodeState(n api.NodeView) string {
+	if n.Agent != nil && !n.Agent.Up {
+		seen := "never answered"
+		if !n.Agent.Seen.IsZero() {
+			seen = "last seen " + n.Agent.Seen.Format("2006-01-02 15:04:05")
+		}
+		return fmt.Sprintf("down (agent: %s; %s)", textsafe.Line(n.Agent.Error), seen)
+	}
 	if n.Drain == nil {
 		return n.State()
 	}

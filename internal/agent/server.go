@@ -19,9 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
 // Config is what an agent needs.
@@ -42,6 +44,9 @@ type Config struct {
 	// Gluster is the gluster CLI a storage agent makes volumes with
 	// (default gluster.DefaultBin, found in PATH).
 	Gluster string
+	// Self is the rsa binary a storage agent stages with (rsa copy, run
+	// as the job's user); "" means the agent stages nothing.
+	Self string
 }
 
 // Server is an agent. It holds no state of its own beyond its
@@ -57,6 +62,9 @@ type Server struct {
 	bootID     string
 	started    time.Time
 	gl         *gluster.CLI
+	// runner runs stages on a storage node; nil if the agent stages
+	// nothing.
+	runner *stage.Runner
 
 	// mu serialises the operations that change mounts, so that two
 	// requests for one volume (the daemon retrying while the first is
@@ -104,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 		flag, dir string
 		kind      pki.Kind
 		mode      os.FileMode
-	}{{"brick root", s.brickRoot, pki.KindStorage, 0o700}, {"volume root", s.volumeRoot, pki.KindCompute, 0o711}} {
+	}{{"brick root", s.brickRoot, pki.KindStorage, 0o700}, {"volume root", s.volumeRoot, pki.KindStatus, 0o711}} {
 		if !filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir || r.dir == "/" {
 			return nil, fmt.Errorf("agent %s %q must be a clean absolute path below /", r.flag, r.dir)
 		}
@@ -116,6 +124,21 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.bootID, err = readBootID(); err != nil {
 		return nil, err
+	}
+	if cfg.Self != "" && cfg.Identity.Role().Allows(pki.KindStorage) {
+		// Staging children in cgroups of their own, named after the
+		// agent's brick root: another agent on the host (tests run
+		// several) never kills this one's.
+		cg, err := cgroup.Open("rsa-agent " + s.brickRoot)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := cg.KillAll(context.Background()); err != nil {
+			return nil, fmt.Errorf("killing staging processes left by a previous agent: %w", err)
+		} else if n > 0 {
+			s.log.Warn("killed staging processes left by a previous agent", "cgroups", n)
+		}
+		s.runner = &stage.Runner{Self: cfg.Self, Cgroups: cg}
 	}
 	return s, nil
 }
@@ -214,6 +237,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.RemoveVolume(r.Context(), v)
 	}))
+	mux.HandleFunc("POST /v1/stage/{volume}", s.streamOp(pki.KindStorage, s.serveStage))
 	mux.HandleFunc("POST /v1/volumes/{volume}/seal", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.SealVolume(r.Context(), v)
 	}))

@@ -60,6 +60,20 @@ type NodeView struct {
 	Jobs     []int64 `json:"jobs,omitempty"`
 	// Drain is set while an administrator keeps new jobs off the node.
 	Drain *DrainView `json:"drain,omitempty"`
+	// Agent is the health of the node's agent (engine gluster).
+	Agent *AgentView `json:"agent,omitempty"`
+}
+
+// AgentView is what the daemon last heard from a node's agent.
+type AgentView struct {
+	Up bool `json:"up"`
+	// Seen is when the agent last answered; zero if never.
+	Seen time.Time `json:"seen,omitzero"`
+	// BootID changes when the node reboots (its RAMDISK parts are gone).
+	BootID       string `json:"boot_id,omitempty"`
+	MemAvailable int64  `json:"mem_available,omitempty"`
+	Bricks       int    `json:"bricks"`
+	Error        string `json:"error,omitempty"`
 }
 
 // DrainView says who drained a node, when and why.
@@ -73,6 +87,8 @@ type DrainView struct {
 // "drained" (drained and empty: safe to take down).
 func (n NodeView) State() string {
 	switch {
+	case n.Agent != nil && !n.Agent.Up:
+		return "down"
 	case n.Drain == nil:
 		return "up"
 	case len(n.Jobs) > 0:

@@ -88,9 +88,15 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	// A drained node gives nothing: it counts as full, so a job waits for
 	// it (it is still part of what RSA can ever give) and says why.
 	drained := d.drained()
+	var down int
 	for _, n := range d.cfg.Nodes {
 		if _, ok := drained[n.Name]; ok {
 			used[n.Name] = n.Capacity
+		} else if d.cluster != nil && !d.cluster.Up(n.Name) {
+			// Its agent did not answer the last heartbeat: no brick can
+			// be made there now.
+			used[n.Name] = n.Capacity
+			down++
 		}
 	}
 	m := j.Machine()
@@ -124,6 +130,9 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	default:
 		if len(drained) > 0 {
 			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", len(drained), len(d.cfg.Nodes))
+		}
+		if down > 0 {
+			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes down; rsa nodes)", down, len(d.cfg.Nodes))
 		}
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
@@ -337,7 +346,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvMounted)
 	case lifecycle.Unmount:
-		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, false); err != nil {
+		if err := d.access.Unbind(ctx, j.Hosts, rd, false); err != nil {
 			return fail(lifecycle.EvUnmountBusy, err)
 		}
 		return ok(lifecycle.EvUnmounted)
@@ -346,7 +355,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// processes it left holding the RAMDISK, and the RAMDISK turns
 		// read-only, so nothing writes while the output is copied and
 		// verified: a late write fails (EROFS) instead of vanishing.
-		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
+		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		if err := d.seal(ctx, j, rd); err != nil {
@@ -367,7 +376,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// its RAM, alive. Then the gate closes, the processes still
 		// holding the RAMDISK end, and only then is it unmounted: its RAM
 		// counts as held until it is really gone.
-		if err := d.access.Unbind(ctx, j.Hosts, rd.Dir, true); err != nil {
+		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Revoke(ctx, rd); err != nil {
@@ -397,7 +406,7 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 			// A resumed mount that already happened: the target shows
 			// this job's own RAMDISK (which the policy refuses as a
 			// target); Bind finds it in place.
-			return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
+			return d.access.Bind(ctx, j.Hosts, role, d.ramdisk(j), target)
 		}
 		return err
 	}
@@ -424,7 +433,12 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", rfd), st.Mode&0o7777); err != nil {
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
 	}
-	return d.access.Bind(ctx, j.Hosts, role, j.Ramdisk, target, j.UID)
+	if d.admitHosts != nil {
+		if err := d.admitHosts(ctx, d.ramdisk(j), j.Hosts); err != nil {
+			return err
+		}
+	}
+	return d.access.Bind(ctx, j.Hosts, role, d.ramdisk(j), target)
 }
 
 // showsRamdisk reports whether target, reached without symlinks, is the
@@ -559,13 +573,18 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 	fmt.Fprintf(logf, "%s %s: %s\n", time.Now().Format(time.RFC3339), phase, describe(program, data))
 	started := time.Now()
 	d.setProgress(j.ID, job.Progress{Phase: phase, Started: started, Updated: started})
-	err = d.runner.Run(ctx, stage.Task{
+	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
 		Progress: func(p stage.Progress) {
 			d.setProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})
 		},
-	})
+	}
+	if d.cluster != nil {
+		err = d.stageRemote(ctx, j, task)
+	} else {
+		err = d.runner.Run(ctx, task)
+	}
 	if err != nil {
 		fmt.Fprintf(logf, "%s %s failed: %v\n", time.Now().Format(time.RFC3339), phase, err)
 	} else {

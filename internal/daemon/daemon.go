@@ -27,6 +27,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
+	"github.com/rsa-hpc/rsa/internal/cluster"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -43,10 +44,18 @@ import (
 
 // Daemon is the running service.
 type Daemon struct {
-	cfg       *config.Config
-	store     *store.Store
-	engine    engine.Engine
-	access    node.Access
+	cfg    *config.Config
+	store  *store.Store
+	engine engine.Engine
+	access node.Access
+	// cluster reaches the agents of RSA's hosts (engine gluster); nil
+	// with the local engine.
+	cluster *cluster.Cluster
+	// admit lets a job's compute nodes mount its RAMDISK before they are
+	// asked to (the gluster engine's auth.allow); nil if every host may.
+	admitHosts func(ctx context.Context, rd engine.Ramdisk, hosts []string) error
+	// servers are where a job's volume is mounted from (engine gluster).
+	servers   func(rd engine.Ramdisk) ([]string, error)
 	policy    mount.Policy // which directories may be mounted over
 	runner    *stage.Runner
 	slurmc    slurm.Client
@@ -158,11 +167,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
-	local, err := engine.NewLocal(cfg.RamdiskRoot)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
 	// Staging cgroups are named after the state directory: a second
 	// daemon on the host (with its own state) never kills ours.
 	cgroups, err := cgroup.Open(cfg.StateDir)
@@ -171,28 +175,32 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	policy := mount.Policy{RefuseFSTypes: cfg.RefusedFSTypes, AllowedPaths: cfg.AllowedPaths}
-	var access node.Access = node.Local{Policy: policy}
-	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
-		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self, Policy: policy}
+	hosts, err := newHosts(cfg, o, policy)
+	if err != nil {
+		st.Close()
+		return nil, err
 	}
 	d := &Daemon{
-		cfg:      cfg,
-		store:    st,
-		engine:   engine.WithRetry(local, 3, 200*time.Millisecond),
-		access:   access,
-		policy:   policy,
-		runner:   &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit},
-		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
-		log:      o.Log,
-		version:  o.Version,
-		inbox:    make(chan msg, 256),
-		stopped:  make(chan struct{}),
-		staging:  map[int64]context.CancelFunc{},
-		reserved: map[int64][]job.Part{},
-		notify:   make(chan struct{}),
-		progress: map[int64]job.Progress{},
-		drains:   drains,
-		waiting:  map[int64]wait{},
+		cfg:        cfg,
+		store:      st,
+		engine:     hosts.engine,
+		access:     hosts.access,
+		cluster:    hosts.cluster,
+		admitHosts: hosts.admit,
+		servers:    hosts.servers,
+		policy:     policy,
+		runner:     &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit},
+		slurmc:     slurm.Client{Bin: cfg.Slurm.Bin},
+		log:        o.Log,
+		version:    o.Version,
+		inbox:      make(chan msg, 256),
+		stopped:    make(chan struct{}),
+		staging:    map[int64]context.CancelFunc{},
+		reserved:   map[int64][]job.Part{},
+		notify:     make(chan struct{}),
+		progress:   map[int64]job.Progress{},
+		drains:     drains,
+		waiting:    map[int64]wait{},
 	}
 	if cfg.Scheduler != config.SchedulerNone {
 		m := slurm.MarkersFor(cfg.Socket)
@@ -239,6 +247,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Error("killing staging processes left by a previous daemon", "err", err)
 	} else if n > 0 {
 		d.log.Warn("killed staging processes left by a previous daemon", "cgroups", n)
+	}
+	if d.cluster != nil {
+		// Who is up decides where jobs go and what gc may reach: ask
+		// every agent before either.
+		d.cluster.Beat(ctx, 5*time.Second)
+		for _, h := range d.cluster.Health() {
+			if !h.Up {
+				d.log.Warn("agent not answering", "node", h.Node, "role", h.Role, "err", h.Err)
+			}
+		}
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.cluster.Watch(d.actx, d.cfg.Cluster.Heartbeat) }()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)
@@ -305,6 +325,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	<-loopDone
 	d.cancel()
 	waitTimeout(&d.wg, 15*time.Second)
+	if d.cluster != nil {
+		d.cluster.Close()
+	}
 	os.Remove(d.cfg.Socket)
 	d.store.Close()
 	d.log.Info("rsa stopped")

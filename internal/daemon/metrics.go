@@ -33,6 +33,17 @@ func (s metricsSource) Jobs(ctx context.Context) ([]metrics.JobCount, error) {
 	return out, nil
 }
 
+func (s metricsSource) Agents(context.Context) []metrics.AgentHealth {
+	if s.d.cluster == nil {
+		return nil
+	}
+	var out []metrics.AgentHealth
+	for _, h := range s.d.cluster.Health() {
+		out = append(out, metrics.AgentHealth{Node: h.Node, Role: h.Role, Up: h.Up, Seen: h.Seen})
+	}
+	return out
+}
+
 func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
 	views, used, err := s.d.ramUse(ctx)
 	if err != nil {

@@ -598,9 +598,18 @@ func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) 
 // nodeViews is each RSA node's allocation by the active jobs.
 func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	drained := d.drained()
+	agents := map[string]api.AgentView{}
+	if d.cluster != nil {
+		for _, h := range d.cluster.Health() {
+			agents[h.Node] = api.AgentView{Up: h.Up, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err}
+		}
+	}
 	var out []api.NodeView
 	for _, n := range d.cfg.Nodes {
 		v := api.NodeView{Name: n.Name, Engine: n.Engine, Capacity: n.Capacity}
+		if a, ok := agents[n.Name]; ok {
+			v.Agent = &a
+		}
 		if dr, ok := drained[n.Name]; ok {
 			v.Drain = &api.DrainView{Reason: dr.Reason, By: dr.By, Since: dr.Since}
 		}

@@ -35,6 +35,13 @@ type NodeUse struct {
 	Drained                   bool
 }
 
+// AgentHealth is what the daemon last heard from one node's agent.
+type AgentHealth struct {
+	Node, Role string
+	Up         bool
+	Seen       time.Time // zero: never
+}
+
 // JobCount is how many jobs not done are in one pair of states.
 type JobCount struct {
 	JobState, RSAState string
@@ -46,6 +53,8 @@ type JobCount struct {
 type Source interface {
 	Jobs(ctx context.Context) ([]JobCount, error)
 	Nodes(ctx context.Context) ([]NodeUse, error)
+	// Agents is empty without agents (engine local).
+	Agents(ctx context.Context) []AgentHealth
 }
 
 // Metrics records and serves RSA's metrics.
@@ -132,14 +141,16 @@ type gauges struct{ src Source }
 var (
 	jobsDesc = prometheus.NewDesc("rsa_jobs", "Jobs RSA is not done with, by job-state and rsa-state.",
 		[]string{"job_state", "rsa_state"}, nil)
-	capacityDesc = prometheus.NewDesc("rsa_node_capacity_bytes", "An RSA node's RAM for RAMDISKs.", []string{"node"}, nil)
-	allocDesc    = prometheus.NewDesc("rsa_node_allocated_bytes", "RAM of an RSA node that jobs hold.", []string{"node"}, nil)
-	usedDesc     = prometheus.NewDesc("rsa_node_used_bytes", "RAM of an RSA node that RAMDISKs fill.", []string{"node"}, nil)
-	drainedDesc  = prometheus.NewDesc("rsa_node_drained", "1 when an administrator drained the RSA node.", []string{"node"}, nil)
+	capacityDesc  = prometheus.NewDesc("rsa_node_capacity_bytes", "An RSA node's RAM for RAMDISKs.", []string{"node"}, nil)
+	allocDesc     = prometheus.NewDesc("rsa_node_allocated_bytes", "RAM of an RSA node that jobs hold.", []string{"node"}, nil)
+	usedDesc      = prometheus.NewDesc("rsa_node_used_bytes", "RAM of an RSA node that RAMDISKs fill.", []string{"node"}, nil)
+	drainedDesc   = prometheus.NewDesc("rsa_node_drained", "1 when an administrator drained the RSA node.", []string{"node"}, nil)
+	agentUpDesc   = prometheus.NewDesc("rsa_agent_up", "1 when the node's agent answered the daemon's last heartbeat (engine gluster).", []string{"node", "role"}, nil)
+	agentSeenDesc = prometheus.NewDesc("rsa_agent_last_seen_timestamp_seconds", "When the node's agent last answered (Unix time; 0: never).", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc} {
 		ch <- d
 	}
 }
@@ -153,6 +164,17 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		for _, j := range jobs {
 			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(j.N), j.JobState, j.RSAState)
 		}
+	}
+	for _, a := range g.src.Agents(ctx) {
+		up, seen := 0.0, 0.0
+		if a.Up {
+			up = 1
+		}
+		if !a.Seen.IsZero() {
+			seen = float64(a.Seen.UnixNano()) / 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(agentUpDesc, prometheus.GaugeValue, up, a.Node, a.Role)
+		ch <- prometheus.MustNewConstMetric(agentSeenDesc, prometheus.GaugeValue, seen, a.Node, a.Role)
 	}
 	nodes, err := g.src.Nodes(ctx)
 	if err != nil {

@@ -17,6 +17,9 @@ func (fakeSource) Jobs(context.Context) ([]JobCount, error) {
 func (fakeSource) Nodes(context.Context) ([]NodeUse, error) {
 	return []NodeUse{{Name: "rsa1", Capacity: 100, Allocated: 40, Used: 10, Drained: true}}, nil
 }
+func (fakeSource) Agents(context.Context) []AgentHealth {
+	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, Seen: time.Unix(1700000000, 0)}}
+}
 
 // Every series the Grafana dashboard and the runbook's alerts name exists,
 // so that neither shows nothing for a renamed metric.

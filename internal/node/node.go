@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
@@ -29,12 +30,12 @@ var ErrBusy = mount.ErrBusy
 // RAM there, which must be staged out, not dropped. Both methods are
 // idempotent and may be called again after a crash. Neither retries.
 type Access interface {
-	// Bind shows the RAMDISK at ramdisk over target on every node, after
-	// checking race-free that target is a real directory uid owns.
-	Bind(ctx context.Context, nodes []string, role, ramdisk, target string, uid uint32) error
+	// Bind shows the RAMDISK rd over target on every node, after
+	// checking race-free that target is a real directory rd.UID owns.
+	Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error
 	// Unbind removes the RAMDISK's bind mounts on every node; with detach,
 	// busy mounts are detached instead of reported.
-	Unbind(ctx context.Context, nodes []string, ramdisk string, detach bool) error
+	Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error
 }
 
 // Local is Access for jobs that run on this host. Policy says which
@@ -47,8 +48,9 @@ type Local struct {
 // rolled back (see Access).
 const OutputRole = "output directory"
 
-func (l Local) Bind(_ context.Context, _ []string, role, ramdisk, target string, uid uint32) error {
-	if err := l.Policy.Bind(role, ramdisk, target, uid); err != nil {
+func (l Local) Bind(_ context.Context, _ []string, role string, rd engine.Ramdisk, target string) error {
+	ramdisk := rd.Dir
+	if err := l.Policy.Bind(role, ramdisk, target, rd.UID); err != nil {
 		var te *mount.TargetError
 		if !errors.As(err, &te) && role != OutputRole {
 			_ = mount.Unbind(ramdisk, true)
@@ -58,8 +60,8 @@ func (l Local) Bind(_ context.Context, _ []string, role, ramdisk, target string,
 	return nil
 }
 
-func (Local) Unbind(_ context.Context, _ []string, ramdisk string, detach bool) error {
-	if err := mount.Unbind(ramdisk, detach); err != nil {
+func (Local) Unbind(_ context.Context, _ []string, rd engine.Ramdisk, detach bool) error {
+	if err := mount.Unbind(rd.Dir, detach); err != nil {
 		return fmt.Errorf("on this host: %w", err)
 	}
 	return nil
@@ -123,7 +125,8 @@ func (n Namespaces) run(ctx context.Context, node string, extra *os.File, args .
 	return nil
 }
 
-func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, target string, uid uint32) error {
+func (n Namespaces) Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error {
+	ramdisk, uid := rd.Dir, rd.UID
 	if len(nodes) == 0 {
 		return errors.New("the job runs on no compute node yet")
 	}
@@ -139,7 +142,7 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, tar
 		if err != nil {
 			if role != OutputRole {
 				// All or nothing: take back what the earlier nodes mounted.
-				_ = n.Unbind(context.WithoutCancel(ctx), nodes[:i+1], ramdisk, true)
+				_ = n.Unbind(context.WithoutCancel(ctx), nodes[:i+1], rd, true)
 			}
 			return err
 		}
@@ -147,8 +150,8 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role, ramdisk, tar
 	return nil
 }
 
-func (n Namespaces) Unbind(ctx context.Context, nodes []string, ramdisk string, detach bool) error {
-	dev, err := mount.DevOf(ramdisk)
+func (n Namespaces) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
+	dev, err := mount.DevOf(rd.Dir)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -74,10 +75,10 @@ func TestNamespaces(t *testing.T) {
 
 	a := Namespaces{Dir: nsDir, Self: rsaBin}
 	ctx := context.Background()
-	if err := a.Bind(ctx, nodes, "input directory", ramdisk, target, u.UID); err != nil {
+	if err := a.Bind(ctx, nodes, "input directory", engine.Ramdisk{Dir: ramdisk, UID: u.UID}, target); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Bind(ctx, nodes, "input directory", ramdisk, target, u.UID); err != nil {
+	if err := a.Bind(ctx, nodes, "input directory", engine.Ramdisk{Dir: ramdisk, UID: u.UID}, target); err != nil {
 		t.Fatalf("binding again (a resumed action): %v", err)
 	}
 	for _, n := range nodes {
@@ -110,12 +111,12 @@ func TestNamespaces(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := a.Unbind(ctx, nodes, ramdisk, false); !errors.Is(err, ErrBusy) {
+	if err := a.Unbind(ctx, nodes, engine.Ramdisk{Dir: ramdisk, UID: u.UID}, false); !errors.Is(err, ErrBusy) {
 		t.Errorf("unbinding a mount in use gave %v, want ErrBusy", err)
 	}
 	hold.Process.Kill()
 	hold.Wait()
-	if err := a.Unbind(ctx, nodes, ramdisk, false); err != nil {
+	if err := a.Unbind(ctx, nodes, engine.Ramdisk{Dir: ramdisk, UID: u.UID}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -127,13 +128,13 @@ func TestNamespaces(t *testing.T) {
 	// The same checks as on this host: only the job's user's directories.
 	rootDir := filepath.Join(dir, "rootdir")
 	os.Mkdir(rootDir, 0o755)
-	if err := a.Bind(ctx, nodes, "input directory", ramdisk, rootDir, u.UID); err == nil || !strings.Contains(err.Error(), "not by the job's user") {
+	if err := a.Bind(ctx, nodes, "input directory", engine.Ramdisk{Dir: ramdisk, UID: u.UID}, rootDir); err == nil || !strings.Contains(err.Error(), "not by the job's user") {
 		t.Errorf("binding over root's directory gave %v", err)
 	}
-	if err := a.Bind(ctx, []string{"c9"}, "input directory", ramdisk, target, u.UID); err == nil || !strings.Contains(err.Error(), "no mount namespace") {
+	if err := a.Bind(ctx, []string{"c9"}, "input directory", engine.Ramdisk{Dir: ramdisk, UID: u.UID}, target); err == nil || !strings.Contains(err.Error(), "no mount namespace") {
 		t.Errorf("binding on an unknown node gave %v", err)
 	}
-	if err := a.Bind(ctx, []string{"../c1"}, "input directory", ramdisk, target, u.UID); err == nil {
+	if err := a.Bind(ctx, []string{"../c1"}, "input directory", engine.Ramdisk{Dir: ramdisk, UID: u.UID}, target); err == nil {
 		t.Error("a node name with a slash was accepted")
 	}
 }

@@ -1,0 +1,294 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/gluster"
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/stage"
+)
+
+// Staging: on an RSA node the agent runs a job's stage-in or stage-out
+// between the job's data directory (the shared file system, which RSA
+// nodes see as compute nodes do) and the job's volume, mounted on the
+// node for the stage. It runs as the job's user, in a cgroup of its own
+// killed whole when the stage ends, exactly as rsa serve runs it on one
+// host (package stage): the copy's traffic goes between the RSA node and
+// the file servers, not through the control host.
+//
+// The answer is a stream of StageEvent lines, the last with Done or
+// Error. The stage lives as long as the request: if the daemon goes
+// away (a crash, a lost connection), the stage is killed, and the daemon
+// runs it again when it resumes.
+
+// StageRequest is what POST /v1/stage/{volume} asks for.
+type StageRequest struct {
+	Phase   string   `json:"phase"` // "stage-in" or "stage-out"
+	UID     uint32   `json:"uid"`   // the job's user, never root
+	GID     uint32   `json:"gid"`
+	Groups  []uint32 `json:"groups,omitempty"`
+	User    string   `json:"user"` // the user's name, for USER and LOGNAME
+	Home    string   `json:"home"` // for HOME
+	// Program is the user's stage program (an absolute path), a built-in
+	// mode (stage.ModePack, stage.ModeUnpack), or "" for the copy.
+	Program string `json:"program,omitempty"`
+	// Data is the job's input (stage-in) or output (stage-out) directory.
+	Data string `json:"data"`
+	// Servers are the addresses the volume is mounted from.
+	Servers []string `json:"servers"`
+	// BWLimit caps a built-in copy's reads in bytes per second (0: none).
+	BWLimit int64 `json:"bwlimit,omitempty"`
+}
+
+// StageEvent is one line of a stage's answer.
+type StageEvent struct {
+	Log      string          `json:"log,omitempty"`
+	Progress *stage.Progress `json:"progress,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Done     bool            `json:"done,omitempty"`
+}
+
+// userName is what a user name must look like to reach a child's
+// environment: the shadow-utils rule, which is also Debian's.
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
+
+func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
+
+func (r StageRequest) check() error {
+	if r.Phase != "stage-in" && r.Phase != "stage-out" {
+		return failf(ErrInvalid, "phase %q is neither stage-in nor stage-out", shorten(r.Phase))
+	}
+	if r.UID == 0 || r.GID == 0 {
+		return failf(ErrInvalid, "staging as uid %d gid %d: RSA never stages as root", r.UID, r.GID)
+	}
+	if !userName.MatchString(r.User) {
+		return failf(ErrInvalid, "user name %q is not a valid login name", shorten(r.User))
+	}
+	if r.Home != "" && !cleanAbs(r.Home) {
+		return failf(ErrInvalid, "home %q is not a clean absolute path", shorten(r.Home))
+	}
+	if !cleanAbs(r.Data) {
+		return failf(ErrInvalid, "data directory %q is not a clean absolute path", shorten(r.Data))
+	}
+	if r.Program != "" && !stage.BuiltIn(r.Program) && !cleanAbs(r.Program) {
+		return failf(ErrInvalid, "stage program %q is not a clean absolute path", shorten(r.Program))
+	}
+	if len(r.Servers) == 0 {
+		return failf(ErrInvalid, "no servers to mount the volume from")
+	}
+	if r.BWLimit < 0 {
+		return failf(ErrInvalid, "bwlimit %d is negative", r.BWLimit)
+	}
+	return nil
+}
+
+// streamWriter writes StageEvents, one JSON line each, flushed at once.
+type streamWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	rc  *http.ResponseController
+}
+
+func (w *streamWriter) send(ev StageEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.enc.Encode(ev)
+	w.rc.Flush()
+}
+
+// Write sends what the stage logs as log events.
+func (w *streamWriter) Write(p []byte) (int, error) {
+	w.send(StageEvent{Log: string(p)})
+	return len(p), nil
+}
+
+// serveStage is POST /v1/stage/{volume}. Refusals before the stage
+// starts are answered as every other error; once it runs, the answer is
+// 200 and the outcome is the stream's last line.
+func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume string) error {
+	id, err := ParseVolume(volume)
+	if err != nil {
+		return err
+	}
+	var req StageRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	if s.runner == nil {
+		return failf(ErrForbidden, "this agent does not stage (no cgroup for staging children)")
+	}
+	dir, err := s.mountForStage(r.Context(), volume, req.Servers, req.UID)
+	if err != nil {
+		return err
+	}
+	defer s.unmountAfterStage(volume)
+	rc := http.NewResponseController(w)
+	// A stage takes as long as the data needs: no write deadline.
+	rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	sw := &streamWriter{enc: json.NewEncoder(w), rc: rc}
+	runner := *s.runner
+	runner.BWLimit = req.BWLimit
+	s.log.Info("stage started", "volume", volume, "phase", req.Phase, "uid", req.UID, "data", req.Data)
+	started := time.Now()
+	err = runner.Run(r.Context(), stage.Task{
+		Job: id, Phase: req.Phase, Program: req.Program, Ramdisk: dir, Data: req.Data, Log: sw,
+		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
+		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
+	})
+	if err != nil {
+		s.log.Warn("stage failed", "volume", volume, "phase", req.Phase, "err", err)
+		sw.send(StageEvent{Error: err.Error()})
+		return nil
+	}
+	s.log.Info("stage done", "volume", volume, "phase", req.Phase, "seconds", time.Since(started).Seconds())
+	sw.send(StageEvent{Done: true})
+	return nil
+}
+
+// Stage runs a stage of volume's job on the agent's node (see
+// serveStage): log lines go to log, progress to progress, and the result
+// is the stage's. Cancelling ctx ends the stage on the node.
+func (c *Client) Stage(ctx context.Context, volume string, req StageRequest, log io.Writer, progress func(stage.Progress)) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	var result error = fmt.Errorf("agent on %s: the stage's answer ended without its outcome (the agent stopped?)", c.node)
+	err := c.stream(ctx, c.storage, "/v1/stage/"+volume, req, func(line []byte) error {
+		var ev StageEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("agent on %s: bad stage event: %w", c.node, err)
+		}
+		switch {
+		case ev.Log != "":
+			if log != nil {
+				io.WriteString(log, ev.Log)
+			}
+		case ev.Progress != nil:
+			if progress != nil {
+				progress(*ev.Progress)
+			}
+		case ev.Error != "":
+			result = fmt.Errorf("on %s: %s", c.node, ev.Error)
+		case ev.Done:
+			result = nil
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return result
+}
+
+// stream POSTs in and hands each line of a 200 answer to fn; any other
+// answer is an *Error as in do.
+func (c *Client) stream(ctx context.Context, hc *http.Client, path string, in any, fn func([]byte) error) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("agent on %s: encoding the request: %w", c.node, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("agent on %s: %w", c.node, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("agent on %s: POST %s: %w", c.node, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+		var eb errorBody
+		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
+			eb = errorBody{Error: fmt.Sprintf("POST %s: %s", path, resp.Status), Code: codeInternal}
+		}
+		return &Error{Node: c.node, Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		if err := fn(sc.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("agent on %s: POST %s: reading the answer: %w", c.node, path, err)
+	}
+	return nil
+}
+
+// mountForStage mounts volume on this node, if it is not yet, behind its
+// gate opened for uid, and returns where.
+func (s *Server) mountForStage(ctx context.Context, volume string, servers []string, uid uint32) (string, error) {
+	for _, h := range servers {
+		if err := gluster.CheckHost(h); err != nil {
+			return "", failf(ErrInvalid, "volume %s: server %w", volume, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok, err := s.volumeAt(volume)
+	if err != nil {
+		return "", err
+	}
+	if err := s.openGate(volume, uid); err != nil {
+		return "", err
+	}
+	if !ok {
+		if _, err := s.mountVolume(ctx, volume, servers); err != nil {
+			return "", err
+		}
+	}
+	return s.volumeSource(volume), nil
+}
+
+// unmountAfterStage takes the staging mount away again, unless the node
+// is also one of the job's compute nodes and shows the volume at a job
+// directory: that stays until the daemon releases it.
+func (s *Server) unmountAfterStage(volume string) {
+	binds, err := mount.Binds(s.volumeSource(volume))
+	if err == nil && len(binds) > 0 {
+		return
+	}
+	if err := s.Release(volume, false); err != nil {
+		s.log.Warn("unmounting a staging mount", "volume", volume, "err", err)
+	}
+}
+
+// streamOp is op for an operation that writes its own answer: fn returns
+// an error only before it has written anything.
+func (s *Server) streamOp(kind pki.Kind, fn func(w http.ResponseWriter, r *http.Request, volume string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		err := func() error {
+			if err := s.id.Authorize(r.TLS, kind); err != nil {
+				return failf(ErrForbidden, "%w", err)
+			}
+			v := r.PathValue("volume")
+			if err := CheckVolume(v); err != nil {
+				return err
+			}
+			return fn(w, r, v)
+		}()
+		if err != nil {
+			s.log.Warn("agent request failed", "from", r.RemoteAddr, "method", r.Method, "path", shorten(r.URL.Path), "err", err)
+			reply(w, nil, err)
+		}
+	}
+}

@@ -1,0 +1,482 @@
+// Package gluster is the engine that builds a job's RAMDISK across RSA
+// nodes: one GlusterFS volume per job, one brick per assigned node (a
+// tmpfs of the node's share, made by the node's agent), the volume created
+// and started through the glusterd of one of them (the RSA nodes form one
+// trusted pool, which is the site's), and mounted on the control host at
+// the same place the local engine puts its tmpfs, behind the same gate.
+//
+// Everything is keyed by the job's volume name (agent.VolumeName), and
+// every step is idempotent on the agents' side, so a Construct or Destroy
+// cut short by a crash is simply sent again.
+package gluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/gate"
+	gcli "github.com/rsa-hpc/rsa/internal/gluster"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// Nodes is the engine's reach into the RSA nodes: their agents and
+// addresses (package cluster).
+type Nodes interface {
+	// Client is the agent client of node.
+	Client(node string) (*agent.Client, error)
+	// Address is where node is reached by Gluster: bricks and auth.allow.
+	Address(node string) (string, error)
+	// StorageNodes are all configured RSA nodes.
+	StorageNodes() []string
+	// Up reports whether node's agent answered the last heartbeat.
+	Up(node string) bool
+}
+
+// Engine is the gluster engine.
+type Engine struct {
+	Root    string // ramdisk_root: the control host's mount point of each volume, as the local engine's
+	Nodes   Nodes
+	Control string // the control host's address: always in auth.allow
+	Replica int    // 0: distribute; 2: consecutive parts are one replica pair
+	Shard   bool
+	// PingTimeout is Gluster's network.ping-timeout.
+	PingTimeout time.Duration
+	Log         *slog.Logger
+}
+
+// fuseMagic is statfs' f_type of a FUSE file system.
+const fuseMagic = 0x65735546
+
+func (e *Engine) Name() string { return "gluster" }
+
+func (e *Engine) volume(r engine.Ramdisk) string { return agent.VolumeName(r.Job) }
+
+// mounted finds the job's own Gluster client mount at r.Dir.
+func (e *Engine) mounted(r engine.Ramdisk) (mount.Info, bool, error) {
+	m, ok, err := mount.MountedAt(r.Dir)
+	if err != nil || !ok {
+		return mount.Info{}, false, err
+	}
+	if m.FSType != "fuse.glusterfs" || !strings.HasSuffix(m.Source, ":/"+e.volume(r)) && !strings.HasSuffix(m.Source, ":"+e.volume(r)) {
+		return mount.Info{}, false, fmt.Errorf("%s is a mount point of %s (%s), not of volume %s; leaving it for an administrator", r.Dir, m.FSType, m.Source, e.volume(r))
+	}
+	return m, true, nil
+}
+
+// each runs fn for every part's node at once and joins the errors.
+func each[T any](items []T, fn func(int, T) error) error {
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = fn(i, it) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// servers are the addresses of the job's RSA nodes, in part order without
+// repeats: the client fetches the volume's layout from the first that
+// answers.
+func (e *Engine) servers(r engine.Ramdisk) ([]string, error) {
+	var out []string
+	for _, p := range r.Parts {
+		a, err := e.Nodes.Address(p.Node)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// coordinator is the agent through which the volume is managed: the first
+// of the job's nodes whose agent is up, else any RSA node's that is (they
+// share one trusted pool).
+func (e *Engine) coordinator(r engine.Ramdisk) (*agent.Client, error) {
+	var cands []string
+	for _, p := range r.Parts {
+		cands = append(cands, p.Node)
+	}
+	cands = append(cands, e.Nodes.StorageNodes()...)
+	for _, n := range cands {
+		if e.Nodes.Up(n) {
+			return e.Nodes.Client(n)
+		}
+	}
+	if len(cands) > 0 {
+		return e.Nodes.Client(cands[0]) // none known up: try, and report why not
+	}
+	return nil, errors.New("no RSA node configured")
+}
+
+// spec is the volume's Gluster layout and options, allowing the control
+// host, the job's RSA nodes and the given compute hosts to mount it.
+func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.VolumeSpec, error) {
+	allow := []string{e.Control}
+	srv, err := e.servers(r)
+	if err != nil {
+		return agent.VolumeSpec{}, err
+	}
+	for _, h := range hosts {
+		a, err := e.Nodes.Address(h)
+		if err != nil {
+			return agent.VolumeSpec{}, err
+		}
+		srv = append(srv, a)
+	}
+	for _, a := range srv {
+		if !slices.Contains(allow, a) {
+			allow = append(allow, a)
+		}
+	}
+	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard, AuthAllow: allow,
+		PingTimeout: int(e.PingTimeout / time.Second)}, nil
+}
+
+// bricks makes every part's brick and returns them as Gluster names them,
+// HOST:DIR, in part order.
+func (e *Engine) bricks(ctx context.Context, r engine.Ramdisk) ([]string, error) {
+	if e.Replica == 2 {
+		if len(r.Parts)%2 != 0 {
+			return nil, fmt.Errorf("RAMDISK of job %d: replica 2 needs parts in pairs, the allocation has %d", r.Job, len(r.Parts))
+		}
+		for i := 0; i < len(r.Parts); i += 2 {
+			if r.Parts[i].Node == r.Parts[i+1].Node {
+				return nil, fmt.Errorf("RAMDISK of job %d: both copies of replica set %d are on %s", r.Job, i/2, r.Parts[i].Node)
+			}
+		}
+	}
+	out := make([]string, len(r.Parts))
+	err := each(r.Parts, func(i int, p job.Part) error {
+		if p.Bytes < 1<<20 {
+			return fmt.Errorf("RAMDISK of job %d: the part on %s, %d bytes, is below 1M", r.Job, p.Node, p.Bytes)
+		}
+		cl, err := e.Nodes.Client(p.Node)
+		if err != nil {
+			return err
+		}
+		addr, err := e.Nodes.Address(p.Node)
+		if err != nil {
+			return err
+		}
+		var inodes int64
+		if r.Inodes > 0 && r.Size() > 0 {
+			inodes = max(r.Inodes*p.Bytes/r.Size(), 1024)
+		}
+		b, err := cl.MakeBrick(ctx, e.volume(r), agent.BrickSpec{Size: p.Bytes, Inodes: inodes})
+		if err != nil {
+			return fmt.Errorf("making the brick of job %d on %s: %w", r.Job, p.Node, err)
+		}
+		out[i] = addr + ":" + b.Dir
+		return nil
+	})
+	return out, err
+}
+
+func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
+	if r.Dir != engine.DirFor(e.Root, r.Job) {
+		return fmt.Errorf("RAMDISK of job %d must be at %s, not %s", r.Job, engine.DirFor(e.Root, r.Job), r.Dir)
+	}
+	if r.UID == 0 {
+		return fmt.Errorf("RAMDISK of job %d: refusing a RAMDISK for root", r.Job)
+	}
+	if len(r.Parts) == 0 {
+		return fmt.Errorf("RAMDISK of job %d: no RSA node assigned", r.Job)
+	}
+	g := engine.GateFor(e.Root, r.Job)
+	if err := os.Mkdir(g, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating the RAMDISK's gate: %w", err)
+	}
+	if err := gate.Open(g, r.UID); err != nil {
+		return err
+	}
+	start := time.Now()
+	bricks, err := e.bricks(ctx, r)
+	if err != nil {
+		return err
+	}
+	tBricks := time.Since(start)
+	spec, err := e.spec(r, bricks, nil)
+	if err != nil {
+		return err
+	}
+	co, err := e.coordinator(r)
+	if err != nil {
+		return err
+	}
+	if _, err := co.MakeVolume(ctx, e.volume(r), spec); err != nil {
+		return fmt.Errorf("creating volume %s: %w", e.volume(r), err)
+	}
+	tVolume := time.Since(start) - tBricks
+	if _, ok, err := e.mounted(r); err != nil {
+		return err
+	} else if !ok {
+		if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("creating mount point: %w", err)
+		}
+		srv, err := e.servers(r)
+		if err != nil {
+			return err
+		}
+		if err := gcli.Mount(ctx, srv, e.volume(r), r.Dir); err != nil {
+			return fmt.Errorf("mounting volume %s on the control host: %w", e.volume(r), err)
+		}
+	}
+	if err := e.own(r); err != nil {
+		return err
+	}
+	e.Log.Info("RAMDISK constructed", "job", r.Job, "volume", e.volume(r), "bricks", len(bricks),
+		"bricks_s", tBricks.Seconds(), "volume_s", tVolume.Seconds(), "total_s", time.Since(start).Seconds())
+	return nil
+}
+
+// own gives the volume's root to the job's user, mode 0700, through a
+// descriptor opened without following symlinks.
+func (e *Engine) own(r engine.Ramdisk) error {
+	fd, err := unix.Openat2(unix.AT_FDCWD, r.Dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return fmt.Errorf("opening the root of volume %s: %w", e.volume(r), err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Uid == r.UID {
+		return nil // owned already: the daemon may have given it a job directory's mode since
+	}
+	if err := unix.Fchown(fd, int(r.UID), int(r.GID)); err != nil {
+		return fmt.Errorf("giving volume %s to uid %d: %w", e.volume(r), r.UID, err)
+	}
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return fmt.Errorf("setting the mode of volume %s: %w", e.volume(r), err)
+	}
+	return nil
+}
+
+// Admit lets hosts (the job's compute nodes) mount the volume besides the
+// control host and its RSA nodes: Gluster's auth.allow, set before their
+// agents mount it. Idempotent.
+func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) error {
+	bricks, err := e.brickNames(ctx, r)
+	if err != nil {
+		return err
+	}
+	spec, err := e.spec(r, bricks, hosts)
+	if err != nil {
+		return err
+	}
+	co, err := e.coordinator(r)
+	if err != nil {
+		return err
+	}
+	if _, err := co.MakeVolume(ctx, e.volume(r), spec); err != nil {
+		return fmt.Errorf("allowing %s to mount volume %s: %w", strings.Join(hosts, ","), e.volume(r), err)
+	}
+	return nil
+}
+
+// brickNames are the bricks of the job's volume as Construct made them.
+func (e *Engine) brickNames(ctx context.Context, r engine.Ramdisk) ([]string, error) {
+	return e.bricks(ctx, r) // idempotent: the agents answer with the bricks they have
+}
+
+// Servers are the addresses the job's compute nodes mount the volume from.
+func (e *Engine) Servers(r engine.Ramdisk) ([]string, error) { return e.servers(r) }
+
+func (e *Engine) Seal(ctx context.Context, r engine.Ramdisk) error {
+	co, err := e.coordinator(r)
+	if err != nil {
+		return err
+	}
+	if err := co.SealVolume(ctx, e.volume(r)); err != nil {
+		return fmt.Errorf("making volume %s read-only: %w", e.volume(r), err)
+	}
+	return nil
+}
+
+func (e *Engine) Revoke(ctx context.Context, r engine.Ramdisk) error {
+	return gate.Close(engine.GateFor(e.Root, r.Job))
+}
+
+func (e *Engine) Device(r engine.Ramdisk) (uint64, bool, error) {
+	m, ok, err := e.mounted(r)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	maj, min, found := strings.Cut(m.Dev, ":")
+	a, err1 := strconv.ParseUint(maj, 10, 32)
+	b, err2 := strconv.ParseUint(min, 10, 32)
+	if !found || err1 != nil || err2 != nil {
+		return 0, false, fmt.Errorf("RAMDISK %s: bad device number %q", r.Dir, m.Dev)
+	}
+	return unix.Mkdev(uint32(a), uint32(b)), true, nil
+}
+
+// Destroy unmounts the control host's client (not while something holds
+// it: ErrBusy), stops and deletes the volume, then removes the bricks,
+// which frees the RAM. With no parts (a leftover gc found), the bricks of
+// the volume are looked for on every RSA node.
+func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
+	if err := e.Revoke(ctx, r); err != nil {
+		return err
+	}
+	m, ok, err := e.mounted(r)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := mount.UnbindDev(m.Dev, r.Dir, true); err != nil {
+			return fmt.Errorf("removing bind mounts of job %d: %w", r.Job, err)
+		}
+		if err := mount.Unmount(m, false); err != nil {
+			if errors.Is(err, mount.ErrBusy) {
+				return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), engine.ErrBusy)
+			}
+			return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), err)
+		}
+	}
+	co, err := e.coordinator(r)
+	if err != nil {
+		return err
+	}
+	if err := co.RemoveVolume(ctx, e.volume(r)); err != nil {
+		return fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
+	}
+	nodes := e.Nodes.StorageNodes()
+	if len(r.Parts) > 0 {
+		nodes = nodes[:0:0]
+		for _, p := range r.Parts {
+			if !slices.Contains(nodes, p.Node) {
+				nodes = append(nodes, p.Node)
+			}
+		}
+	}
+	if err := each(nodes, func(_ int, n string) error {
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			return err
+		}
+		if err := cl.RemoveBrick(ctx, e.volume(r)); err != nil {
+			return fmt.Errorf("removing the brick of job %d on %s: %w", r.Job, n, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, p := range []string{r.Dir, engine.GateFor(e.Root, r.Job)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	e.Log.Info("RAMDISK destroyed", "job", r.Job, "volume", e.volume(r))
+	return nil
+}
+
+func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(r.Dir, &st); err != nil {
+		return engine.Usage{}, err
+	}
+	if st.Type != fuseMagic {
+		return engine.Usage{}, fmt.Errorf("%s is not a Gluster volume", r.Dir)
+	}
+	bs := int64(st.Bsize)
+	return engine.Usage{Used: (int64(st.Blocks) - int64(st.Bfree)) * bs, Size: int64(st.Blocks) * bs}, nil
+}
+
+// List finds every job's volume RSA made, known or not: the control host's
+// client mounts, the pool's volumes, and the bricks on every RSA node that
+// answers.
+func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
+	ids := map[int64]bool{}
+	ms, err := mount.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if m.FSType != "fuse.glusterfs" {
+			continue
+		}
+		if id, ok := jobOfRamdisk(e.Root, m.Point); ok {
+			ids[id] = true
+		}
+	}
+	var errs []error
+	for _, n := range e.Nodes.StorageNodes() {
+		if !e.Nodes.Up(n) {
+			continue
+		}
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		st, err := cl.Status(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, b := range st.Bricks {
+			if id, err := agent.ParseVolume(b.Volume); err == nil {
+				ids[id] = true
+			}
+		}
+		vs, err := cl.Volumes(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, v := range vs {
+			if id, err := agent.ParseVolume(v.Name); err == nil {
+				ids[id] = true
+			}
+		}
+	}
+	out := make([]engine.Found, 0, len(ids))
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		out = append(out, engine.Found{Job: id, Dir: engine.DirFor(e.Root, id)})
+	}
+	return out, errors.Join(errs...)
+}
+
+// jobOfRamdisk parses ROOT/ID/ram.
+func jobOfRamdisk(root, p string) (int64, bool) {
+	rest, ok := strings.CutPrefix(p, root+"/")
+	if !ok {
+		return 0, false
+	}
+	idStr, tail, ok := strings.Cut(rest, "/")
+	if !ok || tail != "ram" {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(idStr, 10, 64)
+	return id, err == nil && id > 0 && p == engine.DirFor(root, id)
+}
+
+// Prepare makes Root as the local engine does: root-owned 0711, so that
+// anyone may pass to their own gate and no one but root may list it.
+func (e *Engine) Prepare() error {
+	if _, err := engine.NewLocal(e.Root); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// Clients hands out the agent client of a node (package cluster).
+type Clients interface {
+	Client(node string) (*agent.Client, error)
+}
+
+// Agents is Access for compute nodes that are hosts of their own: each
+// node's agent mounts the job's volume there (a Gluster client, behind the
+// same gate as on the control host, so RSA_RAMDISK is valid on the node)
+// and binds it over the job's directory after checking that directory on
+// the node itself, with the site's policy the daemon sends along.
+//
+// An agent that does not answer (restarting, a connection lost) is asked
+// again for up to Patience; its refusals are not repeated.
+type Agents struct {
+	Clients Clients
+	// Servers are the addresses the job's compute nodes mount its volume
+	// from (the gluster engine's RSA nodes).
+	Servers  func(rd engine.Ramdisk) ([]string, error)
+	Policy   mount.Policy
+	Patience time.Duration // default one minute
+}
+
+// agentRole names the directory's role as the agent does.
+func agentRole(role string) string {
+	if role == OutputRole {
+		return agent.RoleOutput
+	}
+	return agent.RoleInput
+}
+
+// patiently runs op until it succeeds, fails for good, or Patience ends.
+func (a Agents) patiently(ctx context.Context, op func() error) error {
+	patience := a.Patience
+	if patience <= 0 {
+		patience = time.Minute
+	}
+	deadline := time.Now().Add(patience)
+	pause := 200 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || !agent.Transient(err) || errors.Is(err, agent.ErrBusy) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error {
+	if len(nodes) == 0 {
+		return errors.New("the job runs on no compute node yet")
+	}
+	servers, err := a.Servers(rd)
+	if err != nil {
+		return err
+	}
+	volume := agent.VolumeName(rd.Job)
+	req := agent.MountRequest{Target: target, UID: rd.UID, Role: agentRole(role), Servers: servers,
+		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes}
+	for i, n := range nodes {
+		err := a.patiently(ctx, func() error {
+			cl, err := a.Clients.Client(n)
+			if err != nil {
+				return err
+			}
+			_, err = cl.Mount(ctx, volume, req)
+			return err
+		})
+		if err != nil {
+			if role != OutputRole {
+				// All or nothing: take back what the earlier nodes mounted.
+				_ = a.Unbind(context.WithoutCancel(ctx), nodes[:i+1], rd, true)
+			}
+			if errors.Is(err, agent.ErrInvalid) {
+				// The node's checks of the job's directory: their message
+				// names the problem and the fix.
+				return fmt.Errorf("on %s: %w", n, err)
+			}
+			return fmt.Errorf("mounting the RAMDISK of job %d on %s: %w", rd.Job, n, err)
+		}
+	}
+	return nil
+}
+
+func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
+	volume := agent.VolumeName(rd.Job)
+	var errs []error
+	for _, n := range nodes {
+		err := a.patiently(ctx, func() error {
+			cl, err := a.Clients.Client(n)
+			if err != nil {
+				return err
+			}
+			return cl.Release(ctx, volume, detach)
+		})
+		switch {
+		case errors.Is(err, agent.ErrBusy):
+			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, ErrBusy, err))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("unmounting the RAMDISK of job %d on %s: %w", rd.Job, n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
