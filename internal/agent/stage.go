@@ -34,12 +34,12 @@ import (
 
 // StageRequest is what POST /v1/stage/{volume} asks for.
 type StageRequest struct {
-	Phase   string   `json:"phase"` // "stage-in" or "stage-out"
-	UID     uint32   `json:"uid"`   // the job's user, never root
-	GID     uint32   `json:"gid"`
-	Groups  []uint32 `json:"groups,omitempty"`
-	User    string   `json:"user"` // the user's name, for USER and LOGNAME
-	Home    string   `json:"home"` // for HOME
+	Phase  string   `json:"phase"` // "stage-in" or "stage-out"
+	UID    uint32   `json:"uid"`   // the job's user, never root
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"`
+	User   string   `json:"user"` // the user's name, for USER and LOGNAME
+	Home   string   `json:"home"` // for HOME
 	// Program is the user's stage program (an absolute path), a built-in
 	// mode (stage.ModePack, stage.ModeUnpack), or "" for the copy.
 	Program string `json:"program,omitempty"`
