@@ -1,0 +1,70 @@
+package gluster
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+)
+
+// fakeNodes resolves names to addresses; the rest is not used by spec.
+type fakeNodes map[string]string
+
+func (f fakeNodes) Client(string) (*agent.Client, error) { return nil, errors.New("no agents here") }
+func (f fakeNodes) Address(n string) (string, error) {
+	if a, ok := f[n]; ok {
+		return a, nil
+	}
+	return "", errors.New("unknown node " + n)
+}
+func (f fakeNodes) StorageNodes() []string { return []string{"rsa1", "rsa2"} }
+func (f fakeNodes) Up(string) bool         { return true }
+
+// The volume admits the control host, the job's RSA nodes and the hosts
+// named, each once, and nothing else.
+func TestSpecAuthAllow(t *testing.T) {
+	e := &Engine{Root: "/run/rsa/ramdisk", Control: "10.0.0.2", Replica: 2, Nodes: fakeNodes{
+		"rsa1": "10.0.0.11", "rsa2": "10.0.0.12", "rsa3": "10.0.0.13", "c1": "10.0.1.1", "c2": "10.0.1.2"}}
+	r := engine.Ramdisk{Job: 7, Parts: []job.Part{{Node: "rsa1", Bytes: 1 << 30}, {Node: "rsa2", Bytes: 1 << 30}}}
+	for _, c := range []struct {
+		hosts []string
+		want  []string
+	}{
+		{nil, []string{"10.0.0.2", "10.0.0.11", "10.0.0.12"}},
+		{[]string{"c1", "c2", "c1"}, []string{"10.0.0.2", "10.0.0.11", "10.0.0.12", "10.0.1.1", "10.0.1.2"}},
+	} {
+		s, err := e.spec(r, []string{"10.0.0.11:/b", "10.0.0.12:/b"}, c.hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(s.AuthAllow, c.want) || s.Replica != 2 || s.PingTimeout != 0 {
+			t.Errorf("hosts %v: spec %+v, want auth.allow %v", c.hosts, s, c.want)
+		}
+	}
+	if _, err := e.spec(r, nil, []string{"c9"}); err == nil {
+		t.Error("an unknown host was admitted")
+	}
+}
+
+func TestJobOfRamdisk(t *testing.T) {
+	for _, c := range []struct {
+		p  string
+		id int64
+		ok bool
+	}{
+		{"/run/rsa/ramdisk/17/ram", 17, true},
+		{"/run/rsa/ramdisk/017/ram", 0, false},
+		{"/run/rsa/ramdisk/17/ram/x", 0, false},
+		{"/run/rsa/ramdisk/17", 0, false},
+		{"/run/rsa/other/17/ram", 0, false},
+		{"/run/rsa/ramdisk/-1/ram", 0, false},
+	} {
+		id, ok := jobOfRamdisk("/run/rsa/ramdisk", c.p)
+		if ok != c.ok || ok && id != c.id {
+			t.Errorf("%s: %d %v, want %d %v", c.p, id, ok, c.id, c.ok)
+		}
+	}
+}
