@@ -4,6 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
+	glusterfs-server glusterfs-client nftables \
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
@@ -72,7 +73,7 @@ deb: man
 lint: deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	shellcheck scripts/*.sh scripts/slurm-up scripts/slurm-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
+	shellcheck scripts/*.sh scripts/slurm-up scripts/slurm-down scripts/cluster-up scripts/cluster-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
 	luac5.1 -p contrib/slurm/burst_buffer.lua
 
 # All tests, the root ones included, always under CI=true: a test that

@@ -1,0 +1,261 @@
+// Package cluster_test runs RSA on one machine emulating a cluster
+// (scripts/cluster-up): a control host ctl (rsa serve, slurmctld), RSA
+// hosts rsa1..rsaN (glusterd in one trusted pool, an rsa agent each) and
+// compute hosts c1..cM (slurmd, an rsa agent each), each in its own
+// network, mount and UTS namespace on the bridge rsabr0. The root namespace
+// is the login node, where jobs are submitted with sbatch by real
+// unprivileged users. Each test stops the cluster it started
+// (scripts/cluster-down), also on failure. There is one bridge, so the
+// tests of this package run one after another.
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+var rsaBin string
+
+func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+
+// clusterDir is the tests' cluster directory, apart from the default one
+// (/var/tmp/rsa-cluster) a demo may use; on the root file system, which
+// every host's mount namespace sees.
+const clusterDir = "/var/tmp/rsa-cluster-test"
+
+type cluster struct {
+	dir     string   // RSA_CLUSTER_DIR
+	conf    string   // slurm.conf
+	rsaConf string   // rsa serve's config
+	root    string   // the repository
+	env     []string // the scripts' environment
+	storage []string // rsa1..rsaN
+	compute []string // c1..cM
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
+}
+
+// startCluster brings the cluster up with scripts/cluster-up and the rsa
+// built for this test run; env adds to the script's environment
+// ("RSA_CLUSTER_NO_RSA=1", "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_RSA=2",
+// ...). It needs root, and fails without it: CI runs as root. The cluster
+// is taken down when the test ends.
+func startCluster(t *testing.T, env ...string) *cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the cluster tests need root (network, mount and UTS namespaces, a bridge): run them as root")
+	}
+	c := &cluster{dir: clusterDir, root: repoRoot(t)}
+	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
+	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
+	c.env = append(os.Environ(), "RSA_CLUSTER_DIR="+c.dir, "RSA_BIN="+rsaBin)
+	c.env = append(c.env, env...)
+	nrsa, ncompute := 3, 2
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		n, err := strconv.Atoi(v)
+		switch {
+		case k == "RSA_CLUSTER_RSA" && err == nil:
+			nrsa = n
+		case k == "RSA_CLUSTER_COMPUTE" && err == nil:
+			ncompute = n
+		}
+	}
+	for i := 1; i <= nrsa; i++ {
+		c.storage = append(c.storage, fmt.Sprintf("rsa%d", i))
+	}
+	for i := 1; i <= ncompute; i++ {
+		c.compute = append(c.compute, fmt.Sprintf("c%d", i))
+	}
+
+	c.down(t) // a cluster left by an interrupted run
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs(t)
+		}
+		c.down(t)
+	})
+	out, err := c.script(t, 5*time.Minute, "cluster-up")
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("cluster-up: %v", err)
+	}
+	return c
+}
+
+// script runs one of the cluster's scripts with the cluster's environment.
+func (c *cluster) script(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", name), args...)
+	cmd.Env = c.env
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func (c *cluster) down(t *testing.T) {
+	if out, err := c.script(t, 2*time.Minute, "cluster-down"); err != nil {
+		t.Errorf("cluster-down: %v\n%s", err, out)
+	}
+}
+
+func (c *cluster) dumpLogs(t *testing.T) {
+	// Kept for a closer look: the cluster's directory goes with cluster-down.
+	keep := fmt.Sprintf("/tmp/rsa-cluster-logs-%d", time.Now().Unix())
+	if out, err := exec.Command("cp", "-a", filepath.Join(c.dir, "log"), keep).CombinedOutput(); err == nil {
+		t.Logf("the cluster's logs are kept in %s", keep)
+	} else {
+		t.Logf("keeping the logs: %v %s", err, out)
+	}
+	for _, f := range []string{"rsa.out", "slurmctld.log"} {
+		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
+		if len(b) > 6000 {
+			b = b[len(b)-6000:]
+		}
+		t.Logf("--- %s (tail) ---\n%s", f, b)
+	}
+}
+
+// exec runs a command on host (in all of its namespaces, through
+// scripts/cluster-up exec) and returns its output; a failure fails the test.
+func (c *cluster) exec(t *testing.T, host string, args ...string) string {
+	t.Helper()
+	out, err := c.execErr(t, host, args...)
+	if err != nil {
+		t.Fatalf("on %s: %s: %v\n%s", host, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// execErr is exec for a command that may fail.
+func (c *cluster) execErr(t *testing.T, host string, args ...string) (string, error) {
+	t.Helper()
+	return c.script(t, 90*time.Second, "cluster-up", append([]string{"exec", host}, args...)...)
+}
+
+// rsa runs the cluster's rsa CLI on the login node (the root namespace) as
+// root, with the cluster's config; a failure fails the test.
+func (c *cluster) rsa(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := testutil.Command(t, filepath.Join(c.dir, "rsa", "rsa"), append([]string{"--config", c.rsaConf}, args...)...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rsa %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// slurm runs a Slurm command on the login node as root.
+func (c *cluster) slurm(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := testutil.Command(t, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sbatch submits a job as u from the login node, in u's home directory
+// (on the root file system, which every host sees), and returns its id.
+func (c *cluster) sbatch(t *testing.T, u testutil.User, args ...string) string {
+	t.Helper()
+	cmd := testutil.Command(t, "runuser", append([]string{"-u", u.Name, "--", "env", "SLURM_CONF=" + c.conf,
+		"sbatch", "--parsable"}, args...)...)
+	cmd.Dir = u.Home
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	return id
+}
+
+// job reads a Slurm job's state ("" once Slurm forgets it).
+func (c *cluster) job(t *testing.T, id string) (string, error) {
+	cmd := testutil.Command(t, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T")
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "Invalid job id") {
+			return "", nil
+		}
+		return "", fmt.Errorf("squeue -j %s: %v: %s", id, err, strings.TrimSpace(string(out)))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// waitFor polls cond every 100ms until it holds or timeout passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitJob waits until job id is in one of states and returns that state;
+// a job that ends in another state fails the test at once.
+func (c *cluster) waitJob(t *testing.T, id string, timeout time.Duration, states ...string) string {
+	t.Helper()
+	var got string
+	ended := map[string]bool{"COMPLETED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true,
+		"NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true, "PREEMPTED": true}
+	waitFor(t, fmt.Sprintf("Slurm job %s to be %v", id, states), timeout, func() bool {
+		s, err := c.job(t, id)
+		if err != nil {
+			return false // slurmctld not answering yet: poll through it
+		}
+		got = s
+		for _, want := range states {
+			if s == want {
+				return true
+			}
+		}
+		if ended[s] {
+			t.Fatalf("Slurm job %s ended %s, not %v", id, s, states)
+		}
+		return false
+	})
+	return got
+}
+
+// connectedPeers counts the peers host's glusterd lists as connected,
+// itself included.
+func (c *cluster) connectedPeers(t *testing.T, host string) int {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Split(c.exec(t, host, "gluster", "--mode=script", "pool", "list"), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[2] == "Connected" {
+			n++
+		}
+	}
+	return n
+}
+
+// idleNodes lists the compute nodes Slurm has idle.
+func (c *cluster) idleNodes(t *testing.T) []string {
+	t.Helper()
+	return strings.Fields(c.slurm(t, "sinfo", "-h", "-N", "-t", "idle", "-o", "%N"))
+}
