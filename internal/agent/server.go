@@ -145,7 +145,12 @@ func New(cfg Config) (*Server, error) {
 
 // prepareRoot makes dir a root-owned directory of mode, not a symbolic link.
 func prepareRoot(what, dir string, mode os.FileMode) error {
-	if err := os.MkdirAll(dir, mode); err != nil {
+	// Parents as the system makes /run's directories: a job's user must
+	// pass them on the way to the volume root.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("creating the agent's %s: %w", what, err)
+	}
+	if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating the agent's %s: %w", what, err)
 	}
 	fi, err := os.Lstat(dir)
