@@ -76,7 +76,7 @@ while :; do
 	if [ -z "$bricks" ] && [[ $st == *INUSE_IN* || $st == *STAGED_IN* || $st == *MOUNTED_IN* ]]; then
 		rid=$(awk '{ print $1 }' <<<"$st")
 		for h in $(seq -f 'rsa%g' "${RSA_CLUSTER_RSA:-3}"); do
-			n=$(on "$h" sh -c "find /run/rsa/bricks/rsa-job-$rid/brick -path '*/.glusterfs' -prune -o -type f -print 2>/dev/null | wc -l")
+			n=$(on "$h" sh -c "find /run/rsa/bricks/rsa-job-$rid/brick -path '*/.glusterfs' -prune -o -type f ! -perm -1000 -print 2>/dev/null | wc -l")
 			bricks+="$h: $n files; "
 		done
 	fi

@@ -326,7 +326,7 @@ func unpackSeeds(t testing.TB) map[string][]byte {
 		"symlink-over-dir":      mk(tarDir("d/"), tarReg("d/f", "x"), tarSymlink("d", "../sentinel"), tarReg("d/g", "x")),
 		"symlink-chain":         mk(tarSymlink("a", "b"), tarSymlink("b", "../sentinel"), tarReg("a/pwned", "x"), tarLink("c", "a/file")),
 		"symlink-dotdot":        mk(tarDir("x/"), tarSymlink("x/up", ".."), tarSymlink("x/up2", "../.."), tarReg("x/up/inside", "x"), tarReg("x/up2/sentinel/pwned", "x")),
-		"tmp-name-symlink":      mk(tarSymlink(".rsa-tmp.victim", "../sentinel/file"), tarReg("victim", "x")),
+		"tmp-name-symlink":      mk(tarSymlink(".victim.rsa-tmp", "../sentinel/file"), tarReg("victim", "x")),
 		"fifo-through-symlink":  mk(tarSymlink("s", "../sentinel"), tarEntry{hdr: tar.Header{Typeflag: tar.TypeFifo, Name: "s/fifo", Mode: 0o644}}),
 		// Hard links out.
 		"hardlink-out":           mk(tarLink("h", "../sentinel/file")),

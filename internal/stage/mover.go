@@ -591,14 +591,21 @@ func (r *copyRun) done(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t)
 	return false
 }
 
-// tempName is a short hidden name in the same directory; long names would
-// not fit 255 bytes with a prefix.
+// tempName is a hidden name in the same directory, rsync's ".NAME.SUFFIX":
+// Gluster's DHT places a file so named by NAME alone (its default
+// rsync-hash-regex), so the data lands on the brick the final name hashes
+// to. With any other shape every file of a stage would hash alike, land
+// on one brick and leave a link file behind on rename. Long names would
+// not fit 255 bytes with the suffix.
 func (r *copyRun) tempName(name string) string {
 	if len(name) <= 200 {
-		return ".rsa-tmp." + name
+		return "." + name + tmpSuffix
 	}
 	return fmt.Sprintf(".rsa-tmp.%d.%d", os.Getpid(), r.tmpSeq.Add(1))
 }
+
+// tmpSuffix ends the names of files still being written.
+const tmpSuffix = ".rsa-tmp"
 
 // fileCopy is one regular file on its way.
 type fileCopy struct {

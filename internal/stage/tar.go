@@ -52,7 +52,7 @@ func (m *Mover) packed(files int64) {
 // small result files, §3.2.4). dst appears only when complete.
 func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	var st Stats
-	tmp := filepath.Join(filepath.Dir(dst), ".rsa-tmp."+filepath.Base(dst))
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+tmpSuffix)
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return st, fmt.Errorf("creating %s: %w", dst, err)
@@ -730,7 +730,7 @@ func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
 		return
 	}
 	defer u.done(dir)
-	tmp := ".rsa-tmp." + base
+	tmp := "." + base + tmpSuffix
 	if len(tmp) > 255 {
 		tmp = fmt.Sprintf(".rsa-tmp.%d", time.Now().UnixNano())
 	}

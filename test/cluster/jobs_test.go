@@ -1,0 +1,228 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// TestGlusterJobs: jobs through Slurm's burst_buffer/lua on the emulated
+// cluster, each RAMDISK a Gluster volume over RSA hosts, shown on the
+// compute hosts by their agents.
+func TestGlusterJobs(t *testing.T) {
+	us := testutil.EnsureUsers(t, 2) // before the cluster: they go after cluster-down
+	c := startCluster(t, "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0")
+	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
+	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
+	t.Run("FullVolumeAlone", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
+	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
+}
+
+// testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by
+// content on both compute hosts; the output both write lands on disk,
+// verified; nothing is left on any host.
+func testTwoNodes(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "two")
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	sums := fill(t, u, in, 40, 256<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+#RSA_DATA_OUT=%[3]s
+#RSA_DELAY=8
+srun -N2 bash -c 'findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs-$(hostname); cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname); echo "$RSA_RAMDISK $(stat -c %%U "$RSA_RAMDISK")" > %[1]s/ramdisk-$(hostname)'
+srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname)
+head -c 3000000 /dev/urandom > %[3]s/from-$(hostname)
+sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
+`, w, in, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
+	// Where the input lives: on the job's two RSA hosts, all of it.
+	total, holding := 0, 0
+	for _, h := range c.storage {
+		n := c.brickFiles(t, h, j.ID)
+		total += n
+		if n > 0 {
+			holding++
+		}
+	}
+	if total != 40 || holding != 2 {
+		t.Errorf("the input's 40 files lie on %d RSA hosts, %d files in all; want 2 hosts, 40 files", holding, total)
+	}
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	for _, h := range c.compute {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs-"+h))); got != "fuse.glusterfs" {
+			t.Errorf("input on %s is %q, not the Gluster volume", h, got)
+		}
+		if got := readFile(t, filepath.Join(w, "sums-"+h)); got != sums {
+			t.Errorf("input read on %s differs from what was staged in:\n%s", h, got)
+		}
+		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "ramdisk-"+h))); got != fmt.Sprintf("/run/rsa/ramdisk/%d/ram %s", j.ID, u.Name) {
+			t.Errorf("RSA_RAMDISK on %s: %q", h, got)
+		}
+		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "outfs-"+h))); got != "fuse.glusterfs" {
+			t.Errorf("output on %s went to %q, not the Gluster volume", h, got)
+		}
+		want := strings.TrimSpace(readFile(t, filepath.Join(w, "outsum-"+h)))
+		got := sha256File(t, filepath.Join(out, "from-"+h))
+		if !strings.HasPrefix(want, got) {
+			t.Errorf("output of %s on disk: sha256 %s, the job wrote %s", h, got, want)
+		}
+	}
+	log := c.rsa(t, "log", fmt.Sprint(j.ID))
+	for _, s := range []string{"stage-in on rsa", "stage-out on rsa", "stage-out done"} {
+		if !strings.Contains(log, s) {
+			t.Errorf("the job's log lacks %q:\n%s", s, log)
+		}
+	}
+	c.assertNoLeaks(t)
+}
+
+// testBusyInput: a file held open on one compute host at the switch keeps
+// the input mounted (UNMOUNT_BUSY); the output goes to disk; all is
+// released at the end.
+func testBusyInput(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "busy")
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	fill(t, u, in, 3, 4096)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+#RSA_DATA_OUT=%[3]s
+#RSA_DELAY=2
+srun -N1 -w c1 bash -c 'exec 3< %[2]s/f0000; while [ ! -e %[1]s/go ]; do sleep 0.1; done'
+echo on-disk > %[3]s/result
+`, w, in, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "UNMOUNT_BUSY")
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	if got := readFile(t, filepath.Join(out, "result")); got != "on-disk\n" {
+		t.Errorf("output: %q", got)
+	}
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "on c1") || !strings.Contains(log, "in use") {
+		t.Errorf("the log does not say the input was in use on c1:\n%s", log)
+	}
+	c.assertNoLeaks(t)
+}
+
+// testFullVolumeAlone: two jobs whose volumes share RSA hosts; one fills
+// its volume to ENOSPC, the other's output is whole.
+func testFullVolumeAlone(t *testing.T, c *cluster, us []testutil.User) {
+	var ids [2]string
+	var dirs [2]string
+	for i, u := range us {
+		w := workDir(t, u, fmt.Sprintf("full%d", i))
+		dirs[i] = w
+		out := filepath.Join(w, "out")
+		work := fmt.Sprintf(`head -c 20000000 /dev/urandom > %[1]s/data; sha256sum < %[1]s/data > %[2]s/sum`, out, w)
+		if i == 0 {
+			work = fmt.Sprintf(`i=0; while head -c 10000000 /dev/zero > %[1]s/fill-$i 2> %[2]s/err; do i=$((i+1)); [ $i -lt 100 ] || break; done; echo $i > %[2]s/count`, out, w)
+		}
+		job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w c%[4]d
+#SBATCH -o %[1]s/job.out
+#RSA capacity=600M pool=rsa
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/outfs
+%[3]s
+exit 0
+`, w, out, work, i+1))
+		ids[i] = c.sbatch(t, us[i], job)
+	}
+	var hosts [2][]string
+	for i, id := range ids {
+		j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+		for _, p := range j.Alloc {
+			hosts[i] = append(hosts[i], p.Node)
+		}
+	}
+	shared := false
+	for _, a := range hosts[0] {
+		for _, b := range hosts[1] {
+			shared = shared || a == b
+		}
+	}
+	if !shared {
+		t.Errorf("the jobs' volumes share no RSA host (%v, %v): the test means them to", hosts[0], hosts[1])
+	}
+	for i, id := range ids {
+		c.waitJob(t, id, 120*time.Second, "COMPLETED")
+		c.waitRSA(t, id, 120*time.Second, "RELEASED")
+		if got := strings.TrimSpace(readFile(t, filepath.Join(dirs[i], "outfs"))); got != "fuse.glusterfs" {
+			t.Errorf("job %d wrote to %q, not its volume", i, got)
+		}
+	}
+	// Gluster answers a full brick with ENOSPC; under load its FUSE client
+	// has also been seen to fail the write with ECONNABORTED/ENOTCONN
+	// (the brick's own log says ENOSPC). Either way the write failed, and
+	// failed for this job alone.
+	if e := readFile(t, filepath.Join(dirs[0], "err")); !strings.Contains(e, "No space left") && !strings.Contains(e, "not connected") {
+		t.Errorf("the filling job's writes did not fail on a full volume: %q", e)
+	}
+	if n := strings.TrimSpace(readFile(t, filepath.Join(dirs[0], "count"))); n == "100" || n == "0" {
+		t.Errorf("the filling job wrote %s files of 10 MB into 600M", n)
+	}
+	want := strings.Fields(readFile(t, filepath.Join(dirs[1], "sum")))[0]
+	if got := sha256File(t, filepath.Join(dirs[1], "out", "data")); got != want {
+		t.Errorf("the other job's output on disk: sha256 %s, it wrote %s", got, want)
+	}
+	c.assertNoLeaks(t)
+}
+
+// testAuthAllow: only the control host, the job's RSA hosts and its
+// compute hosts may mount its volume.
+func testAuthAllow(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "auth")
+	in := filepath.Join(w, "in")
+	fill(t, u, in, 2, 4096)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w c1
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+while [ ! -e %[1]s/go ]; do sleep 0.1; done
+`, w, in))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
+	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	allow := c.exec(t, c.storage[0], "gluster", "--mode=script", "volume", "get", vol, "auth.allow")
+	if !strings.Contains(allow, "10.78.0.2,") || !strings.Contains(allow, "10.78.0.21") || strings.Contains(allow, "10.78.0.22") {
+		t.Errorf("auth.allow of %s: %s", vol, allow)
+	}
+	server := j.Alloc[0].Node
+	// The mount itself may succeed (the volume's layout comes from
+	// glusterd, which auth.allow does not guard); its bricks refuse c2,
+	// so nothing of the job's data can be read there.
+	c.exec(t, "c2", "mkdir", "-p", "/run/probe")
+	mountOut, _ := c.execErr(t, "c2", "mount", "-t", "glusterfs", server+":/"+vol, "/run/probe")
+	out, err := c.execErr(t, "c2", "sh", "-c", "ls /run/probe && cat /run/probe/f0000 | wc -c")
+	c.execErr(t, "c2", "umount", "-l", "/run/probe")
+	if err == nil && strings.Contains(out, "4096") {
+		t.Errorf("c2, not one of the job's hosts, read its volume: mount said %q, then %q", mountOut, out)
+	}
+	// The job's own compute host reads it.
+	if got := c.exec(t, "c1", "sh", "-c", "wc -c < "+filepath.Join(in, "f0000")); got != "4096" {
+		t.Errorf("c1 reads %q bytes of its job's input", got)
+	}
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	c.assertNoLeaks(t)
+}

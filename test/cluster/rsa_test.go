@@ -1,0 +1,167 @@
+package cluster_test
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// rsaJob is RSA's newest job for Slurm job id, nil if none yet.
+func (c *cluster) rsaJob(t *testing.T, id string) *api.JobView {
+	t.Helper()
+	var r struct{ Jobs []api.JobView }
+	if err := json.Unmarshal([]byte(c.rsa(t, "status", "--all", "--json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var found *api.JobView
+	for i := range r.Jobs {
+		if r.Jobs[i].Spec.Name == id && (found == nil || r.Jobs[i].ID > found.ID) {
+			found = &r.Jobs[i]
+		}
+	}
+	return found
+}
+
+// waitRSA waits until RSA's job for Slurm job id is in rsaState.
+func (c *cluster) waitRSA(t *testing.T, id string, timeout time.Duration, rsaState string) *api.JobView {
+	t.Helper()
+	var j *api.JobView
+	waitFor(t, fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), timeout, func() bool {
+		j = c.rsaJob(t, id)
+		return j != nil && string(j.RSA) == rsaState
+	})
+	return j
+}
+
+// brickFiles counts the regular files in job's brick on host (Gluster's
+// own .glusterfs directory aside): where the data physically lives.
+func (c *cluster) brickFiles(t *testing.T, host string, job int64) int {
+	t.Helper()
+	out := c.exec(t, host, "sh", "-c", fmt.Sprintf(
+		"find /run/rsa/bricks/rsa-job-%d/brick -path '*/.glusterfs' -prune -o -type f ! -perm -1000 -print 2>/dev/null | wc -l", job))
+	var n int
+	fmt.Sscan(out, &n)
+	return n
+}
+
+// leaks lists what RSA left on any host: Gluster volumes, bricks, FUSE
+// mounts or tmpfs of jobs in any host's mount namespace, RAM allocated.
+func (c *cluster) leaks(t *testing.T) string {
+	t.Helper()
+	var found []string
+	if v := c.exec(t, c.storage[0], "gluster", "--mode=script", "volume", "list"); strings.Contains(v, "rsa-job-") {
+		found = append(found, "volumes: "+strings.Join(strings.Fields(v), " "))
+	}
+	for _, h := range append(append([]string{"ctl"}, c.storage...), c.compute...) {
+		mi := c.exec(t, h, "cat", "/proc/self/mountinfo")
+		for _, l := range strings.Split(mi, "\n") {
+			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") {
+				found = append(found, h+": "+l)
+			}
+		}
+	}
+	var nodes struct{ Nodes []api.NodeView }
+	if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Nodes {
+		if n.Used != 0 {
+			found = append(found, fmt.Sprintf("%s: %d bytes allocated to %v", n.Name, n.Used, n.Jobs))
+		}
+	}
+	return strings.Join(found, "\n")
+}
+
+func (c *cluster) assertNoLeaks(t *testing.T) {
+	t.Helper()
+	var l string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if l = c.leaks(t); l == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RSA left something behind:\n%s", l)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// workDir makes a fresh directory of u's under u's home.
+func workDir(t *testing.T, u testutil.User, name string) string {
+	t.Helper()
+	d := filepath.Join(u.Home, name)
+	os.RemoveAll(d)
+	for _, p := range []string{d, filepath.Join(d, "in"), filepath.Join(d, "out")} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, int(u.UID), int(u.GID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// fill writes n files of size bytes of random data into dir as u's and
+// returns their sha256 sums, "SUM  NAME" lines sorted by name as
+// sha256sum prints them.
+func fill(t *testing.T, u testutil.User, dir string, n, size int) string {
+	t.Helper()
+	var sums []string
+	buf := make([]byte, size)
+	for i := range n {
+		if _, err := rand.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("f%04d", i)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chown(p, int(u.UID), int(u.GID))
+		s := sha256.Sum256(buf)
+		sums = append(sums, hex.EncodeToString(s[:])+"  "+name)
+	}
+	return strings.Join(sums, "\n") + "\n"
+}
+
+// script writes an executable job script of u's.
+func script(t *testing.T, u testutil.User, path, body string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(path, int(u.UID), int(u.GID))
+	return path
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func sha256File(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
