@@ -226,3 +226,45 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
 	c.assertNoLeaks(t)
 }
+
+// TestGlusterPoll: the polling adapter (the thesis' integration) across
+// hosts: a 2-node job, pending behind another, is staged in while it
+// waits; it reads its input on both compute hosts and its output is
+// staged out.
+func TestGlusterPoll(t *testing.T) {
+	u := testutil.EnsureUser(t)
+	c := startCluster(t, "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_CAPACITY=256M", "RSA_CLUSTER_LEAD=0")
+	w := workDir(t, u, "poll")
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	sums := fill(t, u, in, 10, 64<<10)
+	blocker := c.sbatch(t, u, "-N", "2", "--time=1", "-o", filepath.Join(w, "blocker.out"), "--wrap", "sleep 8")
+	c.waitJob(t, blocker, 60*time.Second, "RUNNING")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+#RSA_DATA_OUT=%[3]s
+#RSA_DELAY=2
+srun -N2 bash -c 'findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs-$(hostname); cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
+srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname); echo from $(hostname) > %[3]s/from-$(hostname)'
+`, w, in, out))
+	id := c.sbatch(t, u, job)
+	c.waitRSA(t, id, 60*time.Second, "READY") // staged in while pending
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	for _, h := range c.compute {
+		for _, f := range []string{"infs-", "outfs-"} {
+			if got := strings.TrimSpace(readFile(t, filepath.Join(w, f+h))); got != "fuse.glusterfs" {
+				t.Errorf("%s%s: %q", f, h, got)
+			}
+		}
+		if got := readFile(t, filepath.Join(w, "sums-"+h)); got != sums {
+			t.Errorf("input read on %s differs from what was staged in", h)
+		}
+		if got := readFile(t, filepath.Join(out, "from-"+h)); got != "from "+h+"\n" {
+			t.Errorf("output of %s on disk: %q", h, got)
+		}
+	}
+	c.assertNoLeaks(t)
+}

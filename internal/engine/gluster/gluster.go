@@ -336,6 +336,7 @@ func (e *Engine) Device(r engine.Ramdisk) (uint64, bool, error) {
 // which frees the RAM. With no parts (a leftover gc found), the bricks of
 // the volume are looked for on every RSA node.
 func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
+	start := time.Now()
 	if err := e.Revoke(ctx, r); err != nil {
 		return err
 	}
@@ -387,7 +388,7 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
-	e.Log.Info("RAMDISK destroyed", "job", r.Job, "volume", e.volume(r))
+	e.Log.Info("RAMDISK destroyed", "job", r.Job, "volume", e.volume(r), "total_s", time.Since(start).Seconds())
 	return nil
 }
 
