@@ -8,7 +8,7 @@ PKGS  := util-linux passwd procps shellcheck bc lua5.1 lua-socket slurmctld slur
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm bench-copy clean
+.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy bench-cluster clean
 
 all: build
 
@@ -126,6 +126,17 @@ demo: build
 # with sbatch by a normal user.
 demo-slurm: build
 	scripts/demo-slurm.sh
+
+# The thesis' example job across hosts: an emulated cluster of a control
+# host, 3 RSA hosts (GlusterFS) and 2 compute hosts (scripts/cluster-up),
+# a 2-node job whose RAMDISK spans 2 RSA hosts (docs/cluster.md).
+demo-cluster: build
+	scripts/demo-cluster.sh
+
+# The gluster engine measured on the emulated cluster (scripts/bench-cluster.sh):
+# construct and destroy over 1-3 RSA hosts, stage-in throughput, RAM per job.
+bench-cluster: build
+	scripts/bench-cluster.sh
 
 # Benchmarks, not tests: rsa copy against cp, rsync, tar, fpsync and dd.
 bench-copy: build

@@ -705,3 +705,47 @@ func TestMaintainerScripts(t *testing.T) {
 	}
 	run(t, time.Minute, sc, scripts...)
 }
+
+// The agent's unit: checked by systemd, and it stops the agent alone, so
+// that the Gluster clients it mounted keep serving running jobs.
+func TestAgentUnit(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "contrib", "systemd", "rsa-agent.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := filepath.Join(t.TempDir(), "rsa-agent.service")
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(text, installedBin, self)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verifyUnit(t, unit, false)
+	settings := map[string]string{}
+	for _, l := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
+			settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	for k, v := range map[string]string{
+		"ExecStart": installedBin + " agent --pki /etc/rsa/pki",
+		"KillMode":  "process",
+		"Delegate":  "yes",
+		"Restart":   "always",
+	} {
+		if settings[k] != v {
+			t.Errorf("%s=%q, want %q", k, settings[k], v)
+		}
+	}
+	sa := requireTool(t, "systemd-analyze")
+	for _, c := range strings.Fields(settings["CapabilityBoundingSet"]) {
+		if out, err := runErr(time.Minute, sa, "capability", c); err != nil {
+			t.Errorf("%s: %v\n%s", c, err, out)
+		}
+		if !regexp.MustCompile(`(?m)^#\s+` + c + `\b`).MatchString(text) {
+			t.Errorf("%s has no comment saying why the agent needs it", c)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Benchmarks of the gluster engine on the emulated cluster (not tests):
+#   1. RAMDISK construct and destroy time over 1, 2 and 3 RSA hosts;
+#   2. stage-in throughput of 2,048 x 1 MiB and 100,000 x 4 KiB into a
+#      volume over 2 and 3 RSA hosts, and into a tmpfs as the local engine
+#      stages (rsa copy, the same mover), for a floor to compare with;
+#   3. the RAM Gluster's processes take per job outside the bricks.
+# Every job goes through Slurm (burst_buffer/lua) as a normal user. Prints
+# one "bench-cluster: ..." line per measurement. Run on a quiet machine:
+# every emulated host shares its cores.
+#
+# Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+repeat=${BENCH_REPEAT:-3}
+big=${BENCH_BIG_FILES:-2048}
+small=${BENCH_SMALL_FILES:-100000}
+export RSA_CLUSTER_DIR=/var/tmp/rsa-cluster-bench RSA_CLUSTER_MODE=bb RSA_BIN="$top/bin/rsa" RSA_CLUSTER_CAPACITY=3G RSA_CLUSTER_LEAD=0
+user=rsabench
+work=/var/tmp/rsa-bench-cluster
+
+[ "$(id -u)" = 0 ] || { echo "bench-cluster needs root" >&2; exit 1; }
+[ -x "$RSA_BIN" ] || { echo "build first: make build" >&2; exit 1; }
+
+created_user=0 ram=""
+cleanup() {
+	set +e
+	"$top/scripts/cluster-down"
+	[ -n "$ram" ] && umount "$ram" && rmdir "$ram"
+	rm -rf "$work"
+	[ "$created_user" = 1 ] && userdel --remove "$user" 2>/dev/null
+	return 0
+}
+trap cleanup EXIT
+if ! id "$user" >/dev/null 2>&1; then
+	useradd --create-home --user-group --shell /bin/bash "$user"
+	created_user=1
+fi
+export SLURM_CONF=$RSA_CLUSTER_DIR/etc/slurm.conf
+on() { "$top/scripts/cluster-up" exec "$@"; }
+rsa() { "$RSA_CLUSTER_DIR/rsa/rsa" --config "$RSA_CLUSTER_DIR/rsa/rsa.toml" "$@"; }
+as_user() { runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+rm -rf "$work"
+install -d -m 0755 -o "$user" -g "$user" "$work" "$work/big" "$work/small" "$work/none"
+echo "bench-cluster: writing the data sets" >&2
+# shellcheck disable=SC2016 # the inner scripts expand their own arguments
+as_user sh -c 'i=0; while [ $i -lt "$1" ]; do head -c 1048576 /dev/urandom > "$2/f$i"; i=$((i+1)); done' sh "$big" "$work/big"
+# shellcheck disable=SC2016
+as_user python3 -c 'import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    sub = os.path.join(d, "d%03d" % (i % 100))
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, "f%d" % i), "wb") as f:
+        f.write(os.urandom(4096))' "$work/small" "$small"
+sync
+
+"$top/scripts/cluster-up" >&2
+
+# run_job NAME CAPACITY INPUT: a 1-node job with that capacity (split over
+# as many RSA hosts as the allocator needs) and input; waits until RSA
+# released it and prints RSA's job id.
+run_job() {
+	local name=$1 capacity=$2 input=$3 id rid st
+	cat >"$work/$name.sh" <<SH
+#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o $work/$name.out
+#RSA capacity=$capacity pool=rsa
+#RSA_DATA_IN=$input
+#RSA_DATA_OUT=$work/none
+true
+SH
+	chown "$user:" "$work/$name.sh"
+	id=$(as_user sbatch --parsable "$work/$name.sh")
+	for _ in $(seq 6000); do
+		st=$(rsa status --all | awk -v s="$id" '$2 == s { print $1, $5 }' | tail -1)
+		rid=${st% *}
+		[[ $st == *RELEASED* || $st == *FAILED* ]] && break
+		sleep 0.1
+	done
+	echo "$rid"
+}
+
+# 1. construct and destroy.
+for n in 1 2 3; do
+	capacity=$(( (n - 1) * 3 + 2 ))G # 2G fits one host, 5G two, 8G three (3G each)
+	for r in $(seq "$repeat"); do
+		rid=$(run_job "cd-$n-$r" "$capacity" "$work/none")
+		c=$(grep "\"RAMDISK constructed\" job=$rid " "$RSA_CLUSTER_DIR/log/rsa.out" | tail -1 | grep -o 'total_s=[0-9.]*' | cut -d= -f2)
+		d=$(grep "\"RAMDISK destroyed\" job=$rid " "$RSA_CLUSTER_DIR/log/rsa.out" | tail -1 | grep -o 'total_s=[0-9.]*' | cut -d= -f2)
+		echo "bench-cluster: construct hosts=$n run=$r seconds=$c"
+		echo "bench-cluster: destroy hosts=$n run=$r seconds=$d"
+	done
+done
+
+# 2. stage-in throughput: the mover's own line in the job's log.
+for set in big small; do
+	for n in 2 3; do
+		capacity=$(( (n - 1) * 3 + 2 ))G
+		rid=$(run_job "in-$set-$n" "$capacity" "$work/$set")
+		line=$(rsa log "$rid" | grep '^copied' | head -1)
+		echo "bench-cluster: stage-in set=$set hosts=$n $line"
+	done
+	ram=$(mktemp -d /run/rsa-bench-ram.XXXX)
+	mount -t tmpfs -o size=4G,mode=0777 rsa-bench "$ram"
+	start=$EPOCHREALTIME
+	as_user "$RSA_BIN" copy --sync -- "$work/$set" "$ram/$set" >/dev/null
+	took=$(bc <<<"${EPOCHREALTIME/,/.} - ${start/,/.}")
+	bytes=$(du -sb "$ram/$set" | cut -f1)
+	echo "bench-cluster: stage-in set=$set local-tmpfs seconds=$took bytes=$bytes"
+	umount "$ram" && rmdir "$ram"
+	ram=""
+done
+
+# 3. Gluster's RAM per job: a job over 2 RSA hosts on both compute hosts,
+# held while its processes are measured.
+cat >"$work/mem.sh" <<SH
+#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o $work/mem.out
+#RSA_DATA_IN=$work/small
+#RSA_DELAY=600
+srun -N2 bash -c 'cat $work/small/d000/* > /dev/null; while [ ! -e $work/go ]; do sleep 0.2; done'
+SH
+chown "$user:" "$work/mem.sh"
+id=$(as_user sbatch --parsable "$work/mem.sh")
+for _ in $(seq 3000); do
+	rsa status --all | awk -v s="$id" '$2 == s' | grep -q INUSE_IN && break
+	sleep 0.2
+done
+sleep 3
+rid=$(rsa status --all | awk -v s="$id" '$2 == s { print $1 }' | tail -1)
+# One process table: the hosts are namespaces of one kernel. Brick
+# processes are glusterfsd, clients (FUSE mounts on ctl, c1, c2) glusterfs.
+ps -o rss=,comm=,args= -p "$(pgrep -d, -f -- "rsa-job-$rid")" |
+	awk -v j="$rid" '{ n[$2]++; kb[$2] += $1; t += $1 }
+		END { for (c in n) printf "bench-cluster: gluster-rss job=%s process=%s count=%d kib=%d\n", j, c, n[c], kb[c]
+		      printf "bench-cluster: gluster-rss job=%s total kib=%d\n", j, t }'
+touch "$work/go"
