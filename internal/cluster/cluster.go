@@ -84,6 +84,21 @@ func (c *Cluster) StorageNodes() []string {
 	return slices.Sorted(maps.Keys(c.storage))
 }
 
+// ComputeNodes are the compute nodes the daemon knows an agent of: those
+// configured and those dialled since it started, sorted.
+func (c *Cluster) ComputeNodes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n, h := range c.health {
+		if h.Role == "compute" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Address is where node is reached (its agent, its glusterd, its FUSE
 // client as auth.allow sees it): the configured address, or for a compute
 // node not listed, its name.

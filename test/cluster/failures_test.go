@@ -174,8 +174,8 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 
 // testDaemonKilled: rsa serve killed (SIGKILL) while a job is BOOTING,
 // MOUNTING_IN, STAGING_OUT and TEARDOWN; each job ends right, its output on
-// disk, and gc at the restart removes only what no job holds (a brick
-// planted for an unknown job).
+// disk, and gc at the restart removes only what no job holds (a volume and
+// its brick planted for an unknown job).
 func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 	ctx := context.Background()
 	rsa3 := c.agentClient(t, filepath.Join(c.dir, "pki", "ctl"), "rsa3", "10.78.0.13")
@@ -211,7 +211,11 @@ head -c 150000000 /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-
 				return j != nil && string(j.RSA) == state
 			})
 			// A leftover of a job the daemon never knew, for gc.
-			if _, err := rsa3.MakeBrick(ctx, "rsa-job-999", agent.BrickSpec{Size: 8 << 20}); err != nil {
+			b, err := rsa3.MakeBrick(ctx, "rsa-job-999", agent.BrickSpec{Size: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rsa3.MakeVolume(ctx, "rsa-job-999", agent.VolumeSpec{Bricks: []string{"10.78.0.13:" + b.Dir}, AuthAllow: []string{"10.78.0.2"}}); err != nil {
 				t.Fatal(err)
 			}
 			if o, err := c.script(t, time.Minute, "cluster-up", "restart-rsa", "--crash"); err != nil {

@@ -42,6 +42,9 @@ type Nodes interface {
 	Address(node string) (string, error)
 	// StorageNodes are all configured RSA nodes.
 	StorageNodes() []string
+	// ComputeNodes are the compute nodes whose agents are known: listed
+	// in the config or dialled since the daemon started.
+	ComputeNodes() []string
 	// Up reports whether node's agent answered the last heartbeat.
 	Up(node string) bool
 }
@@ -340,6 +343,23 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	if err := e.Revoke(ctx, r); err != nil {
 		return err
 	}
+	if len(r.Parts) == 0 {
+		// A leftover gc found: its compute nodes are not known, so every
+		// compute node whose agent answers lets go of it (the daemon
+		// releases a known job's compute nodes itself, before Destroy).
+		if err := each(e.Nodes.ComputeNodes(), func(_ int, n string) error {
+			if !e.Nodes.Up(n) {
+				return nil
+			}
+			cl, err := e.Nodes.Client(n)
+			if err != nil {
+				return err
+			}
+			return cl.Release(ctx, e.volume(r), true)
+		}); err != nil {
+			return fmt.Errorf("releasing volume %s on the compute nodes: %w", e.volume(r), err)
+		}
+	}
 	m, ok, err := e.mounted(r)
 	if err != nil {
 		return err
@@ -405,8 +425,8 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 }
 
 // List finds every job's volume RSA made, known or not: the control host's
-// client mounts, the pool's volumes, and the bricks on every RSA node that
-// answers.
+// client mounts, the pool's volumes, the bricks on every RSA node and the
+// mounts on every compute node that answers.
 func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 	ids := map[int64]bool{}
 	ms, err := mount.List()
@@ -422,6 +442,26 @@ func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 		}
 	}
 	var errs []error
+	for _, n := range e.Nodes.ComputeNodes() {
+		if !e.Nodes.Up(n) {
+			continue
+		}
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		st, err := cl.Status(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, m := range st.Mounts {
+			if id, err := agent.ParseVolume(m.Volume); err == nil {
+				ids[id] = true
+			}
+		}
+	}
 	for _, n := range e.Nodes.StorageNodes() {
 		if !e.Nodes.Up(n) {
 			continue

@@ -21,6 +21,7 @@ func (f fakeNodes) Address(n string) (string, error) {
 	return "", errors.New("unknown node " + n)
 }
 func (f fakeNodes) StorageNodes() []string { return []string{"rsa1", "rsa2"} }
+func (f fakeNodes) ComputeNodes() []string { return []string{"c1", "c2"} }
 func (f fakeNodes) Up(string) bool         { return true }
 
 // The volume admits the control host, the job's RSA nodes and the hosts
