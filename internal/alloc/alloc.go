@@ -136,18 +136,7 @@ func capParts(parts []job.Part, limit int64) []job.Part {
 // spreads the request over the freest nodes, which a multi-node engine
 // aggregates.
 func byCapacity(nodes []config.Node, used map[string]int64, want int64) Decision {
-	type cand struct {
-		name string
-		free int64
-	}
-	var cs []cand
-	var free int64
-	for _, n := range nodes {
-		if f := n.Capacity - used[n.Name]; f > 0 {
-			cs = append(cs, cand{n.Name, f})
-			free += f
-		}
-	}
+	cs, free := freeNodes(nodes, used)
 	if free < want {
 		return Decision{Verdict: Wait, Reason: fmt.Sprintf("waiting for %s of RSA RAM, %s free now", units.FormatSize(want), units.FormatSize(free))}
 	}
@@ -171,18 +160,7 @@ func byCapacity(nodes []config.Node, used map[string]int64, want int64) Decision
 // copies) whose share each of the freest nodes still has. Consecutive
 // parts are on different nodes, so each pair can be a replica set.
 func evenly(nodes []config.Node, used map[string]int64, want int64, copies int) Decision {
-	type cand struct {
-		name string
-		free int64
-	}
-	var cs []cand
-	var free int64
-	for _, n := range nodes {
-		if f := n.Capacity - used[n.Name]; f > 0 {
-			cs = append(cs, cand{n.Name, f})
-			free += f
-		}
-	}
+	cs, free := freeNodes(nodes, used)
 	if len(nodes) < copies {
 		return Decision{Verdict: Ineligible, Reason: fmt.Sprintf("%d copies of every file need %d RSA nodes, the accelerator has %d", copies, copies, len(nodes))}
 	}
@@ -206,4 +184,23 @@ func evenly(nodes []config.Node, used map[string]int64, want int64, copies int) 
 	}
 	return Decision{Verdict: Wait, Reason: fmt.Sprintf("waiting for %s of RSA RAM in equal parts on %d or more nodes; the free RAM is scattered too unevenly now",
 		units.FormatSize(total), copies)}
+}
+
+// cand is a node with free RAM.
+type cand struct {
+	name string
+	free int64
+}
+
+// freeNodes are the nodes with RAM free, and how much is free in all.
+func freeNodes(nodes []config.Node, used map[string]int64) ([]cand, int64) {
+	var cs []cand
+	var free int64
+	for _, n := range nodes {
+		if f := n.Capacity - used[n.Name]; f > 0 {
+			cs = append(cs, cand{n.Name, f})
+			free += f
+		}
+	}
+	return cs, free
 }

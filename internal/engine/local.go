@@ -161,13 +161,20 @@ func (l *Local) Device(r Ramdisk) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, false, err
 	}
+	dev, err := DeviceOf(m)
+	return dev, err == nil, err
+}
+
+// DeviceOf is the device number of the file system mounted as m, as
+// stat(2) gives it.
+func DeviceOf(m mount.Info) (uint64, error) {
 	maj, min, found := strings.Cut(m.Dev, ":")
 	a, err1 := strconv.ParseUint(maj, 10, 32)
 	b, err2 := strconv.ParseUint(min, 10, 32)
 	if !found || err1 != nil || err2 != nil {
-		return 0, false, fmt.Errorf("RAMDISK %s: bad device number %q", r.Dir, m.Dev)
+		return 0, fmt.Errorf("%s: bad device number %q", m.Point, m.Dev)
 	}
-	return unix.Mkdev(uint32(a), uint32(b)), true, nil
+	return unix.Mkdev(uint32(a), uint32(b)), nil
 }
 
 func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {

@@ -581,28 +581,7 @@ func verifyUnit(t *testing.T, unit string, withMan bool) {
 // executable that exists (this test's own: systemd-analyze only checks
 // that it is there), so the check needs no installed package.
 func TestSystemdUnit(t *testing.T) {
-	root := repoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "contrib", "systemd", "rsa.service"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(b)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	unit := filepath.Join(t.TempDir(), "rsa.service")
-	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(text, installedBin, self)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	verifyUnit(t, unit, false)
-
-	settings := map[string][]string{}
-	for _, l := range strings.Split(text, "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
-			settings[strings.TrimSpace(k)] = append(settings[strings.TrimSpace(k)], strings.TrimSpace(v))
-		}
-	}
+	text, settings := checkUnit(t, "rsa.service")
 	want := map[string]string{
 		"ExecStart": installedBin + " serve --config " + conffile,
 		"Type":      "exec", // rsa does not call sd_notify
@@ -709,7 +688,35 @@ func TestMaintainerScripts(t *testing.T) {
 // The agent's unit: checked by systemd, and it stops the agent alone, so
 // that the Gluster clients it mounted keep serving running jobs.
 func TestAgentUnit(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "contrib", "systemd", "rsa-agent.service"))
+	text, settings := checkUnit(t, "rsa-agent.service")
+	for k, v := range map[string]string{
+		"ExecStart": installedBin + " agent --pki /etc/rsa/pki",
+		"KillMode":  "process",
+		"Delegate":  "yes",
+		"Restart":   "always",
+	} {
+		if got := settings[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("%s=%q, want %q", k, got, v)
+		}
+	}
+	sa := requireTool(t, "systemd-analyze")
+	for _, c := range strings.Fields(strings.Join(settings["CapabilityBoundingSet"], " ")) {
+		if out, err := runErr(time.Minute, sa, "capability", c); err != nil {
+			t.Errorf("%s: %v\n%s", c, err, out)
+		}
+		if !regexp.MustCompile(`(?m)^#\s+` + c + `\b`).MatchString(text) {
+			t.Errorf("%s has no comment saying why the agent needs it", c)
+		}
+	}
+}
+
+// checkUnit reads contrib/systemd/NAME, has systemd verify it (its
+// ExecStart pointed at an executable that exists: this test's own, since
+// systemd-analyze only checks that it is there, so no package need be
+// installed), and returns its text and its settings, key by key.
+func checkUnit(t *testing.T, name string) (string, map[string][]string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "contrib", "systemd", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,34 +725,16 @@ func TestAgentUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unit := filepath.Join(t.TempDir(), "rsa-agent.service")
+	unit := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(text, installedBin, self)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	verifyUnit(t, unit, false)
-	settings := map[string]string{}
+	settings := map[string][]string{}
 	for _, l := range strings.Split(text, "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
-			settings[strings.TrimSpace(k)] = strings.TrimSpace(v)
+			settings[strings.TrimSpace(k)] = append(settings[strings.TrimSpace(k)], strings.TrimSpace(v))
 		}
 	}
-	for k, v := range map[string]string{
-		"ExecStart": installedBin + " agent --pki /etc/rsa/pki",
-		"KillMode":  "process",
-		"Delegate":  "yes",
-		"Restart":   "always",
-	} {
-		if settings[k] != v {
-			t.Errorf("%s=%q, want %q", k, settings[k], v)
-		}
-	}
-	sa := requireTool(t, "systemd-analyze")
-	for _, c := range strings.Fields(settings["CapabilityBoundingSet"]) {
-		if out, err := runErr(time.Minute, sa, "capability", c); err != nil {
-			t.Errorf("%s: %v\n%s", c, err, out)
-		}
-		if !regexp.MustCompile(`(?m)^#\s+` + c + `\b`).MatchString(text) {
-			t.Errorf("%s has no comment saying why the agent needs it", c)
-		}
-	}
+	return text, settings
 }

@@ -325,13 +325,8 @@ func (e *Engine) Device(r engine.Ramdisk) (uint64, bool, error) {
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	maj, min, found := strings.Cut(m.Dev, ":")
-	a, err1 := strconv.ParseUint(maj, 10, 32)
-	b, err2 := strconv.ParseUint(min, 10, 32)
-	if !found || err1 != nil || err2 != nil {
-		return 0, false, fmt.Errorf("RAMDISK %s: bad device number %q", r.Dir, m.Dev)
-	}
-	return unix.Mkdev(uint32(a), uint32(b)), true, nil
+	dev, err := engine.DeviceOf(m)
+	return dev, err == nil, err
 }
 
 // Destroy unmounts the control host's client (not while something holds
@@ -441,57 +436,46 @@ func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 			ids[id] = true
 		}
 	}
+	add := func(volume string) {
+		if id, err := agent.ParseVolume(volume); err == nil {
+			ids[id] = true
+		}
+	}
 	var errs []error
-	for _, n := range e.Nodes.ComputeNodes() {
-		if !e.Nodes.Up(n) {
-			continue
-		}
-		cl, err := e.Nodes.Client(n)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		st, err := cl.Status(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, m := range st.Mounts {
-			if id, err := agent.ParseVolume(m.Volume); err == nil {
-				ids[id] = true
+	// read asks every node of nodes whose agent is up what it holds.
+	read := func(nodes []string, fn func(*agent.Client, *agent.Status) error) {
+		for _, n := range nodes {
+			if !e.Nodes.Up(n) {
+				continue
+			}
+			cl, err := e.Nodes.Client(n)
+			if err == nil {
+				var st *agent.Status
+				if st, err = cl.Status(ctx); err == nil {
+					err = fn(cl, st)
+				}
+			}
+			if err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	for _, n := range e.Nodes.StorageNodes() {
-		if !e.Nodes.Up(n) {
-			continue
+	read(e.Nodes.ComputeNodes(), func(_ *agent.Client, st *agent.Status) error {
+		for _, m := range st.Mounts {
+			add(m.Volume)
 		}
-		cl, err := e.Nodes.Client(n)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		st, err := cl.Status(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		return nil
+	})
+	read(e.Nodes.StorageNodes(), func(cl *agent.Client, st *agent.Status) error {
 		for _, b := range st.Bricks {
-			if id, err := agent.ParseVolume(b.Volume); err == nil {
-				ids[id] = true
-			}
+			add(b.Volume)
 		}
 		vs, err := cl.Volumes(ctx)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		for _, v := range vs {
-			if id, err := agent.ParseVolume(v.Name); err == nil {
-				ids[id] = true
-			}
+			add(v.Name)
 		}
-	}
+		return err
+	})
 	out := make([]engine.Found, 0, len(ids))
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		out = append(out, engine.Found{Job: id, Dir: engine.DirFor(e.Root, id)})
