@@ -138,12 +138,25 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 			t.Fatalf("kill-agent %s: %v %s", h, err, out)
 		}
 	}
-	time.Sleep(3 * time.Second) // a heartbeat or two without them
+	// The daemon notices (heartbeat 1s): rsa nodes and the metrics say so.
+	waitFor(t, "the metrics to show both agents down", 30*time.Second, func() bool {
+		m := c.metrics(t)
+		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 0`) &&
+			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 0`, storage))
+	})
+	if nodes := c.rsa(t, "nodes"); !strings.Contains(nodes, "down (agent:") {
+		t.Errorf("rsa nodes does not show %s's agent down:\n%s", storage, nodes)
+	}
 	for _, h := range []string{storage, "c1"} {
 		if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", h); err != nil {
 			t.Fatalf("start-agent %s: %v %s", h, err, out)
 		}
 	}
+	waitFor(t, "the metrics to show both agents up again", 30*time.Second, func() bool {
+		m := c.metrics(t)
+		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 1`) &&
+			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 1`, storage))
+	})
 	vol := fmt.Sprintf("rsa-job-%d", j.ID)
 	if n := strings.Count(c.exec(t, storage, "cat", "/proc/self/mountinfo"), " "+vol+" "); n != 1 {
 		t.Errorf("%s has %d mounts of %s's brick after its agent restarted, want 1", storage, n, vol)

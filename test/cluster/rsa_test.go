@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,4 +166,20 @@ func sha256File(t *testing.T, p string) string {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// metrics is what rsa serve's metrics endpoint (on ctl, port 19477) says.
+func (c *cluster) metrics(t *testing.T) string {
+	t.Helper()
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}} // the cluster's own bridge, never a proxy
+	resp, err := hc.Get("http://10.78.0.2:19477/metrics")
+	if err != nil {
+		t.Fatalf("scraping rsa serve's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
