@@ -9,7 +9,8 @@
 # one "bench-cluster: ..." line per measurement. Run on a quiet machine:
 # every emulated host shares its cores.
 #
-# Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000).
+# Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000),
+# BENCH_PARTS (which of "construct stage-in memory" to run; default all).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ cleanup() {
 	set +e
 	"$top/scripts/cluster-down"
 	[ -n "$ram" ] && umount "$ram" && rmdir "$ram"
-	rm -rf "$work"
+	[ "${BENCH_KEEP_DATA:-0}" = 1 ] || rm -rf "$work"
 	[ "$created_user" = 1 ] && userdel --remove "$user" 2>/dev/null
 	return 0
 }
@@ -42,20 +43,26 @@ on() { "$top/scripts/cluster-up" exec "$@"; }
 rsa() { "$RSA_CLUSTER_DIR/rsa/rsa" --config "$RSA_CLUSTER_DIR/rsa/rsa.toml" "$@"; }
 as_user() { runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
-rm -rf "$work"
-install -d -m 0755 -o "$user" -g "$user" "$work" "$work/big" "$work/small" "$work/none"
-echo "bench-cluster: writing the data sets" >&2
-# shellcheck disable=SC2016 # the inner scripts expand their own arguments
-as_user sh -c 'i=0; while [ $i -lt "$1" ]; do head -c 1048576 /dev/urandom > "$2/f$i"; i=$((i+1)); done' sh "$big" "$work/big"
-# shellcheck disable=SC2016
-as_user python3 -c 'import os, sys
+# The data sets take minutes to write: a run cut short leaves them for the
+# next (BENCH_KEEP_DATA=1 keeps them at the end too).
+if [[ $(find "$work/big" -type f 2>/dev/null | wc -l) != "$big" || $(find "$work/small" -type f 2>/dev/null | wc -l) != "$small" ]]; then
+	rm -rf "$work"
+	install -d -m 0755 -o "$user" -g "$user" "$work" "$work/big" "$work/small"
+	echo "bench-cluster: writing the data sets" >&2
+	# shellcheck disable=SC2016 # the inner scripts expand their own arguments
+	as_user sh -c 'i=0; while [ $i -lt "$1" ]; do head -c 1048576 /dev/urandom > "$2/f$i"; i=$((i+1)); done' sh "$big" "$work/big"
+	# shellcheck disable=SC2016
+	as_user python3 -c 'import os, sys
 d, n = sys.argv[1], int(sys.argv[2])
 for i in range(n):
     sub = os.path.join(d, "d%03d" % (i % 100))
     os.makedirs(sub, exist_ok=True)
     with open(os.path.join(sub, "f%d" % i), "wb") as f:
         f.write(os.urandom(4096))' "$work/small" "$small"
-sync
+	sync
+fi
+find "$work" -mindepth 1 -maxdepth 1 ! -name big ! -name small -exec rm -rf {} +
+install -d -m 0755 -o "$user" -g "$user" "$work/none"
 
 "$top/scripts/cluster-up" >&2
 
@@ -70,22 +77,26 @@ run_job() {
 #SBATCH -o $work/$name.out
 #RSA capacity=$capacity pool=rsa
 #RSA_DATA_IN=$input
-#RSA_DATA_OUT=$work/none
+#RSA_DATA_OUT=$work/out-$name
 true
 SH
+	install -d -o "$user" -g "$user" "$work/out-$name"
 	chown "$user:" "$work/$name.sh"
-	id=$(as_user sbatch --parsable "$work/$name.sh")
+	id=$(as_user sbatch --parsable "$work/$name.sh") || { echo "bench-cluster: sbatch $name failed" >&2; exit 1; }
 	for _ in $(seq 6000); do
 		st=$(rsa status --all | awk -v s="$id" '$2 == s { print $1, $5 }' | tail -1)
 		rid=${st% *}
 		[[ $st == *RELEASED* || $st == *FAILED* ]] && break
 		sleep 0.1
 	done
+	[[ $st == *RELEASED* ]] || { echo "bench-cluster: job $name ended $st" >&2; exit 1; }
 	echo "$rid"
 }
 
+parts=${BENCH_PARTS:-construct stage-in memory}
+
 # 1. construct and destroy.
-for n in 1 2 3; do
+[[ $parts == *construct* ]] && for n in 1 2 3; do
 	capacity=$(( (n - 1) * 3 + 2 ))G # 2G fits one host, 5G two, 8G three (3G each)
 	for r in $(seq "$repeat"); do
 		rid=$(run_job "cd-$n-$r" "$capacity" "$work/none")
@@ -97,7 +108,7 @@ for n in 1 2 3; do
 done
 
 # 2. stage-in throughput: the mover's own line in the job's log.
-for set in big small; do
+[[ $parts == *stage-in* ]] && for set in big small; do
 	for n in 2 3; do
 		capacity=$(( (n - 1) * 3 + 2 ))G
 		rid=$(run_job "in-$set-$n" "$capacity" "$work/$set")
@@ -117,11 +128,12 @@ done
 
 # 3. Gluster's RAM per job: a job over 2 RSA hosts on both compute hosts,
 # held while its processes are measured.
+[[ $parts == *memory* ]] || exit 0
 cat >"$work/mem.sh" <<SH
 #!/bin/bash
 #SBATCH -N 2
 #SBATCH -o $work/mem.out
-#RSA_DATA_IN=$work/small
+#RSA_DATA_IN=$work/small/d000
 #RSA_DELAY=600
 srun -N2 bash -c 'cat $work/small/d000/* > /dev/null; while [ ! -e $work/go ]; do sleep 0.2; done'
 SH

@@ -110,6 +110,11 @@ type copyRun struct {
 	tmpSeq  atomic.Int64
 	umask   uint32
 	noCFR   atomic.Bool // copy_file_range does not work between SRC and DST
+	// noSendfile: DST is a FUSE file system (a Gluster RAMDISK), where
+	// sendfile's page-sized pipe writes cost more requests than a
+	// buffer's worth at a time (measured on Gluster 10.3: 2 GiB of 1 MiB
+	// files in 17.5 s by sendfile, 15 s by pread and pwrite).
+	noSendfile bool
 	chunked bool        // DST takes parallel writes into one file well
 }
 
@@ -175,6 +180,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	r.copyXattrs(".", srcFd, dstFd)
 	root.pending.Store(1)
 	r.chunked = parallelWrites(dstFd)
+	r.noSendfile = isFUSE(dstFd)
 
 	stopProgress := r.startProgress()
 	r.pool = newPool(workersFor(m.Workers))
@@ -224,6 +230,12 @@ var parallelFS = map[int64]bool{
 	0x19830326: true, // BeeGFS
 	0x00C36400: true, // CephFS
 	0x20030528: true, // PVFS2 / OrangeFS, the thesis' RAMDISK file system
+}
+
+// isFUSE reports whether fd is on a FUSE file system.
+func isFUSE(fd int) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.FUSE_SUPER_MAGIC
 }
 
 func parallelWrites(fd int) bool {
@@ -548,7 +560,7 @@ func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Sta
 	f := &fileCopy{r: r, d: d, name: name, tmp: tmp, rel: rel, st: *st, in: in, out: out}
 	sparse := st.Blocks*512 < st.Size
 	if st.Size < r.big || sparse || !r.chunked {
-		if !sparse && st.Size >= sendfileMin && r.noCFR.Load() && r.limit == nil {
+		if !sparse && st.Size >= sendfileMin && r.noCFR.Load() && r.limit == nil && !r.noSendfile {
 			f.finish(f.sendWhole())
 			return
 		}
