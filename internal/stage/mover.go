@@ -115,7 +115,7 @@ type copyRun struct {
 	// buffer's worth at a time (measured on Gluster 10.3: 2 GiB of 1 MiB
 	// files in 17.5 s by sendfile, 15 s by pread and pwrite).
 	noSendfile bool
-	chunked bool        // DST takes parallel writes into one file well
+	chunked    bool // DST takes parallel writes into one file well
 }
 
 type inode struct{ dev, ino uint64 }
