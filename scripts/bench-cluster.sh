@@ -10,7 +10,8 @@
 # every emulated host shares its cores.
 #
 # Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000),
-# BENCH_PARTS (which of "construct stage-in memory" to run; default all).
+# BENCH_PARTS (which of "construct stage-in memory" to run; default all),
+# BENCH_SETS (which of "big small" to stage in; default both).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,7 +109,7 @@ parts=${BENCH_PARTS:-construct stage-in memory}
 done
 
 # 2. stage-in throughput: the mover's own line in the job's log.
-[[ $parts == *stage-in* ]] && for set in big small; do
+[[ $parts == *stage-in* ]] && for set in ${BENCH_SETS:-big small}; do
 	for n in 2 3; do
 		capacity=$(( (n - 1) * 3 + 2 ))G
 		rid=$(run_job "in-$set-$n" "$capacity" "$work/$set")
