@@ -51,10 +51,13 @@ cat >"$work/job.sh" <<SH
 #SBATCH -o $work/job.out
 #RSA_DATA_IN=$work/input
 #RSA_DATA_OUT=$work/results
-#RSA_DELAY=6
+#RSA_DELAY=15
 srun -N2 bash -c 'echo "\$(hostname): \$(findmnt -n -o FSTYPE --mountpoint $work/input) at $work/input, \$(cat $work/input/* | wc -c) bytes read"'
-sleep 8
-srun -N2 bash -c 'findmnt -n -o FSTYPE --mountpoint $work/results >/dev/null && head -c 1M /dev/urandom > $work/results/from-\$(hostname)'
+# The switch: after RSA_DELAY the RAMDISK leaves the input path and comes
+# back, rebuilt, at the output path.
+srun -N2 bash -c 'for i in \$(seq 300); do [ "\$(findmnt -n -o FSTYPE --mountpoint $work/results)" = fuse.glusterfs ] && break; sleep 0.1; done
+echo "\$(hostname): writing into \$(findmnt -n -o FSTYPE --mountpoint $work/results || echo disk) at $work/results"
+head -c 1M /dev/urandom > $work/results/from-\$(hostname)'
 SH
 chown "$demo_user:$demo_user" "$work/job.sh"
 echo "== the job script"
