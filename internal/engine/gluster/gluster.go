@@ -216,15 +216,7 @@ func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
 		return err
 	}
 	tBricks := time.Since(start)
-	spec, err := e.spec(r, bricks, nil)
-	if err != nil {
-		return err
-	}
-	co, err := e.coordinator(r)
-	if err != nil {
-		return err
-	}
-	if _, err := co.MakeVolume(ctx, e.volume(r), spec); err != nil {
+	if err := e.makeVolume(ctx, r, bricks, nil); err != nil {
 		return fmt.Errorf("creating volume %s: %w", e.volume(r), err)
 	}
 	tVolume := time.Since(start) - tBricks
@@ -283,6 +275,15 @@ func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) er
 	if err != nil {
 		return err
 	}
+	if err := e.makeVolume(ctx, r, bricks, hosts); err != nil {
+		return fmt.Errorf("allowing %s to mount volume %s: %w", strings.Join(hosts, ","), e.volume(r), err)
+	}
+	return nil
+}
+
+// makeVolume has the coordinator make the volume of bricks, or bring the
+// one there to the spec, admitting hosts besides the job's RSA nodes.
+func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts []string) error {
 	spec, err := e.spec(r, bricks, hosts)
 	if err != nil {
 		return err
@@ -291,10 +292,8 @@ func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) er
 	if err != nil {
 		return err
 	}
-	if _, err := co.MakeVolume(ctx, e.volume(r), spec); err != nil {
-		return fmt.Errorf("allowing %s to mount volume %s: %w", strings.Join(hosts, ","), e.volume(r), err)
-	}
-	return nil
+	_, err = co.MakeVolume(ctx, e.volume(r), spec)
+	return err
 }
 
 // brickNames are the bricks of the job's volume as Construct made them.
