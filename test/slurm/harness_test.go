@@ -447,21 +447,32 @@ func poolFree(out string) bool {
 }
 
 // noUserProcesses fails if any process of the test user runs: after a
-// cancelled stage-in, not its program nor anything it started (pgrep's
-// exit status 1 is "none"; anything else but 0 is an error, not a pass).
+// cancelled stage-in, not its program nor anything it started (ps's exit
+// status 1 is "none"; anything else but 0 is an error, not a pass).
 func (c *cluster) noUserProcesses(after string) {
 	c.t.Helper()
 	c.waitFor("the user's processes to end after "+after, 10*time.Second, func() bool {
-		out, err := c.command("pgrep", "-a", "-u", c.user.Name).Output()
+		out, err := c.command("ps", "-o", "pid=,stat=,args=", "-u", c.user.Name).Output()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
-			c.t.Logf("still running as %s: %s", c.user.Name, out)
+			// A zombie has ended; only its parent's wait is missing (this
+			// machine's pid 1 reaps late).
+			var live []string
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if f := strings.Fields(l); len(f) >= 2 && !strings.HasPrefix(f[1], "Z") {
+					live = append(live, l)
+				}
+			}
+			if len(live) == 0 {
+				return true
+			}
+			c.t.Logf("still running as %s: %s", c.user.Name, strings.Join(live, "; "))
 			return false
 		case errors.As(err, &ee) && ee.ExitCode() == 1:
 			return true
 		default:
-			c.t.Fatalf("pgrep: %v", err)
+			c.t.Fatalf("ps -u %s: %v", c.user.Name, err)
 			return false
 		}
 	})
