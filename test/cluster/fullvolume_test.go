@@ -90,4 +90,3 @@ exit 0
 	}
 	c.assertNoLeaks(t)
 }
-
