@@ -8,7 +8,7 @@ PKGS  := util-linux passwd procps shellcheck bc lua5.1 lua-socket slurmctld slur
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy bench-cluster test-cluster-full clean
+.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy bench-cluster clean
 
 all: build
 
@@ -100,11 +100,6 @@ LOAD_JOBS ?= 1000
 test-load: build
 	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_PRESSURE_INPUT=8G \
 		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatency|TestStagingUnderPressure)$$' ./test/slurm/
-
-# Two jobs sharing RSA hosts, one filling its Gluster volume: not in make
-# test (test/cluster/fullvolume_test.go says why).
-test-cluster-full: build
-	CI=true $(GO) test -count=1 -v -tags fullvolume -run '^TestGlusterFullVolume$$' ./test/cluster/
 
 unit:
 	$(GO) test -count=1 ./internal/...

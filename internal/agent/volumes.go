@@ -90,6 +90,13 @@ func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
 		// before fails with ENOENT once the kernel's caches dropped.
 		{"performance.nl-cache", "off"},
 		{"auth.allow", strings.Join(spec.AuthAllow, ",")},
+		// A brick's health check rewrites a file on the brick every
+		// 30 s and takes the brick down when that fails, which on a
+		// full tmpfs it does: one job filling its RAMDISK would lose
+		// its bricks (ENOTCONN, files gone) instead of getting ENOSPC.
+		// A tmpfs has no disk to fail; a lost node is the heartbeat's
+		// and network.ping-timeout's to find.
+		{"storage.health-check-interval", "0"},
 	}
 	if spec.Shard {
 		opts = append(opts, [2]string{"features.shard", "on"})
@@ -135,13 +142,14 @@ func (s *Server) MakeVolume(ctx context.Context, volume string, spec VolumeSpec)
 		s.log.Info("volume created", "volume", volume, "bricks", spec.Bricks, "replica", replica)
 		v = gluster.Volume{Name: volume, Bricks: spec.Bricks, Options: map[string]string{}}
 	}
+	var missing [][2]string
 	for _, o := range opts {
-		if v.Options[o[0]] == o[1] {
-			continue
+		if v.Options[o[0]] != o[1] {
+			missing = append(missing, o)
 		}
-		if err := s.gl.Set(ctx, volume, o[0], o[1]); err != nil {
-			return Volume{}, fmt.Errorf("setting %s of volume %s: %w", o[0], volume, err)
-		}
+	}
+	if err := s.gl.Set(ctx, volume, missing...); err != nil {
+		return Volume{}, fmt.Errorf("setting the options of volume %s: %w", volume, err)
 	}
 	if !v.Started {
 		if err := s.gl.Start(ctx, volume); err != nil {
@@ -190,7 +198,7 @@ func (s *Server) SealVolume(ctx context.Context, volume string) error {
 	}
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
-	err := s.gl.Set(ctx, volume, optReadOnly, "on")
+	err := s.gl.Set(ctx, volume, [2]string{optReadOnly, "on"})
 	if errors.Is(err, gluster.ErrNotFound) {
 		return failf(ErrNotFound, "sealing volume %s: it does not exist in this node's trusted pool", volume)
 	}

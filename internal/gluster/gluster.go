@@ -296,18 +296,27 @@ func (c *CLI) Create(ctx context.Context, name string, bricks []string, replica 
 	return err
 }
 
-// Set sets option key of volume name to value.
-func (c *CLI) Set(ctx context.Context, name, key, value string) error {
+// Set sets options (key, value pairs) of volume name, all in one glusterd
+// transaction: each transaction costs a round of the trusted pool.
+func (c *CLI) Set(ctx context.Context, name string, opts ...[2]string) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	if key == "" || strings.Trim(key, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" || key[0] == '-' {
-		return fmt.Errorf("%q is not a Gluster option name", shorten(key))
+	if len(opts) == 0 {
+		return nil
 	}
-	if value == "" || value[0] == '-' || strings.ContainsAny(value, " \t\n\r\x00") {
-		return fmt.Errorf("option %s: %q is not a value RSA sets", key, shorten(value))
+	args := []string{"volume", "set", name}
+	for _, o := range opts {
+		key, value := o[0], o[1]
+		if key == "" || strings.Trim(key, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != "" || key[0] == '-' {
+			return fmt.Errorf("%q is not a Gluster option name", shorten(key))
+		}
+		if value == "" || value[0] == '-' || strings.ContainsAny(value, " \t\n\r\x00") {
+			return fmt.Errorf("option %s: %q is not a value RSA sets", key, shorten(value))
+		}
+		args = append(args, key, value)
 	}
-	_, err := c.run(ctx, "volume", "set", name, key, value)
+	_, err := c.run(ctx, args...)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
+	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by
@@ -198,6 +200,82 @@ findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname); echo from $(h
 		if got := readFile(t, filepath.Join(out, "from-"+h)); got != "from "+h+"\n" {
 			t.Errorf("output of %s on disk: %q", h, got)
 		}
+	}
+	c.assertNoLeaks(t)
+}
+
+// testFullVolumeAlone: two jobs whose volumes share RSA hosts; one fills
+// its volume to ENOSPC, the other's output is whole.
+func testFullVolumeAlone(t *testing.T, c *cluster, us []testutil.User) {
+	var ids [2]string
+	var dirs [2]string
+	for i, u := range us {
+		w := workDir(t, u, fmt.Sprintf("full%d", i))
+		dirs[i] = w
+		out := filepath.Join(w, "out")
+		work := fmt.Sprintf(`head -c 20000000 /dev/urandom > %[1]s/data; sha256sum < %[1]s/data > %[2]s/sum`, out, w)
+		if i == 0 {
+			// Full, and kept full past a brick health check's
+			// 30 s, which on a full tmpfs would take the bricks
+			// down; then the files are still all there.
+			work = fmt.Sprintf(`i=0; while head -c 10000000 /dev/zero > %[1]s/fill-$i 2> %[2]s/err; do i=$((i+1)); [ $i -lt 100 ] || break; done; echo $i > %[2]s/count
+sleep 35; ls %[1]s > %[2]s/after 2>&1`, out, w)
+		}
+		job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w c%[4]d
+#SBATCH -o %[1]s/job.out
+#RSA capacity=600M pool=rsa
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/outfs
+%[3]s
+exit 0
+`, w, out, work, i+1))
+		ids[i] = c.sbatch(t, us[i], job)
+	}
+	var hosts [2][]string
+	for i, id := range ids {
+		j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+		for _, p := range j.Alloc {
+			hosts[i] = append(hosts[i], p.Node)
+		}
+	}
+	shared := false
+	for _, a := range hosts[0] {
+		for _, b := range hosts[1] {
+			shared = shared || a == b
+		}
+	}
+	if !shared {
+		t.Errorf("the jobs' volumes share no RSA host (%v, %v): the test means them to", hosts[0], hosts[1])
+	}
+	for i, id := range ids {
+		c.waitJob(t, id, 120*time.Second, "COMPLETED")
+		c.waitRSA(t, id, 120*time.Second, "RELEASED")
+		if got := strings.TrimSpace(readFile(t, filepath.Join(dirs[i], "outfs"))); got != "fuse.glusterfs" {
+			t.Errorf("job %d wrote to %q, not its volume", i, got)
+		}
+	}
+	if e := readFile(t, filepath.Join(dirs[0], "err")); !strings.Contains(e, "No space left") {
+		t.Errorf("the filling job's last write did not fail with ENOSPC: %q", e)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dirs[0], "count"))))
+	if err != nil || n == 100 || n == 0 {
+		t.Fatalf("the filling job wrote %d files of 10 MB into 600M (%v)", n, err)
+	}
+	if after := strings.Fields(readFile(t, filepath.Join(dirs[0], "after"))); len(after) < n {
+		t.Errorf("35 s after filling its volume the job saw %d files of its %d: %q", len(after), n, after)
+	}
+	for k := range n {
+		p := filepath.Join(dirs[0], "out", fmt.Sprintf("fill-%d", k))
+		if st, err := os.Stat(p); err != nil || st.Size() != 10000000 {
+			t.Errorf("the filling job's file %s on disk: %v, want 10000000 bytes", p, err)
+		}
+	}
+	want := strings.Fields(readFile(t, filepath.Join(dirs[1], "sum")))[0]
+	if got := sha256File(t, filepath.Join(dirs[1], "out", "data")); got != want {
+		t.Errorf("the other job's output on disk: sha256 %s, it wrote %s", got, want)
 	}
 	c.assertNoLeaks(t)
 }
