@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
@@ -223,6 +224,16 @@ func (c *Client) Volumes(ctx context.Context) ([]Volume, error) {
 		return nil, err
 	}
 	return vs, nil
+}
+
+// BrickStatus is glusterd's view of volume's brick processes (see
+// Server.BrickStatus).
+func (c *Client) BrickStatus(ctx context.Context, volume string) ([]gluster.BrickState, error) {
+	var bs []gluster.BrickState
+	if err := c.do(ctx, c.storage, http.MethodGet, "/v1/volumes/"+volume+"/bricks", nil, &bs); err != nil {
+		return nil, err
+	}
+	return bs, nil
 }
 
 // Error is an agent's refusal or failure, as it answered.

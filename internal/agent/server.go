@@ -242,6 +242,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.RemoveVolume(r.Context(), v)
 	}))
+	mux.HandleFunc("GET /v1/volumes/{volume}/bricks", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		return s.BrickStatus(r.Context(), v)
+	}))
 	mux.HandleFunc("POST /v1/stage/{volume}", s.streamOp(pki.KindStorage, s.serveStage))
 	mux.HandleFunc("POST /v1/volumes/{volume}/seal", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.SealVolume(r.Context(), v)

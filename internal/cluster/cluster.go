@@ -21,12 +21,24 @@ import (
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
+// The states of a node, as its heartbeat tells them.
+const (
+	StateUp      = "up"      // the last heartbeat was answered
+	StateSuspect = "suspect" // silent for less than DownAfter: no new jobs, nothing undone
+	StateDown    = "down"    // silent for DownAfter or longer: lost
+)
+
 // Health is what the daemon last learnt of one agent.
 type Health struct {
 	Node string
 	Role string // "storage" or "compute": what RSA asks of it
+	// State is StateUp, StateSuspect or StateDown.
+	State string
 	// Up: the last heartbeat was answered.
 	Up bool
+	// Silent is when the agent stopped answering (the first missed
+	// heartbeat, or the daemon's start for one never seen); zero while up.
+	Silent time.Time
 	// Seen is when an agent last answered; zero if never.
 	Seen time.Time
 	// BootID and Started are the agent's incarnation: a new BootID is a
@@ -42,11 +54,22 @@ type Health struct {
 	Err          string
 }
 
+// Loss is a node that is lost to the jobs on it: silent for DownAfter, or
+// back with a new boot id (its bricks and mounts went with the old one).
+type Loss struct {
+	Node string
+	Why  string
+}
+
 // Cluster holds the agents' clients and health. Safe for concurrent use.
 type Cluster struct {
 	id        *pki.Identity
 	port      int
+	downAfter time.Duration
 	log       *slog.Logger
+	// lost receives every Loss, from the heartbeat's goroutine; set
+	// before the first Beat.
+	lost      func(Loss)
 	storage   map[string]string // RSA node → address
 	computeAt map[string]string // listed compute node → address
 
@@ -65,18 +88,27 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 	if id.Role() != pki.RoleControl {
 		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
 	}
-	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, log: log,
+	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, lost: func(Loss) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
 		clients: map[string]*agent.Client{}, health: map[string]Health{}}
+	now := time.Now()
 	for _, n := range cfg.Nodes {
 		c.storage[n.Name] = n.Address
-		c.health[n.Name] = Health{Node: n.Name, Role: "storage"}
+		c.health[n.Name] = Health{Node: n.Name, Role: "storage", State: StateSuspect, Silent: now}
 	}
 	for _, n := range cfg.Cluster.Compute {
 		c.computeAt[n.Name] = n.Address
-		c.health[n.Name] = Health{Node: n.Name, Role: "compute"}
+		c.health[n.Name] = Health{Node: n.Name, Role: "compute", State: StateSuspect, Silent: now}
 	}
 	return c, nil
+}
+
+// OnLoss has f called, from the heartbeat, for every node that is lost:
+// once when it goes down, and once for each new boot id. f must not block.
+func (c *Cluster) OnLoss(f func(Loss)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lost = f
 }
 
 // StorageNodes are the configured RSA nodes, sorted.
@@ -143,7 +175,7 @@ func (c *Cluster) Client(node string) (*agent.Client, error) {
 	}
 	c.clients[node] = cl
 	if _, ok := c.health[node]; !ok {
-		c.health[node] = Health{Node: node, Role: "compute"}
+		c.health[node] = Health{Node: node, Role: "compute", State: StateSuspect, Silent: time.Now()}
 	}
 	return cl, nil
 }
@@ -161,6 +193,13 @@ func (c *Cluster) Up(node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.health[node].Up
+}
+
+// Down reports whether node is lost: silent for DownAfter or longer.
+func (c *Cluster) Down(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health[node].State == StateDown
 }
 
 // Health is every known agent's health, by node name.
@@ -193,36 +232,60 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 			if ctx.Err() != nil {
 				return
 			}
-			c.record(n, st, err)
+			if loss := c.record(n, st, err); loss != nil {
+				c.mu.Lock()
+				lost := c.lost
+				c.mu.Unlock()
+				lost(*loss)
+			}
 		}()
 	}
 	wg.Wait()
 }
 
-func (c *Cluster) record(node string, st *agent.Status, err error) {
+// record notes one heartbeat's answer and returns the loss it reveals,
+// if any.
+func (c *Cluster) record(node string, st *agent.Status, err error) *Loss {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
-	was := h.Up
+	was := h.State
+	now := time.Now()
 	if err != nil {
 		h.Up, h.Err = false, err.Error()
-		if was {
-			c.log.Warn("agent down", "node", node, "err", err)
+		if h.Silent.IsZero() {
+			h.Silent = now
+		}
+		h.State = StateSuspect
+		if now.Sub(h.Silent) >= c.downAfter {
+			h.State = StateDown
 		}
 		c.health[node] = h
-		return
+		switch {
+		case h.State == was:
+		case h.State == StateSuspect:
+			c.log.Warn("agent not answering", "node", node, "err", err)
+		case h.State == StateDown:
+			silent := now.Sub(h.Silent).Round(time.Second)
+			c.log.Error("node lost: its agent has not answered for "+silent.String(), "node", node, "err", err)
+			return &Loss{Node: node, Why: fmt.Sprintf("RSA node %s has not answered for %s (%s)", node, silent, err)}
+		}
+		return nil
 	}
+	var loss *Loss
 	if h.BootID != "" && h.BootID != st.BootID {
 		h.Rebooted++
-		c.log.Warn("RSA host rebooted: its bricks and mounts are gone", "node", node, "boot_id", st.BootID)
+		c.log.Error("node lost: it rebooted; its bricks and mounts are gone", "node", node, "boot_id", st.BootID)
+		loss = &Loss{Node: node, Why: fmt.Sprintf("RSA node %s rebooted: its RAM is gone", node)}
 	}
-	if !was {
+	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
 	}
-	h.Up, h.Err, h.Seen = true, "", time.Now()
+	h.State, h.Up, h.Err, h.Seen, h.Silent = StateUp, true, "", now, time.Time{}
 	h.BootID, h.Started, h.MemAvailable = st.BootID, st.Started, st.MemAvailable
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
 	c.health[node] = h
+	return loss
 }
 
 // Watch beats every interval until ctx ends.

@@ -66,7 +66,7 @@ func parseNodes(f *file, c *Config) error {
 // uses.
 func parseCluster(f *file, c *Config) error {
 	fc := f.Cluster
-	given := fc.PKI != nil || fc.Address != nil || fc.AgentPort != nil || fc.Heartbeat != nil ||
+	given := fc.PKI != nil || fc.Address != nil || fc.AgentPort != nil || fc.Heartbeat != nil || fc.DownAfter != nil ||
 		fc.Replica != nil || fc.Shard != nil || fc.PingTimeout != nil || len(f.Compute) > 0
 	if c.Engine != EngineGluster {
 		if given {
@@ -97,6 +97,16 @@ func parseCluster(f *file, c *Config) error {
 			return fmt.Errorf("cluster.heartbeat: %q must be a duration between 100ms and 1m", *fc.Heartbeat)
 		}
 		cl.Heartbeat = d
+	}
+	if fc.DownAfter != nil {
+		d, err := units.ParseDuration(*fc.DownAfter)
+		if err != nil || d < time.Second || d > time.Hour {
+			return fmt.Errorf("cluster.down_after: %q must be a duration between 1s and 1h", *fc.DownAfter)
+		}
+		cl.DownAfter = d
+	}
+	if cl.DownAfter < 2*cl.Heartbeat {
+		return fmt.Errorf("cluster.down_after: %s is less than two heartbeats (%s): one late answer would count a node as lost; raise down_after or shorten heartbeat", cl.DownAfter, cl.Heartbeat)
 	}
 	if fc.Replica != nil {
 		if *fc.Replica != 0 && *fc.Replica != 2 {

@@ -59,6 +59,11 @@ type Cluster struct {
 	AgentPort int
 	// Heartbeat is how often every agent's status is read.
 	Heartbeat time.Duration
+	// DownAfter is how long an agent may stay silent before its node
+	// counts as lost: its jobs' RAMDISKs are then rebuilt, or their
+	// output reported lost. Between one missed heartbeat and DownAfter
+	// the node is suspect: it takes no new job, and nothing is undone.
+	DownAfter time.Duration
 	// Replica is 0 (distribute: each file on one node) or 2 (each file
 	// on two nodes; a job is charged twice its capacity).
 	Replica int
@@ -223,6 +228,7 @@ type file struct {
 		Address     *string `toml:"address"`
 		AgentPort   *int    `toml:"agent_port"`
 		Heartbeat   *string `toml:"heartbeat"`
+		DownAfter   *string `toml:"down_after"`
 		Replica     *int    `toml:"replica"`
 		Shard       *bool   `toml:"shard"`
 		PingTimeout *string `toml:"ping_timeout"`
@@ -278,7 +284,7 @@ func defaults() Config {
 		RamdiskRoot:      DefaultRamdiskRoot,
 		Scheduler:        "none",
 		Engine:           EngineLocal,
-		Cluster:          Cluster{PKI: "/etc/rsa/pki", AgentPort: 9477, Heartbeat: 5 * time.Second, PingTimeout: 10 * time.Second},
+		Cluster:          Cluster{PKI: "/etc/rsa/pki", AgentPort: 9477, Heartbeat: 5 * time.Second, DownAfter: 30 * time.Second, PingTimeout: 10 * time.Second},
 		Proportion:       DefaultProportion,
 		DefaultDelay:     DefaultDelaySecs * time.Second,
 		OutputHeadroom:   1 << 30,

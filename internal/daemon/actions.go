@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,7 +124,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.reserved[j.ID] = parts
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
-			n.Alloc, n.Ramdisk = parts, dir
+			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
 		}}, true
 	case alloc.Ineligible:
 		d.setWaiting(j.ID, "", "")
@@ -361,7 +363,41 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		if err := d.seal(ctx, j, rd); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
-		if err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output); err != nil {
+		// A part out of reach drops its files from the listing without
+		// an error: what is copied is copied, but the stage-out is
+		// verified only if every part was in reach before and after.
+		before, cerr := d.engine.Check(ctx, rd)
+		err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output)
+		if cerr == nil && ctx.Err() == nil {
+			var after engine.Degraded
+			after, cerr = d.engine.Check(ctx, rd)
+			before.Lost = before.Lost || after.Lost
+			for _, n := range after.Nodes {
+				if !slices.Contains(before.Nodes, n) {
+					before.Nodes = append(before.Nodes, n)
+				}
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			// The daemon stops: the stage-out runs again, checks and all.
+			err = cmp.Or(err, ctx.Err())
+		case before.Lost:
+			// Named first: it is why files are missing, whatever the
+			// copy met on its way.
+			why := fmt.Sprintf("not verified: the part of the RAMDISK on RSA node %s was out of reach, and the files there are not on disk (those copied are). 'rsa retry %d' completes it once the node is back; 'rsa discard %d' gives them up",
+				strings.Join(before.Nodes, ", "), j.ID, j.ID)
+			if err != nil {
+				why += "; the copy: " + err.Error()
+			}
+			err = errors.New(why)
+		case err != nil:
+		case cerr != nil:
+			err = fmt.Errorf("the copy ended, but whether every part of the RAMDISK was in reach is unknown: %w", cerr)
+		case len(before.Nodes) > 0:
+			d.appendStageLog(j, fmt.Sprintf("stage-out: RSA node %s out of reach; its replicas were copied instead", strings.Join(before.Nodes, ", ")))
+		}
+		if err != nil {
 			// Not when the daemon stops: the stage-out runs again.
 			if ctx.Err() == nil {
 				if held := d.inventory(j, rd); held != "" {

@@ -251,6 +251,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.cluster != nil {
 		// Who is up decides where jobs go and what gc may reach: ask
 		// every agent before either.
+		d.cluster.OnLoss(func(l cluster.Loss) { go d.nodeLost(l) })
 		d.cluster.Beat(ctx, 5*time.Second)
 		for _, h := range d.cluster.Health() {
 			if !h.Up {
@@ -554,7 +555,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 func isFailure(k lifecycle.EventKind) bool {
 	switch k {
 	case lifecycle.EvIneligible, lifecycle.EvBootFailed, lifecycle.EvStageInFailed, lifecycle.EvMountFailed,
-		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed, lifecycle.EvLost:
+		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed, lifecycle.EvLost, lifecycle.EvNodeLost:
 		return true
 	}
 	return false

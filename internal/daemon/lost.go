@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/cluster"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -49,6 +51,29 @@ func (d *Daemon) lost(ctx context.Context, j *job.Job) (msg, bool) {
 	d.log.Warn("RAMDISK lost", "job", j.ID, "rsa", j.RSA, "ramdisk", rd.Dir)
 	d.appendStageLog(j, "RAMDISK lost: "+why)
 	return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvLost, At: time.Now(), Reason: why}}, true
+}
+
+// nodeLost tells every job holding node that the part of its RAMDISK
+// there is gone. Called from the heartbeat: it posts, it decides nothing.
+func (d *Daemon) nodeLost(loss cluster.Loss) {
+	var ids []int64
+	d.store.EachActive(func(j *job.Job) {
+		if !lifecycle.HoldsNodes(j.RSA) || slices.Contains(j.Lost, loss.Node) {
+			return
+		}
+		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == loss.Node }) {
+			ids = append(ids, j.ID)
+		}
+	})
+	for _, id := range ids {
+		d.post(msg{id: id, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: loss.Why},
+			edit: func(n *job.Job) {
+				if !slices.Contains(n.Lost, loss.Node) {
+					n.Lost = append(n.Lost, loss.Node)
+				}
+				d.appendStageLog(n, fmt.Sprintf("RSA node %s lost (%s): the part of the RAMDISK there is gone; state %s", loss.Node, loss.Why, n.RSA))
+			}})
+	}
 }
 
 // maxListed bounds the file names a failed stage-out writes to the job's

@@ -208,9 +208,13 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	var total, held int64
 	for _, n := range d.cfg.Nodes {
 		total += n.Capacity
-		if _, ok := drained[n.Name]; ok {
-			// Nothing new fits on a drained node: all of it but what
-			// Slurm's own pool jobs hold (Slurm counts those) is taken.
+		_, isDrained := drained[n.Name]
+		if isDrained || d.cluster != nil && !d.cluster.Up(n.Name) {
+			// Nothing new fits on a drained node, nor on one whose agent
+			// does not answer: all of it but what Slurm's own pool jobs
+			// hold (Slurm counts those) is taken. The quantity keeps it,
+			// so that a job bigger than the live nodes waits for them
+			// rather than being refused.
 			held += n.Capacity - (all[n.Name] - unaccounted[n.Name])
 			continue
 		}

@@ -47,6 +47,16 @@ type Usage struct {
 	Used, Size int64
 }
 
+// Degraded says which parts of a RAMDISK are out of reach now.
+type Degraded struct {
+	// Nodes are the RSA nodes whose part does not answer (a brick
+	// process gone, a node down or cut off), sorted.
+	Nodes []string
+	// Lost: some data has no copy in reach, so files are missing from
+	// Dir (distribute: any part; replica 2: both parts of a pair).
+	Lost bool
+}
+
 // ErrBusy is returned by Seal and Destroy while a process still holds the
 // RAMDISK (a file open, for Seal one open for writing).
 var ErrBusy = errors.New("RAMDISK still held by a process")
@@ -89,6 +99,11 @@ type Engine interface {
 	Destroy(ctx context.Context, r Ramdisk) error
 	// Usage reports how full the RAMDISK is.
 	Usage(r Ramdisk) (Usage, error)
+	// Check reports the parts of the RAMDISK this host cannot reach now.
+	// A copy out of r.Dir is whole only if Check found nothing Lost both
+	// before and after it: a part out of reach drops its files from
+	// listings without an error. Read-only; not retried.
+	Check(ctx context.Context, r Ramdisk) (Degraded, error)
 	// List reports the RAMDISKs that exist now, known or not, so that the
 	// daemon can find leftovers (gc).
 	List(ctx context.Context) ([]Found, error)

@@ -120,6 +120,11 @@ type cliOutput struct {
 		} `xml:"options>option"`
 	} `xml:"volInfo>volumes>volume"`
 	VolList []string `xml:"volList>volume"`
+	Nodes   []struct {
+		Hostname string `xml:"hostname"`
+		Path     string `xml:"path"`
+		Status   int    `xml:"status"`
+	} `xml:"volStatus>volumes>volume>node"`
 }
 
 // parse reads the CLI's answer to args. A refusal (opRet not 0) is an
@@ -294,6 +299,39 @@ func (c *CLI) Create(ctx context.Context, name string, bricks []string, replica 
 	}
 	_, err = c.run(ctx, args...)
 	return err
+}
+
+// BrickState is one brick's process as glusterd sees it.
+type BrickState struct {
+	Brick  string `json:"brick"` // HOST:DIR
+	Online bool   `json:"online"`
+}
+
+// BrickStatus reports the bricks of volume name whose state glusterd
+// knows: a brick of a peer it has lost touch with is absent, and while
+// it has not yet noticed (a cut link, until TCP gives up) the call
+// waits; bound it with ctx.
+func (c *CLI) BrickStatus(ctx context.Context, name string) ([]BrickState, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	o, err := c.run(ctx, "volume", "status", name)
+	if err != nil {
+		return nil, err
+	}
+	return o.bricks(), nil
+}
+
+// bricks converts the bricks of a status answer.
+func (o *cliOutput) bricks() []BrickState {
+	out := []BrickState{}
+	for _, n := range o.Nodes {
+		if !strings.HasPrefix(n.Path, "/") {
+			continue // the self-heal daemon and such: not bricks
+		}
+		out = append(out, BrickState{Brick: n.Hostname + ":" + n.Path, Online: n.Status == 1})
+	}
+	return out
 }
 
 // Set sets options (key, value pairs) of volume name, all in one glusterd

@@ -154,3 +154,21 @@ func TestArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestParseStatus(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []BrickState
+	}{
+		{"status-online.xml", []BrickState{{"10.78.0.11:/run/bx/brick", true}, {"10.78.0.12:/run/bx/brick", true}}},
+		{"status-brick-down.xml", []BrickState{{"10.78.0.11:/run/bx/brick", true}, {"10.78.0.12:/run/bx/brick", false}}},
+	} {
+		o, err := parse([]string{"volume", "status"}, readXML(t, tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.bricks(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.file, got, tc.want)
+		}
+	}
+}

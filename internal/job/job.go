@@ -60,6 +60,10 @@ type Job struct {
 	State lifecycle.JobState `json:"job_state"`
 	RSA   lifecycle.RSAState `json:"rsa_state"`
 	Alloc []Part             `json:"alloc,omitempty"`
+	// Lost are the RSA nodes of Alloc that were lost (down or rebooted)
+	// while the job held them: the part of the RAMDISK there is gone.
+	// A new allocation clears it.
+	Lost []string `json:"lost,omitempty"`
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`
 	Owner   Owner  `json:"owner,omitzero"`
@@ -90,6 +94,7 @@ func (j *Job) Machine() lifecycle.Job {
 		HasOutput: j.Spec.Output != "",
 		Delay:     j.Spec.Delay,
 		StartedAt: j.StartedAt,
+		NodeLost:  len(j.Lost) > 0,
 	}
 }
 

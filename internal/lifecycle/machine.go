@@ -46,6 +46,10 @@ const (
 	// (its host restarted, or someone unmounted it). Found by the daemon
 	// when it starts, before it resumes anything.
 	EvLost EventKind = "ramdisk-lost"
+	// EvNodeLost: an RSA node of the job's RAMDISK is lost (its agent
+	// silent for cluster.down_after, or back after a reboot): the RAM
+	// it held is gone, the rest of the RAMDISK is not.
+	EvNodeLost EventKind = "node-lost"
 )
 
 // Event is one input to the machine. At is the event's time; the machine has
@@ -125,8 +129,13 @@ func Step(j Job, ev Event) Outcome {
 			applied = true
 			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
-			if ev.Kind == EvStarted {
+			switch ev.Kind {
+			case EvStarted:
 				out.Job.StartedAt = ev.At
+			case EvNodeLost:
+				out.Job.NodeLost = true
+			case EvAssigned:
+				out.Job.NodeLost = false // new nodes, all live
 			}
 			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
 				out.Actions = append(out.Actions, Action{Kind: a})

@@ -17,6 +17,9 @@ func io(s JobState, r RSAState) Job {
 func inOnly(s JobState, r RSAState) Job  { j := io(s, r); j.HasOutput = false; return j }
 func outOnly(s JobState, r RSAState) Job { j := io(s, r); j.HasInput = false; return j }
 
+// lost is j after one of its RSA nodes was lost.
+func lost(j Job) Job { j.NodeLost = true; return j }
+
 func ev(k EventKind) Event { return Event{Kind: k, At: t0.Add(time.Second)} }
 
 type stepCase struct {
@@ -138,6 +141,20 @@ var cases = []stepCase{
 	{name: "lost input RAMDISK on deck: rebuilt and staged again", job: io(OnDeck, Ready), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
 	{name: "lost after a verified stage-out: released", job: io(Finished, TeardownFailed), event: ev(EvLost), wantJob: Finished, wantRSA: Released},
 	{name: "lost while being built: Construct runs again", job: io(OnDeck, Booting), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, ignored: true},
+
+	// An RSA node lost (issue 11): rebuilt elsewhere before the job runs,
+	// degraded while it runs, never verified over a part.
+	{name: "node lost when ready: torn down to rebuild", job: io(OnDeck, Ready), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "node lost during stage-in: stopped", job: io(OnDeck, StagingIn), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "stage-in stopped after a lost node: rebuilt", job: lost(io(OnDeck, StoppingStagingIn)), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "torn down after a lost node: assigned anew", job: lost(io(OnDeck, Teardown)), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "assigned anew: built on the new nodes", job: lost(io(OnDeck, Initial)), event: ev(EvAssigned), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "failed stage-in without a lost node waits", job: io(OnDeck, StoppingStagingIn), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Aborted},
+	{name: "node lost while running: degraded, goes on", job: io(Running, InUseIn), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseIn},
+	{name: "node lost while writing output: goes on", job: io(Running, InUseOut), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseOut},
+	{name: "switch after a lost node: rebuilt on live nodes", job: lost(io(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "node lost during stage-out: its check decides", job: io(Finished, StagingOut), event: ev(EvNodeLost), wantJob: Finished, wantRSA: StagingOut},
+	{name: "node lost after the job: released as ever", job: lost(io(Finished, Teardown)), event: ev(EvDestroyed), wantJob: Finished, wantRSA: Released},
 }
 
 func actionKinds(as []Action) []ActionKind {

@@ -173,6 +173,9 @@ type Job struct {
 	HasOutput bool          // an output directory was given
 	Delay     time.Duration // input-to-output switch delay after start
 	StartedAt time.Time     // set by the Started event
+	// NodeLost: an RSA node of its allocation was lost since it was
+	// assigned (set by NodeLost, cleared by Assigned).
+	NodeLost bool
 }
 
 // Done reports whether nothing more will ever happen to the job.

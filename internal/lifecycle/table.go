@@ -95,7 +95,25 @@ var eventTable = []eventRow{
 	{on: EvLost, rsa: []RSAState{Booted, StagingIn, StoppingStagingIn, Aborted, Ready, MountingIn, InUseIn,
 		UnmountNeeded, Unmounting, UnmountBusy, Unmounted, DoneStagingOut, TeardownFailed},
 		nextRSA: Destroyed, why: "RAMDISK lost; it held nothing that is not on disk"},
+
+	// --- an RSA node lost (silent for cluster.down_after, or rebooted) ---
+	// The RAM it held is gone, the rest of the RAMDISK is not. Before the
+	// job runs, the RAMDISK is rebuilt on live nodes and the input staged
+	// in again: torn down, and DESTROYED with a lost node re-assigns.
+	{on: EvNodeLost, job: []JobState{OnDeck, Demoted}, rsa: []RSAState{Booted, Ready, Aborted},
+		nextRSA: Teardown, why: "an RSA node was lost: rebuilding the RAMDISK on live nodes"},
+	// A stage-in is stopped; it ends ABORTED, which a lost node rebuilds.
+	{on: EvNodeLost, rsa: []RSAState{StagingIn}, nextRSA: StoppingStagingIn, why: "an RSA node was lost during stage-in"},
+	// Anywhere else the job goes on with what is left, degraded: its input
+	// is on disk too, the switch to output rebuilds on live nodes, and its
+	// output is staged out in full (replica 2) or the stage-out fails
+	// naming the node, never "verified" over a part. A RAMDISK being built
+	// fails or is rebuilt; one being destroyed leaves a debt on the node.
+	{on: EvNodeLost, why: "an RSA node was lost: the RAMDISK is degraded"},
 }
+
+// nodeLost: an RSA node of the allocation was lost.
+func nodeLost(j Job, _ time.Time) bool { return j.NodeLost }
 
 func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
 func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
@@ -110,7 +128,10 @@ func switchDue(j Job, now time.Time) bool {
 
 var passTable = []passRow{
 	// --- ONDECK (Figure 3.2; App. A l.122-165) ---
-	{job: OnDeck, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"},    // l.137
+	{job: OnDeck, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"}, // l.137
+	// Not in the thesis: a RAMDISK that lost a node is rebuilt elsewhere.
+	{job: OnDeck, rsa: []RSAState{Destroyed}, guard: nodeLost, next: Initial, why: "an RSA node was lost: assigning anew"},
+	{job: OnDeck, rsa: []RSAState{Aborted}, guard: nodeLost, next: Teardown, why: "an RSA node was lost: rebuilding the RAMDISK on live nodes"},
 	{job: OnDeck, rsa: []RSAState{Assigned, Destroyed}, next: Booting, why: "building the RAMDISK"},   // l.142
 	{job: OnDeck, rsa: []RSAState{Booted}, guard: hasInput, next: StagingIn, why: "staging input in"}, // l.149
 	// Nothing to stage for an output-only job: it is ready as built.
@@ -126,7 +147,8 @@ var passTable = []passRow{
 	{job: Demoted, rsa: []RSAState{Ineligible, Initial}, next: Released, why: "demoted: nothing to release"}, // l.114
 
 	// --- RUNNING (Figure 3.4; App. A l.167-232) ---
-	{job: Running, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"},                               // l.174
+	{job: Running, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"}, // l.174
+	{job: Running, rsa: []RSAState{Destroyed}, guard: nodeLost, next: Initial, why: "an RSA node was lost: assigning anew"},
 	{job: Running, rsa: []RSAState{Assigned, Destroyed}, guard: hasOutput, next: Booting, why: "building the RAMDISK for output"}, // l.179
 	// Input is too late once the job runs; without an output directory the
 	// nodes are of no use to it (App. P l.23-24 makes such jobs INELIGIBLE).

@@ -95,7 +95,7 @@ func New(src Source, version string) *Metrics {
 	// Every failure kind exists from the start, at 0: an alert on
 	// increase() needs the series before the first failure.
 	for _, k := range []string{"ineligible", "boot-failed", "stage-in-failed", "mount-failed", "unmount-busy",
-		"stage-out-failed", "destroy-failed", "ramdisk-lost"} {
+		"stage-out-failed", "destroy-failed", "ramdisk-lost", "node-lost"} {
 		m.failures.WithLabelValues(k)
 	}
 	for _, d := range []string{"in", "out"} {

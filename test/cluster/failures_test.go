@@ -25,6 +25,7 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("Trust", func(t *testing.T) { testTrust(t, c) })
 	t.Run("AgentsKilled", func(t *testing.T) { testAgentsKilled(t, c, u) })
 	t.Run("DaemonKilled", func(t *testing.T) { testDaemonKilled(t, c, u) })
+	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, u, true) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.

@@ -22,6 +22,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
+	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, us[0], false) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by

@@ -160,12 +160,20 @@ func readFile(t *testing.T, p string) string {
 
 func sha256File(t *testing.T, p string) string {
 	t.Helper()
-	b, err := os.ReadFile(p)
+	s, err := sha256Of(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func sha256Of(p string) (string, error) {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err
+	}
 	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
+	return hex.EncodeToString(s[:]), nil
 }
 
 // metrics is what rsa serve's metrics endpoint (on ctl, port 19477) says.

@@ -47,6 +47,9 @@ type Nodes interface {
 	ComputeNodes() []string
 	// Up reports whether node's agent answered the last heartbeat.
 	Up(node string) bool
+	// Down reports whether node is lost: its agent silent for
+	// cluster.down_after.
+	Down(node string) bool
 }
 
 // Engine is the gluster engine.

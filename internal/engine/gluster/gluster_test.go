@@ -23,6 +23,7 @@ func (f fakeNodes) Address(n string) (string, error) {
 func (f fakeNodes) StorageNodes() []string { return []string{"rsa1", "rsa2"} }
 func (f fakeNodes) ComputeNodes() []string { return []string{"c1", "c2"} }
 func (f fakeNodes) Up(string) bool         { return true }
+func (f fakeNodes) Down(string) bool       { return false }
 
 // The volume admits the control host, the job's RSA nodes and the hosts
 // named, each once, and nothing else.
@@ -66,6 +67,26 @@ func TestJobOfRamdisk(t *testing.T) {
 		id, ok := jobOfRamdisk("/run/rsa/ramdisk", c.p)
 		if ok != c.ok || ok && id != c.id {
 			t.Errorf("%s: %d %v, want %d %v", c.p, id, ok, c.id, c.ok)
+		}
+	}
+}
+
+// The meta translator's dump of a protocol/client translator says whether
+// it is disconnected; a dump without the line (its lock was taken) does
+// not.
+func TestDisconnected(t *testing.T) {
+	for _, c := range []struct {
+		priv string
+		want bool
+	}{
+		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 1\ntotal_bytes_read = 3488\n", false},
+		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 0\nping_timeout = 5\n", true},
+		{"[xlator.protocol.client.v-client-1.priv]\n", false},
+		{"", false},
+		{"connected=0", true},
+	} {
+		if got := disconnected(c.priv); got != c.want {
+			t.Errorf("disconnected(%q) = %v, want %v", c.priv, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,100 @@
+package gluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/engine"
+	gcli "github.com/rsa-hpc/rsa/internal/gluster"
+)
+
+// Check asks three witnesses, and a part is out of reach if any says so:
+// the heartbeat (the node's agent silent: a dead node or a cut link,
+// which glusterd may take minutes to notice), glusterd (the brick's
+// process gone), and this host's Gluster client, through the meta
+// translator's .meta tree at the mount's root (virtual: no user can
+// create or replace it), which knows of a link cut between this host and
+// the brick alone. Brick i of the volume is part i: VOLUME-client-i.
+func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, error) {
+	var d engine.Degraded
+	if _, ok, err := e.mounted(r); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("the volume is not mounted at %s", r.Dir)
+		}
+		return d, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, err)
+	}
+	vol := e.volume(r)
+	out := make([]bool, len(r.Parts))
+	var asked bool
+	var states []gcli.BrickState
+	for i, p := range r.Parts {
+		if !e.Nodes.Up(p.Node) {
+			out[i] = true
+			continue
+		}
+		if !asked {
+			asked = true
+			co, err := e.Nodes.Client(p.Node)
+			if err != nil {
+				return d, err
+			}
+			cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+			states, err = co.BrickStatus(cctx, vol)
+			cancel()
+			if err != nil {
+				return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd on %s: %w", r.Job, p.Node, err)
+			}
+		}
+		addr, err := e.Nodes.Address(p.Node)
+		if err != nil {
+			return d, err
+		}
+		online := false
+		for _, s := range states {
+			if strings.HasPrefix(s.Brick, addr+":") {
+				online = s.Online
+			}
+		}
+		priv := filepath.Join(r.Dir, ".meta", "graphs", "active", fmt.Sprintf("%s-client-%d", vol, i), "private")
+		b, _ := os.ReadFile(priv)
+		out[i] = !online || disconnected(string(b))
+	}
+	for i, o := range out {
+		if !o {
+			continue
+		}
+		if !slices.Contains(d.Nodes, r.Parts[i].Node) {
+			d.Nodes = append(d.Nodes, r.Parts[i].Node)
+		}
+		// Replica 2 pairs parts 2k and 2k+1: data is lost only when
+		// both are out of reach.
+		if e.Replica != 2 || out[i^1] {
+			d.Lost = true
+		}
+	}
+	slices.Sort(d.Nodes)
+	return d, nil
+}
+
+// checkTimeout bounds glusterd's answer: on a cut link it waits for its
+// peer until TCP gives up.
+const checkTimeout = 15 * time.Second
+
+// disconnected reads "connected = 0" from a protocol/client translator's
+// private dump. The dump is only the section's header while the
+// translator's lock is taken (as after a brick came back, for a while):
+// that says nothing either way.
+func disconnected(priv string) bool {
+	for line := range strings.Lines(priv) {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "connected" {
+			return strings.TrimSpace(v) == "0"
+		}
+	}
+	return false
+}

@@ -1,0 +1,134 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// testBrickKilledAtStageOut: the brick process of one of a job's RSA
+// nodes is killed (SIGKILL) after the job wrote its output, before its
+// stage-out. Distribute: the stage-out is never "verified" over the part
+// left; it fails naming the node, the files there are missing on disk
+// and the others are there, and once the brick is back rsa retry
+// completes it, every file whole. Replica 2: it stages out in full.
+func testBrickKilledAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool) {
+	const files = 40
+	w := workDir(t, u, "brickkill")
+	out := filepath.Join(w, "out")
+	// Two RSA nodes: 600M is more than one node's 512M; under replica 2,
+	// 400M is one pair, charged 800M.
+	capacity := "600M"
+	if replica {
+		capacity = "400M"
+	}
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=%[4]s pool=rsa
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums
+touch %[1]s/written
+for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+`, w, out, files, capacity))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	waitFor(t, "the job's output", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "written"))
+		return err == nil
+	})
+	if len(j.Alloc) != 2 || j.Alloc[0].Node == j.Alloc[1].Node {
+		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
+	}
+	victim, other := j.Alloc[1].Node, j.Alloc[0].Node
+	onVictim := c.brickFiles(t, victim, j.ID)
+	if replica && onVictim != files {
+		t.Fatalf("%d of %d files on %s: replica 2 over two nodes puts all on each", onVictim, files, victim)
+	}
+	if !replica && (onVictim == 0 || onVictim == files) {
+		t.Fatalf("%d of %d files on %s: the test needs them spread", onVictim, files, victim)
+	}
+	// Every host shares the machine's pid namespace: the pattern names
+	// the victim's brick by its address (rsaN is 10.78.0.1N).
+	addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
+	c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", j.ID, addr))
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
+	if replica {
+		c.waitRSA(t, id, 90*time.Second, "RELEASED")
+		t.Logf("replica 2, brick on %s killed: output staged out in full %.1fs after the job ended", victim, time.Since(ended).Seconds())
+		checkOutput(t, out, sums, files)
+		c.assertNoLeaks(t)
+		return
+	}
+	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
+	t.Logf("distribute, brick on %s killed: stage-out failed %.1fs after the job ended: %s", victim, time.Since(ended).Seconds(), jv.Error)
+	if !strings.Contains(jv.Error, "RSA node "+victim) || strings.Contains(jv.Error, "RSA node "+other) {
+		t.Errorf("the failure does not name %s alone: %q", victim, jv.Error)
+	}
+	var there int
+	for name, sum := range sums {
+		if got, err := sha256Of(filepath.Join(out, name)); err == nil {
+			there++
+			if got != sum {
+				t.Errorf("%s on disk: sha256 %s, the job wrote %s", name, got, sum)
+			}
+		}
+	}
+	if there != files-onVictim {
+		t.Errorf("after the failed stage-out %d files are on disk; want the %d not on %s", there, files-onVictim, victim)
+	}
+	// The brick back, the same command an admin would give. This VM's
+	// init reaps no orphan: the killed brick stays a zombie, whose pid
+	// file glusterd takes for a running brick; a real host's init reaps
+	// it, and the pid file then names no process.
+	c.exec(t, victim, "sh", "-c", fmt.Sprintf("rm -f /run/gluster/vols/rsa-job-%d/*.pid", j.ID))
+	c.exec(t, other, "gluster", "--mode=script", "volume", "start", fmt.Sprintf("rsa-job-%d", j.ID), "force")
+	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	waitFor(t, "glusterd to see the brick online, and the control host's client not to see it gone", 30*time.Second, func() bool {
+		st := c.exec(t, other, "gluster", "--mode=script", "--xml", "volume", "status", vol)
+		priv, _ := c.execErr(t, "ctl", "cat", fmt.Sprintf("%s/.meta/graphs/active/%s-client-1/private", j.Ramdisk, vol))
+		return strings.Count(st, "<status>1</status>") == 2 && !strings.Contains(priv, "connected = 0")
+	})
+	c.rsa(t, "retry", fmt.Sprint(j.ID))
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	checkOutput(t, out, sums, files)
+	c.assertNoLeaks(t)
+}
+
+// parseSums reads sha256sum's output: file name → sum.
+func parseSums(t *testing.T, s string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 {
+			m[f[1]] = f[0]
+		}
+	}
+	return m
+}
+
+// checkOutput checks that every file the job wrote is on disk, whole.
+func checkOutput(t *testing.T, dir string, sums map[string]string, files int) {
+	t.Helper()
+	if len(sums) != files {
+		t.Fatalf("the job summed %d files, not %d", len(sums), files)
+	}
+	for name, sum := range sums {
+		if got, err := sha256Of(filepath.Join(dir, name)); err != nil || got != sum {
+			t.Errorf("%s on disk: %s %v, the job wrote %s", name, got, err, sum)
+		}
+	}
+}
