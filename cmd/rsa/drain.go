@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // drainCmd is `rsa drain NODE --reason R` and `rsa undrain NODE`.
@@ -49,10 +51,14 @@ func nodeState(n api.NodeView) string {
 		if !n.Agent.Seen.IsZero() {
 			seen = "last seen " + n.Agent.Seen.Format("2006-01-02 15:04:05")
 		}
-		return fmt.Sprintf("down (agent: %s; %s)", textsafe.Line(n.Agent.Error), seen)
+		return fmt.Sprintf("%s (agent: %s; %s)", cmp.Or(textsafe.Line(n.Agent.State), "down"), textsafe.Line(n.Agent.Error), seen)
+	}
+	owed := ""
+	if n.Owed > 0 {
+		owed = fmt.Sprintf(" (%s left by teardowns while it was silent)", units.FormatSize(n.Owed))
 	}
 	if n.Drain == nil {
-		return n.State()
+		return n.State() + owed
 	}
-	return fmt.Sprintf("%s (%s, by %s since %s)", n.State(), textsafe.Line(n.Drain.Reason), textsafe.Line(n.Drain.By), n.Drain.Since.Format("2006-01-02 15:04"))
+	return fmt.Sprintf("%s (%s, by %s since %s)%s", n.State(), textsafe.Line(n.Drain.Reason), textsafe.Line(n.Drain.By), n.Drain.Since.Format("2006-01-02 15:04"), owed)
 }

@@ -53,11 +53,14 @@ type JobView struct {
 
 // NodeView is one RSA node's use.
 type NodeView struct {
-	Name     string  `json:"name"`
-	Engine   string  `json:"engine"`
-	Capacity int64   `json:"capacity"`
-	Used     int64   `json:"allocated"`
-	Jobs     []int64 `json:"jobs,omitempty"`
+	Name     string `json:"name"`
+	Engine   string `json:"engine"`
+	Capacity int64  `json:"capacity"`
+	Used     int64  `json:"allocated"`
+	// Owed is the part of Used that teardowns left while the node was
+	// silent: held until its agent confirms it gone.
+	Owed int64   `json:"owed,omitempty"`
+	Jobs []int64 `json:"jobs,omitempty"`
 	// Drain is set while an administrator keeps new jobs off the node.
 	Drain *DrainView `json:"drain,omitempty"`
 	// Agent is the health of the node's agent (engine gluster).
@@ -66,7 +69,12 @@ type NodeView struct {
 
 // AgentView is what the daemon last heard from a node's agent.
 type AgentView struct {
-	Up bool `json:"up"`
+	// State is "up", "suspect" (silent less than cluster.down_after: no
+	// new jobs) or "down" (lost: its jobs' parts there are gone).
+	State string `json:"state"`
+	Up    bool   `json:"up"`
+	// Rebooted counts the node's reboots the daemon saw.
+	Rebooted int `json:"rebooted,omitempty"`
 	// Seen is when the agent last answered; zero if never.
 	Seen time.Time `json:"seen,omitzero"`
 	// BootID changes when the node reboots (its RAMDISK parts are gone).

@@ -277,6 +277,11 @@ func (d *Daemon) holdings() *holdings {
 		return h
 	}
 	h = &holdings{byNode: map[string]int64{}, byUser: map[uint32]int64{}}
+	// RAM a teardown left on a silent node is held there until the node
+	// confirms it gone; it is no user's any more.
+	for _, db := range d.owed() {
+		h.byNode[db.Node] += db.Bytes
+	}
 	d.store.EachActive(func(j *job.Job) {
 		if lifecycle.HoldsNodes(j.RSA) {
 			for _, p := range j.Alloc {
@@ -422,7 +427,16 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
-			return fail(lifecycle.EvDestroyFailed, err)
+			debt := (*engine.DebtError)(nil)
+			if !errors.As(err, &debt) {
+				return fail(lifecycle.EvDestroyFailed, err)
+			}
+			// The teardown returns: the silent nodes' parts become
+			// debts, held on those nodes until their agents confirm
+			// them gone.
+			if err := d.owe(ctx, j, debt); err != nil {
+				return fail(lifecycle.EvDestroyFailed, err)
+			}
 		}
 		d.forget(j.ID)
 		return ok(lifecycle.EvDestroyed)

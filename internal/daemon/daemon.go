@@ -85,6 +85,7 @@ type Daemon struct {
 	mu       sync.Mutex
 	notify   chan struct{}          // closed and replaced on every commit
 	drains   map[string]store.Drain // RSA nodes an administrator drained
+	debts    []store.Debt           // RAM teardowns left on silent nodes
 	progress map[int64]job.Progress
 	waiting  map[int64]wait
 	// held is what the committed jobs hold, worked out once from the
@@ -163,6 +164,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
+	debts, err := st.Debts(ctx)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "logs"), 0o700); err != nil {
 		st.Close()
 		return nil, err
@@ -200,6 +206,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		notify:     make(chan struct{}),
 		progress:   map[int64]job.Progress{},
 		drains:     drains,
+		debts:      debts,
 		waiting:    map[int64]wait{},
 	}
 	if cfg.Scheduler != config.SchedulerNone {
@@ -260,6 +267,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.cluster.Watch(d.actx, d.cfg.Cluster.Heartbeat) }()
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.watchDebts(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second)) }()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)

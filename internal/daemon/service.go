@@ -601,7 +601,7 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	agents := map[string]api.AgentView{}
 	if d.cluster != nil {
 		for _, h := range d.cluster.Health() {
-			agents[h.Node] = api.AgentView{Up: h.Up, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err}
+			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err}
 		}
 	}
 	var out []api.NodeView
@@ -612,6 +612,12 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 		}
 		if dr, ok := drained[n.Name]; ok {
 			v.Drain = &api.DrainView{Reason: dr.Reason, By: dr.By, Since: dr.Since}
+		}
+		for _, db := range d.owed() {
+			if db.Node == n.Name {
+				v.Used += db.Bytes
+				v.Owed += db.Bytes
+			}
 		}
 		for _, j := range jobs {
 			if !lifecycle.HoldsNodes(j.RSA) {

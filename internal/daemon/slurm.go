@@ -203,6 +203,9 @@ func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err er
 // output kept in RAM after Slurm let go of a job).
 func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	unaccounted := d.allocated(func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
+	for _, db := range d.owed() {
+		unaccounted[db.Node] += db.Bytes // of jobs Slurm is done with
+	}
 	all := d.holdings().byNode
 	drained := d.drained()
 	var total, held int64

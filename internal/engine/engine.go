@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rsa-hpc/rsa/internal/job"
 )
@@ -57,6 +58,21 @@ type Degraded struct {
 	Lost bool
 }
 
+// DebtError is Destroy's answer when some RSA nodes of the RAMDISK could
+// not be reached: everything else is gone, the parts on Nodes (their RAM)
+// are not. Destroy of the same RAMDISK, once those nodes answer, removes
+// them. It is no failure to retry now: the nodes are down.
+type DebtError struct {
+	Nodes []string
+	Err   error // why they were not reached
+}
+
+func (e *DebtError) Error() string {
+	return fmt.Sprintf("the parts on RSA node %s stay until the node answers: %v", strings.Join(e.Nodes, ", "), e.Err)
+}
+
+func (e *DebtError) Unwrap() error { return e.Err }
+
 // ErrBusy is returned by Seal and Destroy while a process still holds the
 // RAMDISK (a file open, for Seal one open for writing).
 var ErrBusy = errors.New("RAMDISK still held by a process")
@@ -95,7 +111,9 @@ type Engine interface {
 	// (bind mounts at job paths are detached) and unmounts the RAMDISK
 	// itself only if nothing holds it, so that its RAM is really free when
 	// Destroy succeeds; otherwise it fails, wrapping ErrBusy, and leaves
-	// it. Destroying a RAMDISK that does not exist succeeds.
+	// it. Destroying a RAMDISK that does not exist succeeds. Parts on
+	// nodes that cannot be reached are left, and said so with a
+	// *DebtError, rather than blocking the rest.
 	Destroy(ctx context.Context, r Ramdisk) error
 	// Usage reports how full the RAMDISK is.
 	Usage(r Ramdisk) (Usage, error)

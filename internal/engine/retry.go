@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -24,6 +25,9 @@ func (r *retrying) try(ctx context.Context, fn func() error) error {
 	for i := 0; i < r.attempts; i++ {
 		if err = fn(); err == nil {
 			return nil
+		}
+		if debt := (*DebtError)(nil); errors.As(err, &debt) {
+			return err // the nodes are down: waiting here helps no one
 		}
 		if i == r.attempts-1 {
 			break

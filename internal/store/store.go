@@ -84,6 +84,15 @@ var migrations = []string{
 		by     TEXT NOT NULL,
 		since  INTEGER NOT NULL
 	);`,
+	// RAM of destroyed RAMDISKs on RSA nodes that were down at teardown.
+	`CREATE TABLE debts (
+		node   TEXT NOT NULL,
+		job_id INTEGER NOT NULL,
+		bytes  INTEGER NOT NULL,
+		since  INTEGER NOT NULL,
+		why    TEXT NOT NULL,
+		PRIMARY KEY (node, job_id)
+	);`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700

@@ -120,6 +120,32 @@ func TestDrains(t *testing.T) {
 	}
 }
 
+// A debt is kept once per node and job, until it is paid.
+func TestDebts(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Unix(1700000000, 5)
+	for _, d := range []Debt{{"rsa2", 7, 100, at, "down"}, {"rsa3", 7, 100, at.Add(time.Second), "down"}, {"rsa2", 7, 999, at, "again"}} {
+		if err := s.AddDebt(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PayDebt(ctx, "rsa3", 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PayDebt(ctx, "rsa9", 7); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Debts(ctx)
+	if err != nil || len(got) != 1 || got[0].Node != "rsa2" || got[0].Bytes != 100 || got[0].Why != "down" || !got[0].Since.Equal(at) {
+		t.Fatalf("debts %+v %v, want rsa2's first alone", got, err)
+	}
+}
+
 // Purge removes the ended jobs older than the cut, with their events, and
 // nothing else; a purged id is never given again.
 func TestPurge(t *testing.T) {

@@ -26,6 +26,7 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("AgentsKilled", func(t *testing.T) { testAgentsKilled(t, c, u) })
 	t.Run("DaemonKilled", func(t *testing.T) { testDaemonKilled(t, c, u) })
 	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, u, true) })
+	t.Run("AgentDownAtTeardown", func(t *testing.T) { testAgentDownAtTeardown(t, c, u) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.
@@ -145,8 +146,9 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 0`) &&
 			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 0`, storage))
 	})
-	if nodes := c.rsa(t, "nodes"); !strings.Contains(nodes, "down (agent:") {
-		t.Errorf("rsa nodes does not show %s's agent down:\n%s", storage, nodes)
+	// Silent for less than cluster.down_after (30 s): suspect, not lost.
+	if nodes := c.rsa(t, "nodes"); !strings.Contains(nodes, "suspect (agent:") {
+		t.Errorf("rsa nodes does not show %s's agent suspect:\n%s", storage, nodes)
 	}
 	for _, h := range []string{storage, "c1"} {
 		if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", h); err != nil {

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -131,4 +133,75 @@ func checkOutput(t *testing.T, dir string, sums map[string]string, files int) {
 			t.Errorf("%s on disk: %s %v, the job wrote %s", name, got, err, sum)
 		}
 	}
+}
+
+// testAgentDownAtTeardown: the agent of one of a job's RSA nodes is
+// killed while the job runs. Its output still stages out (the agent holds
+// no data; glusterd and the client vouch for the brick), and the teardown
+// does not wait for the node: the job is released at once, the node's
+// part is a debt still counted as held there, and when the agent is back
+// the daemon removes the brick and the debt.
+func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "agentdown")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=400M pool=rsa
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+head -c 3000000 /dev/urandom > %[2]s/data
+sha256sum < %[2]s/data > %[1]s/sum
+touch %[1]s/written
+for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+`, w, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	waitFor(t, "the job's output", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "written"))
+		return err == nil
+	})
+	if len(j.Alloc) != 2 {
+		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
+	}
+	silent := j.Alloc[1].Node
+	if out, err := c.script(t, time.Minute, "cluster-up", "kill-agent", silent); err != nil {
+		t.Fatalf("kill-agent %s: %v %s", silent, err, out)
+	}
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	t.Logf("agent of %s down: output staged out and the job released %.1fs after it ended", silent, time.Since(ended).Seconds())
+	want := strings.Fields(readFile(t, filepath.Join(w, "sum")))[0]
+	if got := sha256File(t, filepath.Join(out, "data")); got != want {
+		t.Errorf("output on disk: sha256 %s, the job wrote %s", got, want)
+	}
+	owed := func() int64 {
+		var nodes struct{ Nodes []api.NodeView }
+		if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Nodes {
+			if n.Name == silent {
+				return n.Owed
+			}
+		}
+		return -1
+	}
+	if o := owed(); o != j.Alloc[1].Bytes {
+		t.Errorf("%s owes %d bytes after the teardown, want its part, %d", silent, o, j.Alloc[1].Bytes)
+	}
+	if mi := c.exec(t, silent, "cat", "/proc/self/mountinfo"); !strings.Contains(mi, fmt.Sprintf("rsa-job-%d", j.ID)) {
+		t.Errorf("the brick on %s is gone though its agent was down: what removed it?", silent)
+	}
+	if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", silent); err != nil {
+		t.Fatalf("start-agent %s: %v %s", silent, err, out)
+	}
+	back := time.Now()
+	waitFor(t, "the debt to be paid", 60*time.Second, func() bool { return owed() == 0 })
+	t.Logf("agent of %s back: its part removed and the debt paid %.1fs later", silent, time.Since(back).Seconds())
+	c.assertNoLeaks(t)
 }

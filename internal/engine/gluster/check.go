@@ -14,8 +14,8 @@ import (
 )
 
 // Check asks three witnesses, and a part is out of reach if any says so:
-// the heartbeat (the node's agent silent: a dead node or a cut link,
-// which glusterd may take minutes to notice), glusterd (the brick's
+// the heartbeat (the node lost: silent for cluster.down_after, as a dead
+// node or a cut link is, which glusterd may take minutes to notice), glusterd (the brick's
 // process gone), and this host's Gluster client, through the meta
 // translator's .meta tree at the mount's root (virtual: no user can
 // create or replace it), which knows of a link cut between this host and
@@ -30,16 +30,18 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 	}
 	vol := e.volume(r)
 	out := make([]bool, len(r.Parts))
-	var asked bool
 	var states []gcli.BrickState
+	asked := false
 	for i, p := range r.Parts {
-		if !e.Nodes.Up(p.Node) {
+		// Lost to the heartbeat: silent for cluster.down_after. A node
+		// only suspect (an agent restarting) is asked like the others.
+		if e.Nodes.Down(p.Node) {
 			out[i] = true
 			continue
 		}
 		if !asked {
 			asked = true
-			co, err := e.Nodes.Client(p.Node)
+			co, err := e.coordinator(r)
 			if err != nil {
 				return d, err
 			}
@@ -47,7 +49,7 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 			states, err = co.BrickStatus(cctx, vol)
 			cancel()
 			if err != nil {
-				return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd on %s: %w", r.Job, p.Node, err)
+				return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
 			}
 		}
 		addr, err := e.Nodes.Address(p.Node)

@@ -11,6 +11,7 @@
 package gluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -372,13 +373,6 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), err)
 		}
 	}
-	co, err := e.coordinator(r)
-	if err != nil {
-		return err
-	}
-	if err := co.RemoveVolume(ctx, e.volume(r)); err != nil {
-		return fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
-	}
 	nodes := e.Nodes.StorageNodes()
 	if len(r.Parts) > 0 {
 		nodes = nodes[:0:0]
@@ -388,7 +382,31 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			}
 		}
 	}
+	// A node that does not answer keeps its brick (and RAM) until it
+	// does; glusterd meanwhile deletes no volume at all (a volume delete
+	// wants every peer of the pool up), but stops it, which frees the
+	// bricks on the nodes that answer.
+	var owed []string
+	for _, n := range e.Nodes.StorageNodes() {
+		if !e.Nodes.Up(n) {
+			owed = append(owed, n)
+		}
+	}
+	co, err := e.coordinator(r)
+	if err != nil {
+		return err
+	}
+	var volErr error
+	if err := co.RemoveVolume(ctx, e.volume(r)); err != nil {
+		if len(owed) == 0 {
+			return fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
+		}
+		volErr = fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
+	}
 	if err := each(nodes, func(_ int, n string) error {
+		if slices.Contains(owed, n) {
+			return nil
+		}
 		cl, err := e.Nodes.Client(n)
 		if err != nil {
 			return err
@@ -404,6 +422,19 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
+	}
+	if volErr != nil || slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(owed, n) }) {
+		// Owed by the job's own silent nodes (their RAM), or, when the
+		// volume could not be deleted, by every silent node.
+		var debtors []string
+		for _, n := range owed {
+			if volErr != nil || slices.Contains(nodes, n) {
+				debtors = append(debtors, n)
+			}
+		}
+		why := cmp.Or(volErr, errors.New("agent not answering"))
+		e.Log.Warn("RAMDISK destroyed but for the parts on silent nodes", "job", r.Job, "volume", e.volume(r), "nodes", debtors, "err", why)
+		return &engine.DebtError{Nodes: debtors, Err: why}
 	}
 	e.Log.Info("RAMDISK destroyed", "job", r.Job, "volume", e.volume(r), "total_s", time.Since(start).Seconds())
 	return nil

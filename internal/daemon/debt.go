@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/store"
+)
+
+// owe records what a teardown left on silent RSA nodes: each node's part
+// of j stays counted as held there until its agent confirms it gone.
+func (d *Daemon) owe(ctx context.Context, j *job.Job, debt *engine.DebtError) error {
+	for _, n := range debt.Nodes {
+		var bytes int64
+		for _, p := range j.Alloc {
+			if p.Node == n {
+				bytes += p.Bytes
+			}
+		}
+		err := d.store.AddDebt(ctx, store.Debt{Node: n, Job: j.ID, Bytes: bytes, Since: time.Now(), Why: debt.Err.Error()})
+		if err != nil {
+			return fmt.Errorf("recording what job %d leaves on %s: %w", j.ID, n, err)
+		}
+		d.log.Warn("RAMDISK part left on a silent node: held there until its agent answers", "job", j.ID, "node", n, "bytes", bytes)
+	}
+	d.appendStageLog(j, fmt.Sprintf("teardown: the parts on %v stay held until those RSA nodes answer (%v)", debt.Nodes, debt.Err))
+	return d.loadDebts(ctx)
+}
+
+// loadDebts refreshes the daemon's copy of the debts, which the
+// holdings count.
+func (d *Daemon) loadDebts(ctx context.Context) error {
+	debts, err := d.store.Debts(ctx)
+	if err != nil {
+		return fmt.Errorf("reading debts: %w", err)
+	}
+	d.mu.Lock()
+	d.debts = debts
+	d.mu.Unlock()
+	d.changed()
+	return nil
+}
+
+// owed is a copy of the debts.
+func (d *Daemon) owed() []store.Debt {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.debts)
+}
+
+// payDebts destroys again, node by node, what teardowns left on nodes
+// that answer now, and forgets each debt its node confirmed.
+func (d *Daemon) payDebts(ctx context.Context) {
+	paid := false
+	for _, db := range d.owed() {
+		if d.cluster == nil || !d.cluster.Up(db.Node) {
+			continue
+		}
+		rd := engine.Ramdisk{Job: db.Job, Dir: engine.DirFor(d.cfg.RamdiskRoot, db.Job),
+			Parts: []job.Part{{Node: db.Node, Bytes: db.Bytes}}}
+		if err := d.engine.Destroy(ctx, rd); err != nil {
+			if debt := (*engine.DebtError)(nil); !errors.As(err, &debt) {
+				d.log.Warn("paying a debt", "job", db.Job, "node", db.Node, "err", err)
+			}
+			continue
+		}
+		if err := d.store.PayDebt(ctx, db.Node, db.Job); err != nil {
+			d.log.Error("forgetting a paid debt", "job", db.Job, "node", db.Node, "err", err)
+			continue
+		}
+		d.log.Info("debt paid: the node confirmed the RAMDISK part gone", "job", db.Job, "node", db.Node, "bytes", db.Bytes,
+			"owed_s", time.Since(db.Since).Seconds())
+		paid = true
+	}
+	if paid {
+		// The RAM counts as free from the loop's next tick on.
+		if err := d.loadDebts(ctx); err != nil {
+			d.log.Error("after paying debts", "err", err)
+		}
+	}
+}
+
+// watchDebts pays debts every interval until ctx ends.
+func (d *Daemon) watchDebts(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.payDebts(ctx)
+		}
+	}
+}
