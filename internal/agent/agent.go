@@ -201,6 +201,10 @@ type Status struct {
 	// BootID is the kernel's boot_id: it changes when the node reboots,
 	// and with it every brick and mount is gone.
 	BootID string `json:"boot_id"`
+	// Incarnation changes with the boot id and whenever the node's /run
+	// starts empty (everything RSA had there is gone): the daemon's sign
+	// of a node that lost its bricks and mounts.
+	Incarnation string `json:"incarnation,omitempty"`
 	// Started is when this agent process started: it changes when the
 	// agent restarts, which loses nothing.
 	Started      time.Time `json:"started"`

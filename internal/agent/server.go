@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,8 +62,10 @@ type Server struct {
 	log        *slog.Logger
 	version    string
 	bootID     string
-	started    time.Time
-	gl         *gluster.CLI
+	// incarnation names this life of the node: see Status.Incarnation.
+	incarnation string
+	started     time.Time
+	gl          *gluster.CLI
 	// runner runs stages on a storage node; nil if the agent stages
 	// nothing.
 	runner *stage.Runner
@@ -125,6 +129,9 @@ func New(cfg Config) (*Server, error) {
 	if s.bootID, err = readBootID(); err != nil {
 		return nil, err
 	}
+	if s.incarnation, err = readIncarnation(filepath.Join(filepath.Dir(s.brickRoot), "incarnation"), s.bootID); err != nil {
+		return nil, err
+	}
 	if cfg.Self != "" && cfg.Identity.Role().Allows(pki.KindStorage) {
 		// Staging children in cgroups of their own, named after the
 		// agent's brick root: another agent on the host (tests run
@@ -176,6 +183,33 @@ func readBootID() (string, error) {
 		return "", fmt.Errorf("reading the boot id, which tells the daemon of a reboot: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// readIncarnation returns the node's incarnation, kept in file (on /run,
+// a tmpfs the node's reboot empties): the boot id and a random token
+// drawn by the first agent of this boot. An agent restarting finds the
+// file and keeps the incarnation; a fresh /run, with everything that was
+// on it (bricks, mounts), draws a new one.
+func readIncarnation(file, bootID string) (string, error) {
+	if b, err := os.ReadFile(file); err == nil {
+		if inc := strings.TrimSpace(string(b)); strings.HasPrefix(inc, bootID+"/") {
+			return inc, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading the node's incarnation: %w", err)
+	}
+	token := make([]byte, 8)
+	if _, err := rand.Read(token); err != nil {
+		return "", err
+	}
+	inc := bootID + "/" + hex.EncodeToString(token)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", fmt.Errorf("writing the node's incarnation: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(inc+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("writing the node's incarnation: %w", err)
+	}
+	return inc, nil
 }
 
 // The HTTP server's bounds. Every request is small and every operation a
@@ -407,13 +441,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Status reads the node's state from the kernel: RAM, bricks, mounts.
 func (s *Server) Status() (*Status, error) {
 	st := &Status{
-		Node:    nodeName(s.id),
-		Role:    s.id.Role(),
-		Version: s.version,
-		BootID:  s.bootID,
-		Started: s.started,
-		Bricks:  []Brick{},
-		Mounts:  []Mount{},
+		Node:        nodeName(s.id),
+		Role:        s.id.Role(),
+		Version:     s.version,
+		BootID:      s.bootID,
+		Incarnation: s.incarnation,
+		Started:     s.started,
+		Bricks:      []Brick{},
+		Mounts:      []Mount{},
 	}
 	var err error
 	if st.MemTotal, st.MemAvailable, err = readMeminfo(); err != nil {

@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,12 +42,14 @@ type Health struct {
 	Silent time.Time
 	// Seen is when an agent last answered; zero if never.
 	Seen time.Time
-	// BootID and Started are the agent's incarnation: a new BootID is a
-	// rebooted node (its bricks and mounts are gone), a new Started a
-	// restarted agent (nothing lost).
-	BootID  string
-	Started time.Time
-	// Rebooted counts the boot ids seen change while the daemon ran.
+	// BootID is the node's kernel's boot id. A new Incarnation (which
+	// holds it) is a rebooted node, or one whose /run was emptied: its
+	// bricks and mounts are gone. A new Started is a restarted agent,
+	// which loses nothing.
+	BootID      string
+	Incarnation string
+	Started     time.Time
+	// Rebooted counts the incarnations seen change while the daemon ran.
 	Rebooted     int
 	MemAvailable int64
 	Bricks       int // bricks on the node
@@ -55,7 +58,7 @@ type Health struct {
 }
 
 // Loss is a node that is lost to the jobs on it: silent for DownAfter, or
-// back with a new boot id (its bricks and mounts went with the old one).
+// back with a new incarnation (its bricks and mounts went with the old).
 type Loss struct {
 	Node string
 	Why  string
@@ -104,7 +107,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 }
 
 // OnLoss has f called, from the heartbeat, for every node that is lost:
-// once when it goes down, and once for each new boot id. f must not block.
+// once when it goes down, and once for each new incarnation. f must not
+// block.
 func (c *Cluster) OnLoss(f func(Loss)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -273,16 +277,17 @@ func (c *Cluster) record(node string, st *agent.Status, err error) *Loss {
 		return nil
 	}
 	var loss *Loss
-	if h.BootID != "" && h.BootID != st.BootID {
+	inc := cmp.Or(st.Incarnation, st.BootID) // an agent of before incarnations: its boot id
+	if h.Incarnation != "" && h.Incarnation != inc {
 		h.Rebooted++
-		c.log.Error("node lost: it rebooted; its bricks and mounts are gone", "node", node, "boot_id", st.BootID)
+		c.log.Error("node lost: it rebooted (a new incarnation); its bricks and mounts are gone", "node", node, "incarnation", inc)
 		loss = &Loss{Node: node, Why: fmt.Sprintf("RSA node %s rebooted: its RAM is gone", node)}
 	}
 	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
 	}
 	h.State, h.Up, h.Err, h.Seen, h.Silent = StateUp, true, "", now, time.Time{}
-	h.BootID, h.Started, h.MemAvailable = st.BootID, st.Started, st.MemAvailable
+	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
 	c.health[node] = h
 	return loss

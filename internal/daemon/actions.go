@@ -334,6 +334,18 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		return ok(lifecycle.EvBooted)
 	case lifecycle.StageIn:
 		err := d.stage(ctx, j, "stage-in", j.Spec.StageIn, j.Spec.Input)
+		if ctx.Err() == nil {
+			// Input copied into a part out of reach is not there: the
+			// RAMDISK is rebuilt and the input staged in again.
+			if dg, cerr := d.engine.Check(ctx, rd); cerr == nil && dg.Lost {
+				why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach", strings.Join(dg.Nodes, ", "))
+				if err != nil {
+					why += "; the copy: " + err.Error()
+				}
+				d.appendStageLog(j, "stage-in: "+why)
+				return lifecycle.Event{Kind: lifecycle.EvStageInFailed, Reason: why, Nodes: dg.Nodes}
+			}
+		}
 		switch {
 		case err == nil:
 			return ok(lifecycle.EvStagedIn)

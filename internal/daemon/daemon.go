@@ -535,6 +535,11 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.edit != nil {
 		m.edit(&next)
 	}
+	for _, n := range m.ev.Nodes {
+		if !slices.Contains(next.Lost, n) {
+			next.Lost = append(next.Lost, n)
+		}
+	}
 	var evs []job.Event
 	for _, c := range out.Changes {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})

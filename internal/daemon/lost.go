@@ -66,11 +66,8 @@ func (d *Daemon) nodeLost(loss cluster.Loss) {
 		}
 	})
 	for _, id := range ids {
-		d.post(msg{id: id, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: loss.Why},
+		d.post(msg{id: id, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: loss.Why, Nodes: []string{loss.Node}},
 			edit: func(n *job.Job) {
-				if !slices.Contains(n.Lost, loss.Node) {
-					n.Lost = append(n.Lost, loss.Node)
-				}
 				d.appendStageLog(n, fmt.Sprintf("RSA node %s lost (%s): the part of the RAMDISK there is gone; state %s", loss.Node, loss.Why, n.RSA))
 			}})
 	}

@@ -367,6 +367,12 @@ func (d *Daemon) await(ctx context.Context, sj slurmJob, wait time.Duration, v v
 }
 
 func stageInVerdict(j *job.Job) (string, string) {
+	if len(j.Lost) > 0 && j.State != lifecycle.Finished {
+		switch j.RSA {
+		case lifecycle.Aborted, lifecycle.StoppingStagingIn, lifecycle.Teardown, lifecycle.Destroyed:
+			return api.Busy, fmt.Sprintf("RSA node %s lost: the RAMDISK is rebuilt on live nodes and the input staged in again", strings.Join(j.Lost, ", "))
+		}
+	}
 	switch j.RSA {
 	case lifecycle.Initial, lifecycle.Assigned, lifecycle.Booting, lifecycle.Booted, lifecycle.StagingIn, lifecycle.Abandoning:
 		if j.State == lifecycle.Finished {

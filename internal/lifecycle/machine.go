@@ -58,6 +58,10 @@ type Event struct {
 	Kind   EventKind
 	At     time.Time
 	Reason string // why, for failures; shown to users
+	// Nodes are RSA nodes whose part of the RAMDISK the event found
+	// lost (EvNodeLost, or a stage-in's check): the job counts as having
+	// lost a node from then on.
+	Nodes []string
 }
 
 // Action is work for the daemon to start.
@@ -129,13 +133,13 @@ func Step(j Job, ev Event) Outcome {
 			applied = true
 			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
-			switch ev.Kind {
-			case EvStarted:
+			switch {
+			case ev.Kind == EvStarted:
 				out.Job.StartedAt = ev.At
-			case EvNodeLost:
-				out.Job.NodeLost = true
-			case EvAssigned:
+			case ev.Kind == EvAssigned:
 				out.Job.NodeLost = false // new nodes, all live
+			case ev.Kind == EvNodeLost || len(ev.Nodes) > 0:
+				out.Job.NodeLost = true
 			}
 			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
 				out.Actions = append(out.Actions, Action{Kind: a})

@@ -149,6 +149,7 @@ var cases = []stepCase{
 	{name: "stage-in stopped after a lost node: rebuilt", job: lost(io(OnDeck, StoppingStagingIn)), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "torn down after a lost node: assigned anew", job: lost(io(OnDeck, Teardown)), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "assigned anew: built on the new nodes", job: lost(io(OnDeck, Initial)), event: ev(EvAssigned), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "stage-in that found a part lost: rebuilt", job: io(OnDeck, StagingIn), event: Event{Kind: EvStageInFailed, At: t0, Nodes: []string{"rsa2"}}, wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "failed stage-in without a lost node waits", job: io(OnDeck, StoppingStagingIn), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Aborted},
 	{name: "node lost while running: degraded, goes on", job: io(Running, InUseIn), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseIn},
 	{name: "node lost while writing output: goes on", job: io(Running, InUseOut), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseOut},

@@ -23,6 +23,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
 	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, us[0], false) })
+	t.Run("RebootDuringStageIn", func(t *testing.T) { testRebootDuringStageIn(t, c, us[0]) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by

@@ -205,3 +205,52 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	t.Logf("agent of %s back: its part removed and the debt paid %.1fs later", silent, time.Since(back).Seconds())
 	c.assertNoLeaks(t)
 }
+
+// testRebootDuringStageIn: an RSA host of a job "reboots" while the job's
+// input is staged in (its processes killed, its /run with the bricks on it
+// gone). The daemon sees a new incarnation, stops the stage-in, tears down
+// what is left, assigns the job anew and stages its input in again; the
+// job reads every input file, by content, from its RAMDISK.
+func testRebootDuringStageIn(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "reboot")
+	in := filepath.Join(w, "in")
+	sums := fill(t, u, in, 400, 32<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=600M pool=rsa
+#RSA_DATA_IN=%[2]s
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
+cd %[2]s && sha256sum f* > %[1]s/sums
+`, w, in))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "STAGING_IN")
+	if len(j.Alloc) != 2 {
+		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
+	}
+	victim := j.Alloc[1].Node
+	rebooted := time.Now()
+	if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
+		t.Fatalf("reboot %s: %v %s", victim, err, out)
+	}
+	took := time.Since(rebooted)
+	waitFor(t, "the job to leave its first stage-in", 60*time.Second, func() bool {
+		return c.rsaJob(t, id).RSA != "STAGING_IN"
+	})
+	t.Logf("%s rebooted during stage-in (the reboot took %.1fs): the stage-in ended within %.1fs of its start", victim, took.Seconds(), time.Since(rebooted).Seconds())
+	c.waitJob(t, id, 180*time.Second, "COMPLETED")
+	t.Logf("the job ran, staged in anew, %.1fs after the reboot", time.Since(rebooted).Seconds())
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" {
+		t.Errorf("the job read its input from %q, not from its RAMDISK", got)
+	}
+	if got := readFile(t, filepath.Join(w, "sums")); got != sums {
+		t.Errorf("the job read other input than it has on disk (%d bytes of sums, want %d)", len(got), len(sums))
+	}
+	// The stage-in's own check finds the part gone, or the heartbeat
+	// the new incarnation, whichever comes first.
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "RSA node "+victim+" is out of reach") && !strings.Contains(log, "RSA node "+victim+" lost") {
+		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+	}
+	c.assertNoLeaks(t)
+}

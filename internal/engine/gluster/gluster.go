@@ -275,18 +275,26 @@ func (e *Engine) own(r engine.Ramdisk) error {
 // control host and its RSA nodes: Gluster's auth.allow, set before their
 // agents mount it. Idempotent.
 func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) error {
-	bricks, err := e.brickNames(ctx, r)
+	// The bricks as glusterd has them: making them again here would give
+	// a node that lost its brick (a reboot) an empty one, unnoticed.
+	co, err := e.coordinator(r)
 	if err != nil {
 		return err
 	}
-	if err := e.makeVolume(ctx, r, bricks, hosts); err != nil {
+	vs, err := co.Volumes(ctx)
+	if err != nil {
+		return fmt.Errorf("allowing %s to mount volume %s: %w", strings.Join(hosts, ","), e.volume(r), err)
+	}
+	i := slices.IndexFunc(vs, func(v agent.Volume) bool { return v.Name == e.volume(r) })
+	if i < 0 {
+		return fmt.Errorf("allowing %s to mount volume %s: glusterd has no such volume", strings.Join(hosts, ","), e.volume(r))
+	}
+	if err := e.makeVolume(ctx, r, vs[i].Bricks, hosts); err != nil {
 		return fmt.Errorf("allowing %s to mount volume %s: %w", strings.Join(hosts, ","), e.volume(r), err)
 	}
 	return nil
 }
 
-// makeVolume has the coordinator make the volume of bricks, or bring the
-// one there to the spec, admitting hosts besides the job's RSA nodes.
 func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts []string) error {
 	spec, err := e.spec(r, bricks, hosts)
 	if err != nil {
@@ -298,11 +306,6 @@ func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts
 	}
 	_, err = co.MakeVolume(ctx, e.volume(r), spec)
 	return err
-}
-
-// brickNames are the bricks of the job's volume as Construct made them.
-func (e *Engine) brickNames(ctx context.Context, r engine.Ramdisk) ([]string, error) {
-	return e.bricks(ctx, r) // idempotent: the agents answer with the bricks they have
 }
 
 // Servers are the addresses the job's compute nodes mount the volume from.
