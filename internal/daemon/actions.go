@@ -402,7 +402,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		case before.Lost:
 			// Named first: it is why files are missing, whatever the
 			// copy met on its way.
-			why := fmt.Sprintf("not verified: the part of the RAMDISK on RSA node %s was out of reach, and the files there are not on disk (those copied are). 'rsa retry %d' completes it once the node is back; 'rsa discard %d' gives them up",
+			why := fmt.Sprintf("not verified: the part of the RAMDISK on RSA node %s was out of reach, and the files there are not on disk (those copied are). 'rsa retry %d' completes it if the node comes back with its RAM (a brick restarted, a cut link healed); if it rebooted they are gone, and 'rsa discard %d' gives them up",
 				strings.Join(before.Nodes, ", "), j.ID, j.ID)
 			if err != nil {
 				why += "; the copy: " + err.Error()

@@ -27,6 +27,7 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("DaemonKilled", func(t *testing.T) { testDaemonKilled(t, c, u) })
 	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, u, true) })
 	t.Run("AgentDownAtTeardown", func(t *testing.T) { testAgentDownAtTeardown(t, c, u) })
+	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, u, true) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.

@@ -24,6 +24,8 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
 	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, us[0], false) })
 	t.Run("RebootDuringStageIn", func(t *testing.T) { testRebootDuringStageIn(t, c, us[0]) })
+	t.Run("RebootWhileRunning", func(t *testing.T) { testRebootWhileRunning(t, c, us[0]) })
+	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, us[0], false) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,19 @@ import (
 // and the others are there, and once the brick is back rsa retry
 // completes it, every file whole. Replica 2: it stages out in full.
 func testBrickKilledAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool) {
+	testLossAtStageOut(t, c, u, replica, false)
+}
+
+// testRebootAtStageOut: as testBrickKilledAtStageOut, but the RSA host
+// "reboots": the part there is gone for good. Distribute: the stage-out
+// fails naming the node, and rsa discard, the admin's explicit choice,
+// releases the job with the other parts' files on disk. Replica 2: it
+// stages out in full.
+func testRebootAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool) {
+	testLossAtStageOut(t, c, u, replica, true)
+}
+
+func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica, reboot bool) {
 	const files = 40
 	w := workDir(t, u, "brickkill")
 	out := filepath.Join(w, "out")
@@ -57,10 +71,16 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	if !replica && (onVictim == 0 || onVictim == files) {
 		t.Fatalf("%d of %d files on %s: the test needs them spread", onVictim, files, victim)
 	}
-	// Every host shares the machine's pid namespace: the pattern names
-	// the victim's brick by its address (rsaN is 10.78.0.1N).
-	addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
-	c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", j.ID, addr))
+	if reboot {
+		if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
+			t.Fatalf("reboot %s: %v %s", victim, err, out)
+		}
+	} else {
+		// Every host shares the machine's pid namespace: the pattern
+		// names the victim's brick by its address (rsaN is 10.78.0.1N).
+		addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
+		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", j.ID, addr))
+	}
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +89,13 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
 	if replica {
 		c.waitRSA(t, id, 90*time.Second, "RELEASED")
-		t.Logf("replica 2, brick on %s killed: output staged out in full %.1fs after the job ended", victim, time.Since(ended).Seconds())
+		t.Logf("replica 2, %s %s: output staged out in full %.1fs after the job ended", victim, how(reboot), time.Since(ended).Seconds())
 		checkOutput(t, out, sums, files)
 		c.assertNoLeaks(t)
 		return
 	}
 	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
-	t.Logf("distribute, brick on %s killed: stage-out failed %.1fs after the job ended: %s", victim, time.Since(ended).Seconds(), jv.Error)
+	t.Logf("distribute, %s %s: stage-out failed %.1fs after the job ended: %s", victim, how(reboot), time.Since(ended).Seconds(), jv.Error)
 	if !strings.Contains(jv.Error, "RSA node "+victim) || strings.Contains(jv.Error, "RSA node "+other) {
 		t.Errorf("the failure does not name %s alone: %q", victim, jv.Error)
 	}
@@ -90,6 +110,13 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	}
 	if there != files-onVictim {
 		t.Errorf("after the failed stage-out %d files are on disk; want the %d not on %s", there, files-onVictim, victim)
+	}
+	if reboot {
+		// The part is gone for good: the admin gives it up.
+		c.rsa(t, "discard", fmt.Sprint(j.ID))
+		c.waitRSA(t, id, 60*time.Second, "RELEASED")
+		c.assertNoLeaks(t)
+		return
 	}
 	// The brick back, the same command an admin would give. This VM's
 	// init reaps no orphan: the killed brick stays a zombie, whose pid
@@ -107,6 +134,13 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	checkOutput(t, out, sums, files)
 	c.assertNoLeaks(t)
+}
+
+func how(reboot bool) string {
+	if reboot {
+		return "rebooted"
+	}
+	return "its brick killed"
 }
 
 // parseSums reads sha256sum's output: file name → sum.
@@ -250,6 +284,66 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	// The stage-in's own check finds the part gone, or the heartbeat
 	// the new incarnation, whichever comes first.
 	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "RSA node "+victim+" is out of reach") && !strings.Contains(log, "RSA node "+victim+" lost") {
+		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+	}
+	c.assertNoLeaks(t)
+}
+
+// testRebootWhileRunning: an RSA host of a running job "reboots" while the
+// job reads its input from RAM. The job goes on, degraded (its record and
+// its log name the node); at the switch to output the RAMDISK is rebuilt
+// on live nodes, and the output written there is staged out whole.
+func testRebootWhileRunning(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "rebootrun")
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	sums := fill(t, u, in, 40, 64<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=600M pool=rsa
+#RSA_DATA_IN=%[2]s
+#RSA_DATA_OUT=%[3]s
+#RSA_DELAY=10
+(cd %[2]s && sha256sum f*) > %[1]s/insums
+touch %[1]s/read
+for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
+for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
+(cd %[3]s && sha256sum o*) > %[1]s/outsums
+`, w, in, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
+	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "read"))
+		return err == nil
+	})
+	victim := j.Alloc[1].Node
+	rebooted := time.Now()
+	if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
+		t.Fatalf("reboot %s: %v %s", victim, err, out)
+	}
+	waitFor(t, "the job's record to name the lost node", 30*time.Second, func() bool {
+		jv := c.rsaJob(t, id)
+		return slices.Contains(jv.Lost, victim) || jv.RSA != "INUSE_IN"
+	})
+	t.Logf("%s rebooted while the job ran: the job knew %.1fs after the reboot began", victim, time.Since(rebooted).Seconds())
+	if jv := c.rsaJob(t, id); jv.State != "RUNNING" {
+		t.Errorf("the job is %s/%s after losing an RSA node, not running on", jv.State, jv.RSA)
+	}
+	if got := readFile(t, filepath.Join(w, "insums")); got != sums {
+		t.Errorf("the job read other input than it has on disk")
+	}
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "outfs"))); got != "fuse.glusterfs" {
+		t.Errorf("the job wrote its output to %q, not to a rebuilt RAMDISK", got)
+	}
+	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "outsums"))), 20)
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "RSA node "+victim+" lost") {
 		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
 	}
 	c.assertNoLeaks(t)
