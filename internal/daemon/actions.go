@@ -375,7 +375,17 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// read-only, so nothing writes while the output is copied and
 		// verified: a late write fails (EROFS) instead of vanishing.
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
-			return fail(lifecycle.EvStageOutFailed, err)
+			// A compute node out of reach may still write into the
+			// RAMDISK: the seal below fences it (the bricks refuse
+			// every client's writes, connections already open
+			// included), and the copy goes on without it.
+			un, ok := err.(*node.UnreachableError)
+			if !ok {
+				return fail(lifecycle.EvStageOutFailed, err)
+			}
+			d.log.Warn("compute node out of reach at stage-out: fenced by sealing the RAMDISK", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
+			d.appendStageLog(j, fmt.Sprintf("stage-out: compute node %s out of reach (%v): fenced, the RAMDISK is read-only for it from now on; what it wrote before is staged out",
+				strings.Join(un.Nodes, ", "), un.Err))
 		}
 		if err := d.seal(ctx, j, rd); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
@@ -430,7 +440,14 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// holding the RAMDISK end, and only then is it unmounted: its RAM
 		// counts as held until it is really gone.
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
-			return fail(lifecycle.EvDestroyFailed, err)
+			// A compute node out of reach keeps its client mount until
+			// it answers again (gc removes it then); it holds no RSA
+			// RAM, and the volume goes below.
+			un, ok := err.(*node.UnreachableError)
+			if !ok {
+				return fail(lifecycle.EvDestroyFailed, err)
+			}
+			d.log.Warn("compute node out of reach at teardown: its mount is left for gc", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
 		}
 		if err := d.engine.Revoke(ctx, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)

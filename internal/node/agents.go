@@ -14,6 +14,9 @@ import (
 // Clients hands out the agent client of a node (package cluster).
 type Clients interface {
 	Client(node string) (*agent.Client, error)
+	// Up reports whether node's agent answered the last heartbeat: one
+	// that did not is asked once, without patience.
+	Up(node string) bool
 }
 
 // Agents is Access for compute nodes that are hosts of their own: each
@@ -32,6 +35,9 @@ type Agents struct {
 	Policy   mount.Policy
 	Patience time.Duration // default one minute
 }
+
+// silentTry bounds the one try at an agent the heartbeat found silent.
+const silentTry = 10 * time.Second
 
 // agentRole names the directory's role as the agent does.
 func agentRole(role string) string {
@@ -102,20 +108,43 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
 	volume := agent.VolumeName(rd.Job)
 	var errs []error
+	var unreachable []string
+	var lastUnreachable error
 	for _, n := range nodes {
-		err := a.patiently(ctx, func() error {
+		release := func(ctx context.Context) error {
 			cl, err := a.Clients.Client(n)
 			if err != nil {
 				return err
 			}
 			return cl.Release(ctx, volume, detach)
-		})
+		}
+		var err error
+		silent := false
+		if a.Clients.Up(n) {
+			err = a.patiently(ctx, func() error { return release(ctx) })
+		} else {
+			// Silent: one try, bounded, as a cut link answers nothing.
+			cctx, cancel := context.WithTimeout(ctx, silentTry)
+			err = release(cctx)
+			cancel()
+			silent = err != nil && cctx.Err() != nil && ctx.Err() == nil
+		}
 		switch {
+		case err == nil:
 		case errors.Is(err, agent.ErrBusy):
 			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, ErrBusy, err))
-		case err != nil:
+		case silent || agent.Transient(err):
+			unreachable, lastUnreachable = append(unreachable, n), err
+		default:
 			errs = append(errs, fmt.Errorf("unmounting the RAMDISK of job %d on %s: %w", rd.Job, n, err))
 		}
+	}
+	if len(unreachable) > 0 {
+		un := &UnreachableError{Nodes: unreachable, Err: lastUnreachable}
+		if len(errs) == 0 {
+			return un
+		}
+		errs = append(errs, un)
 	}
 	return errors.Join(errs...)
 }

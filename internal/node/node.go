@@ -22,6 +22,20 @@ import (
 // ErrBusy is returned by Unbind when a mount is in use on some node.
 var ErrBusy = mount.ErrBusy
 
+// UnreachableError is Unbind's answer when nothing failed but that some
+// nodes could not be reached: their mounts of the RAMDISK are still there,
+// and whatever runs there may still write into it.
+type UnreachableError struct {
+	Nodes []string
+	Err   error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("compute node %s not reachable: %v", strings.Join(e.Nodes, ", "), e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // Access reaches the compute nodes.
 //
 // Bind for the input directory is all or nothing: on failure it removes
@@ -34,7 +48,8 @@ type Access interface {
 	// checking race-free that target is a real directory rd.UID owns.
 	Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error
 	// Unbind removes the RAMDISK's bind mounts on every node; with detach,
-	// busy mounts are detached instead of reported.
+	// busy mounts are detached instead of reported. If the only failures
+	// are nodes it could not reach, the error is an *UnreachableError.
 	Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error
 }
 

@@ -348,3 +348,96 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	}
 	c.assertNoLeaks(t)
 }
+
+// testFenceAtStageOut: when the job ends, its compute host is cut off from
+// the control host (the agent's port alone: Slurm and Gluster still pass)
+// while a process there still writes into the RAMDISK through a file it
+// holds open. The stage-out does not wait for the host: it fences it (the
+// RAMDISK turns read-only for every client, open files included) and
+// stages out what was written before. Every write the process saw succeed
+// is on disk: nothing it wrote was silently lost.
+func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "fence")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w c1
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+head -c 1000000 /dev/urandom > %[2]s/data
+sha256sum < %[2]s/data > %[1]s/sum
+touch %[1]s/written
+for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+`, w, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	waitFor(t, "the job's output", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "written"))
+		return err == nil
+	})
+	// A writer left behind on c1, its file open before the fence.
+	wlog := filepath.Join(w, "writer.log")
+	writer := testutil.Command(t, filepath.Join(c.root, "scripts", "cluster-up"), "exec", "c1", "sh", "-c",
+		fmt.Sprintf(`exec 3>>%s/late; i=0; while [ $i -lt 600 ]; do if echo $i >&3; then echo ok $i; else echo fail $i; fi; i=$((i+1)); sleep 0.1; done > %s 2>&1`, j.Ramdisk, wlog))
+	writer.Env = c.env
+	if err := writer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { writer.Process.Kill(); writer.Wait() })
+	waitFor(t, "the writer's first write", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(wlog)
+		return strings.Contains(string(b), "ok 0")
+	})
+	c.exec(t, "c1", "sh", "-c", `nft add table inet rsafence && nft add chain inet rsafence in '{ type filter hook input priority 0; }' && nft add rule inet rsafence in ip saddr 10.78.0.2 tcp dport 9477 drop`)
+	t.Cleanup(func() { c.execErr(t, "c1", "nft", "delete", "table", "inet", "rsafence") })
+	waitFor(t, "the daemon to miss c1's agent", 30*time.Second, func() bool {
+		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 0`)
+	})
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 120*time.Second, "RELEASED")
+	t.Logf("c1 cut off at stage-out: fenced, staged out and released %.1fs after the job ended", time.Since(ended).Seconds())
+	want := strings.Fields(readFile(t, filepath.Join(w, "sum")))[0]
+	if got := sha256File(t, filepath.Join(out, "data")); got != want {
+		t.Errorf("the job's output on disk: sha256 %s, it wrote %s", got, want)
+	}
+	time.Sleep(time.Second) // a few more tries of the writer
+	var oks []string
+	failed := false
+	for _, l := range strings.Split(readFile(t, wlog), "\n") {
+		if !failed && l != "" && !strings.HasPrefix(l, "ok ") {
+			t.Logf("the writer on c1 after %d writes: %s", len(oks), l)
+		}
+		switch {
+		case strings.HasPrefix(l, "ok "):
+			if failed {
+				t.Errorf("the writer wrote again after a write failed: %q", l)
+			}
+			oks = append(oks, strings.TrimPrefix(l, "ok "))
+		case strings.HasPrefix(l, "fail "):
+			failed = true
+		}
+	}
+	if !failed {
+		t.Errorf("no write of the writer on c1 failed after the fence")
+	}
+	if got := strings.Fields(readFile(t, filepath.Join(out, "late"))); !slices.Equal(got, oks) {
+		t.Errorf("the writer saw %d writes succeed; on disk are %d (%v…): writes were lost silently", len(oks), len(got), got[:min(len(got), 5)])
+	}
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "compute node c1 out of reach") {
+		t.Errorf("the job's log does not say c1 was fenced:\n%s", log)
+	}
+	writer.Process.Kill()
+	writer.Wait()
+	c.exec(t, "c1", "nft", "delete", "table", "inet", "rsafence")
+	waitFor(t, "c1's agent to answer again", 30*time.Second, func() bool {
+		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 1`)
+	})
+	// Its client mount was left to gc, as an admin runs it.
+	c.rsa(t, "gc")
+	c.assertNoLeaks(t)
+}
