@@ -43,23 +43,9 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica, rebo
 	if replica {
 		capacity = "400M"
 	}
-	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
-#SBATCH -N 1
-#SBATCH -o %[1]s/job.out
-#RSA capacity=%[4]s pool=rsa
-#RSA_DATA_OUT=%[2]s
-for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
-for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
-(cd %[2]s && sha256sum f*) > %[1]s/sums
-touch %[1]s/written
-for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
-`, w, out, files, capacity))
-	id := c.sbatch(t, u, job)
-	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
-	waitFor(t, "the job's output", 60*time.Second, func() bool {
-		_, err := os.Stat(filepath.Join(w, "written"))
-		return err == nil
-	})
+	id, j := c.outputJob(t, u, w, "#RSA capacity="+capacity+" pool=rsa", fmt.Sprintf(
+		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
 	if len(j.Alloc) != 2 || j.Alloc[0].Node == j.Alloc[1].Node {
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
@@ -143,6 +129,33 @@ func how(reboot bool) string {
 	return "its brick killed"
 }
 
+// outputJob submits, as u, a one-node job whose output goes to its RAMDISK
+// at w/out: with the #SBATCH and #RSA lines in header, it waits for its
+// output mount, runs write (a shell snippet), says so (w/written) and then
+// holds its node until the test creates w/go. It returns once the output is
+// written, with the job's Slurm id and RSA record.
+func (c *cluster) outputJob(t *testing.T, u testutil.User, w, header, write string) (string, *api.JobView) {
+	t.Helper()
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+%[3]s
+#RSA_DATA_OUT=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+%[4]s
+touch %[1]s/written
+for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+`, w, out, header, write))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	waitFor(t, "the job's output", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "written"))
+		return err == nil
+	})
+	return id, j
+}
+
 // parseSums reads sha256sum's output: file name → sum.
 func parseSums(t *testing.T, s string) map[string]string {
 	t.Helper()
@@ -178,23 +191,9 @@ func checkOutput(t *testing.T, dir string, sums map[string]string, files int) {
 func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "agentdown")
 	out := filepath.Join(w, "out")
-	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
-#SBATCH -N 1
-#SBATCH -o %[1]s/job.out
-#RSA capacity=400M pool=rsa
-#RSA_DATA_OUT=%[2]s
-for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
-head -c 3000000 /dev/urandom > %[2]s/data
-sha256sum < %[2]s/data > %[1]s/sum
-touch %[1]s/written
-for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
-`, w, out))
-	id := c.sbatch(t, u, job)
-	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
-	waitFor(t, "the job's output", 60*time.Second, func() bool {
-		_, err := os.Stat(filepath.Join(w, "written"))
-		return err == nil
-	})
+	id, j := c.outputJob(t, u, w, "#RSA capacity=400M pool=rsa", fmt.Sprintf(
+		`head -c 3000000 /dev/urandom > %[2]s/data
+sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 	if len(j.Alloc) != 2 {
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
@@ -359,23 +358,9 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "fence")
 	out := filepath.Join(w, "out")
-	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
-#SBATCH -N 1
-#SBATCH -w c1
-#SBATCH -o %[1]s/job.out
-#RSA_DATA_OUT=%[2]s
-for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
-head -c 1000000 /dev/urandom > %[2]s/data
-sha256sum < %[2]s/data > %[1]s/sum
-touch %[1]s/written
-for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
-`, w, out))
-	id := c.sbatch(t, u, job)
-	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
-	waitFor(t, "the job's output", 60*time.Second, func() bool {
-		_, err := os.Stat(filepath.Join(w, "written"))
-		return err == nil
-	})
+	id, j := c.outputJob(t, u, w, "#SBATCH -w c1", fmt.Sprintf(
+		`head -c 1000000 /dev/urandom > %[2]s/data
+sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 	// A writer left behind on c1, its file open before the fence.
 	wlog := filepath.Join(w, "writer.log")
 	writer := testutil.Command(t, filepath.Join(c.root, "scripts", "cluster-up"), "exec", "c1", "sh", "-c",
