@@ -86,6 +86,10 @@ func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
 	}
 	opts := [][2]string{
 		{"network.ping-timeout", strconv.Itoa(ping)},
+		// A brick behind a cut link answers nothing: without a bound a
+		// client's connect to it (a mount, a reconnect) waits for TCP to
+		// give up, minutes, and a mount waits for every brick.
+		{"client.tcp-user-timeout", strconv.Itoa(ping)},
 		// Broken in 10.3: a file created in a directory made just
 		// before fails with ENOENT once the kernel's caches dropped.
 		{"performance.nl-cache", "off"},

@@ -27,6 +27,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("RebootWhileRunning", func(t *testing.T) { testRebootWhileRunning(t, c, us[0]) })
 	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, us[0], false) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
+	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, us[0], false) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by
