@@ -29,6 +29,8 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("AgentDownAtTeardown", func(t *testing.T) { testAgentDownAtTeardown(t, c, u) })
 	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, u, true) })
 	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, u, true) })
+	t.Run("RebootDuringStageIn", func(t *testing.T) { testRebootDuringStageIn(t, c, u, true) })
+	t.Run("RebootWhileRunning", func(t *testing.T) { testRebootWhileRunning(t, c, u, true) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.

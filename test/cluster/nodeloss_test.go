@@ -53,13 +53,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	const files = 40
 	w := workDir(t, u, "brickkill")
 	out := filepath.Join(w, "out")
-	// Two RSA nodes: 600M is more than one node's 512M; under replica 2,
-	// 400M is one pair, charged 800M.
-	capacity := "600M"
-	if replica {
-		capacity = "400M"
-	}
-	id, j := c.outputJob(t, u, w, "#RSA capacity="+capacity+" pool=rsa", fmt.Sprintf(
+	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(replica)+" pool=rsa", fmt.Sprintf(
 		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
 (cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
 	if len(j.Alloc) != 2 || j.Alloc[0].Node == j.Alloc[1].Node {
@@ -156,6 +150,16 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	checkOutput(t, out, sums, files)
 	c.assertNoLeaks(t)
+}
+
+// twoNodes is a capacity that puts a job on two RSA nodes of 512M each:
+// 600M is more than one node's; under replica 2, 400M is one pair,
+// charged 800M.
+func twoNodes(replica bool) string {
+	if replica {
+		return "400M"
+	}
+	return "600M"
 }
 
 // outputJob submits, as u, a one-node job whose output goes to its RAMDISK
@@ -273,18 +277,18 @@ sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 // gone). The daemon sees a new incarnation, stops the stage-in, tears down
 // what is left, assigns the job anew and stages its input in again; the
 // job reads every input file, by content, from its RAMDISK.
-func testRebootDuringStageIn(t *testing.T, c *cluster, u testutil.User) {
+func testRebootDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool) {
 	w := workDir(t, u, "reboot")
 	in := filepath.Join(w, "in")
 	sums := fill(t, u, in, 400, 32<<10)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
 #SBATCH -o %[1]s/job.out
-#RSA capacity=600M pool=rsa
+#RSA capacity=%[3]s pool=rsa
 #RSA_DATA_IN=%[2]s
 findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
 cd %[2]s && sha256sum f* > %[1]s/sums
-`, w, in))
+`, w, in, twoNodes(replica)))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "STAGING_IN")
 	if len(j.Alloc) != 2 {
@@ -321,14 +325,14 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 // job reads its input from RAM. The job goes on, degraded (its record and
 // its log name the node); at the switch to output the RAMDISK is rebuilt
 // on live nodes, and the output written there is staged out whole.
-func testRebootWhileRunning(t *testing.T, c *cluster, u testutil.User) {
+func testRebootWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool) {
 	w := workDir(t, u, "rebootrun")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 	sums := fill(t, u, in, 40, 64<<10)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
 #SBATCH -o %[1]s/job.out
-#RSA capacity=600M pool=rsa
+#RSA capacity=%[4]s pool=rsa
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
 #RSA_DELAY=10
@@ -339,7 +343,7 @@ for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.g
 findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
 for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 (cd %[3]s && sha256sum o*) > %[1]s/outsums
-`, w, in, out))
+`, w, in, out, twoNodes(replica)))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
 	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
