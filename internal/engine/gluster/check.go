@@ -49,7 +49,22 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 			states, err = co.BrickStatus(cctx, vol)
 			cancel()
 			if err != nil {
-				return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
+				// glusterd answers for every peer or for none: a peer
+				// that fails the question (a rebooted node's glusterd
+				// has the volume stopped) is out of reach, and the
+				// others are taken as online, left to the client's view.
+				host, ok := stagingFailedOn(err)
+				if !ok {
+					return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
+				}
+				states = nil
+				for _, q := range r.Parts {
+					a, err := e.Nodes.Address(q.Node)
+					if err != nil {
+						return d, err
+					}
+					states = append(states, gcli.BrickState{Brick: a + ":", Online: q.Node != host && a != host})
+				}
 			}
 		}
 		addr, err := e.Nodes.Address(p.Node)
@@ -86,6 +101,17 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 // checkTimeout bounds glusterd's answer: on a cut link it waits for its
 // peer until TCP gives up.
 const checkTimeout = 15 * time.Second
+
+// stagingFailedOn reads the peer glusterd names in "Staging failed on
+// HOST. Error: ...".
+func stagingFailedOn(err error) (string, bool) {
+	_, rest, ok := strings.Cut(err.Error(), "Staging failed on ")
+	if !ok {
+		return "", false
+	}
+	host, _, ok := strings.Cut(rest, ". Error:")
+	return host, ok && host != ""
+}
 
 // disconnected reads "connected = 0" from a protocol/client translator's
 // private dump. The dump is only the section's header while the

@@ -90,3 +90,21 @@ func TestDisconnected(t *testing.T) {
 		}
 	}
 }
+
+// A status question one peer fails names that peer.
+func TestStagingFailedOn(t *testing.T) {
+	for _, c := range []struct {
+		err  string
+		host string
+		ok   bool
+	}{
+		{"agent on rsa1: reading the bricks of volume rsa-job-8 from glusterd: gluster volume status rsa-job-8: Staging failed on rsa2. Error: Volume rsa-job-8 is not started", "rsa2", true},
+		{"gluster volume status v: Staging failed on 10.0.0.12. Error: x", "10.0.0.12", true},
+		{"gluster volume status v: Another transaction is in progress", "", false},
+	} {
+		host, ok := stagingFailedOn(errors.New(c.err))
+		if host != c.host || ok != c.ok {
+			t.Errorf("stagingFailedOn(%q) = %q, %v; want %q, %v", c.err, host, ok, c.host, c.ok)
+		}
+	}
+}
