@@ -55,25 +55,56 @@ const volumePrefix = "rsa-job-"
 // operation on the job: "rsa-job-17".
 func VolumeName(job int64) string { return volumePrefix + strconv.FormatInt(job, 10) }
 
+// BuildName is the name of the volume of job id's RAMDISK built the
+// build-th time: VolumeName for the first (build 0 or 1), then
+// "rsa-job-17-2", "rsa-job-17-3"… A RAMDISK rebuilt on live nodes after
+// a node was lost needs a name of its own: glusterd deletes no volume
+// while any peer of the pool is down, so the old one may linger under its
+// name until the node is back.
+func BuildName(job int64, build int) string {
+	if build <= 1 {
+		return VolumeName(job)
+	}
+	return VolumeName(job) + "-" + strconv.Itoa(build)
+}
+
 // ParseVolume returns the job of a volume name, or an error wrapping
-// ErrInvalid. Only the names VolumeName makes are valid: the prefix, then
-// a positive decimal job id without leading zeros. So a name is one path
-// component that cannot climb out of a directory ("../x", "rsa-job-1/.."),
-// and one job has exactly one name ("rsa-job-017" is not "rsa-job-17").
+// ErrInvalid. Only the names BuildName makes are valid: the prefix, a
+// positive decimal job id without leading zeros, and for a rebuilt
+// RAMDISK "-" and its build, 2 or more, without leading zeros. So a name
+// is one path component that cannot climb out of a directory ("../x",
+// "rsa-job-1/.."), and one build of a job has exactly one name
+// ("rsa-job-017" is not "rsa-job-17").
 func ParseVolume(name string) (int64, error) {
-	digits, ok := strings.CutPrefix(name, volumePrefix)
-	bad := ok && (digits == "" || digits[0] == '0' || strings.Trim(digits, "0123456789") != "")
-	var id int64
-	if ok && !bad {
-		var err error
-		id, err = strconv.ParseInt(digits, 10, 64)
-		bad = err != nil
+	id, _, err := ParseBuild(name)
+	return id, err
+}
+
+// ParseBuild is ParseVolume with the build (1 for VolumeName's names).
+func ParseBuild(name string) (job int64, build int, err error) {
+	rest, ok := strings.CutPrefix(name, volumePrefix)
+	digits, bdigits, rebuilt := strings.Cut(rest, "-")
+	number := func(s string) (int64, bool) {
+		if s == "" || s[0] == '0' || strings.Trim(s, "0123456789") != "" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
 	}
-	if !ok || bad {
-		return 0, failf(ErrInvalid, "%q is not a volume name: volumes are named %sID after their job, ID a positive number without leading zeros (e.g. %s)",
-			shorten(name), volumePrefix, VolumeName(17))
+	job, okJob := number(digits)
+	build = 1
+	okBuild := true
+	if rebuilt {
+		var b int64
+		b, okBuild = number(bdigits)
+		okBuild = okBuild && b >= 2 && b <= 1<<30
+		build = int(b)
 	}
-	return id, nil
+	if !ok || !okJob || !okBuild {
+		return 0, 0, failf(ErrInvalid, "%q is not a volume name: volumes are named %sID after their job, ID a positive number without leading zeros (e.g. %s), and %sID-N for its N-th RAMDISK, N from 2 (e.g. %s)",
+			shorten(name), volumePrefix, VolumeName(17), volumePrefix, BuildName(17, 2))
+	}
+	return job, build, nil
 }
 
 // CheckVolume is ParseVolume without the job id.

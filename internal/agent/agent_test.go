@@ -554,6 +554,21 @@ func TestAgentVolumeNames(t *testing.T) {
 	if id, err := ParseVolume(VolumeName(17)); err != nil || id != 17 || VolumeName(17) != "rsa-job-17" {
 		t.Errorf("ParseVolume(VolumeName(17)) = %d, %v", id, err)
 	}
+	for _, tc := range []struct {
+		build int
+		name  string
+	}{{0, "rsa-job-17"}, {1, "rsa-job-17"}, {2, "rsa-job-17-2"}, {12, "rsa-job-17-12"}} {
+		name := BuildName(17, tc.build)
+		id, build, err := ParseBuild(name)
+		if name != tc.name || err != nil || id != 17 || build != max(tc.build, 1) {
+			t.Errorf("BuildName(17, %d) = %q, parsed %d %d %v", tc.build, name, id, build, err)
+		}
+	}
+	for _, name := range []string{"rsa-job-17-", "rsa-job-17-1", "rsa-job-17-0", "rsa-job-17-02", "rsa-job-17-2-3", "rsa-job--2", "rsa-job-17-x"} {
+		if err := CheckVolume(name); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CheckVolume(%q) = %v, want invalid", name, err)
+		}
+	}
 	if lines := mountinfo(t, e.dir, true); len(lines) != 0 {
 		t.Errorf("bad names mounted something: %q", lines)
 	}

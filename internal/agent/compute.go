@@ -41,17 +41,30 @@ func (s *Server) volumeSource(volume string) string {
 	return filepath.Join(s.volumeGate(volume), "ram")
 }
 
-// volumeAtPoint names the volume whose mount point point is, if it is one.
-func (s *Server) volumeAtPoint(point string) (string, bool) {
-	gate := filepath.Dir(point)
-	if filepath.Base(point) != "ram" || filepath.Dir(gate) != s.volumeRoot {
+// volumeAtPoint names the volume mounted as m, if its mount point is one
+// (VolumeRoot/ID/ram) and its source names a volume of job ID: one of
+// its builds (BuildName), which the point does not tell.
+func (s *Server) volumeAtPoint(m mount.Info) (string, bool) {
+	gate := filepath.Dir(m.Point)
+	if filepath.Base(m.Point) != "ram" || filepath.Dir(gate) != s.volumeRoot {
 		return "", false
 	}
 	id, err := strconv.ParseInt(filepath.Base(gate), 10, 64)
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != filepath.Base(gate) {
 		return "", false
 	}
-	return VolumeName(id), true
+	name := m.Source
+	if m.FSType == "fuse.glusterfs" {
+		i := strings.LastIndex(m.Source, ":")
+		if i < 0 {
+			return "", false
+		}
+		name = strings.TrimPrefix(m.Source[i+1:], "/")
+	}
+	if of, err := ParseVolume(name); err != nil || of != id {
+		return "", false
+	}
+	return name, true
 }
 
 // isVolume reports whether m is volume's own file system: a Gluster

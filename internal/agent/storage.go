@@ -269,20 +269,20 @@ func (s *Server) bricks(ms []mount.Info) ([]Brick, error) {
 	return out, nil
 }
 
-// brickAtPoint names the volume whose brick's mount point point is, if it
-// is one: BrickRoot/{volume}.
-func (s *Server) brickAtPoint(point string) (string, bool) {
-	v := filepath.Base(point)
-	return v, filepath.Dir(point) == s.brickRoot && CheckVolume(v) == nil
+// brickAtPoint names the volume whose brick m is mounted at, if its mount
+// point is one: BrickRoot/{volume}.
+func (s *Server) brickAtPoint(m mount.Info) (string, bool) {
+	v := filepath.Base(m.Point)
+	return v, filepath.Dir(m.Point) == s.brickRoot && CheckVolume(v) == nil
 }
 
 // volumesIn names, each once, the volumes mounted in the mount table ms
 // where at says a volume's mount point is, for which is holds (a brick, a
 // volume).
-func volumesIn(ms []mount.Info, at func(point string) (string, bool), is func(v string, m mount.Info) bool) []string {
+func volumesIn(ms []mount.Info, at func(m mount.Info) (string, bool), is func(v string, m mount.Info) bool) []string {
 	var names []string
 	for _, m := range ms {
-		v, ok := at(m.Point)
+		v, ok := at(m)
 		if ok && is(v, m) && !slices.Contains(names, v) {
 			names = append(names, v)
 		}

@@ -125,6 +125,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
+			n.Build++
 		}}, true
 	case alloc.Ineligible:
 		d.setWaiting(j.ID, "", "")
@@ -466,6 +467,10 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			if err := d.owe(ctx, j, debt); err != nil {
 				return fail(lifecycle.EvDestroyFailed, err)
 			}
+			// A node that did not answer gets no part of a rebuild:
+			// the RAMDISK is assigned anew on live nodes.
+			d.forget(j.ID)
+			return lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: debt.Nodes, Reason: debt.Error()}
 		}
 		d.forget(j.ID)
 		return ok(lifecycle.EvDestroyed)

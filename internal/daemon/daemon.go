@@ -269,6 +269,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { defer d.wg.Done(); d.cluster.Watch(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.watchDebts(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second)) }()
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)
@@ -668,6 +670,6 @@ func (d *Daemon) resume(ctx context.Context) error {
 
 // ramdisk describes j's RAMDISK for the engine.
 func (d *Daemon) ramdisk(j *job.Job) engine.Ramdisk {
-	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, UID: j.UID, GID: j.GID,
+	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, Build: j.Build, UID: j.UID, GID: j.GID,
 		Inodes: j.Capacity() / max(d.cfg.Limits.BytesPerInode, 1)}
 }

@@ -22,7 +22,7 @@ func (d *Daemon) owe(ctx context.Context, j *job.Job, debt *engine.DebtError) er
 				bytes += p.Bytes
 			}
 		}
-		err := d.store.AddDebt(ctx, store.Debt{Node: n, Job: j.ID, Bytes: bytes, Since: time.Now(), Why: debt.Err.Error()})
+		err := d.store.AddDebt(ctx, store.Debt{Node: n, Job: j.ID, Build: j.Build, Bytes: bytes, Since: time.Now(), Why: debt.Err.Error()})
 		if err != nil {
 			return fmt.Errorf("recording what job %d leaves on %s: %w", j.ID, n, err)
 		}
@@ -61,7 +61,7 @@ func (d *Daemon) payDebts(ctx context.Context) {
 		if d.cluster == nil || !d.cluster.Up(db.Node) {
 			continue
 		}
-		rd := engine.Ramdisk{Job: db.Job, Dir: engine.DirFor(d.cfg.RamdiskRoot, db.Job),
+		rd := engine.Ramdisk{Job: db.Job, Build: db.Build, Dir: engine.DirFor(d.cfg.RamdiskRoot, db.Job),
 			Parts: []job.Part{{Node: db.Node, Bytes: db.Bytes}}}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
 			if debt := (*engine.DebtError)(nil); !errors.As(err, &debt) {
@@ -69,7 +69,7 @@ func (d *Daemon) payDebts(ctx context.Context) {
 			}
 			continue
 		}
-		if err := d.store.PayDebt(ctx, db.Node, db.Job); err != nil {
+		if err := d.store.PayDebt(ctx, db.Node, db.Job, db.Build); err != nil {
 			d.log.Error("forgetting a paid debt", "job", db.Job, "node", db.Node, "err", err)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/cluster"
@@ -129,5 +130,94 @@ func (d *Daemon) appendStageLog(j *job.Job, line string, more ...string) {
 	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), line)
 	for _, m := range more {
 		fmt.Fprintln(f, m)
+	}
+}
+
+// watched are the states in which a RAMDISK serves a job and nothing else
+// looks at its parts: a stage checks them itself when it ends.
+var watched = []lifecycle.RSAState{lifecycle.Booted, lifecycle.Ready, lifecycle.InUseIn, lifecycle.InUseOut}
+
+// probeTimeout bounds one Probe: it reads from the RAMDISK's mount, which a
+// hung client would never answer.
+const probeTimeout = 10 * time.Second
+
+// watchRamdisks probes, every interval until ctx ends, the RAMDISKs in
+// use: a part out of reach of this host's client (a brick process killed,
+// a link cut), which the heartbeat does not see when the node's agent
+// answers, makes the job degraded as a lost node does (before the job
+// runs, its RAMDISK is rebuilt). A part must be seen out of reach twice in
+// a row: a client reconnecting is not a loss.
+func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	seen := map[int64][]string{} // job → nodes out of reach at the last probe
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		type probe struct {
+			rd   engine.Ramdisk
+			lost []string
+		}
+		var probes []probe
+		d.store.EachActive(func(j *job.Job) {
+			if slices.Contains(watched, j.RSA) && j.Ramdisk != "" {
+				probes = append(probes, probe{d.ramdisk(j), slices.Clone(j.Lost)})
+			}
+		})
+		next := map[int64][]string{}
+		for _, p := range probes {
+			dg, err := d.probe(ctx, p.rd)
+			if err != nil {
+				continue // torn down meanwhile, or its client hung: Check at the stage-out asks the nodes
+			}
+			var fresh []string
+			for _, n := range dg.Nodes {
+				if !slices.Contains(p.lost, n) {
+					fresh = append(fresh, n)
+				}
+			}
+			if len(fresh) == 0 {
+				continue
+			}
+			next[p.rd.Job] = fresh
+			if !slices.Equal(seen[p.rd.Job], fresh) {
+				continue
+			}
+			why := "its brick is out of reach of the control host's Gluster client (its process gone, or the link cut)"
+			served := "the files there are missing from the RAMDISK"
+			if !dg.Lost {
+				served = "its replicas serve the files there"
+			}
+			d.log.Warn("part of a RAMDISK out of reach", "job", p.rd.Job, "nodes", fresh, "lost", dg.Lost)
+			d.post(msg{id: p.rd.Job, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: why, Nodes: fresh},
+				edit: func(n *job.Job) {
+					d.appendStageLog(n, fmt.Sprintf("RSA node %s out of reach: %s; %s; state %s", strings.Join(fresh, ", "), why, served, n.RSA))
+				}})
+		}
+		seen = next
+	}
+}
+
+// probe is engine.Probe, given up after probeTimeout.
+func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (engine.Degraded, error) {
+	type result struct {
+		dg  engine.Degraded
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		dg, err := d.engine.Probe(rd)
+		ch <- result{dg, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.dg, r.err
+	case <-time.After(probeTimeout):
+		return engine.Degraded{}, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, probeTimeout)
+	case <-ctx.Done():
+		return engine.Degraded{}, ctx.Err()
 	}
 }

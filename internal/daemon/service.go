@@ -662,7 +662,7 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 		}
 		// One leftover that cannot go (a process of root's holds it)
 		// must not keep gc from the others.
-		rd := engine.Ramdisk{Job: f.Job, Dir: f.Dir}
+		rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
 		if err := d.engine.Revoke(ctx, rd); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
 			continue

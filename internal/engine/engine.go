@@ -21,6 +21,10 @@ type Ramdisk struct {
 	Job   int64
 	Dir   string // where the control host sees it; staging reads and writes here
 	Parts []job.Part
+	// Build counts the job's RAMDISKs (0 or 1: its first): one rebuilt
+	// after a lost node is a new one, which an engine must not confuse
+	// with what is left of the old (engine gluster: a volume of its own).
+	Build int
 	UID   uint32 // its root directory belongs to the job's user, mode 0700
 	GID   uint32
 	// Inodes bounds the RAMDISK's inode table (0: the engine's default):
@@ -39,8 +43,9 @@ func (r Ramdisk) Size() int64 {
 
 // Found is a RAMDISK an engine finds on its nodes.
 type Found struct {
-	Job int64
-	Dir string
+	Job   int64
+	Build int // as Ramdisk.Build
+	Dir   string
 }
 
 // Usage is a RAMDISK's fill.
@@ -122,6 +127,12 @@ type Engine interface {
 	// before and after it: a part out of reach drops its files from
 	// listings without an error. Read-only; not retried.
 	Check(ctx context.Context, r Ramdisk) (Degraded, error)
+	// Probe is Check from this host's own view alone: the parts its
+	// mount of r cannot reach now, and those of nodes known lost. It asks
+	// no node, so it is cheap enough to watch a RAMDISK in use; it may
+	// miss what only a node knows, which Check asks. Read-only; not
+	// retried.
+	Probe(r Ramdisk) (Degraded, error)
 	// List reports the RAMDISKs that exist now, known or not, so that the
 	// daemon can find leftovers (gc).
 	List(ctx context.Context) ([]Found, error)

@@ -219,6 +219,9 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 // (the daemon finds a RAMDISK gone with Device).
 func (l *Local) Check(context.Context, Ramdisk) (Degraded, error) { return Degraded{}, nil }
 
+// Probe: a tmpfs on this host has no part out of reach.
+func (l *Local) Probe(Ramdisk) (Degraded, error) { return Degraded{}, nil }
+
 func (l *Local) Usage(r Ramdisk) (Usage, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(r.Dir, &st); err != nil {

@@ -77,7 +77,7 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 	if err != nil {
 		return err
 	}
-	volume := agent.VolumeName(rd.Job)
+	volume := agent.BuildName(rd.Job, rd.Build)
 	req := agent.MountRequest{Target: target, UID: rd.UID, Role: agentRole(role), Servers: servers,
 		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes}
 	for i, n := range nodes {
@@ -106,7 +106,7 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 }
 
 func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
-	volume := agent.VolumeName(rd.Job)
+	volume := agent.BuildName(rd.Job, rd.Build)
 	var errs []error
 	var unreachable []string
 	var lastUnreachable error

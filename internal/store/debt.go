@@ -11,28 +11,30 @@ import (
 type Debt struct {
 	Node  string
 	Job   int64
+	Build int // the job's RAMDISK's (engine.Ramdisk.Build)
 	Bytes int64
 	Since time.Time
 	Why   string
 }
 
-// AddDebt records d; recording the same node and job again keeps the
-// first.
+// AddDebt records d; recording the same node, job and build again keeps
+// the first.
 func (s *Store) AddDebt(ctx context.Context, d Debt) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO debts(node, job_id, bytes, since, why) VALUES(?, ?, ?, ?, ?)
-		ON CONFLICT(node, job_id) DO NOTHING`, d.Node, d.Job, d.Bytes, d.Since.UnixNano(), d.Why)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO debts(node, job_id, build, bytes, since, why) VALUES(?, ?, ?, ?, ?, ?)
+		ON CONFLICT(node, job_id, build) DO NOTHING`, d.Node, d.Job, max(d.Build, 1), d.Bytes, d.Since.UnixNano(), d.Why)
 	return err
 }
 
-// PayDebt forgets the debt of job on node; an absent one is no error.
-func (s *Store) PayDebt(ctx context.Context, node string, job int64) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM debts WHERE node=? AND job_id=?`, node, job)
+// PayDebt forgets the debt of job's build on node; an absent one is no
+// error.
+func (s *Store) PayDebt(ctx context.Context, node string, job int64, build int) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM debts WHERE node=? AND job_id=? AND build=?`, node, job, max(build, 1))
 	return err
 }
 
 // Debts returns every debt, oldest first.
 func (s *Store) Debts(ctx context.Context) ([]Debt, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT node, job_id, bytes, since, why FROM debts ORDER BY since, node`)
+	rows, err := s.db.QueryContext(ctx, `SELECT node, job_id, build, bytes, since, why FROM debts ORDER BY since, node`)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +43,7 @@ func (s *Store) Debts(ctx context.Context) ([]Debt, error) {
 	for rows.Next() {
 		var d Debt
 		var since int64
-		if err := rows.Scan(&d.Node, &d.Job, &d.Bytes, &since, &d.Why); err != nil {
+		if err := rows.Scan(&d.Node, &d.Job, &d.Build, &d.Bytes, &since, &d.Why); err != nil {
 			return nil, err
 		}
 		d.Since = time.Unix(0, since)

@@ -93,6 +93,20 @@ var migrations = []string{
 		why    TEXT NOT NULL,
 		PRIMARY KEY (node, job_id)
 	);`,
+	// A job's RAMDISK rebuilt after a lost node is a volume of its own,
+	// which a debt names by its build.
+	`CREATE TABLE debts2 (
+		node   TEXT NOT NULL,
+		job_id INTEGER NOT NULL,
+		build  INTEGER NOT NULL,
+		bytes  INTEGER NOT NULL,
+		since  INTEGER NOT NULL,
+		why    TEXT NOT NULL,
+		PRIMARY KEY (node, job_id, build)
+	);
+	INSERT INTO debts2(node, job_id, build, bytes, since, why) SELECT node, job_id, 1, bytes, since, why FROM debts;
+	DROP TABLE debts;
+	ALTER TABLE debts2 RENAME TO debts;`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700

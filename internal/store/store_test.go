@@ -120,7 +120,7 @@ func TestDrains(t *testing.T) {
 	}
 }
 
-// A debt is kept once per node and job, until it is paid.
+// A debt is kept once per node, job and build, until it is paid.
 func TestDebts(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, t.TempDir())
@@ -129,20 +129,28 @@ func TestDebts(t *testing.T) {
 	}
 	defer s.Close()
 	at := time.Unix(1700000000, 5)
-	for _, d := range []Debt{{"rsa2", 7, 100, at, "down"}, {"rsa3", 7, 100, at.Add(time.Second), "down"}, {"rsa2", 7, 999, at, "again"}} {
+	for _, d := range []Debt{
+		{Node: "rsa2", Job: 7, Build: 1, Bytes: 100, Since: at, Why: "down"},
+		{Node: "rsa3", Job: 7, Build: 1, Bytes: 100, Since: at.Add(time.Second), Why: "down"},
+		{Node: "rsa2", Job: 7, Build: 0, Bytes: 999, Since: at, Why: "again"}, // build 0 is the first too
+		{Node: "rsa2", Job: 7, Build: 2, Bytes: 50, Since: at.Add(2 * time.Second), Why: "rebuilt"},
+	} {
 		if err := s.AddDebt(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PayDebt(ctx, "rsa3", 7); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PayDebt(ctx, "rsa9", 7); err != nil {
-		t.Fatal(err)
+	for _, pay := range []struct {
+		node  string
+		build int
+	}{{"rsa3", 1}, {"rsa9", 1}, {"rsa2", 3}} {
+		if err := s.PayDebt(ctx, pay.node, 7, pay.build); err != nil {
+			t.Fatal(err)
+		}
 	}
 	got, err := s.Debts(ctx)
-	if err != nil || len(got) != 1 || got[0].Node != "rsa2" || got[0].Bytes != 100 || got[0].Why != "down" || !got[0].Since.Equal(at) {
-		t.Fatalf("debts %+v %v, want rsa2's first alone", got, err)
+	if err != nil || len(got) != 2 || got[0].Node != "rsa2" || got[0].Build != 1 || got[0].Bytes != 100 || got[0].Why != "down" || !got[0].Since.Equal(at) ||
+		got[1].Build != 2 || got[1].Bytes != 50 {
+		t.Fatalf("debts %+v %v, want rsa2's first of build 1 and its build 2's", got, err)
 	}
 }
 

@@ -29,8 +29,13 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("AgentDownAtTeardown", func(t *testing.T) { testAgentDownAtTeardown(t, c, u) })
 	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, u, true) })
 	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, u, true) })
-	t.Run("RebootDuringStageIn", func(t *testing.T) { testRebootDuringStageIn(t, c, u, true) })
-	t.Run("RebootWhileRunning", func(t *testing.T) { testRebootWhileRunning(t, c, u, true) })
+	t.Run("RebootDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, u, true, lossReboot) })
+	t.Run("RebootWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, u, true, lossReboot) })
+	t.Run("BrickKilledDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, u, true, lossBrick) })
+	t.Run("BrickKilledWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, u, true, lossBrick) })
+	t.Run("LinkDownDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, u, true, lossLink) })
+	t.Run("LinkDownWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, u, true, lossLink) })
+	t.Run("SplitBrain", func(t *testing.T) { testSplitBrain(t, c, u) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.

@@ -23,11 +23,16 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
 	t.Run("BrickKilledAtStageOut", func(t *testing.T) { testBrickKilledAtStageOut(t, c, us[0], false) })
-	t.Run("RebootDuringStageIn", func(t *testing.T) { testRebootDuringStageIn(t, c, us[0], false) })
-	t.Run("RebootWhileRunning", func(t *testing.T) { testRebootWhileRunning(t, c, us[0], false) })
+	t.Run("RebootDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, us[0], false, lossReboot) })
+	t.Run("RebootWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossReboot) })
+	t.Run("BrickKilledDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, us[0], false, lossBrick) })
+	t.Run("BrickKilledWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossBrick) })
+	t.Run("LinkDownDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, us[0], false, lossLink) })
+	t.Run("LinkDownWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossLink) })
 	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, us[0], false) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, us[0], false) })
+	t.Run("GlusterdRestarted", func(t *testing.T) { testGlusterdRestarted(t, c, us[0]) })
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by

@@ -73,20 +73,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	if onVictim == 0 {
 		t.Fatalf("no file on %s nor %s", victim, other)
 	}
-	switch how {
-	case lossReboot:
-		if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
-			t.Fatalf("reboot %s: %v %s", victim, err, out)
-		}
-	case lossLink:
-		c.exec(t, victim, "ip", "link", "set", "eth0", "down")
-		t.Cleanup(func() { c.execErr(t, victim, "ip", "link", "set", "eth0", "up") })
-	default:
-		// Every host shares the machine's pid namespace: the pattern
-		// names the victim's brick by its address (rsaN is 10.78.0.1N).
-		addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
-		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", j.ID, addr))
-	}
+	c.lose(t, victim, j.ID, how)
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +120,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	if how == lossLink {
 		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
 	} else {
-		// This VM's init reaps no orphan: the killed brick stays a
-		// zombie, whose pid file glusterd takes for a running brick; a
-		// real host's init reaps it, and the pid file names no process.
-		c.exec(t, victim, "sh", "-c", fmt.Sprintf("rm -f /run/gluster/vols/rsa-job-%d/*.pid", j.ID))
-		c.exec(t, other, "gluster", "--mode=script", "volume", "start", fmt.Sprintf("rsa-job-%d", j.ID), "force")
+		c.restartBrick(t, other, j.ID)
 	}
 	vol := fmt.Sprintf("rsa-job-%d", j.ID)
 	waitFor(t, "glusterd to see the brick online, and the control host's client not to see it gone", 60*time.Second, func() bool {
@@ -150,6 +133,39 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	checkOutput(t, out, sums, files)
 	c.assertNoLeaks(t)
+}
+
+// lose takes away victim's part of job id's RAMDISK, as how says.
+func (c *cluster) lose(t *testing.T, victim string, id int64, how string) {
+	t.Helper()
+	switch how {
+	case lossReboot:
+		if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
+			t.Fatalf("reboot %s: %v %s", victim, err, out)
+		}
+	case lossLink:
+		c.exec(t, victim, "ip", "link", "set", "eth0", "down")
+		t.Cleanup(func() { c.execErr(t, victim, "ip", "link", "set", "eth0", "up") })
+	case lossBrick:
+		// Every host shares the machine's pid namespace: the pattern
+		// names the victim's brick by its address (rsaN is 10.78.0.1N).
+		addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
+		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", id, addr))
+		// This VM's init reaps no orphan: the killed brick stays a
+		// zombie, whose pid file glusterd takes for a running brick (a
+		// volume rebuilt under the same name would get no brick). A
+		// real host's init reaps it, and the pid file names no process.
+		c.exec(t, victim, "sh", "-c", fmt.Sprintf("rm -f /run/gluster/vols/rsa-job-%d/*.pid", id))
+	default:
+		t.Fatalf("no way to lose a node %q", how)
+	}
+}
+
+// restartBrick starts job id's killed brick again, by the command an admin
+// would give (on other, a node of the same volume).
+func (c *cluster) restartBrick(t *testing.T, other string, id int64) {
+	t.Helper()
+	c.exec(t, other, "gluster", "--mode=script", "volume", "start", fmt.Sprintf("rsa-job-%d", id), "force")
 }
 
 // twoNodes is a capacity that puts a job on two RSA nodes of 512M each:
@@ -272,13 +288,15 @@ sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 	c.assertNoLeaks(t)
 }
 
-// testRebootDuringStageIn: an RSA host of a job "reboots" while the job's
-// input is staged in (its processes killed, its /run with the bricks on it
-// gone). The daemon sees a new incarnation, stops the stage-in, tears down
-// what is left, assigns the job anew and stages its input in again; the
+// testLossDuringStageIn: one of a job's RSA hosts loses its part of the
+// RAMDISK (how) while the job's input is staged in. The stage-in's check,
+// the daemon's probe of the control host's client or the heartbeat finds
+// it: the stage-in stops, what is left is torn down (a silent node's part
+// a debt), the job is assigned anew and its input staged in again. Under
+// replica 2 the other copy may carry the stage-in through. Either way the
 // job reads every input file, by content, from its RAMDISK.
-func testRebootDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool) {
-	w := workDir(t, u, "reboot")
+func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
+	w := workDir(t, u, "stagein")
 	in := filepath.Join(w, "in")
 	sums := fill(t, u, in, 400, 32<<10)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
@@ -295,17 +313,15 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
 	victim := j.Alloc[1].Node
-	rebooted := time.Now()
-	if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
-		t.Fatalf("reboot %s: %v %s", victim, err, out)
-	}
-	took := time.Since(rebooted)
-	waitFor(t, "the job to leave its first stage-in", 60*time.Second, func() bool {
+	lost := time.Now()
+	c.lose(t, victim, j.ID, how)
+	took := time.Since(lost)
+	waitFor(t, "the job to leave its first stage-in", 90*time.Second, func() bool {
 		return c.rsaJob(t, id).RSA != "STAGING_IN"
 	})
-	t.Logf("%s rebooted during stage-in (the reboot took %.1fs): the stage-in ended within %.1fs of its start", victim, took.Seconds(), time.Since(rebooted).Seconds())
+	t.Logf("%s %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
 	c.waitJob(t, id, 180*time.Second, "COMPLETED")
-	t.Logf("the job ran, its input whole in RAM, %.1fs after the reboot", time.Since(rebooted).Seconds())
+	t.Logf("the job ran, its input whole in RAM, %.1fs after %s was %s", time.Since(lost).Seconds(), victim, how)
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
 	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" {
 		t.Errorf("the job read its input from %q, not from its RAMDISK", got)
@@ -313,21 +329,32 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	if got := readFile(t, filepath.Join(w, "sums")); got != sums {
 		t.Errorf("the job read other input than it has on disk (%d bytes of sums, want %d)", len(got), len(sums))
 	}
-	// The stage-in's own check finds the part gone, or the heartbeat
-	// the new incarnation, whichever comes first. Under replica 2 the
-	// other copy may serve the whole job before either does.
-	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !replica && !strings.Contains(log, "RSA node "+victim+" is out of reach") && !strings.Contains(log, "RSA node "+victim+" lost") {
+	// Under replica 2 the other copy may serve the whole job before
+	// anything notices.
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !replica && !namesLoss(log, victim) {
 		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+	}
+	if how == lossLink {
+		// What the teardown left there is removed once it answers.
+		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
 	}
 	c.assertNoLeaks(t)
 }
 
-// testRebootWhileRunning: an RSA host of a running job "reboots" while the
-// job reads its input from RAM. The job goes on, degraded (its record and
-// its log name the node); at the switch to output the RAMDISK is rebuilt
-// on live nodes, and the output written there is staged out whole.
-func testRebootWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool) {
-	w := workDir(t, u, "rebootrun")
+// namesLoss: a job's log says node's part of its RAMDISK was lost or out
+// of reach.
+func namesLoss(log, node string) bool {
+	return strings.Contains(log, "RSA node "+node+" is out of reach") || strings.Contains(log, "RSA node "+node+" lost") ||
+		strings.Contains(log, "RSA node "+node+" out of reach")
+}
+
+// testLossWhileRunning: one of a job's RSA hosts loses its part of the
+// RAMDISK (how) while the job reads its input from RAM. The job goes on,
+// degraded (its record and its log name the node); at the switch to output
+// the RAMDISK is rebuilt (on live nodes, if the node is lost), and the
+// output written there is staged out whole.
+func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
+	w := workDir(t, u, "running")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 	sums := fill(t, u, in, 40, 64<<10)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
@@ -352,15 +379,15 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 		return err == nil
 	})
 	victim := j.Alloc[1].Node
-	rebooted := time.Now()
-	if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
-		t.Fatalf("reboot %s: %v %s", victim, err, out)
-	}
-	waitFor(t, "the job's record to name the lost node", 30*time.Second, func() bool {
-		jv := c.rsaJob(t, id)
-		return slices.Contains(jv.Lost, victim) || jv.RSA != "INUSE_IN"
+	lost := time.Now()
+	c.lose(t, victim, j.ID, how)
+	// A link cut is silent: the client gives the brick up after its ping
+	// timeout, the heartbeat after cluster.down_after, the switch's
+	// teardown when the node does not answer; whichever comes first.
+	waitFor(t, "the job's record to name the lost node", 60*time.Second, func() bool {
+		return slices.Contains(c.rsaJob(t, id).Lost, victim)
 	})
-	t.Logf("%s rebooted while the job ran: the job knew %.1fs after the reboot began", victim, time.Since(rebooted).Seconds())
+	t.Logf("%s %s while the job ran: the job knew %.1fs later", victim, how, time.Since(lost).Seconds())
 	if jv := c.rsaJob(t, id); jv.State != "RUNNING" {
 		t.Errorf("the job is %s/%s after losing an RSA node, not running on", jv.State, jv.RSA)
 	}
@@ -376,8 +403,11 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 		t.Errorf("the job wrote its output to %q, not to a rebuilt RAMDISK", got)
 	}
 	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "outsums"))), 20)
-	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "RSA node "+victim+" lost") {
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !namesLoss(log, victim) {
 		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+	}
+	if how == lossLink {
+		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
 	}
 	c.assertNoLeaks(t)
 }

@@ -71,16 +71,41 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		if err != nil {
 			return d, err
 		}
-		online := false
+		// glusterd lists only the bricks of the peers it reaches: one
+		// not listed (its node's glusterd down or restarting) is left
+		// to the client's view, which the copy reads through.
+		offline := false
 		for _, s := range states {
 			if strings.HasPrefix(s.Brick, addr+":") {
-				online = s.Online
+				offline = !s.Online
 			}
 		}
-		priv := filepath.Join(r.Dir, ".meta", "graphs", "active", fmt.Sprintf("%s-client-%d", vol, i), "private")
-		b, _ := os.ReadFile(priv)
-		out[i] = !online || disconnected(string(b))
+		out[i] = offline || clientLost(r, vol, i)
 	}
+	return e.degraded(r, out), nil
+}
+
+// Probe is Check without glusterd: the heartbeat and this host's client.
+// A brick whose process died is seen at once (its connection is reset); a
+// cut link after the client's ping timeout.
+func (e *Engine) Probe(r engine.Ramdisk) (engine.Degraded, error) {
+	if _, ok, err := e.mounted(r); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("the volume is not mounted at %s", r.Dir)
+		}
+		return engine.Degraded{}, fmt.Errorf("probing the RAMDISK of job %d: %w", r.Job, err)
+	}
+	vol := e.volume(r)
+	out := make([]bool, len(r.Parts))
+	for i, p := range r.Parts {
+		out[i] = e.Nodes.Down(p.Node) || clientLost(r, vol, i)
+	}
+	return e.degraded(r, out), nil
+}
+
+// degraded names the nodes of the parts out of reach (out[i]: part i).
+func (e *Engine) degraded(r engine.Ramdisk, out []bool) engine.Degraded {
+	var d engine.Degraded
 	for i, o := range out {
 		if !o {
 			continue
@@ -95,7 +120,7 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		}
 	}
 	slices.Sort(d.Nodes)
-	return d, nil
+	return d
 }
 
 // checkTimeout bounds glusterd's answer: on a cut link it waits for its
@@ -111,6 +136,13 @@ func stagingFailedOn(err error) (string, bool) {
 	}
 	host, _, ok := strings.Cut(rest, ". Error:")
 	return host, ok && host != ""
+}
+
+// clientLost: this host's client of volume vol, mounted at r.Dir, is not
+// connected to brick i.
+func clientLost(r engine.Ramdisk, vol string, i int) bool {
+	b, _ := os.ReadFile(filepath.Join(r.Dir, ".meta", "graphs", "active", fmt.Sprintf("%s-client-%d", vol, i), "private"))
+	return disconnected(string(b))
 }
 
 // disconnected reads "connected = 0" from a protocol/client translator's

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -70,7 +69,7 @@ const fuseMagic = 0x65735546
 
 func (e *Engine) Name() string { return "gluster" }
 
-func (e *Engine) volume(r engine.Ramdisk) string { return agent.VolumeName(r.Job) }
+func (e *Engine) volume(r engine.Ramdisk) string { return agent.BuildName(r.Job, r.Build) }
 
 // mounted finds the job's own Gluster client mount at r.Dir.
 func (e *Engine) mounted(r engine.Ramdisk) (mount.Info, bool, error) {
@@ -459,7 +458,11 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 // client mounts, the pool's volumes, the bricks on every RSA node and the
 // mounts on every compute node that answers.
 func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
-	ids := map[int64]bool{}
+	type build struct {
+		job   int64
+		build int
+	}
+	found := map[build]bool{}
 	ms, err := mount.List()
 	if err != nil {
 		return nil, err
@@ -469,12 +472,18 @@ func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 			continue
 		}
 		if id, ok := jobOfRamdisk(e.Root, m.Point); ok {
-			ids[id] = true
+			b := 1
+			if i := strings.LastIndex(m.Source, ":"); i >= 0 {
+				if of, n, err := agent.ParseBuild(strings.TrimPrefix(m.Source[i+1:], "/")); err == nil && of == id {
+					b = n
+				}
+			}
+			found[build{id, b}] = true
 		}
 	}
 	add := func(volume string) {
-		if id, err := agent.ParseVolume(volume); err == nil {
-			ids[id] = true
+		if id, b, err := agent.ParseBuild(volume); err == nil {
+			found[build{id, b}] = true
 		}
 	}
 	var errs []error
@@ -512,10 +521,11 @@ func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 		}
 		return err
 	})
-	out := make([]engine.Found, 0, len(ids))
-	for _, id := range slices.Sorted(maps.Keys(ids)) {
-		out = append(out, engine.Found{Job: id, Dir: engine.DirFor(e.Root, id)})
+	out := make([]engine.Found, 0, len(found))
+	for b := range found {
+		out = append(out, engine.Found{Job: b.job, Build: b.build, Dir: engine.DirFor(e.Root, b.job)})
 	}
+	slices.SortFunc(out, func(a, b engine.Found) int { return cmp.Or(cmp.Compare(a.Job, b.Job), cmp.Compare(a.Build, b.Build)) })
 	return out, errors.Join(errs...)
 }
 

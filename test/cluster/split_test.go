@@ -1,0 +1,145 @@
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// testGlusterdRestarted: glusterd is restarted on each of a job's RSA
+// hosts after the job wrote its output, as an admin's "systemctl restart
+// glusterd" or a package upgrade does. The bricks run on: the job notices
+// nothing, the stage-out's check (which asks glusterd) finds every part
+// in reach, every file is verified on disk, and nothing is left.
+func testGlusterdRestarted(t *testing.T, c *cluster, u testutil.User) {
+	const files = 40
+	w := workDir(t, u, "glusterd")
+	out := filepath.Join(w, "out")
+	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(false)+" pool=rsa", fmt.Sprintf(
+		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
+	for _, p := range j.Alloc {
+		began := time.Now()
+		if out, err := c.script(t, time.Minute, "cluster-up", "restart-glusterd", p.Node); err != nil {
+			t.Fatalf("restart-glusterd %s: %v %s", p.Node, err, out)
+		}
+		t.Logf("glusterd on %s restarted in %.1fs", p.Node, time.Since(began).Seconds())
+	}
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	t.Logf("glusterd restarted on %d RSA hosts: output staged out and the job released %.1fs after it ended", len(j.Alloc), time.Since(ended).Seconds())
+	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), files)
+	c.assertNoLeaks(t)
+}
+
+// testSplitBrain: a replica-2 RAMDISK split: the job's compute host
+// writes a file while it reaches only one RSA host of the pair, then
+// (the partition moved) the same file again while it reaches only the
+// other. Self-heal is off, so the copies stay apart: each blames the
+// other. The stage-out must never pick one in silence: it fails, naming
+// the file; once an admin chose a copy (gluster's split-brain
+// resolution), rsa retry stages it out, verified.
+func testSplitBrain(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "split")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -w c1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=%[3]s pool=rsa
+#RSA_DATA_OUT=%[2]s
+step() { for i in $(seq 1200); do [ -e %[1]s/$1 ] && return; sleep 0.1; done; }
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+touch %[1]s/mounted
+step cut1
+if echo first > %[2]s/x; then echo ok > %[1]s/w1; else echo fail > %[1]s/w1; fi
+step cut2
+if echo second > %[2]s/x; then echo ok > %[1]s/w2; else echo fail > %[1]s/w2; fi
+step go
+`, w, out, twoNodes(true)))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	if len(j.Alloc) != 2 {
+		t.Fatalf("the job holds %v: the test needs a pair on two RSA nodes", j.Alloc)
+	}
+	waitFor(t, "the job's output mount", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "mounted"))
+		return err == nil
+	})
+	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	// What the admin of a replicated volume would turn off to keep the
+	// copies apart: every heal, by the daemon and by clients.
+	c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "set", vol,
+		"cluster.self-heal-daemon", "off", "cluster.data-self-heal", "off",
+		"cluster.metadata-self-heal", "off", "cluster.entry-self-heal", "off")
+	quorum := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "get", vol, "cluster.quorum-type")
+	t.Logf("client quorum of a replica-2 job volume: %s", strings.Join(strings.Fields(quorum), " "))
+	addr := func(node string) string { return "10.78.0.1" + strings.TrimPrefix(node, "rsa") }
+	cut := func(node string) {
+		c.exec(t, "c1", "sh", "-c", fmt.Sprintf(`nft add table inet rsasplit 2>/dev/null; nft flush table inet rsasplit; nft add chain inet rsasplit out '{ type filter hook output priority 0; }' && nft add rule inet rsasplit out ip daddr %s drop`, addr(node)))
+	}
+	t.Cleanup(func() { c.execErr(t, "c1", "nft", "delete", "table", "inet", "rsasplit") })
+	step := func(name, result string) string {
+		if err := os.WriteFile(filepath.Join(w, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		waitFor(t, "the job's write "+result, 60*time.Second, func() bool {
+			b, err := os.ReadFile(filepath.Join(w, result))
+			got = strings.TrimSpace(string(b))
+			return err == nil && got != ""
+		})
+		return got
+	}
+	// The second part of the pair first: a client quorum would let
+	// writes on without it, not without the first.
+	cut(j.Alloc[1].Node)
+	w1 := step("cut1", "w1")
+	cut(j.Alloc[0].Node)
+	w2 := step("cut2", "w2")
+	c.exec(t, "c1", "nft", "delete", "table", "inet", "rsasplit")
+	t.Logf("the write reaching %s alone: %s; the one reaching %s alone: %s", j.Alloc[0].Node, w1, j.Alloc[1].Node, w2)
+	if w1 != "ok" {
+		t.Fatalf("the write with the first brick in reach failed")
+	}
+	ended := time.Now()
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	if w2 != "ok" {
+		// A client quorum kept the copies together: the second write
+		// failed for the job, the first is staged out.
+		c.waitRSA(t, id, 90*time.Second, "RELEASED")
+		if got := strings.TrimSpace(readFile(t, filepath.Join(out, "x"))); got != "first" {
+			t.Errorf("x on disk is %q, want the one write the job saw succeed", got)
+		}
+		c.assertNoLeaks(t)
+		return
+	}
+	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
+	t.Logf("split brain: the stage-out failed %.1fs after the job ended: %s", time.Since(ended).Seconds(), jv.Error)
+	if !strings.Contains(jv.Error, "x") {
+		t.Errorf("the failure does not name the file in split brain: %q", jv.Error)
+	}
+	if _, err := os.Stat(filepath.Join(out, "x")); err == nil {
+		t.Errorf("a copy of x in split brain reached the disk")
+	}
+	// The admin chooses: the copy written last.
+	c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "heal", vol, "split-brain", "latest-mtime", "/x")
+	c.rsa(t, "retry", fmt.Sprint(j.ID))
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	if got := strings.TrimSpace(readFile(t, filepath.Join(out, "x"))); got != "second" {
+		t.Errorf("x on disk after the admin chose the last copy is %q, want %q", got, "second")
+	}
+	c.assertNoLeaks(t)
+}
