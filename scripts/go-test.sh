@@ -11,7 +11,7 @@ status=0
 # Slurm cluster's compute nodes, internal/node) would otherwise copy another
 # package's RAMDISK mounts into them, and a root process holding a RAMDISK
 # is one RSA rightly refuses to kill, so that package's teardown fails.
-CI=true "${GO:-go}" test -p 1 -count=1 -timeout 15m -v "$@" ./... >"$log" 2>&1 || status=$?
+CI=true "${GO:-go}" test -p 1 -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
 # Passing tests' names are noise here; failures, logs and package lines stay.
 grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS)' "$log" || true
 if grep -qE '^[[:space:]]*--- SKIP' "$log"; then

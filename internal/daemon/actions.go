@@ -429,6 +429,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			// Not when the daemon stops: the stage-out runs again.
 			if ctx.Err() == nil {
 				if held := d.inventory(j, rd); held != "" {
+					if before.Lost {
+						// A distribute volume keeps a file's name on
+						// the file's own brick alone.
+						held += fmt.Sprintf("; that counts the parts in reach alone: the files on %s cannot be listed until the node is back", strings.Join(before.Nodes, ", "))
+					}
 					err = fmt.Errorf("%w; %s", err, held)
 				}
 			}

@@ -44,9 +44,9 @@ func testLinkDownAtStageOut(t *testing.T, c *cluster, u testutil.User, replica b
 
 // The ways an RSA host's part of a RAMDISK is lost in these tests.
 const (
-	lossBrick  = "its brick killed"
+	lossBrick  = "brick killed"
 	lossReboot = "rebooted"
-	lossLink   = "its link down"
+	lossLink   = "link down"
 )
 
 func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
@@ -82,7 +82,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
 	if replica {
 		c.waitRSA(t, id, 90*time.Second, "RELEASED")
-		t.Logf("replica 2, %s %s: output staged out in full %.1fs after the job ended", victim, how, time.Since(ended).Seconds())
+		t.Logf("replica 2, %s: %s: output staged out in full %.1fs after the job ended", victim, how, time.Since(ended).Seconds())
 		checkOutput(t, out, sums, files)
 		if how == lossLink {
 			// What the teardown left there is removed once it answers.
@@ -92,9 +92,12 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 		return
 	}
 	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
-	t.Logf("distribute, %s %s: stage-out failed %.1fs after the job ended: %s", victim, how, time.Since(ended).Seconds(), jv.Error)
+	t.Logf("distribute, %s: %s: stage-out failed %.1fs after the job ended: %s", victim, how, time.Since(ended).Seconds(), jv.Error)
 	if !strings.Contains(jv.Error, "RSA node "+victim) || strings.Contains(jv.Error, "RSA node "+other) {
 		t.Errorf("the failure does not name %s alone: %q", victim, jv.Error)
+	}
+	if !strings.Contains(jv.Error, "files on "+victim+" cannot be listed") {
+		t.Errorf("the failure's count of files in RAM does not say it leaves out those on %s: %q", victim, jv.Error)
 	}
 	var there int
 	for name, sum := range sums {
@@ -319,9 +322,9 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	waitFor(t, "the job to leave its first stage-in", 90*time.Second, func() bool {
 		return c.rsaJob(t, id).RSA != "STAGING_IN"
 	})
-	t.Logf("%s %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
+	t.Logf("%s: %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
 	c.waitJob(t, id, 180*time.Second, "COMPLETED")
-	t.Logf("the job ran, its input whole in RAM, %.1fs after %s was %s", time.Since(lost).Seconds(), victim, how)
+	t.Logf("the job ran, its input whole in RAM, %.1fs after that", time.Since(lost).Seconds())
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
 	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" {
 		t.Errorf("the job read its input from %q, not from its RAMDISK", got)
@@ -387,7 +390,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	waitFor(t, "the job's record to name the lost node", 60*time.Second, func() bool {
 		return slices.Contains(c.rsaJob(t, id).Lost, victim)
 	})
-	t.Logf("%s %s while the job ran: the job knew %.1fs later", victim, how, time.Since(lost).Seconds())
+	t.Logf("%s: %s while the job ran: the job knew %.1fs later", victim, how, time.Since(lost).Seconds())
 	if jv := c.rsaJob(t, id); jv.State != "RUNNING" {
 		t.Errorf("the job is %s/%s after losing an RSA node, not running on", jv.State, jv.RSA)
 	}

@@ -105,6 +105,12 @@ step go
 	cut(j.Alloc[1].Node)
 	w1 := step("cut1", "w1")
 	cut(j.Alloc[0].Node)
+	// The write must find the second brick in reach again: c1's client
+	// reconnects to it a few seconds after the partition moved.
+	waitFor(t, "c1's client to reach "+j.Alloc[1].Node+" again", 60*time.Second, func() bool {
+		priv, _ := c.execErr(t, "c1", "cat", fmt.Sprintf("%s/.meta/graphs/active/%s-client-1/private", j.Ramdisk, vol))
+		return strings.Contains(priv, "connected = 1")
+	})
 	w2 := step("cut2", "w2")
 	c.exec(t, "c1", "nft", "delete", "table", "inet", "rsasplit")
 	t.Logf("the write reaching %s alone: %s; the one reaching %s alone: %s", j.Alloc[0].Node, w1, j.Alloc[1].Node, w2)
@@ -128,7 +134,7 @@ step go
 	}
 	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
 	t.Logf("split brain: the stage-out failed %.1fs after the job ended: %s", time.Since(ended).Seconds(), jv.Error)
-	if !strings.Contains(jv.Error, "x") {
+	if !strings.Contains(jv.Error, "x: input/output error") {
 		t.Errorf("the failure does not name the file in split brain: %q", jv.Error)
 	}
 	if _, err := os.Stat(filepath.Join(out, "x")); err == nil {
