@@ -330,6 +330,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 	switch kind {
 	case lifecycle.Construct:
 		if err := d.engine.Construct(ctx, rd); err != nil {
+			// A node that stopped answering is no reason to give RSA
+			// up: the RAMDISK is built anew on live nodes.
+			if silent := d.silentAmong(j.Alloc); len(silent) > 0 && ctx.Err() == nil {
+				d.appendStageLog(j, fmt.Sprintf("building the RAMDISK: RSA node %s does not answer (%v); building it anew on live nodes", strings.Join(silent, ", "), err))
+				return lifecycle.Event{Kind: lifecycle.EvBootLost, Reason: err.Error(), Nodes: silent}
+			}
 			return fail(lifecycle.EvBootFailed, err)
 		}
 		return ok(lifecycle.EvBooted)

@@ -74,6 +74,22 @@ func (d *Daemon) nodeLost(loss cluster.Loss) {
 	}
 }
 
+// silentAmong are the RSA nodes of parts whose agents did not answer the
+// last heartbeat, sorted.
+func (d *Daemon) silentAmong(parts []job.Part) []string {
+	var silent []string
+	if d.cluster == nil {
+		return nil
+	}
+	for _, p := range parts {
+		if !d.cluster.Up(p.Node) && !slices.Contains(silent, p.Node) {
+			silent = append(silent, p.Node)
+		}
+	}
+	slices.Sort(silent)
+	return silent
+}
+
 // maxListed bounds the file names a failed stage-out writes to the job's
 // log; the count and size cover all of them.
 const maxListed = 200

@@ -23,6 +23,9 @@ const (
 	EvIneligible     EventKind = "ineligible"
 	EvBooted         EventKind = "booted"
 	EvBootFailed     EventKind = "boot-failed"
+	// EvBootLost: building the RAMDISK failed on RSA nodes that do not
+	// answer (Event.Nodes): it is built anew on live nodes, not given up.
+	EvBootLost EventKind = "boot-node-lost"
 	EvStagedIn       EventKind = "staged-in"
 	EvStageInFailed  EventKind = "stage-in-failed"
 	EvStageInStopped EventKind = "stage-in-stopped"

@@ -45,6 +45,8 @@ var cases = []stepCase{
 	{name: "staged job is ready (App. H l.42)", job: io(OnDeck, StagingIn), event: ev(EvStagedIn), wantJob: OnDeck, wantRSA: Ready},
 	{name: "failed stage-in aborts", job: io(OnDeck, StagingIn), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Aborted},
 	{name: "boot failure abandons", job: io(OnDeck, Booting), event: ev(EvBootFailed), wantJob: OnDeck, wantRSA: Abandoning, wantDo: []ActionKind{Destroy}},
+	{name: "boot failure on a lost node rebuilds", job: io(OnDeck, Booting), event: Event{Kind: EvBootLost, Nodes: []string{"rsa2"}}, wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "boot failure on a lost node, running: rebuilds for output", job: io(Running, Booting), event: Event{Kind: EvBootLost, Nodes: []string{"rsa2"}}, wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "abandoned RAMDISK destroyed: ineligible", job: io(OnDeck, Abandoning), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "ready job waits (l.158)", job: io(OnDeck, Ready), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ready},
 	{name: "destroyed on-deck job rebuilds", job: io(OnDeck, TeardownFailed), event: ev(EvRetry), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
@@ -153,6 +155,7 @@ var cases = []stepCase{
 	{name: "failed stage-in without a lost node waits", job: io(OnDeck, StoppingStagingIn), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Aborted},
 	{name: "node lost while running: degraded, goes on", job: io(Running, InUseIn), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseIn},
 	{name: "node lost while writing output: goes on", job: io(Running, InUseOut), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseOut},
+	{name: "switch whose teardown missed a node: rebuilt on live nodes", job: io(Running, Teardown), event: Event{Kind: EvDestroyed, Nodes: []string{"rsa2"}}, wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "switch after a lost node: rebuilt on live nodes", job: lost(io(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "node lost during stage-out: its check decides", job: io(Finished, StagingOut), event: ev(EvNodeLost), wantJob: Finished, wantRSA: StagingOut},
 	{name: "node lost after the job: released as ever", job: lost(io(Finished, Teardown)), event: ev(EvDestroyed), wantJob: Finished, wantRSA: Released},
@@ -289,7 +292,7 @@ func TestScenarios(t *testing.T) {
 func reachable(visit func(from Job, e Event, out Outcome)) {
 	kinds := []Event{}
 	for _, k := range []EventKind{EvOnDeck, EvDemoted, EvStarted, EvFinished, EvAssigned, EvIneligible, EvBooted,
-		EvBootFailed, EvStagedIn, EvStageInFailed, EvStageInStopped, EvMounted, EvMountFailed, EvUnmounted,
+		EvBootFailed, EvBootLost, EvStagedIn, EvStageInFailed, EvStageInStopped, EvMounted, EvMountFailed, EvUnmounted,
 		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard, EvLost} {
 		kinds = append(kinds, at(k, time.Second))
 	}

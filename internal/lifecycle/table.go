@@ -32,6 +32,10 @@ var eventTable = []eventRow{
 	// --- construction (App. D) ---
 	{on: EvBooted, rsa: []RSAState{Booting}, nextRSA: Booted, why: "RAMDISK built"},
 	{on: EvBootFailed, rsa: []RSAState{Booting}, nextRSA: Abandoning, why: "building the RAMDISK failed"},
+	// Not in the thesis: a node that stopped answering is no reason to
+	// give RSA up. What was built is torn down, and DESTROYED with a lost
+	// node assigns anew (released, if the job ended or was demoted).
+	{on: EvBootLost, rsa: []RSAState{Booting}, nextRSA: Teardown, why: "building the RAMDISK failed on an RSA node that does not answer: rebuilding on live nodes"},
 
 	// --- stage-in (App. H, I) ---
 	{on: EvStagedIn, rsa: []RSAState{StagingIn}, nextRSA: Ready, why: "input staged in"},

@@ -39,8 +39,15 @@ type NodeUse struct {
 type AgentHealth struct {
 	Node, Role string
 	Up         bool
-	Seen       time.Time // zero: never
+	// State is the heartbeat's: "up", "suspect" or "down".
+	State    string
+	Seen     time.Time // zero: never
+	Rebooted int       // reboots the daemon saw
 }
+
+// agentStates are AgentHealth.State's values, each a series of
+// rsa_agent_state.
+var agentStates = []string{"up", "suspect", "down"}
 
 // JobCount is how many jobs not done are in one pair of states.
 type JobCount struct {
@@ -141,16 +148,19 @@ type gauges struct{ src Source }
 var (
 	jobsDesc = prometheus.NewDesc("rsa_jobs", "Jobs RSA is not done with, by job-state and rsa-state.",
 		[]string{"job_state", "rsa_state"}, nil)
-	capacityDesc  = prometheus.NewDesc("rsa_node_capacity_bytes", "An RSA node's RAM for RAMDISKs.", []string{"node"}, nil)
-	allocDesc     = prometheus.NewDesc("rsa_node_allocated_bytes", "RAM of an RSA node that jobs hold.", []string{"node"}, nil)
-	usedDesc      = prometheus.NewDesc("rsa_node_used_bytes", "RAM of an RSA node that RAMDISKs fill.", []string{"node"}, nil)
-	drainedDesc   = prometheus.NewDesc("rsa_node_drained", "1 when an administrator drained the RSA node.", []string{"node"}, nil)
-	agentUpDesc   = prometheus.NewDesc("rsa_agent_up", "1 when the node's agent answered the daemon's last heartbeat (engine gluster).", []string{"node", "role"}, nil)
-	agentSeenDesc = prometheus.NewDesc("rsa_agent_last_seen_timestamp_seconds", "When the node's agent last answered (Unix time; 0: never).", []string{"node", "role"}, nil)
+	capacityDesc   = prometheus.NewDesc("rsa_node_capacity_bytes", "An RSA node's RAM for RAMDISKs.", []string{"node"}, nil)
+	allocDesc      = prometheus.NewDesc("rsa_node_allocated_bytes", "RAM of an RSA node that jobs hold.", []string{"node"}, nil)
+	usedDesc       = prometheus.NewDesc("rsa_node_used_bytes", "RAM of an RSA node that RAMDISKs fill.", []string{"node"}, nil)
+	drainedDesc    = prometheus.NewDesc("rsa_node_drained", "1 when an administrator drained the RSA node.", []string{"node"}, nil)
+	agentUpDesc    = prometheus.NewDesc("rsa_agent_up", "1 when the node's agent answered the daemon's last heartbeat (engine gluster).", []string{"node", "role"}, nil)
+	agentSeenDesc  = prometheus.NewDesc("rsa_agent_last_seen_timestamp_seconds", "When the node's agent last answered (Unix time; 0: never).", []string{"node", "role"}, nil)
+	agentStateDesc = prometheus.NewDesc("rsa_agent_state", "1 for the node's state as the heartbeat tells it: up; suspect (silent for less than cluster.down_after: no new jobs); down (lost).",
+		[]string{"node", "role", "state"}, nil)
+	agentRebootsDesc = prometheus.NewDesc("rsa_agent_reboots_total", "Reboots of the node (a new incarnation: its RAMDISK parts gone) the daemon saw since it started.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc} {
 		ch <- d
 	}
 }
@@ -175,6 +185,14 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(agentUpDesc, prometheus.GaugeValue, up, a.Node, a.Role)
 		ch <- prometheus.MustNewConstMetric(agentSeenDesc, prometheus.GaugeValue, seen, a.Node, a.Role)
+		for _, s := range agentStates {
+			v := 0.0
+			if a.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(agentStateDesc, prometheus.GaugeValue, v, a.Node, a.Role, s)
+		}
+		ch <- prometheus.MustNewConstMetric(agentRebootsDesc, prometheus.CounterValue, float64(a.Rebooted), a.Node, a.Role)
 	}
 	nodes, err := g.src.Nodes(ctx)
 	if err != nil {

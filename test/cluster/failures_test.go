@@ -159,6 +159,9 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 	if nodes := c.rsa(t, "nodes"); !strings.Contains(nodes, "suspect (agent:") {
 		t.Errorf("rsa nodes does not show %s's agent suspect:\n%s", storage, nodes)
 	}
+	if m := c.metrics(t); !strings.Contains(m, fmt.Sprintf(`rsa_agent_state{node=%q,role="storage",state="suspect"} 1`, storage)) {
+		t.Errorf("the metrics do not show %s suspect", storage)
+	}
 	for _, h := range []string{storage, "c1"} {
 		if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", h); err != nil {
 			t.Fatalf("start-agent %s: %v %s", h, err, out)
