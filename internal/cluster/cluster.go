@@ -72,7 +72,10 @@ type Cluster struct {
 	log       *slog.Logger
 	// lost receives every Loss, from the heartbeat's goroutine; set
 	// before the first Beat.
-	lost      func(Loss)
+	lost func(Loss)
+	// noted receives each node's incarnation when first seen or changed,
+	// from the heartbeat's goroutine; set before the first Beat.
+	noted     func(node, incarnation string)
 	storage   map[string]string // RSA node → address
 	computeAt map[string]string // listed compute node → address
 
@@ -91,7 +94,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 	if id.Role() != pki.RoleControl {
 		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
 	}
-	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, lost: func(Loss) {},
+	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, lost: func(Loss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
 		clients: map[string]*agent.Client{}, health: map[string]Health{}}
 	now := time.Now()
@@ -113,6 +116,30 @@ func (c *Cluster) OnLoss(f func(Loss)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lost = f
+}
+
+// OnIncarnation has f called, from the heartbeat, with a node's
+// incarnation when it is first seen and each time it changes: what
+// Remember wants after a restart. f must not block for long.
+func (c *Cluster) OnIncarnation(f func(node, incarnation string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noted = f
+}
+
+// Remember gives, before the first Beat, the incarnations (node →
+// incarnation) a previous daemon saw: a node that answers with another
+// rebooted while no daemon watched, and is lost as one that reboots while
+// it runs. Unknown nodes are ignored.
+func (c *Cluster) Remember(incarnations map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, inc := range incarnations {
+		if h, ok := c.health[n]; ok && h.Incarnation == "" {
+			h.Incarnation = inc
+			c.health[n] = h
+		}
+	}
 }
 
 // StorageNodes are the configured RSA nodes, sorted.
@@ -236,10 +263,14 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 			if ctx.Err() != nil {
 				return
 			}
-			if loss := c.record(n, st, err); loss != nil {
-				c.mu.Lock()
-				lost := c.lost
-				c.mu.Unlock()
+			loss, inc := c.record(n, st, err)
+			c.mu.Lock()
+			lost, noted := c.lost, c.noted
+			c.mu.Unlock()
+			if inc != "" {
+				noted(n, inc)
+			}
+			if loss != nil {
 				lost(*loss)
 			}
 		}()
@@ -248,8 +279,8 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 }
 
 // record notes one heartbeat's answer and returns the loss it reveals,
-// if any.
-func (c *Cluster) record(node string, st *agent.Status, err error) *Loss {
+// if any, and the node's incarnation if it is new.
+func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
@@ -272,12 +303,16 @@ func (c *Cluster) record(node string, st *agent.Status, err error) *Loss {
 		case h.State == StateDown:
 			silent := now.Sub(h.Silent).Round(time.Second)
 			c.log.Error("node lost: its agent has not answered for "+silent.String(), "node", node, "err", err)
-			return &Loss{Node: node, Why: fmt.Sprintf("RSA node %s has not answered for %s (%s)", node, silent, err)}
+			return &Loss{Node: node, Why: fmt.Sprintf("RSA node %s has not answered for %s (%s)", node, silent, err)}, ""
 		}
-		return nil
+		return nil, ""
 	}
 	var loss *Loss
 	inc := cmp.Or(st.Incarnation, st.BootID) // an agent of before incarnations: its boot id
+	noted := ""
+	if h.Incarnation != inc {
+		noted = inc
+	}
 	if h.Incarnation != "" && h.Incarnation != inc {
 		h.Rebooted++
 		c.log.Error("node lost: it rebooted (a new incarnation); its bricks and mounts are gone", "node", node, "incarnation", inc)
@@ -290,7 +325,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) *Loss {
 	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
 	c.health[node] = h
-	return loss
+	return loss, noted
 }
 
 // Watch beats every interval until ctx ends.

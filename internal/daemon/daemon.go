@@ -259,6 +259,17 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// Who is up decides where jobs go and what gc may reach: ask
 		// every agent before either.
 		d.cluster.OnLoss(func(l cluster.Loss) { go d.nodeLost(l) })
+		// A node that rebooted while no daemon watched is lost too.
+		if incs, err := d.store.Incarnations(ctx); err != nil {
+			d.log.Error("reading the agents' last incarnations: a node that rebooted while rsa serve was down goes unnoticed until its parts are checked", "err", err)
+		} else {
+			d.cluster.Remember(incs)
+		}
+		d.cluster.OnIncarnation(func(node, inc string) {
+			if err := d.store.SetIncarnation(context.WithoutCancel(ctx), node, inc, time.Now()); err != nil {
+				d.log.Error("recording an agent's incarnation", "node", node, "err", err)
+			}
+		})
 		d.cluster.Beat(ctx, 5*time.Second)
 		for _, h := range d.cluster.Health() {
 			if !h.Up {

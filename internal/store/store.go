@@ -107,6 +107,13 @@ var migrations = []string{
 	INSERT INTO debts2(node, job_id, build, bytes, since, why) SELECT node, job_id, 1, bytes, since, why FROM debts;
 	DROP TABLE debts;
 	ALTER TABLE debts2 RENAME TO debts;`,
+	// The incarnation each agent last reported: a node that rebooted
+	// while rsa serve was down is lost all the same.
+	`CREATE TABLE incarnations (
+		node        TEXT PRIMARY KEY,
+		incarnation TEXT NOT NULL,
+		seen        INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700

@@ -154,6 +154,25 @@ func TestDebts(t *testing.T) {
 	}
 }
 
+// An incarnation recorded again replaces the one before.
+func TestIncarnations(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, r := range [][2]string{{"rsa1", "a/1"}, {"rsa2", "b/1"}, {"rsa1", "a/2"}} {
+		if err := s.SetIncarnation(ctx, r[0], r[1], time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Incarnations(ctx)
+	if err != nil || len(got) != 2 || got["rsa1"] != "a/2" || got["rsa2"] != "b/1" {
+		t.Fatalf("incarnations %v %v, want rsa1 a/2 and rsa2 b/1", got, err)
+	}
+}
+
 // Purge removes the ended jobs older than the cut, with their events, and
 // nothing else; a purged id is never given again.
 func TestPurge(t *testing.T) {

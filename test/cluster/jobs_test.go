@@ -29,6 +29,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("BrickKilledWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossBrick) })
 	t.Run("LinkDownDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, us[0], false, lossLink) })
 	t.Run("LinkDownWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossLink) })
+	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched) })
 	t.Run("RebootAtStageOut", func(t *testing.T) { testRebootAtStageOut(t, c, us[0], false) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, us[0], false) })

@@ -47,6 +47,9 @@ const (
 	lossBrick  = "brick killed"
 	lossReboot = "rebooted"
 	lossLink   = "link down"
+	// lossUnwatched: rebooted while rsa serve was down, which must
+	// notice the new incarnation when it starts.
+	lossUnwatched = "rebooted while rsa serve was down"
 )
 
 func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
@@ -145,6 +148,12 @@ func (c *cluster) lose(t *testing.T, victim string, id int64, how string) {
 	case lossReboot:
 		if out, err := c.script(t, time.Minute, "cluster-up", "reboot", victim); err != nil {
 			t.Fatalf("reboot %s: %v %s", victim, err, out)
+		}
+	case lossUnwatched:
+		for _, step := range [][]string{{"stop-rsa"}, {"reboot", victim}, {"start-rsa"}} {
+			if out, err := c.script(t, time.Minute, "cluster-up", step...); err != nil {
+				t.Fatalf("cluster-up %v: %v %s", step, err, out)
+			}
 		}
 	case lossLink:
 		c.exec(t, victim, "ip", "link", "set", "eth0", "down")
@@ -406,8 +415,12 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 		t.Errorf("the job wrote its output to %q, not to a rebuilt RAMDISK", got)
 	}
 	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "outsums"))), 20)
-	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !namesLoss(log, victim) {
+	log := c.rsa(t, "log", fmt.Sprint(j.ID))
+	if !namesLoss(log, victim) {
 		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+	}
+	if how == lossUnwatched && !strings.Contains(log, "RSA node "+victim+" rebooted") {
+		t.Errorf("the job's log does not say %s rebooted:\n%s", victim, log)
 	}
 	if how == lossLink {
 		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
