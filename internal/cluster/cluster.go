@@ -303,7 +303,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 		case h.State == StateDown:
 			silent := now.Sub(h.Silent).Round(time.Second)
 			c.log.Error("node lost: its agent has not answered for "+silent.String(), "node", node, "err", err)
-			return &Loss{Node: node, Why: fmt.Sprintf("RSA node %s has not answered for %s (%s)", node, silent, err)}, ""
+			return &Loss{Node: node, Why: fmt.Sprintf("%s %s has not answered for %s (%s)", kind(h.Role), node, silent, err)}, ""
 		}
 		return nil, ""
 	}
@@ -316,7 +316,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 	if h.Incarnation != "" && h.Incarnation != inc {
 		h.Rebooted++
 		c.log.Error("node lost: it rebooted (a new incarnation); its bricks and mounts are gone", "node", node, "incarnation", inc)
-		loss = &Loss{Node: node, Why: fmt.Sprintf("RSA node %s rebooted: its RAM is gone", node)}
+		loss = &Loss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node)}
 	}
 	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
@@ -326,6 +326,14 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
 	c.health[node] = h
 	return loss, noted
+}
+
+// kind names a node by its role in messages.
+func kind(role string) string {
+	if role == "compute" {
+		return "compute node"
+	}
+	return "RSA node"
 }
 
 // Watch beats every interval until ctx ends.

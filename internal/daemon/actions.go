@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -344,7 +343,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		if ctx.Err() == nil {
 			// Input copied into a part out of reach is not there: the
 			// RAMDISK is rebuilt and the input staged in again.
-			if dg, cerr := d.engine.Check(ctx, rd); cerr == nil && dg.Lost {
+			dg, cerr := d.engine.Check(ctx, rd)
+			if cerr != nil {
+				// The copy's own errors and the probe still count.
+				d.log.Warn("checking the RAMDISK after its stage-in", "job", j.ID, "err", cerr)
+			} else if dg.Lost {
 				why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach", strings.Join(dg.Nodes, ", "))
 				if err != nil {
 					why += "; the copy: " + err.Error()
@@ -405,12 +408,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		if cerr == nil && ctx.Err() == nil {
 			var after engine.Degraded
 			after, cerr = d.engine.Check(ctx, rd)
-			before.Lost = before.Lost || after.Lost
-			for _, n := range after.Nodes {
-				if !slices.Contains(before.Nodes, n) {
-					before.Nodes = append(before.Nodes, n)
-				}
-			}
+			before = before.Merge(after)
 		}
 		switch {
 		case ctx.Err() != nil:

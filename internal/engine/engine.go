@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -61,6 +62,18 @@ type Degraded struct {
 	// Lost: some data has no copy in reach, so files are missing from
 	// Dir (distribute: any part; replica 2: both parts of a pair).
 	Lost bool
+}
+
+// Merge is what d and e say together: a part out of reach in either.
+func (d Degraded) Merge(e Degraded) Degraded {
+	nodes := slices.Clone(d.Nodes)
+	for _, n := range e.Nodes {
+		if !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	slices.Sort(nodes)
+	return Degraded{Nodes: nodes, Lost: d.Lost || e.Lost}
 }
 
 // DebtError is Destroy's answer when some RSA nodes of the RAMDISK could

@@ -36,6 +36,7 @@ func TestGlusterFailures(t *testing.T) {
 	t.Run("LinkDownDuringStageIn", func(t *testing.T) { testLossDuringStageIn(t, c, u, true, lossLink) })
 	t.Run("LinkDownWhileRunning", func(t *testing.T) { testLossWhileRunning(t, c, u, true, lossLink) })
 	t.Run("SplitBrain", func(t *testing.T) { testSplitBrain(t, c, u) })
+	t.Run("RSAPartition", func(t *testing.T) { testRSAPartition(t, c, u) })
 }
 
 // agentClient is a client of host's agent with the identity in pki dir.

@@ -149,3 +149,42 @@ step go
 	}
 	c.assertNoLeaks(t)
 }
+
+// testRSAPartition: the two RSA hosts of a replica-2 job are cut off from
+// each other (each still reaches everyone else) after the job wrote its
+// output. Clients replicate by themselves, so no copy falls behind: the
+// output stages out in full, verified. glusterd's pool is split, though,
+// and deletes no volume while a peer is out of its reach: the teardown
+// must not hang on it, and once the partition heals nothing is left.
+func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
+	const files = 40
+	w := workDir(t, u, "partition")
+	out := filepath.Join(w, "out")
+	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(true)+" pool=rsa", fmt.Sprintf(
+		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
+	a, b := j.Alloc[0].Node, j.Alloc[1].Node
+	addr := "10.78.0.1" + strings.TrimPrefix(b, "rsa")
+	c.exec(t, a, "sh", "-c", fmt.Sprintf(`nft add table inet rsapart && nft add chain inet rsapart in '{ type filter hook input priority 0; }' && nft add chain inet rsapart out '{ type filter hook output priority 0; }' && nft add rule inet rsapart in ip saddr %[1]s drop && nft add rule inet rsapart out ip daddr %[1]s drop`, addr))
+	t.Cleanup(func() { c.execErr(t, a, "nft", "delete", "table", "inet", "rsapart") })
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	var jv string
+	waitFor(t, "the stage-out and teardown to end", 120*time.Second, func() bool {
+		jv = string(c.rsaJob(t, id).RSA)
+		return jv == "RELEASED" || jv == "TEARDOWN_FAILED" || jv == "STAGE_OUT_FAILED"
+	})
+	t.Logf("%s and %s cut off from each other: %s %.1fs after the job ended", a, b, jv, time.Since(ended).Seconds())
+	if jv == "STAGE_OUT_FAILED" {
+		t.Fatalf("the stage-out failed though every client reached both copies: %s", c.rsaJob(t, id).Error)
+	}
+	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), files)
+	c.exec(t, a, "nft", "delete", "table", "inet", "rsapart")
+	healed := time.Now()
+	c.waitRSA(t, id, 120*time.Second, "RELEASED")
+	c.assertNoLeaks(t)
+	t.Logf("the partition healed: nothing left %.1fs later", time.Since(healed).Seconds())
+}
