@@ -389,7 +389,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			// RAMDISK: the seal below fences it (the bricks refuse
 			// every client's writes, connections already open
 			// included), and the copy goes on without it.
-			un, ok := err.(*node.UnreachableError)
+			un, ok := unreachable(err)
 			if !ok {
 				return fail(lifecycle.EvStageOutFailed, err)
 			}
@@ -453,7 +453,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			// A compute node out of reach keeps its client mount until
 			// it answers again (gc removes it then); it holds no RSA
 			// RAM, and the volume goes below.
-			un, ok := err.(*node.UnreachableError)
+			un, ok := unreachable(err)
 			if !ok {
 				return fail(lifecycle.EvDestroyFailed, err)
 			}
@@ -749,4 +749,13 @@ func (d *Daemon) watchOwner(j *job.Job) {
 			}
 		}
 	}()
+}
+
+// unreachable is the compute nodes an unbind could not reach, if that is
+// all that failed: their mounts stay until they answer.
+func unreachable(err error) (*node.UnreachableError, bool) {
+	// Unbind returns one bare when nothing else failed; joined with
+	// other errors it is not all, and errors.As would find it anyway.
+	un, ok := err.(*node.UnreachableError)
+	return un, ok
 }
