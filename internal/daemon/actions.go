@@ -451,13 +451,16 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// counts as held until it is really gone.
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			// A compute node out of reach keeps its client mount until
-			// it answers again (gc removes it then); it holds no RSA
+			// it answers again (a debt, paid then); it holds no RSA
 			// RAM, and the volume goes below.
 			un, ok := unreachable(err)
 			if !ok {
 				return fail(lifecycle.EvDestroyFailed, err)
 			}
-			d.log.Warn("compute node out of reach at teardown: its mount is left for gc", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
+			d.log.Warn("compute node out of reach at teardown: its mount is removed when it answers", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
+			if err := d.oweMounts(ctx, j, un); err != nil {
+				return fail(lifecycle.EvDestroyFailed, err)
+			}
 		}
 		if err := d.engine.Revoke(ctx, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -29,6 +31,20 @@ func (d *Daemon) owe(ctx context.Context, j *job.Job, debt *engine.DebtError) er
 		d.log.Warn("RAMDISK part left on a silent node: held there until its agent answers", "job", j.ID, "node", n, "bytes", bytes)
 	}
 	d.appendStageLog(j, fmt.Sprintf("teardown: the parts on %v stay held until those RSA nodes answer (%v)", debt.Nodes, debt.Err))
+	return d.loadDebts(ctx)
+}
+
+// oweMounts records the client mounts of j's RAMDISK a teardown left on
+// compute nodes out of reach: each is removed when its node answers
+// again. They hold no RSA RAM (a debt of 0 bytes).
+func (d *Daemon) oweMounts(ctx context.Context, j *job.Job, un *node.UnreachableError) error {
+	for _, n := range un.Nodes {
+		err := d.store.AddDebt(ctx, store.Debt{Node: n, Job: j.ID, Build: j.Build, Since: time.Now(), Why: "its mount of the RAMDISK: " + un.Err.Error()})
+		if err != nil {
+			return fmt.Errorf("recording what job %d leaves on %s: %w", j.ID, n, err)
+		}
+	}
+	d.appendStageLog(j, fmt.Sprintf("teardown: compute node %s out of reach (%v): its mount of the RAMDISK is removed when it answers", strings.Join(un.Nodes, ", "), un.Err))
 	return d.loadDebts(ctx)
 }
 
@@ -63,7 +79,14 @@ func (d *Daemon) payDebts(ctx context.Context) {
 		}
 		rd := engine.Ramdisk{Job: db.Job, Build: db.Build, Dir: engine.DirFor(d.cfg.RamdiskRoot, db.Job),
 			Parts: []job.Part{{Node: db.Node, Bytes: db.Bytes}}}
-		if err := d.engine.Destroy(ctx, rd); err != nil {
+		if slices.Contains(d.cluster.ComputeNodes(), db.Node) {
+			// A client mount: the node's agent lets go of it.
+			rd.Parts = nil
+			if err := d.access.Unbind(ctx, []string{db.Node}, rd, true); err != nil {
+				d.log.Warn("paying a debt", "job", db.Job, "node", db.Node, "err", err)
+				continue
+			}
+		} else if err := d.engine.Destroy(ctx, rd); err != nil {
 			if debt := (*engine.DebtError)(nil); !errors.As(err, &debt) {
 				d.log.Warn("paying a debt", "job", db.Job, "node", db.Node, "err", err)
 			}

@@ -19,13 +19,13 @@ const (
 
 // Completion events: an action ended.
 const (
-	EvAssigned       EventKind = "assigned"
-	EvIneligible     EventKind = "ineligible"
-	EvBooted         EventKind = "booted"
-	EvBootFailed     EventKind = "boot-failed"
+	EvAssigned   EventKind = "assigned"
+	EvIneligible EventKind = "ineligible"
+	EvBooted     EventKind = "booted"
+	EvBootFailed EventKind = "boot-failed"
 	// EvBootLost: building the RAMDISK failed on RSA nodes that do not
 	// answer (Event.Nodes): it is built anew on live nodes, not given up.
-	EvBootLost EventKind = "boot-node-lost"
+	EvBootLost       EventKind = "boot-node-lost"
 	EvStagedIn       EventKind = "staged-in"
 	EvStageInFailed  EventKind = "stage-in-failed"
 	EvStageInStopped EventKind = "stage-in-stopped"
