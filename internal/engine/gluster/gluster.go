@@ -116,20 +116,35 @@ func (e *Engine) servers(r engine.Ramdisk) ([]string, error) {
 // of the job's nodes whose agent is up, else any RSA node's that is (they
 // share one trusted pool).
 func (e *Engine) coordinator(r engine.Ramdisk) (*agent.Client, error) {
+	if live := e.coordinators(r); len(live) > 0 {
+		return e.Nodes.Client(live[0])
+	}
 	var cands []string
 	for _, p := range r.Parts {
 		cands = append(cands, p.Node)
 	}
 	cands = append(cands, e.Nodes.StorageNodes()...)
-	for _, n := range cands {
-		if e.Nodes.Up(n) {
-			return e.Nodes.Client(n)
-		}
-	}
 	if len(cands) > 0 {
 		return e.Nodes.Client(cands[0]) // none known up: try, and report why not
 	}
 	return nil, errors.New("no RSA node configured")
+}
+
+// coordinators are the RSA nodes whose agents answer, the job's own
+// first: whose glusterd to ask, in turn.
+func (e *Engine) coordinators(r engine.Ramdisk) []string {
+	var cands []string
+	for _, p := range r.Parts {
+		cands = append(cands, p.Node)
+	}
+	cands = append(cands, e.Nodes.StorageNodes()...)
+	var live []string
+	for _, n := range cands {
+		if e.Nodes.Up(n) && !slices.Contains(live, n) {
+			live = append(live, n)
+		}
+	}
+	return live
 }
 
 // spec is the volume's Gluster layout and options, allowing the control
@@ -394,16 +409,25 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			owed = append(owed, n)
 		}
 	}
-	co, err := e.coordinator(r)
-	if err != nil {
-		return err
-	}
-	var volErr error
-	if err := co.RemoveVolume(ctx, e.volume(r)); err != nil {
-		if len(owed) == 0 {
-			return fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
+	// glusterd deletes a volume only if it reaches every peer: inside
+	// a split pool another node's glusterd may, so each is asked in turn.
+	volErr := errors.New("no RSA node answers")
+	for _, n := range e.coordinators(r) {
+		cl, err := e.Nodes.Client(n)
+		if err == nil {
+			err = cl.RemoveVolume(ctx, e.volume(r))
+		}
+		if err == nil {
+			volErr = nil
+			break
 		}
 		volErr = fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if volErr != nil && len(owed) == 0 {
+		return volErr
 	}
 	if err := each(nodes, func(_ int, n string) error {
 		if slices.Contains(owed, n) {
