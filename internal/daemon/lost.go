@@ -149,9 +149,15 @@ func (d *Daemon) appendStageLog(j *job.Job, line string, more ...string) {
 	}
 }
 
-// watched are the states in which a RAMDISK serves a job and nothing else
-// looks at its parts: a stage checks them itself when it ends.
-var watched = []lifecycle.RSAState{lifecycle.Booted, lifecycle.Ready, lifecycle.InUseIn, lifecycle.InUseOut}
+// watched: in state s a RAMDISK serves its job and nothing else looks at
+// its parts (a stage checks them itself when it ends).
+func watched(s lifecycle.RSAState) bool {
+	switch s {
+	case lifecycle.Booted, lifecycle.Ready, lifecycle.InUseIn, lifecycle.InUseOut:
+		return true
+	}
+	return false
+}
 
 // probeTimeout bounds one Probe: it reads from the RAMDISK's mount, which a
 // hung client would never answer.
@@ -166,7 +172,8 @@ const probeTimeout = 10 * time.Second
 func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	seen := map[int64][]string{} // job → nodes out of reach at the last probe
+	seen := map[int64][]string{}        // job → nodes out of reach at the last probe
+	hung := map[int64]<-chan struct{}{} // job → a probe that never answered, until it does
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,14 +186,25 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 		}
 		var probes []probe
 		d.store.EachActive(func(j *job.Job) {
-			if slices.Contains(watched, j.RSA) && j.Ramdisk != "" {
+			if watched(j.RSA) && j.Ramdisk != "" {
 				probes = append(probes, probe{d.ramdisk(j), slices.Clone(j.Lost)})
 			}
 		})
 		next := map[int64][]string{}
 		for _, p := range probes {
-			dg, err := d.probe(ctx, p.rd)
+			if done, ok := hung[p.rd.Job]; ok {
+				select {
+				case <-done:
+					delete(hung, p.rd.Job)
+				default:
+					continue // one stuck probe of a hung client is enough
+				}
+			}
+			dg, done, err := d.probe(ctx, p.rd)
 			if err != nil {
+				if done != nil {
+					hung[p.rd.Job] = done
+				}
 				continue // torn down meanwhile, or its client hung: Check at the stage-out asks the nodes
 			}
 			var fresh []string
@@ -217,23 +235,26 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// probe is engine.Probe, given up after probeTimeout.
-func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (engine.Degraded, error) {
+// probe is engine.Probe, given up after probeTimeout; done, when it was
+// given up, closes once the probe returns after all.
+func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degraded, done <-chan struct{}, err error) {
 	type result struct {
 		dg  engine.Degraded
 		err error
 	}
 	ch := make(chan result, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		dg, err := d.engine.Probe(rd)
 		ch <- result{dg, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.dg, r.err
+		return r.dg, nil, r.err
 	case <-time.After(probeTimeout):
-		return engine.Degraded{}, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, probeTimeout)
+		return engine.Degraded{}, finished, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, probeTimeout)
 	case <-ctx.Done():
-		return engine.Degraded{}, ctx.Err()
+		return engine.Degraded{}, nil, ctx.Err()
 	}
 }
