@@ -53,18 +53,26 @@ func (s *Server) volumeAtPoint(m mount.Info) (string, bool) {
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != filepath.Base(gate) {
 		return "", false
 	}
-	name := m.Source
-	if m.FSType == "fuse.glusterfs" {
-		i := strings.LastIndex(m.Source, ":")
-		if i < 0 {
-			return "", false
-		}
-		name = strings.TrimPrefix(m.Source[i+1:], "/")
-	}
+	name := sourceVolume(m)
 	if of, err := ParseVolume(name); err != nil || of != id {
 		return "", false
 	}
 	return name, true
+}
+
+// sourceVolume is the volume m's source names: HOST:/VOLUME for a Gluster
+// client mount, the source itself for a tmpfs (a volume on one node, as
+// tests make); "" for other mounts.
+func sourceVolume(m mount.Info) string {
+	switch m.FSType {
+	case "fuse.glusterfs":
+		if i := strings.LastIndex(m.Source, ":"); i > 0 {
+			return strings.TrimPrefix(m.Source[i+1:], "/")
+		}
+	case "tmpfs":
+		return m.Source
+	}
+	return ""
 }
 
 // isVolume reports whether m is volume's own file system: a Gluster
@@ -73,17 +81,7 @@ func (s *Server) volumeAtPoint(m mount.Info) (string, bool) {
 // system, not a bind of a directory in it: its binds are found by its
 // device, which must be the volume's alone.
 func isVolume(volume string, m mount.Info) bool {
-	if m.Root != "/" {
-		return false
-	}
-	switch m.FSType {
-	case "fuse.glusterfs":
-		i := strings.LastIndex(m.Source, ":")
-		return i > 0 && strings.TrimPrefix(m.Source[i+1:], "/") == volume
-	case "tmpfs":
-		return m.Source == volume
-	}
-	return false
+	return m.Root == "/" && volume != "" && sourceVolume(m) == volume
 }
 
 // volumeAt reads volume's mount on this node. ok is false when nothing is
