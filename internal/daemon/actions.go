@@ -365,6 +365,14 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			return fail(lifecycle.EvStageInFailed, err)
 		}
 	case lifecycle.MountIn:
+		// A RAMDISK that lost a part would show the job its input with
+		// files missing, and say nothing: the job reads from disk
+		// instead, and the RAMDISK is rebuilt for its output.
+		if dg, _, err := d.probe(ctx, rd); err == nil && dg.Lost {
+			why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach: the job reads its input from disk", strings.Join(dg.Nodes, ", "))
+			d.appendStageLog(j, "mount: "+why)
+			return lifecycle.Event{Kind: lifecycle.EvMountFailed, Reason: why, Nodes: dg.Nodes}
+		}
 		if err := d.bind(ctx, j, "input directory", j.Spec.Input); err != nil {
 			return fail(lifecycle.EvMountFailed, err)
 		}
