@@ -347,7 +347,10 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			if cerr != nil {
 				// The copy's own errors and the probe still count.
 				d.log.Warn("checking the RAMDISK after its stage-in", "job", j.ID, "err", cerr)
-			} else if dg.Lost {
+			} else if dg.Lost || err != nil && len(dg.Nodes) > 0 {
+				// Under replica 2 a copy that failed as a part went out
+				// of reach failed for that (a write meeting the
+				// disconnect): no reason to give the stage-in up.
 				why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach", strings.Join(dg.Nodes, ", "))
 				if err != nil {
 					why += "; the copy: " + err.Error()
