@@ -20,7 +20,7 @@ func (d *Daemon) owe(ctx context.Context, j *job.Job, debt *engine.DebtError) er
 	for _, n := range debt.Nodes {
 		var bytes int64
 		for _, p := range j.Alloc {
-			if p.Node == n {
+			if p.Node == n && !debt.Freed {
 				bytes += p.Bytes
 			}
 		}
@@ -28,9 +28,9 @@ func (d *Daemon) owe(ctx context.Context, j *job.Job, debt *engine.DebtError) er
 		if err != nil {
 			return fmt.Errorf("recording what job %d leaves on %s: %w", j.ID, n, err)
 		}
-		d.log.Warn("RAMDISK part left on a silent node: held there until its agent answers", "job", j.ID, "node", n, "bytes", bytes)
+		d.log.Warn("RAMDISK part left on an RSA node: removed when it can be", "job", j.ID, "node", n, "bytes", bytes)
 	}
-	d.appendStageLog(j, fmt.Sprintf("teardown: the parts on %v stay held until those RSA nodes answer (%v)", debt.Nodes, debt.Err))
+	d.appendStageLog(j, "teardown: "+debt.Error())
 	return d.loadDebts(ctx)
 }
 

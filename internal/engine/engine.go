@@ -83,9 +83,16 @@ func (d Degraded) Merge(e Degraded) Degraded {
 type DebtError struct {
 	Nodes []string
 	Err   error // why they were not reached
+	// Freed: the parts' RAM is free; only something without RAM is left
+	// (engine gluster: the volume's definition, which glusterd deletes
+	// only once every RSA node reaches every other).
+	Freed bool
 }
 
 func (e *DebtError) Error() string {
+	if e.Freed {
+		return fmt.Sprintf("the RAM on RSA node %s is free, but the RAMDISK is not all gone until those nodes reach each other: %v", strings.Join(e.Nodes, ", "), e.Err)
+	}
 	return fmt.Sprintf("the parts on RSA node %s stay until the node answers: %v", strings.Join(e.Nodes, ", "), e.Err)
 }
 

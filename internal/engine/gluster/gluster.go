@@ -426,7 +426,12 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			break
 		}
 	}
-	if volErr != nil && len(owed) == 0 {
+	// Every node answers, yet no glusterd would delete: the pool is
+	// split (RSA nodes cut off from each other). The stops, asked of
+	// every side in turn, stopped every brick, so the RAM can go; the
+	// volume's definition stays until the pool is whole.
+	split := volErr != nil && len(owed) == 0 && strings.Contains(volErr.Error(), "peers are down")
+	if volErr != nil && len(owed) == 0 && !split {
 		return volErr
 	}
 	if err := each(nodes, func(_ int, n string) error {
@@ -448,6 +453,10 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
+	}
+	if split {
+		e.Log.Warn("RAMDISK's RAM freed; its volume stays in glusterd until every RSA node reaches every other", "job", r.Job, "volume", e.volume(r), "err", volErr)
+		return &engine.DebtError{Nodes: nodes, Err: volErr, Freed: true}
 	}
 	if volErr != nil || slices.ContainsFunc(nodes, func(n string) bool { return slices.Contains(owed, n) }) {
 		// Owed by the job's own silent nodes (their RAM), or, when the
