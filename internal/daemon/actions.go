@@ -491,8 +491,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 				return fail(lifecycle.EvDestroyFailed, err)
 			}
 			// A node that did not answer gets no part of a rebuild:
-			// the RAMDISK is assigned anew on live nodes.
+			// the RAMDISK is assigned anew on live nodes. (One whose
+			// RAM is free answered: it may.)
 			d.forget(j.ID)
+			if debt.Freed {
+				return lifecycle.Event{Kind: lifecycle.EvDestroyed, Reason: debt.Error()}
+			}
 			return lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: debt.Nodes, Reason: debt.Error()}
 		}
 		d.forget(j.ID)
