@@ -53,12 +53,10 @@ const (
 )
 
 func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
-	const files = 40
+	const files = filesOut
 	w := workDir(t, u, "brickkill")
 	out := filepath.Join(w, "out")
-	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(replica)+" pool=rsa", fmt.Sprintf(
-		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
-(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
+	id, j := c.filesJob(t, u, w, replica)
 	if len(j.Alloc) != 2 || j.Alloc[0].Node == j.Alloc[1].Node {
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
@@ -180,6 +178,19 @@ func (c *cluster) restartBrick(t *testing.T, other string, id int64) {
 	c.exec(t, other, "gluster", "--mode=script", "volume", "start", fmt.Sprintf("rsa-job-%d", id), "force")
 }
 
+// filesOut is how many files filesJob's job writes.
+const filesOut = 40
+
+// filesJob is outputJob on two RSA nodes (replica 2 or not) whose job
+// writes filesOut files of random data into w/out and their sums into
+// w/sums.
+func (c *cluster) filesJob(t *testing.T, u testutil.User, w string, replica bool) (string, *api.JobView) {
+	t.Helper()
+	return c.outputJob(t, u, w, "#RSA capacity="+twoNodes(replica)+" pool=rsa", fmt.Sprintf(
+		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, filepath.Join(w, "out"), filesOut))
+}
+
 // twoNodes is a capacity that puts a job on two RSA nodes of 512M each:
 // 600M is more than one node's; under replica 2, 400M is one pair,
 // charged 800M.
@@ -217,6 +228,23 @@ for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	return id, j
 }
 
+// dataJob is outputJob whose job writes one file of size bytes of random
+// data, w/out/data, and its sum into w/sum (checkData checks it).
+func (c *cluster) dataJob(t *testing.T, u testutil.User, w, header string, size int) (string, *api.JobView) {
+	t.Helper()
+	return c.outputJob(t, u, w, header, fmt.Sprintf(`head -c %[3]d /dev/urandom > %[2]s/data
+sha256sum < %[2]s/data > %[1]s/sum`, w, filepath.Join(w, "out"), size))
+}
+
+// checkData checks that w/out/data on disk is what the job summed in w/sum.
+func checkData(t *testing.T, w string) {
+	t.Helper()
+	want := strings.Fields(readFile(t, filepath.Join(w, "sum")))[0]
+	if got := sha256File(t, filepath.Join(w, "out", "data")); got != want {
+		t.Errorf("the job's output on disk: sha256 %s, it wrote %s", got, want)
+	}
+}
+
 // parseSums reads sha256sum's output: file name → sum.
 func parseSums(t *testing.T, s string) map[string]string {
 	t.Helper()
@@ -251,10 +279,7 @@ func checkOutput(t *testing.T, dir string, sums map[string]string, files int) {
 // the daemon removes the brick and the debt.
 func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "agentdown")
-	out := filepath.Join(w, "out")
-	id, j := c.outputJob(t, u, w, "#RSA capacity=400M pool=rsa", fmt.Sprintf(
-		`head -c 3000000 /dev/urandom > %[2]s/data
-sha256sum < %[2]s/data > %[1]s/sum`, w, out))
+	id, j := c.dataJob(t, u, w, "#RSA capacity=400M pool=rsa", 3000000)
 	if len(j.Alloc) != 2 {
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
@@ -269,10 +294,7 @@ sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	t.Logf("agent of %s down: output staged out and the job released %.1fs after it ended", silent, time.Since(ended).Seconds())
-	want := strings.Fields(readFile(t, filepath.Join(w, "sum")))[0]
-	if got := sha256File(t, filepath.Join(out, "data")); got != want {
-		t.Errorf("output on disk: sha256 %s, the job wrote %s", got, want)
-	}
+	checkData(t, w)
 	owed := func() int64 {
 		var nodes struct{ Nodes []api.NodeView }
 		if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
@@ -442,9 +464,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "fence")
 	out := filepath.Join(w, "out")
-	id, j := c.outputJob(t, u, w, "#SBATCH -w c1", fmt.Sprintf(
-		`head -c 1000000 /dev/urandom > %[2]s/data
-sha256sum < %[2]s/data > %[1]s/sum`, w, out))
+	id, j := c.dataJob(t, u, w, "#SBATCH -w c1", 1000000)
 	// A writer left behind on c1, its file open before the fence.
 	wlog := filepath.Join(w, "writer.log")
 	writer := testutil.Command(t, filepath.Join(c.root, "scripts", "cluster-up"), "exec", "c1", "sh", "-c",
@@ -470,10 +490,7 @@ sha256sum < %[2]s/data > %[1]s/sum`, w, out))
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 120*time.Second, "RELEASED")
 	t.Logf("c1 cut off at stage-out: fenced, staged out and released %.1fs after the job ended", time.Since(ended).Seconds())
-	want := strings.Fields(readFile(t, filepath.Join(w, "sum")))[0]
-	if got := sha256File(t, filepath.Join(out, "data")); got != want {
-		t.Errorf("the job's output on disk: sha256 %s, it wrote %s", got, want)
-	}
+	checkData(t, w)
 	time.Sleep(time.Second) // a few more tries of the writer
 	var oks []string
 	failed := false

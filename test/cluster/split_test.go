@@ -17,12 +17,9 @@ import (
 // nothing, the stage-out's check (which asks glusterd) finds every part
 // in reach, every file is verified on disk, and nothing is left.
 func testGlusterdRestarted(t *testing.T, c *cluster, u testutil.User) {
-	const files = 40
 	w := workDir(t, u, "glusterd")
 	out := filepath.Join(w, "out")
-	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(false)+" pool=rsa", fmt.Sprintf(
-		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
-(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
+	id, j := c.filesJob(t, u, w, false)
 	for _, p := range j.Alloc {
 		began := time.Now()
 		if out, err := c.script(t, time.Minute, "cluster-up", "restart-glusterd", p.Node); err != nil {
@@ -37,7 +34,7 @@ func testGlusterdRestarted(t *testing.T, c *cluster, u testutil.User) {
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	t.Logf("glusterd restarted on %d RSA hosts: output staged out and the job released %.1fs after it ended", len(j.Alloc), time.Since(ended).Seconds())
-	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), files)
+	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), filesOut)
 	c.assertNoLeaks(t)
 }
 
@@ -158,12 +155,9 @@ step go
 // frees the RAM and releases the job all the same, and once the
 // partition heals the volume goes too: nothing is left.
 func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
-	const files = 40
 	w := workDir(t, u, "partition")
 	out := filepath.Join(w, "out")
-	id, j := c.outputJob(t, u, w, "#RSA capacity="+twoNodes(true)+" pool=rsa", fmt.Sprintf(
-		`for i in $(seq %[3]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
-(cd %[2]s && sha256sum f*) > %[1]s/sums`, w, out, files))
+	id, j := c.filesJob(t, u, w, true)
 	a, b := j.Alloc[0].Node, j.Alloc[1].Node
 	addr := "10.78.0.1" + strings.TrimPrefix(b, "rsa")
 	c.exec(t, a, "sh", "-c", fmt.Sprintf(`nft add table inet rsapart && nft add chain inet rsapart in '{ type filter hook input priority 0; }' && nft add chain inet rsapart out '{ type filter hook output priority 0; }' && nft add rule inet rsapart in ip saddr %[1]s drop && nft add rule inet rsapart out ip daddr %[1]s drop`, addr))
@@ -182,7 +176,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	if jv != "RELEASED" {
 		t.Fatalf("the job is %s, not released, though every node answered the daemon: %s", jv, c.rsaJob(t, id).Error)
 	}
-	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), files)
+	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), filesOut)
 	// Its bricks are gone; the volume's definition waits for the pool.
 	for _, n := range []string{a, b} {
 		if mi := c.exec(t, n, "cat", "/proc/self/mountinfo"); strings.Contains(mi, fmt.Sprintf("rsa-job-%d ", j.ID)) {
