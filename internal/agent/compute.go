@@ -53,17 +53,17 @@ func (s *Server) volumeAtPoint(m mount.Info) (string, bool) {
 	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != filepath.Base(gate) {
 		return "", false
 	}
-	name := sourceVolume(m)
+	name := SourceVolume(m)
 	if of, err := ParseVolume(name); err != nil || of != id {
 		return "", false
 	}
 	return name, true
 }
 
-// sourceVolume is the volume m's source names: HOST:/VOLUME for a Gluster
+// SourceVolume is the volume m's source names: HOST:/VOLUME for a Gluster
 // client mount, the source itself for a tmpfs (a volume on one node, as
 // tests make); "" for other mounts.
-func sourceVolume(m mount.Info) string {
+func SourceVolume(m mount.Info) string {
 	switch m.FSType {
 	case "fuse.glusterfs":
 		if i := strings.LastIndex(m.Source, ":"); i > 0 {
@@ -81,7 +81,7 @@ func sourceVolume(m mount.Info) string {
 // system, not a bind of a directory in it: its binds are found by its
 // device, which must be the volume's alone.
 func isVolume(volume string, m mount.Info) bool {
-	return m.Root == "/" && volume != "" && sourceVolume(m) == volume
+	return m.Root == "/" && volume != "" && SourceVolume(m) == volume
 }
 
 // volumeAt reads volume's mount on this node. ok is false when nothing is

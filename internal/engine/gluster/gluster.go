@@ -116,31 +116,41 @@ func (e *Engine) servers(r engine.Ramdisk) ([]string, error) {
 // of the job's nodes whose agent is up, else any RSA node's that is (they
 // share one trusted pool).
 func (e *Engine) coordinator(r engine.Ramdisk) (*agent.Client, error) {
-	if live := e.coordinators(r); len(live) > 0 {
-		return e.Nodes.Client(live[0])
+	cands := e.candidates(r)
+	for _, n := range cands {
+		if e.Nodes.Up(n) {
+			return e.Nodes.Client(n)
+		}
 	}
-	var cands []string
-	for _, p := range r.Parts {
-		cands = append(cands, p.Node)
-	}
-	cands = append(cands, e.Nodes.StorageNodes()...)
 	if len(cands) > 0 {
 		return e.Nodes.Client(cands[0]) // none known up: try, and report why not
 	}
 	return nil, errors.New("no RSA node configured")
 }
 
-// coordinators are the RSA nodes whose agents answer, the job's own
-// first: whose glusterd to ask, in turn.
-func (e *Engine) coordinators(r engine.Ramdisk) []string {
+// candidates are the RSA nodes whose glusterd may manage the volume: the
+// job's own first, then every other.
+func (e *Engine) candidates(r engine.Ramdisk) []string {
 	var cands []string
 	for _, p := range r.Parts {
-		cands = append(cands, p.Node)
+		if !slices.Contains(cands, p.Node) {
+			cands = append(cands, p.Node)
+		}
 	}
-	cands = append(cands, e.Nodes.StorageNodes()...)
+	for _, n := range e.Nodes.StorageNodes() {
+		if !slices.Contains(cands, n) {
+			cands = append(cands, n)
+		}
+	}
+	return cands
+}
+
+// coordinators are the candidates whose agents answer: whose glusterd to
+// ask, in turn.
+func (e *Engine) coordinators(r engine.Ramdisk) []string {
 	var live []string
-	for _, n := range cands {
-		if e.Nodes.Up(n) && !slices.Contains(live, n) {
+	for _, n := range e.candidates(r) {
+		if e.Nodes.Up(n) {
 			live = append(live, n)
 		}
 	}
@@ -506,10 +516,8 @@ func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 		}
 		if id, ok := jobOfRamdisk(e.Root, m.Point); ok {
 			b := 1
-			if i := strings.LastIndex(m.Source, ":"); i >= 0 {
-				if of, n, err := agent.ParseBuild(strings.TrimPrefix(m.Source[i+1:], "/")); err == nil && of == id {
-					b = n
-				}
+			if of, n, err := agent.ParseBuild(agent.SourceVolume(m)); err == nil && of == id {
+				b = n
 			}
 			found[build{id, b}] = true
 		}
