@@ -665,12 +665,17 @@ func (d *Daemon) resume(ctx context.Context) error {
 	}
 	for _, j := range jobs {
 		if lost, ok := d.lost(ctx, j); ok {
+			// Not resumed as well: the lost event's transitions start
+			// what the job's new state needs, and a resume after them
+			// would start that action a second time (two constructs
+			// racing to mount the same RAMDISK).
 			d.pending = append(d.pending, lost)
+		} else {
+			if _, busy := lifecycle.Work(j.RSA); busy {
+				d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
+			}
+			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}})
 		}
-		if _, busy := lifecycle.Work(j.RSA); busy {
-			d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
-		}
-		d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}})
 		d.watchOwner(j)
 	}
 	if err := d.syncMarkers(jobs); err != nil {

@@ -303,6 +303,11 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": OUTPUT_LOST: its RAMDISK is gone")
 	// Job 2 held nothing unsaved: its RAMDISK is simply built again.
 	waitFor(t, "job 2's RAMDISK to be rebuilt", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	// Rebuilt once: the lost event starts the construct, and a resume of
+	// the same job would start a second one racing it to the mount point.
+	if log := e.daemonLog(); strings.Contains(log, "job=2 event=resume") {
+		t.Errorf("job 2 was both rebuilt and resumed after the restart:\n%s", log)
+	}
 	if _, err := os.Stat(filepath.Join(e.root, "2", "ram")); err != nil {
 		t.Errorf("job 2's RAMDISK: %v", err)
 	}
