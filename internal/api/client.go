@@ -37,12 +37,15 @@ func NewClient(path string) *Client {
 
 // Unreachable reports whether err means the daemon is not there (not
 // started, restarting): worth retrying, unlike a refusal.
-// A daemon that is shutting down answers 503 to what it can no longer
-// take: the next one will.
+// A daemon killed while a request is on its way may leave the client a
+// broken pipe (EPIPE: the request was being written to the dead socket),
+// a reset or an early EOF; one not yet listening, a refused or missing
+// socket. A daemon that is shutting down answers 503 to what it can no
+// longer take: the next one will.
 func Unreachable(err error) bool {
 	var e *Error
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		(errors.As(err, &e) && e.Status == http.StatusServiceUnavailable)
 }
 

@@ -199,23 +199,29 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 			jobBody += `cp -a "$2/." ` + ref + `/
 `
 			b := e.runBG(append(args, "--", e.script("job.sh", jobBody), in, out)...)
+			// Before its command ends, rsa run waits out the daemon's
+			// death: should it end instead, say what it said.
+			wait := waitFor
+			if phase == "stage-in" || phase == "running" {
+				wait = b.waitFor
+			}
 			if phase == "built-in stage-out" {
 				waitFor(t, "the built-in stage-out to copy", func() bool {
 					j, ok := e.maybeJob(1)
 					return ok && j.RSA == lifecycle.StagingOut && j.Progress != nil && j.Progress.Bytes > 0
 				})
 			} else {
-				waitFor(t, phase+" to pause", func() bool { return exists(started) })
+				wait(t, phase+" to pause", func() bool { return exists(started) })
 			}
 			e.kill(syscall.SIGKILL)
 			if phase == "stage-in" || phase == "stage-out" {
-				waitFor(t, "the staging process to die with the daemon", func() bool { return pidGone(t, pidf) })
+				wait(t, "the staging process to die with the daemon", func() bool { return pidGone(t, pidf) })
 			}
 			os.Remove(started)
 			e.start()
 			if phase == "stage-in" || phase == "stage-out" {
 				// The interrupted phase runs again from its start.
-				waitFor(t, phase+" to be resumed", func() bool { return exists(started) })
+				wait(t, phase+" to be resumed", func() bool { return exists(started) })
 			}
 			if phase == "stage-in" {
 				waitFor(t, "the previous daemon's staging grandchild to be killed", func() bool { return pidGone(t, orphan) })

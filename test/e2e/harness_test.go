@@ -314,24 +314,51 @@ type bg struct {
 	cmd       *exec.Cmd
 	out, errb bytes.Buffer
 	done      chan error
+	exited    chan struct{} // closed once cmd is waited for; then err is set
+	err       error
 }
 
 func (e *env) runBG(args ...string) *bg {
 	e.t.Helper()
-	b := &bg{done: make(chan error, 1)}
+	b := &bg{done: make(chan error, 1), exited: make(chan struct{})}
 	b.cmd = e.userCmd(rsaBin, append([]string{"--config", e.cfg, "run"}, args...)...)
 	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.errb
 	b.cmd.WaitDelay = 5 * time.Second // a stray grandchild must not hold the test
 	if err := b.cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	go func() { b.done <- b.cmd.Wait() }()
+	go func() {
+		b.err = b.cmd.Wait()
+		close(b.exited)
+		b.done <- b.err
+	}()
 	e.t.Cleanup(func() {
 		if b.cmd.ProcessState == nil {
 			b.cmd.Process.Kill()
 		}
 	})
 	return b
+}
+
+// waitFor is waitFor for a condition that needs rsa run alive: should it
+// end first, the test fails at once with what it said.
+func (b *bg) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		select {
+		case <-b.exited:
+			if !cond() {
+				t.Fatalf("rsa run ended (%v) while waiting for %s\nstdout:\n%s\nstderr:\n%s", b.err, what, b.out.String(), b.errb.String())
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s (rsa run still runs)", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (b *bg) wait(t *testing.T) int {
