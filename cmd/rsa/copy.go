@@ -24,7 +24,7 @@ import (
 type copyFlags struct {
 	user, bwlimit, progress, chunk string
 	workers                        int
-	verify, json, sync             bool
+	verify, json, sync, private    bool
 	pack, unpack                   bool
 }
 
@@ -35,9 +35,11 @@ func copyCmd() *cobra.Command {
 		Short: "Copy a tree in parallel, safely and verifiably (RSA's mover)",
 		Long: `Copy the tree at SRC into DST, like 'cp -a SRC/. DST/', with a pool of workers.
 Keeps contents, directories, symlinks (never followed), hard links, sparse files,
-permissions, nanosecond times and user.* extended attributes. Files appear under
-their name only when complete; running the same copy again copies only what is
-missing or different. Entries that fail are listed with the reason, and the exit
+permissions, nanosecond times and user.* extended attributes. Where others may
+look, files appear under their name only when complete; in directories the copy
+makes (0700 until done) and in an empty DST given --private, they are written
+under their final name at once. Times are set last, so running the same copy
+again copies only what is missing or different, partial files included. Entries that fail are listed with the reason, and the exit
 status is non-zero.
 
 As root, --user NAME runs the whole copy as that user (uid, gid and groups)
@@ -62,6 +64,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.StringVar(&f.progress, "progress", "auto", "progress: auto (a bar on a terminal), json (lines on stdout), none")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
+	fl.BoolVar(&f.private, "private", false, "no one looks into DST until the copy ends (a RAMDISK before its job runs): if DST is empty, files are written under their final names instead of a temporary name renamed into place")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size, in parallel")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
@@ -127,7 +130,7 @@ func copyAsUser(name string) error {
 }
 
 func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
-	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync,
+	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
 		Warn: func(path, why string) {

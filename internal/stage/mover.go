@@ -27,11 +27,17 @@ import (
 // hard links within the tree, sparse files sparse, permission bits,
 // modification times in nanoseconds (directories after their contents) and
 // user.* extended attributes where both sides support them; FIFOs are
-// recreated; sockets and devices are skipped with a warning. Files are
-// written under a temporary name and renamed into place, so an interrupted
-// copy never leaves a partial file looking complete, and running it again
-// copies only what is missing or different (size and mtime; content with
-// Verify).
+// recreated; sockets and devices are skipped with a warning. Running it
+// again copies only what is missing or different (size and mtime; content
+// with Verify): a file's times are set last, so a partial file never looks
+// complete to a resumed copy.
+//
+// Where a reader may look while the copy runs, a file is written under a
+// temporary name and renamed into place once complete. Where none can, it
+// is written under its final name at once, as tar does, which saves the
+// rename (a directory-locked operation, the costliest step of a small
+// file): in a directory this copy created (mode 0700 until its contents
+// are done), and in an empty DST that the caller says is Private.
 type Mover struct {
 	Workers   int   // 0: chosen from the CPUs
 	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
@@ -41,6 +47,10 @@ type Mover struct {
 	Sync      bool  // flush DST's file system before returning
 	Progress  func(Progress)
 	Warn      func(path, why string)
+	// Private says no one but this copy looks into DST until it ends (a
+	// RAMDISK before its job starts): if DST is empty, files take their
+	// final names at once there too.
+	Private bool
 
 	// fileDone, if set, is called with the count of files done so far
 	// each time a file is in place (Copy) or in the archive (Pack): tests
@@ -141,6 +151,7 @@ type dirNode struct {
 	parent  *dirNode
 	rel     string
 	fresh   bool // created empty by this copy: nothing to resume in it
+	direct  bool // no one else looks in: files are written under their final names
 	srcFd   int
 	dstFd   int
 	st      unix.Stat_t
@@ -174,6 +185,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	r.dstRoot, _ = unix.FcntlInt(uintptr(dstFd), unix.F_DUPFD_CLOEXEC, 0)
 	defer unix.Close(r.dstRoot)
 	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd, fresh: emptyDir(dstFd)}
+	root.direct = root.fresh && m.Private
 	if err := unix.Fstat(srcFd, &root.st); err != nil {
 		return Stats{}, err
 	}
@@ -456,7 +468,9 @@ func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_
 		return
 	}
 	r.copyXattrs(rel, childSrc, dstFd)
-	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh}
+	// A directory made here stays 0700 until its contents are done: only
+	// this copy's user sees into it meanwhile.
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh}
 	c.pending.Store(1)
 	d.pending.Add(1)
 	r.pool.submit(func() { r.listDir(c) })
@@ -542,7 +556,10 @@ func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Sta
 			return
 		}
 	}
-	tmp := r.tempName(name)
+	tmp := name
+	if !d.direct {
+		tmp = r.tempName(name)
+	}
 	// Created with its final permission bits: no fchmod is needed unless
 	// the umask takes some away or the mode has special bits.
 	perm := st.Mode & 0o777
@@ -793,7 +810,7 @@ func (f *fileCopy) finish(err error) {
 	if cerr := unix.Close(f.out); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && f.tmp != f.name {
 		err = unix.Renameat(f.d.dstFd, f.tmp, f.d.dstFd, f.name)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -167,7 +168,9 @@ func TestMoverKeepsEverything(t *testing.T) {
 			os.Mkdir(dst, 0o700)
 			tree(t, src)
 			var warned []string
-			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true,
+			// Into tmpfs as a stage-in copies into a new RAMDISK:
+			// final names at once.
+			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true, Private: dir[1] == "tmpfs",
 				Warn: func(p, why string) { warned = append(warned, p) }}
 			st, err := m.Copy(context.Background(), src, dst)
 			if err != nil {
@@ -237,6 +240,15 @@ func TestMoverSocketsSkippedWithWarning(t *testing.T) {
 }
 
 func TestMoverResumesAfterInterruption(t *testing.T) {
+	for _, private := range []bool{false, true} {
+		t.Run(fmt.Sprintf("private=%v", private), func(t *testing.T) { testResume(t, private) })
+	}
+}
+
+// testResume interrupts a copy, once cancelled and once as if killed, and
+// checks that a second run completes it. Private or not, a file is in
+// place (name, size and time) only when it is complete.
+func testResume(t *testing.T, private bool) {
 	src, dst := t.TempDir(), t.TempDir()
 	for i := range 300 {
 		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i%26))+strings.Repeat("x", i%7)+"-"+itoa(i)), bytes.Repeat([]byte{byte(i)}, 20000), 0o644)
@@ -245,7 +257,7 @@ func TestMoverResumesAfterInterruption(t *testing.T) {
 	// copy others: the copy stops part-way and leaves no partial file,
 	// under its final name or a temporary one.
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mover{Workers: 2, fileDone: func(n int64) {
+	m := &Mover{Workers: 2, Private: private, fileDone: func(n int64) {
 		if n == 20 {
 			cancel()
 		}
@@ -267,15 +279,30 @@ func TestMoverResumesAfterInterruption(t *testing.T) {
 	if len(entries) < 20 || len(entries) >= 300 {
 		t.Fatalf("the cancelled copy left %d of 300 files, want it stopped part-way after 20", len(entries))
 	}
-	st, err := (&Mover{Workers: 2}).Copy(context.Background(), src, dst)
+	inPlace := int64(len(entries))
+	// A copy killed mid-file leaves it partial: under its final name when
+	// private, with the time of the kill (a copy's times are set last).
+	// Another, killed after its write but before its times, looks whole.
+	partial, unstamped := filepath.Join(dst, "zz-partial"), filepath.Join(dst, "zz-unstamped")
+	os.WriteFile(filepath.Join(src, "zz-partial"), bytes.Repeat([]byte{7}, 20000), 0o644)
+	os.WriteFile(filepath.Join(src, "zz-unstamped"), bytes.Repeat([]byte{8}, 20000), 0o644)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(src, "zz-partial"), old, old)
+	os.Chtimes(filepath.Join(src, "zz-unstamped"), old, old)
+	os.WriteFile(partial, bytes.Repeat([]byte{7}, 5000), 0o644)
+	os.WriteFile(unstamped, bytes.Repeat([]byte{0}, 20000), 0o644)
+	st, err := (&Mover{Workers: 2, Private: private}).Copy(context.Background(), src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := VerifyTree(context.Background(), src, dst, 2); err != nil {
 		t.Fatal(err)
 	}
-	if st.Files != 300 || st.Skipped != int64(len(entries)) {
-		t.Fatalf("resumed: %+v, want 300 files of which the %d in place skipped", st, len(entries))
+	if st.Files != 302 || st.Skipped != inPlace {
+		t.Fatalf("resumed: %+v, want 302 files of which the %d in place skipped", st, inPlace)
+	}
+	if private { // the rest is the same either way
+		return
 	}
 	// Content-level resume: same size and time, different bytes.
 	victim := filepath.Join(dst, "fa-0")
@@ -355,11 +382,21 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	if out, err := runCmd("tar", "-tf", archive); err != nil || !strings.Contains(out, "dir/a/b/c") {
 		t.Fatalf("tar -t: %v\n%s", err, out)
 	}
-	dst := filepath.Join(fss["tmpfs"], "unpacked")
-	if _, err := m.Unpack(context.Background(), archive, dst); err != nil {
-		t.Fatal(err)
+	// Into a new directory, and (Private: a new RAMDISK) under final
+	// names at once: the same tree, and nothing temporary left.
+	for _, private := range []bool{false, true} {
+		dst := filepath.Join(fss["tmpfs"], fmt.Sprintf("unpacked-private=%v", private))
+		if _, err := (&Mover{Workers: 4, Private: private}).Unpack(context.Background(), archive, dst); err != nil {
+			t.Fatal(err)
+		}
+		sameTree(t, src, dst)
+		filepath.Walk(dst, func(p string, _ os.FileInfo, _ error) error {
+			if strings.Contains(filepath.Base(p), ".rsa-tmp") {
+				t.Errorf("temporary file left: %q", p)
+			}
+			return nil
+		})
 	}
-	sameTree(t, src, dst)
 }
 
 func TestUnpackRefusesEscapes(t *testing.T) {
