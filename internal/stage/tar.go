@@ -3,7 +3,6 @@ package stage
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -71,17 +70,24 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	// the file's complete tar record (header, pax records, body, padding);
 	// the writer only appends records in walk order. Everything else is
 	// formatted by the writer itself. Hard links are decided in walk order,
-	// which is archive order.
+	// which is archive order. Entries travel in batches, in order: a hand-
+	// off per file between goroutines costs more than packing 4 KiB.
 	type item struct {
 		rel      string
 		path     string
 		info     fs.FileInfo
-		linkname string      // a further name of a hard-linked file
-		rec      chan []byte // small files: the record, from a reader
+		linkname string // a further name of a hard-linked file
+		small    bool   // read by a reader into rec
+		rec      []byte
 		err      error
 	}
-	items := make(chan *item, 4096)
-	reads := make(chan *item, 4096)
+	type batch struct {
+		items []item
+		held  int64         // budget taken for its records
+		read  chan struct{} // closed once its small files are read
+	}
+	batches := make(chan *batch, 64)
+	reads := make(chan *batch, 64)
 	var budget = newBudget(readAhead)
 	limit := m.limitFor(ctx)
 	var readers sync.WaitGroup
@@ -89,26 +95,42 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			for it := range reads {
-				if limit != nil {
-					limit(it.info.Size())
+			for b := range reads {
+				for i := range b.items {
+					it := &b.items[i]
+					if !it.small {
+						continue
+					}
+					if limit != nil {
+						limit(it.info.Size())
+					}
+					it.rec, it.err = packRecord(src, it.rel, it.path, it.info)
 				}
-				rec, err := packRecord(src, it.rel, it.path, it.info)
-				it.err = err
-				it.rec <- rec
+				close(b.read)
 			}
 		}()
 	}
 	walkErr := make(chan error, 1)
+	wctx, stopWalk := context.WithCancel(ctx)
 	go func() {
-		defer close(items)
+		defer close(batches)
 		defer close(reads)
 		links := map[inode]string{}
-		walkErr <- filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		cur := &batch{read: make(chan struct{})}
+		send := func() {
+			if len(cur.items) == 0 {
+				return
+			}
+			budget.take(cur.held)
+			reads <- cur
+			batches <- cur
+			cur = &batch{read: make(chan struct{})}
+		}
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
-			if err := ctx.Err(); err != nil {
+			if err := wctx.Err(); err != nil {
 				return err
 			}
 			rel, _ := filepath.Rel(src, p)
@@ -116,7 +138,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			if err != nil {
 				return err
 			}
-			it := &item{rel: rel, path: p, info: info}
+			it := item{rel: rel, path: p, info: info}
 			if sys, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && sys.Nlink > 1 {
 				k := inode{uint64(sys.Dev), sys.Ino}
 				if first, seen := links[k]; seen {
@@ -126,64 +148,60 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				}
 			}
 			if it.linkname == "" && info.Mode().IsRegular() && info.Size() <= smallFileSize {
-				it.rec = make(chan []byte, 1)
-				budget.take(recordSize(info.Size()))
-				reads <- it
+				it.small = true
+				cur.held += recordSize(info.Size())
 			}
-			items <- it
+			cur.items = append(cur.items, it)
+			if len(cur.items) == packBatch || cur.held >= packBatchBytes {
+				send()
+			}
 			return nil
 		})
+		send()
+		walkErr <- err
 	}()
 
 	defer readers.Wait()
-	for it := range items {
-		if it.rec != nil {
-			rec := <-it.rec
-			budget.give(recordSize(it.info.Size()))
-			if it.err != nil {
-				return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
-			}
-			if err := tw.Flush(); err != nil { // pad the writer's own last entry
-				return st, err
-			}
-			if _, err := bw.Write(rec); err != nil {
-				return st, fmt.Errorf("writing %s: %w", dst, err)
-			}
-			putRecord(rec)
-			st.Files++
-			st.Bytes += it.info.Size()
-			m.packed(st.Files)
-		} else {
-			hdr, err := tarHeader(src, it.rel, it.info, true)
-			if err != nil {
-				return st, err
-			}
-			if it.linkname != "" {
-				hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, it.linkname, 0
-				st.HardLinks++
-			}
-			if err := tw.WriteHeader(hdr); err != nil {
-				return st, fmt.Errorf("writing %s: %w", dst, err)
-			}
-			switch {
-			case it.linkname != "":
-			case it.info.Mode().IsRegular():
-				n, err := copyFileInto(tw, filepath.Join(src, it.rel), limit)
-				if err != nil {
-					return st, fmt.Errorf("reading %s: %w", printable(it.rel), err)
+	// Whatever way the writer ends, the walker and readers must not stay
+	// blocked on it: the walk stops, and what it sent is drained.
+	defer func() {
+		for b := range batches {
+			<-b.read
+			budget.give(b.held)
+		}
+	}()
+	defer stopWalk()
+	for b := range batches {
+		<-b.read
+		for i := range b.items {
+			it := &b.items[i]
+			if it.small {
+				if it.err != nil {
+					budget.give(b.held)
+					return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
 				}
+				if err := tw.Flush(); err != nil { // pad the writer's own last entry
+					budget.give(b.held)
+					return st, err
+				}
+				if _, err := bw.Write(it.rec); err != nil {
+					budget.give(b.held)
+					return st, fmt.Errorf("writing %s: %w", dst, err)
+				}
+				putRecord(it.rec)
+				it.rec = nil
 				st.Files++
-				st.Bytes += n
+				st.Bytes += it.info.Size()
 				m.packed(st.Files)
-			case it.info.IsDir():
-				st.Dirs++
-			case it.info.Mode()&fs.ModeSymlink != 0:
-				st.Links++
+			} else if err := m.packEntry(tw, src, dst, it.rel, it.info, it.linkname, limit, &st); err != nil {
+				budget.give(b.held)
+				return st, err
+			}
+			if m.Progress != nil && st.Files%256 == 0 {
+				m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
 			}
 		}
-		if m.Progress != nil && st.Files%256 == 0 {
-			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
-		}
+		budget.give(b.held)
 	}
 	if err := <-walkErr; err != nil {
 		return st, fmt.Errorf("reading %s: %w", src, err)
@@ -217,6 +235,45 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		m.Progress(Progress{Files: st.Files, Bytes: st.Bytes, TotalFiles: st.Files, TotalBytes: st.Bytes})
 	}
 	return st, nil
+}
+
+// A batch of Pack's entries ends at packBatch entries or once its small
+// files' records reach packBatchBytes, whichever comes first.
+const (
+	packBatch      = 64
+	packBatchBytes = 4 << 20
+)
+
+// packEntry writes an entry that is not a small file (a directory, a
+// symlink, a hard link or a large file) into tw, counting it in st.
+func (m *Mover) packEntry(tw *tar.Writer, src, dst, rel string, info fs.FileInfo, linkname string, limit func(int64), st *Stats) error {
+	hdr, err := tarHeader(src, rel, info, true)
+	if err != nil {
+		return err
+	}
+	if linkname != "" {
+		hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, linkname, 0
+		st.HardLinks++
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("writing %s: %w", dst, err)
+	}
+	switch {
+	case linkname != "":
+	case info.Mode().IsRegular():
+		n, err := copyFileInto(tw, filepath.Join(src, rel), limit)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", printable(rel), err)
+		}
+		st.Files++
+		st.Bytes += n
+		m.packed(st.Files)
+	case info.IsDir():
+		st.Dirs++
+	case info.Mode()&fs.ModeSymlink != 0:
+		st.Links++
+	}
+	return nil
 }
 
 func (m *Mover) limitFor(ctx context.Context) func(int64) {
@@ -455,7 +512,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, err
 	}
 	defer unix.Close(root)
-	u := &unpacker{m: m, root: root, dirs: map[string]int{}}
+	u := &unpacker{m: m, root: root, dirs: map[string]int{}, cached: map[int]bool{}, direct: m.Private && emptyDir(root)}
 	u.umask = currentUmask()
 	defer u.closeDirs()
 	p := newPool(archiveWorkers(m.Workers))
@@ -472,7 +529,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 	small := &batcher[member]{n: fileBatch, run: func(ms []member) {
 		p.submit(func() {
 			for _, m := range ms {
-				u.writeFile(m.hdr, bytes.NewReader(m.body))
+				u.writeFile(m.hdr, m.body, nil)
 				putBody(m.body)
 				budget.give(m.hdr.Size)
 			}
@@ -523,7 +580,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 				}
 				small.add(member{hdr, b})
 			} else {
-				u.writeFile(hdr, tr)
+				u.writeFile(hdr, nil, tr)
 			}
 		case tar.TypeSymlink:
 			u.symlink(hdr)
@@ -620,9 +677,13 @@ type unpacker struct {
 	// dirs caches open descriptors of directories made beneath root, so
 	// that members need no path walk of their own. Bounded; closed at the
 	// end.
-	dirMu sync.Mutex
-	dirs  map[string]int
-	umask uint32
+	dirMu  sync.Mutex
+	dirs   map[string]int
+	cached map[int]bool // the descriptors in dirs
+	umask  uint32
+	// direct: no one looks into the target until the unpack ends (it was
+	// empty and Private): files are written under their final names.
+	direct bool
 }
 
 const maxCachedDirs = 4096
@@ -704,6 +765,7 @@ func (u *unpacker) parent(rel string) (int, string, error) {
 	}
 	if len(u.dirs) < maxCachedDirs {
 		u.dirs[d] = fd
+		u.cached[fd] = true
 		return fd, base, nil
 	}
 	return fd, base, nil // uncached: the caller's done() closes it
@@ -713,26 +775,26 @@ func (u *unpacker) parent(rel string) (int, string, error) {
 func (u *unpacker) done(fd int) {
 	u.dirMu.Lock()
 	defer u.dirMu.Unlock()
-	for _, c := range u.dirs {
-		if c == fd {
-			return
-		}
-	}
-	if fd != u.root {
+	if fd != u.root && !u.cached[fd] {
 		unix.Close(fd)
 	}
 }
 
-func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
+// writeFile writes the member hdr, whose content is body (a small one, read
+// ahead) or what r reads (a large one, streamed). Unless the unpack is
+// direct, under a temporary name renamed into place once complete.
+func (u *unpacker) writeFile(hdr *tar.Header, body []byte, r io.Reader) {
 	dir, base, err := u.parent(hdr.Name)
 	if err != nil {
 		u.fail(hdr.Name, err)
 		return
 	}
 	defer u.done(dir)
-	tmp := "." + base + tmpSuffix
-	if len(tmp) > 255 {
-		tmp = fmt.Sprintf(".rsa-tmp.%d", time.Now().UnixNano())
+	tmp := base
+	if !u.direct {
+		if tmp = "." + base + tmpSuffix; len(tmp) > 255 {
+			tmp = fmt.Sprintf(".rsa-tmp.%d", time.Now().UnixNano())
+		}
 	}
 	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	perm := uint32(hdr.Mode & 0o777)
@@ -745,8 +807,15 @@ func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
 		u.fail(hdr.Name, err)
 		return
 	}
-	f := os.NewFile(uintptr(fd), hdr.Name)
-	_, err = io.Copy(f, r)
+	var f *os.File
+	if r == nil {
+		// Straight to the descriptor: an *os.File costs a poller
+		// registration per file, more than writing 4 KiB.
+		_, err = pwriteAll(fd, body, 0)
+	} else {
+		f = os.NewFile(uintptr(fd), hdr.Name)
+		_, err = io.Copy(f, r)
+	}
 	for k, v := range hdr.PAXRecords {
 		if name, ok := strings.CutPrefix(k, "SCHILY.xattr."); ok && strings.HasPrefix(name, "user.") && err == nil {
 			if xerr := unix.Fsetxattr(fd, name, []byte(v), 0); xerr != nil && !errors.Is(xerr, unix.EOPNOTSUPP) && u.m.Warn != nil {
@@ -760,10 +829,16 @@ func (u *unpacker) writeFile(hdr *tar.Header, r io.Reader) {
 	if err == nil {
 		err = futimens(fd, []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())})
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	var cerr error
+	if f != nil {
+		cerr = f.Close()
+	} else {
+		cerr = unix.Close(fd)
 	}
 	if err == nil {
+		err = cerr
+	}
+	if err == nil && tmp != base {
 		err = unix.Renameat(dir, tmp, dir, base)
 	}
 	if err != nil {
