@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# make bench-copy: times rsa copy beside cp -a, rsync -a, tar|tar and fpsync
-# (and dd bs=4M for large files), from disk to a tmpfs and back, with warm
-# and cold page cache, RUNS times each; prints medians and the ratio
-# best-peer-median / rsa-median (above 1: rsa copy is faster). Every timed
-# command ends with `sync -f DST`, so data written to disk is counted once it
-# is durable, for every tool alike. Pack/unpack are timed against GNU tar.
+# make bench-copy: times rsa copy beside cp -a, a parallel cp (xargs -P 8),
+# rsync -a, tar|tar and fpsync (and dd bs=4M for large files), from disk to a
+# tmpfs and back, with warm and cold page cache, RUNS times each, the tools in
+# a new random order each round; prints medians with their spread and the
+# ratio best-peer-median / rsa-median (above 1: rsa copy is faster). Every
+# timed command ends with `sync -f DST`, so data written to disk is counted
+# once it is durable, for every tool alike. After each run, outside the
+# timed part, the copy's file count and content hash are checked against the
+# source's: a tool that copied less fails the benchmark instead of looking
+# fast.
 #
-# Knobs: RUNS (3), DATASETS ("a b c d"), BENCH_DIR (/var/tmp/rsa-bench),
-# OUT (markdown table, default docs/performance.md when run from the repo).
+# The "limit" column is bench/floor.c, a minimal copier built here as a
+# measuring instrument (not a product): the least kernel work per file a
+# copy needs. rsa copy's share of it says how close to the machine it is.
+# Pack/unpack are timed against GNU tar, warm and cold.
+#
+# Knobs: RUNS (5), DATASETS ("a b c d"), DIRECTIONS ("disk->tmpfs tmpfs->disk"),
+# PACK (1: time pack and unpack), BENCH_DIR (/var/tmp/rsa-bench),
+# FLOOR_THREADS (4), OUT (markdown table, default docs/performance.md when run
+# from the repo).
 # Builds its datasets once and removes its tmpfs on exit; the datasets stay
 # for the next run (rm -rf "$BENCH_DIR" to drop them).
 set -euo pipefail
 
-runs=${RUNS:-3}
+runs=${RUNS:-5}
+directions=${DIRECTIONS:-disk->tmpfs tmpfs->disk}
+floor_threads=${FLOOR_THREADS:-4}
 datasets=${DATASETS:-a b c d}
 base=${BENCH_DIR:-/var/tmp/rsa-bench}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +35,7 @@ ram="$base-ram"
 
 [ "$(id -u)" = 0 ] || { echo "bench-copy needs root (tmpfs, dropping caches)" >&2; exit 1; }
 [ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
-for t in rsync fpsync tar cp dd bc python3; do
+for t in rsync fpsync tar cp dd bc python3 cc shuf md5sum; do
 	command -v "$t" >/dev/null || { echo "missing $t (make bench-copy installs rsync and fpart)" >&2; exit 1; }
 done
 
@@ -37,6 +50,8 @@ trap cleanup EXIT
 
 mkdir -p "$base" "$ram" "$base/work"
 mountpoint -q "$ram" || mount -t tmpfs -o size=12g,mode=0755 rsa-bench "$ram"
+floor=$base/work/floor
+cc -O2 -Wall -pthread -o "$floor" "$top/bench/floor.c"
 
 # --- datasets, made once --------------------------------------------------
 make_dataset() {
@@ -102,42 +117,82 @@ timed() {
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f-%.2f", lo, hi }'; }
+
+# digest DIR: the file count and a hash of every file's path and content.
+digest() {
+	(cd "$1" && find . -type f -printf '%P\0' | LC_ALL=C sort -z | xargs -0 -r md5sum | md5sum | cut -d' ' -f1) &&
+		find "$1" -type f | wc -l
+}
+declare -A want_digest
+# checked TOOL SRC DST: DST holds what SRC does, or the benchmark stops.
+checked() {
+	local got
+	[ -n "${want_digest[$2]:-}" ] || want_digest[$2]=$(digest "$2")
+	got=$(digest "$3")
+	if [ "$got" != "${want_digest[$2]}" ]; then
+		echo "$1 copied $2 wrongly: $(tr '\n' ' ' <<< "$got") != $(tr '\n' ' ' <<< "${want_digest[$2]}") (hash, files)" >&2
+		exit 1
+	fi
+}
+# warm SRC: every byte of SRC in the page cache (tar writing to /dev/null
+# reads no file data, GNU tar's shortcut, so its output goes through cat).
+warm_up() { tar -C "$1" -cf - . | cat > /dev/null; }
 
 dd_all() { # dd bs=4M of every file of a flat directory: the copy limit for (c)
 	local f
 	for f in "$1"/*; do dd if="$f" of="$2/${f##*/}" bs=4M status=none; done
 }
 tar_pipe() { tar -C "$1" -cf - . | tar -C "$2" -xf -; }
-fpsync_run() { fpsync -n 4 -t "$base/work/fpsync" "$1/" "$2/"; }
+# fpsync with real parallelism: 8 rsync jobs at a time, each of at most
+# 64 entries or a 32nd of the tree, whichever is more (64 alone makes 1,600
+# rsync runs of (b), each costing more than its files).
+fpsync_run() {
+	local n
+	n=$(find "$1" -mindepth 1 | wc -l)
+	fpsync -n 8 -f $((n / 32 > 64 ? n / 32 : 64)) -t "$base/work/fpsync" "$1/" "$2/"
+}
+# cp -a of the top-level entries, 8 processes at a time.
+xargs_cp() { (cd "$1" && find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r -P 8 -n 16 cp -a -t "$2"); }
 
-declare -A result
+declare -A result range
 rows=()
 
 bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
 	local ds=$1 dirn=$2 src=$4 dstroot=$5 tool t
 	cache=$3
-	local tools=(rsa "cp -a" "rsync -a" "tar|tar" fpsync)
+	# Into tmpfs as a stage-in copies into a new RAMDISK: --private.
+	local rsa_flags=()
+	[ "$dirn" = "disk->tmpfs" ] && rsa_flags=(--private)
+	local tools=(rsa limit "cp -a" "xargs -P cp" "rsync -a" "tar|tar" fpsync)
 	[ "$ds" = c ] && tools+=("dd bs=4M")
 	declare -A times=()
 	# Settle: nothing dirty from before, and for warm runs the source in
-	# the page cache. Tools take turns, run by run, so drift hits all alike.
+	# the page cache. Tools take turns in a new random order each round,
+	# so neither drift nor going first favours one.
 	sync
-	[ "$cache" = warm ] && tar -C "$src" -cf - . > /dev/null
+	[ "$cache" = warm ] && warm_up "$src"
 	for _ in $(seq "$runs"); do
-		for tool in "${tools[@]}"; do
+		while IFS= read -r tool; do
 			case $tool in
-			rsa) t=$(timed "$dstroot/x" "$rsa" copy --progress=none "$src" "$dstroot/x") ;;
+			rsa) t=$(timed "$dstroot/x" "$rsa" copy --progress=none "${rsa_flags[@]}" "$src" "$dstroot/x") ;;
+			limit) t=$(timed "$dstroot/x" "$floor" "$floor_threads" "$src" "$dstroot/x") ;;
 			"cp -a") t=$(timed "$dstroot/x" cp -a "$src/." "$dstroot/x/") ;;
+			"xargs -P cp") t=$(timed "$dstroot/x" xargs_cp "$src" "$dstroot/x") ;;
 			"rsync -a") t=$(timed "$dstroot/x" rsync -a "$src/" "$dstroot/x/") ;;
 			"tar|tar") t=$(timed "$dstroot/x" tar_pipe "$src" "$dstroot/x") ;;
 			fpsync) t=$(timed "$dstroot/x" fpsync_run "$src" "$dstroot/x") ;;
 			"dd bs=4M") t=$(timed "$dstroot/x" dd_all "$src" "$dstroot/x") ;;
 			esac
+			checked "$tool" "$src" "$dstroot/x"
 			times[$tool]+="$t "
-		done
+			# The check read the copy and, cold, the source: settle again.
+			[ "$cache" = warm ] || sync
+		done < <(printf '%s\n' "${tools[@]}" | shuf)
 	done
 	for tool in "${tools[@]}"; do
 		result["$ds|$dirn|$cache|$tool"]=$(tr ' ' '\n' <<< "${times[$tool]}" | grep . | median)
+		range["$ds|$dirn|$cache|$tool"]=$(tr ' ' '\n' <<< "${times[$tool]}" | grep . | spread)
 	done
 	rows+=("$ds|$dirn|$cache|${tools[*]}")
 }
@@ -146,86 +201,111 @@ for ds in $datasets; do
 	make_dataset "$ds"
 	src=$base/src-$ds
 	# disk -> tmpfs, warm and cold
-	bench "$ds" "disk->tmpfs" warm "$src" "$ram"
-	bench "$ds" "disk->tmpfs" cold "$src" "$ram"
+	if [[ " $directions " == *" disk->tmpfs "* ]]; then
+		bench "$ds" "disk->tmpfs" warm "$src" "$ram"
+		bench "$ds" "disk->tmpfs" cold "$src" "$ram"
+	fi
 	# tmpfs -> disk (the source is RAM, so only warm exists)
-	rm -rf "$ram/src"
-	"$rsa" copy --progress=none "$src" "$ram/src" > /dev/null
-	bench "$ds" "tmpfs->disk" warm "$ram/src" "$base/work"
-	rm -rf "$ram/src"
+	if [[ " $directions " == *" tmpfs->disk "* ]]; then
+		rm -rf "$ram/src"
+		unset 'want_digest[$ram/src]'
+		"$rsa" copy --progress=none "$src" "$ram/src" > /dev/null
+		bench "$ds" "tmpfs->disk" warm "$ram/src" "$base/work"
+		rm -rf "$ram/src"
+	fi
 done
 
 # --- pack / unpack against GNU tar -----------------------------------------
-declare -A pack
+# pack: the disk dataset into one tar on tmpfs; unpack: that tar from disk
+# into tmpfs. Each checked like the copies (the archive by unpacking it).
+declare -A pack packrange
+packed=$base/work/all.tar
 for ds in $datasets; do
-	case $ds in a | b) ;; *) continue ;; esac
+	case $ds in a | b) [ "${PACK:-1}" = 1 ] || continue ;; *) continue ;; esac
 	src=$base/src-$ds
-	cache=warm
-	for tool in rsa tar; do
-		local_times=()
+	tar -C "$src" -cf "$packed" .
+	for cache in warm cold; do
+		declare -A ptimes=()
+		sync
+		[ "$cache" = warm ] && warm_up "$src" && cat "$packed" > /dev/null
 		for _ in $(seq "$runs"); do
-			if [ "$tool" = rsa ]; then
-				local_times+=("$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar")")
-			else
-				local_times+=("$(timed "$ram/p" tar -C "$src" -cf "$ram/p/all.tar" .)")
-			fi
+			while IFS= read -r job; do
+				case $job in
+				"pack rsa") t=$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar") ;;
+				"pack tar") t=$(timed "$ram/p" tar -C "$src" -cf "$ram/p/all.tar" .) ;;
+				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$packed" "$ram/u") ;;
+				"unpack tar") t=$(timed "$ram/u" tar -C "$ram/u" -xf "$packed") ;;
+				esac
+				if [ "${job%% *}" = pack ]; then
+					rm -rf "$ram/u" && mkdir -p "$ram/u" && tar -C "$ram/u" -xf "$ram/p/all.tar"
+					rm -rf "$ram/p"
+				fi
+				checked "$job" "$src" "$ram/u"
+				ptimes[$job]+="$t "
+			done < <(printf '%s\n' "pack rsa" "pack tar" "unpack rsa" "unpack tar" | shuf)
 		done
-		pack["$ds|pack|$tool"]=$(printf '%s\n' "${local_times[@]}" | median)
-	done
-	tar -C "$src" -cf "$base/work/all.tar" .
-	for tool in rsa tar; do
-		local_times=()
-		for _ in $(seq "$runs"); do
-			if [ "$tool" = rsa ]; then
-				local_times+=("$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$base/work/all.tar" "$ram/u")")
-			else
-				local_times+=("$(timed "$ram/u" tar -C "$ram/u" -xf "$base/work/all.tar")")
-			fi
+		for job in "pack rsa" "pack tar" "unpack rsa" "unpack tar"; do
+			pack["$ds|${job% *}|$cache|${job#* }"]=$(tr ' ' '\n' <<< "${ptimes[$job]}" | grep . | median)
+			packrange["$ds|${job% *}|$cache|${job#* }"]=$(tr ' ' '\n' <<< "${ptimes[$job]}" | grep . | spread)
 		done
-		pack["$ds|unpack|$tool"]=$(printf '%s\n' "${local_times[@]}" | median)
+		unset ptimes
 	done
-	rm -f "$base/work/all.tar"
+	rm -rf "$packed" "$ram/u" "$ram/p"
 done
 
 # --- report ------------------------------------------------------------------
+cell() { printf '%.2f <sub>%s</sub>' "$1" "$2"; }
 {
 	echo "Made by \`make bench-copy\` (scripts/bench-copy.sh, RUNS=$runs) on $(date -u +%Y-%m-%d):"
 	echo "$(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM,"
 	echo "kernel $(uname -r), disk: $(df -T "$base" | awk 'NR == 2 { print $2 }') on $(df "$base" | awk 'NR == 2 { print $1 }'), RAM side: tmpfs."
 	echo "Datasets: (a) 2,048 x 1 MiB; (b) 100,000 x 4 KiB in 100 directories; (c) 4 x 1 GiB;"
-	echo "(d) a 10-deep tree of mixed sizes. Times are medians of $runs runs in seconds, each ending"
-	echo "with \`sync -f DST\`; cold = page cache dropped before the run. Ratio = the best peer's"
-	echo "median / rsa copy's median (above 1: rsa copy is faster); for (c) dd bs=4M counts as a peer."
+	echo "(d) a 10-deep tree of mixed sizes. Times are medians of $runs runs in seconds (min-max below),"
+	echo "each ending with \`sync -f DST\`, the tools in a random order each round; cold = page cache"
+	echo "dropped before the run. Every run's copy was checked (file count, content hash)."
+	echo "Ratio = the best peer's median / rsa copy's median (above 1: rsa copy is faster); for (c)"
+	echo "dd bs=4M counts as a peer. Limit = bench/floor.c with $floor_threads threads, the least work a"
+	echo "copy needs per file; share = limit / rsa copy (1.00: at the machine's limit). Into tmpfs,"
+	echo "rsa copy runs with --private, as a stage-in into a new RAMDISK does."
 	echo
-	echo "| data | direction | cache | rsa copy | cp -a | rsync -a | tar\\|tar | fpsync | dd bs=4M | ratio |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+	echo "| data | direction | cache | rsa copy | limit | cp -a | xargs -P cp | rsync -a | tar\\|tar | fpsync | dd bs=4M | ratio | share |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	for row in "${rows[@]}"; do
 		IFS='|' read -r ds dirn cache _ <<< "$row"
 		k="$ds|$dirn|$cache"
 		r=${result["$k|rsa"]}
 		best=""
-		for tool in "cp -a" "rsync -a" "tar|tar" fpsync "dd bs=4M"; do
+		for tool in "cp -a" "xargs -P cp" "rsync -a" "tar|tar" fpsync "dd bs=4M"; do
 			v=${result["$k|$tool"]:-}
 			[ -z "$v" ] && continue
 			if [ -z "$best" ] || [ "$(echo "$v < $best" | bc)" = 1 ]; then best=$v; fi
 		done
-		printf '| (%s) | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | **%.2fx** |\n' "$ds" "$dirn" "$cache" "$r" \
-			"${result["$k|cp -a"]}" "${result["$k|rsync -a"]}" "${result["$k|tar|tar"]}" "${result["$k|fpsync"]}" \
-			"$( [ -n "${result["$k|dd bs=4M"]:-}" ] && printf '%.2f' "${result["$k|dd bs=4M"]}" || echo -)" \
-			"$(echo "$best / $r" | bc -l)"
+		line="| ($ds) | $dirn | $cache"
+		for tool in rsa limit "cp -a" "xargs -P cp" "rsync -a" "tar|tar" fpsync "dd bs=4M"; do
+			if [ -n "${result["$k|$tool"]:-}" ]; then
+				line+=" | $(cell "${result["$k|$tool"]}" "${range["$k|$tool"]}")"
+			else
+				line+=" | -"
+			fi
+		done
+		printf '%s | **%.2fx** | %.2f |\n' "$line" "$(echo "$best / $r" | bc -l)" "$(echo "${result["$k|limit"]} / $r" | bc -l)"
 	done
 	if [ ${#pack[@]} -gt 0 ]; then
 		echo
-		echo "Pack and unpack (disk dataset to a tar on tmpfs, and that tar's members into tmpfs), warm:"
+		echo "Pack (the disk dataset into one tar on tmpfs) and unpack (that tar, on disk, into tmpfs):"
 		echo
-		echo "| data | operation | rsa copy | GNU tar | ratio |"
-		echo "|---|---|---|---|---|"
+		echo "| data | operation | cache | rsa copy | GNU tar | ratio |"
+		echo "|---|---|---|---|---|---|"
 		for ds in a b; do
 			for op in pack unpack; do
-				r=${pack["$ds|$op|rsa"]:-}
-				[ -z "$r" ] && continue
-				t=${pack["$ds|$op|tar"]}
-				printf '| (%s) | %s | %.2f | %.2f | **%.2fx** |\n' "$ds" "$op" "$r" "$t" "$(echo "$t / $r" | bc -l)"
+				for cache in warm cold; do
+					k="$ds|$op|$cache"
+					r=${pack["$k|rsa"]:-}
+					[ -z "$r" ] && continue
+					t=${pack["$k|tar"]}
+					printf '| (%s) | %s | %s | %s | %s | **%.2fx** |\n' "$ds" "$op" "$cache" \
+						"$(cell "$r" "${packrange["$k|rsa"]}")" "$(cell "$t" "${packrange["$k|tar"]}")" "$(echo "$t / $r" | bc -l)"
+				done
 			done
 		done
 	fi

@@ -73,11 +73,9 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	// which is archive order. Entries travel in batches, in order: a hand-
 	// off per file between goroutines costs more than packing 4 KiB.
 	type item struct {
-		rel      string
-		path     string
-		info     fs.FileInfo
+		walkEntry
 		linkname string // a further name of a hard-linked file
-		small    bool   // read by a reader into rec
+		small    bool   // read by a reader into rec (holding dir till then)
 		rec      []byte
 		err      error
 	}
@@ -104,7 +102,8 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 					if limit != nil {
 						limit(it.info.Size())
 					}
-					it.rec, it.err = packRecord(src, it.rel, it.path, it.info)
+					it.rec, it.err = packRecord(src, it.walkEntry)
+					it.dir.release()
 				}
 				close(b.read)
 			}
@@ -126,19 +125,12 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			batches <- cur
 			cur = &batch{read: make(chan struct{})}
 		}
-		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
+		err := walkTree(src, func(e walkEntry) error {
 			if err := wctx.Err(); err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(src, p)
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			it := item{rel: rel, path: p, info: info}
+			info, rel := e.info, e.rel
+			it := item{walkEntry: e}
 			if sys, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && sys.Nlink > 1 {
 				k := inode{uint64(sys.Dev), sys.Ino}
 				if first, seen := links[k]; seen {
@@ -149,6 +141,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			}
 			if it.linkname == "" && info.Mode().IsRegular() && info.Size() <= smallFileSize {
 				it.small = true
+				it.dir.hold()
 				cur.held += recordSize(info.Size())
 			}
 			cur.items = append(cur.items, it)
@@ -312,10 +305,11 @@ type sliceWriter struct{ b []byte }
 func (w *sliceWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
 
 // packRecord reads a small file (content and user.* extended attributes
-// through one descriptor) and returns its complete tar record. A file that
-// changed size meanwhile is an error.
-func packRecord(root, rel, p string, info fs.FileInfo) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+// through one descriptor, opened in its directory's) and returns its
+// complete tar record. A file that changed size meanwhile is an error.
+func packRecord(root string, e walkEntry) ([]byte, error) {
+	rel, info := e.rel, e.info
+	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
