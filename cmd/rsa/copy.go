@@ -130,6 +130,13 @@ func copyAsUser(name string) error {
 }
 
 func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
+	// A worker blocked in a file system call (a cold inode, a remote
+	// server) holds one of Go's Ps until the runtime notices; with only as
+	// many Ps as cores, most workers would wait for a P rather than for
+	// the disk. One P per worker keeps their I/O in flight (measured, 100,000
+	// cold 4 KiB files on 2 cores: 4.7 s with 2 Ps, 3.7 s with 8; warm the
+	// same).
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), stage.Workers(f.workers)))
 	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.

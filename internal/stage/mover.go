@@ -195,7 +195,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	r.noSendfile = isFUSE(dstFd)
 
 	stopProgress := r.startProgress()
-	r.pool = newPool(workersFor(m.Workers))
+	r.pool = newPool(Workers(m.Workers))
 	r.pool.submit(func() { r.listDir(root) })
 	r.pool.wait()
 	stopProgress()
@@ -219,7 +219,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 		}
 	}
 	if m.Verify {
-		if err := VerifyTree(ctx, src, dst, workersFor(m.Workers)); err != nil {
+		if err := VerifyTree(ctx, src, dst, Workers(m.Workers)); err != nil {
 			return st, err
 		}
 	}
@@ -229,8 +229,6 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	return st, nil
 }
 
-// workersFor picks the pool size: staging is bound by I/O latency more than
-// by CPU, so more workers than cores pay off, within reason.
 // File system magic numbers of destinations that take parallel writes into
 // one file well: RAM, and parallel file systems striping a file over
 // servers (the multi-stream transfers of the SCinet report). A local disk
@@ -281,7 +279,10 @@ func emptyDir(fd int) bool {
 	return len(names) == 0 && errors.Is(err, io.EOF)
 }
 
-func workersFor(n int) int {
+// Workers is the pool size of a copy asked for n workers (0: chosen):
+// staging is bound by I/O latency more than by CPU, so more workers than
+// cores pay off, within reason.
+func Workers(n int) int {
 	if n > 0 {
 		return n
 	}

@@ -28,7 +28,7 @@ func VerifyTree(ctx context.Context, src, dst string, workers int) error {
 		unix.Close(srcFd)
 		return fmt.Errorf("verify: %w", err)
 	}
-	v := &verifier{ctx: ctx, pool: newPool(workersFor(workers))}
+	v := &verifier{ctx: ctx, pool: newPool(Workers(workers))}
 	root := &vdir{rel: ".", src: srcFd, dst: dstFd}
 	root.refs.Store(1)
 	v.pool.submit(func() { v.dir(root) })
