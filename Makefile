@@ -138,9 +138,10 @@ demo-cluster: build
 bench-cluster: build
 	scripts/bench-cluster.sh
 
-# Benchmarks, not tests: rsa copy against cp, rsync, tar, fpsync and dd.
+# Benchmarks, not tests: rsa copy against cp, rsync, tar, fpsync and dd, and
+# against bench/floor.c, the machine's limit (built with cc by the script).
 bench-copy: build
-	@for p in rsync fpart; do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync fpart; break; }; done
+	@for p in rsync fpart gcc libc6-dev; do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync fpart gcc libc6-dev; break; }; done
 	scripts/bench-copy.sh
 
 clean:
