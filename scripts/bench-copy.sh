@@ -161,7 +161,7 @@ rows=()
 bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
 	local ds=$1 dirn=$2 src=$4 dstroot=$5 tool t
 	cache=$3
-	# Into tmpfs as a stage-in copies into a new RAMDISK: --private.
+	# Into tmpfs with --private: what a stage-in into a new RAMDISK could use.
 	local rsa_flags=()
 	[ "$dirn" = "disk->tmpfs" ] && rsa_flags=(--private)
 	local tools=(rsa limit "cp -a" "xargs -P cp" "rsync -a" "tar|tar" fpsync)
@@ -266,7 +266,7 @@ cell() { printf '%.2f <sub>%s</sub>' "$1" "$2"; }
 	echo "Ratio = the best peer's median / rsa copy's median (above 1: rsa copy is faster); for (c)"
 	echo "dd bs=4M counts as a peer. Limit = bench/floor.c with $floor_threads threads, the least work a"
 	echo "copy needs per file; share = limit / rsa copy (1.00: at the machine's limit). Into tmpfs,"
-	echo "rsa copy runs with --private, as a stage-in into a new RAMDISK does."
+	echo "rsa copy runs with --private (final names at once; not yet used by the daemon)."
 	echo
 	echo "| data | direction | cache | rsa copy | limit | cp -a | xargs -P cp | rsync -a | tar\\|tar | fpsync | dd bs=4M | ratio | share |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -35,9 +35,8 @@ func copyCmd() *cobra.Command {
 		Short: "Copy a tree in parallel, safely and verifiably (RSA's mover)",
 		Long: `Copy the tree at SRC into DST, like 'cp -a SRC/. DST/', with a pool of workers.
 Keeps contents, directories, symlinks (never followed), hard links, sparse files,
-permissions, nanosecond times and user.* extended attributes. Where others may
-look, files appear under their name only when complete; in directories the copy
-makes (0700 until done) and in an empty DST given --private, they are written
+permissions, nanosecond times and user.* extended attributes. Files appear under
+their name only when complete; with --private, in an empty DST they are written
 under their final name at once. Times are set last, so running the same copy
 again copies only what is missing or different, partial files included. Entries that fail are listed with the reason, and the exit
 status is non-zero.

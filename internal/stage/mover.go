@@ -32,12 +32,13 @@ import (
 // with Verify): a file's times are set last, so a partial file never looks
 // complete to a resumed copy.
 //
-// Where a reader may look while the copy runs, a file is written under a
-// temporary name and renamed into place once complete. Where none can, it
-// is written under its final name at once, as tar does, which saves the
-// rename (a directory-locked operation, the costliest step of a small
-// file): in a directory this copy created (mode 0700 until its contents
-// are done), and in an empty DST that the caller says is Private.
+// A file is written under a temporary name and renamed into place once
+// complete. With Private (no one looks into DST until the copy ends), in
+// an empty DST and the directories the copy makes, it is written under its
+// final name at once, as tar does, which saves the rename (a directory-
+// locked operation, the costliest step of a small file). The daemon does
+// not stage with Private: on a distribute RAMDISK, the rename failing is
+// what shows a copy that a brick lost mid-way (a rebooted RSA node).
 type Mover struct {
 	Workers   int   // 0: chosen from the CPUs
 	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
@@ -469,9 +470,7 @@ func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_
 		return
 	}
 	r.copyXattrs(rel, childSrc, dstFd)
-	// A directory made here stays 0700 until its contents are done: only
-	// this copy's user sees into it meanwhile.
-	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh}
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh && r.m.Private}
 	c.pending.Store(1)
 	d.pending.Add(1)
 	r.pool.submit(func() { r.listDir(c) })

@@ -98,13 +98,14 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	case t.Program == ModePack:
 		args = append(copyArgs, "--pack", "--", t.Ramdisk, filepath.Join(t.Data, PackName(t.Job)))
 	case t.Program == ModeUnpack:
-		args = append(copyArgs, "--unpack", "--private", "--", t.Data, t.Ramdisk)
+		args = append(copyArgs, "--unpack", "--", t.Data, t.Ramdisk)
 	case t.Phase == "stage-out":
 		args = append(copyArgs, "--", t.Ramdisk, t.Data)
 	default:
-		// Into the job's RAMDISK, which no one uses before the stage-in
-		// ends: final names at once, no rename per file.
-		args = append(copyArgs, "--private", "--", t.Data, t.Ramdisk)
+		// Not --private, though no one uses the RAMDISK before the
+		// stage-in ends: on a distribute volume a file's rename failing
+		// is what catches a brick lost (its node rebooted) mid-copy.
+		args = append(copyArgs, "--", t.Data, t.Ramdisk)
 	}
 	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase))
 	if err != nil {
