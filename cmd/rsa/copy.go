@@ -38,7 +38,8 @@ Keeps contents, directories, symlinks (never followed), hard links, sparse files
 permissions, nanosecond times and user.* extended attributes. Files appear under
 their name only when complete; with --private, in an empty DST they are written
 under their final name at once. Times are set last, so running the same copy
-again copies only what is missing or different, partial files included. Entries that fail are listed with the reason, and the exit
+again copies only what is missing or different, partial files included. Entries
+that fail are listed with the reason, and the exit
 status is non-zero.
 
 As root, --user NAME runs the whole copy as that user (uid, gid and groups)

@@ -49,8 +49,8 @@ type Mover struct {
 	Progress  func(Progress)
 	Warn      func(path, why string)
 	// Private says no one but this copy looks into DST until it ends (a
-	// RAMDISK before its job starts): if DST is empty, files take their
-	// final names at once there too.
+	// RAMDISK before its job starts): if DST is empty, files in it and in
+	// the directories the copy makes take their final names at once.
 	Private bool
 
 	// fileDone, if set, is called with the count of files done so far

@@ -168,8 +168,8 @@ func TestMoverKeepsEverything(t *testing.T) {
 			os.Mkdir(dst, 0o700)
 			tree(t, src)
 			var warned []string
-			// Into tmpfs as a stage-in copies into a new RAMDISK:
-			// final names at once.
+			// Into tmpfs with Private (final names at once), as a
+			// stage-in into a new RAMDISK could copy.
 			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true, Private: dir[1] == "tmpfs",
 				Warn: func(p, why string) { warned = append(warned, p) }}
 			st, err := m.Copy(context.Background(), src, dst)

@@ -2,7 +2,6 @@ package stage
 
 import (
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -63,11 +62,10 @@ func walkTree(root string, visit func(e walkEntry) error) error {
 }
 
 func walkDir(root string, d *openDir, rel string, visit func(walkEntry) error) error {
-	dup, err := unix.FcntlInt(uintptr(d.fd), unix.F_DUPFD_CLOEXEC, 0)
+	f, err := openLister(d.fd, filepath.Join(root, rel))
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(dup), filepath.Join(root, rel))
 	names, err := f.Readdirnames(-1)
 	f.Close()
 	if err != nil {
