@@ -75,36 +75,12 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
-	used := d.heldBesides(j)
-	// Decisions made but not yet committed hold their RAM too: a tick
-	// that assigns several waiting jobs must not give each the same free
-	// bytes (audit finding 3).
-	for id, parts := range d.reserved {
-		if id != j.ID {
-			for _, p := range parts {
-				used[p.Node] += p.Bytes
-			}
-		}
-	}
-	// A drained node gives nothing: it counts as full, so a job waits for
-	// it (it is still part of what RSA can ever give) and says why.
-	drained := d.drained()
-	var down int
-	for _, n := range d.cfg.Nodes {
-		if _, ok := drained[n.Name]; ok {
-			used[n.Name] = n.Capacity
-		} else if d.cluster != nil && !d.cluster.Up(n.Name) {
-			// Its agent did not answer the last heartbeat: no brick can
-			// be made there now.
-			used[n.Name] = n.Capacity
-			down++
-		}
-	}
 	m := j.Machine()
-	dec := alloc.Plan(alloc.PolicyFrom(d.cfg), d.cfg.Nodes, used, alloc.Request{
+	req := alloc.Request{
 		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
 		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
-	})
+	}
+	dec, drains, down := d.plan(j, req)
 	if j.Spec.Capacity == 0 && j.Spec.Sized != "" {
 		// Sized by its input, which does not fit: no RAMDISK (the
 		// proportion rule is for schedulers' jobs).
@@ -121,6 +97,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.setWaiting(j.ID, "", "")
 		parts := dec.Parts
 		d.reserved[j.ID] = parts
+		d.plans.forget() // less is free now
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
@@ -130,8 +107,8 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.setWaiting(j.ID, "", "")
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: dec.Reason}}, true
 	default:
-		if len(drained) > 0 {
-			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", len(drained), len(d.cfg.Nodes))
+		if drains > 0 {
+			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", drains, len(d.cfg.Nodes))
 		}
 		if down > 0 {
 			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes down; rsa nodes)", down, len(d.cfg.Nodes))
@@ -151,6 +128,98 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: why}}, true
 		}
 		return msg{}, false
+	}
+}
+
+// plan is alloc.Plan for j over what is free now (what the committed jobs
+// besides j hold, what is reserved for others, drained and silent nodes
+// counted full), with the numbers of drained and silent nodes.
+func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains, down int) {
+	// A job that holds nothing sees what every such job sees: its
+	// decision to wait is the pass's for its request (d.plans).
+	_, reserved := d.reserved[j.ID]
+	memo := (!lifecycle.HoldsNodes(j.RSA) || len(j.Alloc) == 0) && !reserved
+	if memo {
+		if w, ok := d.plans.lookup(d.commitCount(), req); ok {
+			return w.dec, w.drains, w.down
+		}
+	}
+	used := d.heldBesides(j)
+	// Decisions made but not yet committed hold their RAM too: a tick
+	// that assigns several waiting jobs must not give each the same free
+	// bytes (audit finding 3).
+	for id, parts := range d.reserved {
+		if id != j.ID {
+			for _, p := range parts {
+				used[p.Node] += p.Bytes
+			}
+		}
+	}
+	// A drained node gives nothing: it counts as full, so a job waits for
+	// it (it is still part of what RSA can ever give) and says why.
+	drained := d.drained()
+	for _, n := range d.cfg.Nodes {
+		if _, ok := drained[n.Name]; ok {
+			used[n.Name] = n.Capacity
+		} else if d.cluster != nil && !d.cluster.Up(n.Name) {
+			// Its agent did not answer the last heartbeat: no brick can
+			// be made there now.
+			used[n.Name] = n.Capacity
+			down++
+		}
+	}
+	dec = alloc.Plan(alloc.PolicyFrom(d.cfg), d.cfg.Nodes, used, req)
+	if memo && dec.Verdict == alloc.Wait {
+		d.plans.remember(req, planned{dec, len(drained), down})
+	}
+	return dec, len(drained), down
+}
+
+// commitCount is the number of commits so far.
+func (d *Daemon) commitCount() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.commits
+}
+
+// planMemo keeps, for one scheduling pass, the decisions to wait made for
+// jobs that hold no RAM: a thousand jobs waiting for the same shape of
+// RAMDISK cost one plan and one reason, not a thousand (issue 14: a pass
+// over 10,000 active jobs). It holds only while nothing is committed and
+// nothing reserved; drains and heartbeats that change during a pass are
+// seen by the next one. A nil memo remembers nothing.
+type planMemo struct {
+	commits uint64
+	waits   map[alloc.Request]planned
+}
+
+type planned struct {
+	dec          alloc.Decision
+	drains, down int
+}
+
+func (p *planMemo) lookup(commits uint64, req alloc.Request) (planned, bool) {
+	if p == nil {
+		return planned{}, false
+	}
+	if p.commits != commits {
+		p.forget()
+		p.commits = commits
+		return planned{}, false
+	}
+	w, ok := p.waits[req]
+	return w, ok
+}
+
+func (p *planMemo) remember(req alloc.Request, w planned) {
+	if p != nil {
+		p.waits[req] = w
+	}
+}
+
+func (p *planMemo) forget() {
+	if p != nil {
+		clear(p.waits)
 	}
 }
 

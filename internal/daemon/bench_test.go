@@ -35,42 +35,53 @@ const (
 // and actions: what a tick touches.
 func benchDaemon(b *testing.B) *Daemon {
 	b.Helper()
-	ctx := context.Background()
-	// In RAM: 10,000 synchronous commits to fill it are not what is
-	// measured.
-	dir, err := os.MkdirTemp("/dev/shm", "rsa-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	st, err := store.Open(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	cfg := &config.Config{Tick: time.Second}
-	for i := range benchNodes {
-		cfg.Nodes = append(cfg.Nodes, config.Node{Name: fmt.Sprintf("rsa%02d", i+1), Capacity: benchHolding / benchNodes << 30})
-	}
+	d := passDaemon(b, benchNodes, benchHolding/benchNodes<<30)
 	now := time.Now()
 	for i := range benchHolding + benchWaiting {
-		j := &job.Job{Spec: job.Spec{Name: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: 24 * time.Hour,
-			Capacity: 1 << 30, ComputeNodes: 1},
-			UID: 1000 + uint32(i%50), GID: 1000, User: fmt.Sprintf("u%d", i%50), Scheduler: config.SchedulerSlurm,
-			State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+		j := passJob(i, 1<<30, now)
 		if i < benchHolding {
 			j.State, j.RSA, j.StartedAt = lifecycle.Running, lifecycle.InUseIn, now
-			j.Alloc = []job.Part{{Node: cfg.Nodes[i%benchNodes].Name, Bytes: 1 << 30}}
+			j.Alloc = []job.Part{{Node: d.cfg.Nodes[i%benchNodes].Name, Bytes: 1 << 30}}
 		}
-		if err := st.Create(ctx, j, nil); err != nil {
+		if err := d.store.Create(context.Background(), j, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+	return d
+}
+
+// passDaemon is a daemon with n RSA nodes of capacity bytes each and an
+// empty store in RAM: 10,000 synchronous commits to fill it are not what
+// is measured.
+func passDaemon(tb testing.TB, n int, capacity int64) *Daemon {
+	tb.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "rsa-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	st, err := store.Open(context.Background(), dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	cfg := &config.Config{Tick: time.Second}
+	for i := range n {
+		cfg.Nodes = append(cfg.Nodes, config.Node{Name: fmt.Sprintf("rsa%02d", i+1), Capacity: capacity})
 	}
 	d := &Daemon{cfg: cfg, store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		reserved: map[int64][]job.Part{}, waiting: map[int64]wait{}, progress: map[int64]job.Progress{},
 		notify: make(chan struct{})}
 	d.metrics = metrics.New(metricsSource{d}, "bench")
 	return d
+}
+
+// passJob is the i-th of a site's Slurm jobs, on deck for capacity bytes.
+func passJob(i int, capacity int64, now time.Time) *job.Job {
+	return &job.Job{Spec: job.Spec{Name: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: 24 * time.Hour,
+		Capacity: capacity, ComputeNodes: 1},
+		UID: 1000 + uint32(i%50), GID: 1000, User: fmt.Sprintf("u%d", i%50), Scheduler: config.SchedulerSlurm,
+		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 }
 
 func BenchmarkSchedulingPass(b *testing.B) {

@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/cluster"
@@ -81,6 +82,7 @@ type Daemon struct {
 	// reserved holds allocations decided but not yet committed (their
 	// EvAssigned is pending), so that the next decision counts them.
 	reserved map[int64][]job.Part
+	plans    *planMemo // the scheduling pass's, while it runs
 
 	mu       sync.Mutex
 	notify   chan struct{}          // closed and replaced on every commit
@@ -443,6 +445,8 @@ func (d *Daemon) loop(ctx context.Context) {
 func (d *Daemon) tick(ctx context.Context, now time.Time) {
 	// Decided on the store's copies under its read lock, handled after
 	// it: handling commits.
+	d.plans = &planMemo{commits: d.commitCount(), waits: map[alloc.Request]planned{}}
+	defer func() { d.plans = nil }()
 	var due []msg
 	d.store.EachActive(func(j *job.Job) {
 		if why := d.expired(j, now); why != "" {
