@@ -98,7 +98,7 @@ test-slurm-latest: build
 # limits.stage_bwlimit come with it (make test: 100 and 1 GiB).
 LOAD_JOBS ?= 1000
 test-load: build
-	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_PRESSURE_INPUT=8G \
+	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_HOOK_FLOOR=1 RSA_PRESSURE_INPUT=8G \
 		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatency|TestStagingUnderPressure)$$' ./test/slurm/
 
 unit:

@@ -14,7 +14,8 @@ popen():close() gives no exit code. job_process, paths and pools run
 inside slurmctld, under its locks, at every submission: with Debian's
 lua-socket installed they ask the daemon over its socket instead, without
 starting a process (issue 14: about 1 ms instead of 10), and fall back to
-rsa slurm-bb if the socket does not answer.
+rsa slurm-bb if the socket does not answer. A job script without "#RSA"
+in it is not RSA's: job_process lets it through without asking.
 
 Only Slurm's values (job ids, numbers, paths in its state directory) and
 the ARGS of 'scontrol show bbstat' are passed on, each checked against a
@@ -126,8 +127,12 @@ local function quick(hook, script, ...)
 	else
 		local f = io.open(script, "r")
 		if f ~= nil then
-			text = ask(hook, f:read(4194304), checked(script, ...))
+			local body = f:read(4194304) or ""
 			f:close()
+			if not string.find(body, "#RSA", 1, true) then
+				return slurm.SUCCESS, "" -- no RSA line: not RSA's job
+			end
+			text = ask(hook, body, checked(script, ...))
 		end
 	end
 	if text == nil then

@@ -118,8 +118,9 @@ func TestBurstBufferLuaOverTheSocket(t *testing.T) {
 	script := "#!/bin/bash\n#RSA_DATA_IN=/home/u/in \"quoted\" \\back\ttab é\n#RSA_DELAY=1m\nsrun app\n"
 	scriptPath := filepath.Join(dir, "script")
 	bad := filepath.Join(dir, "bad-script")
+	plain := filepath.Join(dir, "plain-script") // not RSA's: answered in the Lua
 	pathFile, badPathFile := filepath.Join(dir, "path_file"), filepath.Join(dir, "bad_path_file")
-	for p, s := range map[string]string{scriptPath: script, bad: "#!/bin/sh\n#RSA_DATA_INN=/x\n", pathFile: "", badPathFile: ""} {
+	for p, s := range map[string]string{scriptPath: script, bad: "#!/bin/sh\n#RSA_DATA_INN=/x\n", plain: "#!/bin/sh\n#SBATCH -N 2\nsrun app\n", pathFile: "", badPathFile: ""} {
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -129,6 +130,7 @@ func TestBurstBufferLuaOverTheSocket(t *testing.T) {
 	out := runLua(t, lua, `
 show(slurm_bb_job_process(`+luaQuote(scriptPath)+`, 1000, 1000))
 show(slurm_bb_job_process(`+luaQuote(bad)+`, 1000, 1000))
+show(slurm_bb_job_process(`+luaQuote(plain)+`, 1000, 1000))
 show(slurm_bb_pools())
 show(slurm_bb_paths(7, "x", `+luaQuote(pathFile)+`, 1000, 1000))
 show(slurm_bb_paths(66, "x", `+luaQuote(badPathFile)+`, 1000, 1000))
@@ -137,6 +139,7 @@ show(slurm_bb_paths("7;rm", "x", `+luaQuote(pathFile)+`, 1000, 1000))
 	want := []string{
 		"0|",
 		`-1|RSA: job script line 2 "#RSA_DATA_INN=/x": unknown variable`,
+		"0|",
 		`0|{"pools":[{"id":"rsa","quantity":4096,"granularity":1048576,"free":4096}]}`,
 		"0|",
 		"-1|rsa: paths: refusing to write",
@@ -154,7 +157,7 @@ show(slurm_bb_paths("7;rm", "x", `+luaQuote(pathFile)+`, 1000, 1000))
 
 	got := stub.requests()
 	if len(got) != 5 {
-		t.Fatalf("the daemon got %d requests, want 5 (the bad argument never leaves the Lua): %+v", len(got), got)
+		t.Fatalf("the daemon got %d requests, want 5 (the bad argument never leaves the Lua, a script without RSA lines is answered there): %+v", len(got), got)
 	}
 	for _, r := range got {
 		if r.Via != ViaLuaSocket {
