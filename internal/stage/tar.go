@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -164,22 +165,22 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		}
 	}()
 	defer stopWalk()
-	for b := range batches {
+	// writeBatch appends a batch's entries in order; its records' budget
+	// is given back however it ends.
+	writeBatch := func(b *batch) error {
 		<-b.read
+		defer budget.give(b.held)
 		for i := range b.items {
 			it := &b.items[i]
 			if it.small {
 				if it.err != nil {
-					budget.give(b.held)
-					return st, fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
+					return fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
 				}
 				if err := tw.Flush(); err != nil { // pad the writer's own last entry
-					budget.give(b.held)
-					return st, err
+					return err
 				}
 				if _, err := bw.Write(it.rec); err != nil {
-					budget.give(b.held)
-					return st, fmt.Errorf("writing %s: %w", dst, err)
+					return fmt.Errorf("writing %s: %w", dst, err)
 				}
 				putRecord(it.rec)
 				it.rec = nil
@@ -187,14 +188,18 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				st.Bytes += it.info.Size()
 				m.packed(st.Files)
 			} else if err := m.packEntry(tw, src, dst, it.rel, it.info, it.linkname, limit, &st); err != nil {
-				budget.give(b.held)
-				return st, err
+				return err
 			}
 			if m.Progress != nil && st.Files%256 == 0 {
 				m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
 			}
 		}
-		budget.give(b.held)
+		return nil
+	}
+	for b := range batches {
+		if err := writeBatch(b); err != nil {
+			return st, err
+		}
 	}
 	if err := <-walkErr; err != nil {
 		return st, fmt.Errorf("reading %s: %w", src, err)
@@ -306,7 +311,8 @@ func (w *sliceWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); re
 
 // packRecord reads a small file (content and user.* extended attributes
 // through one descriptor, opened in its directory's) and returns its
-// complete tar record. A file that changed size meanwhile is an error.
+// complete tar record, the body read straight into it. A file that
+// changed size meanwhile is an error.
 func packRecord(root string, e walkEntry) ([]byte, error) {
 	rel, info := e.rel, e.info
 	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -315,23 +321,36 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 	}
 	defer unix.Close(fd)
 	size := info.Size()
+	xattrs := fxattrs(fd)
+	rec := (*recordPool.Get().(*[]byte))[:0]
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		if rec, ok := appendFileHeader(rec, filepath.ToSlash(rel), st, xattrs); ok {
+			n := len(rec)
+			rec = slices.Grow(rec, int(size))[:n+int(size)]
+			if err := readSize(fd, rec[n:]); err != nil {
+				putRecord(rec)
+				return nil, err
+			}
+			return padBlock(rec, 0), nil
+		}
+	}
 	body := getBody(size)
 	defer putBody(body)
-	n, err := readFull(fd, body)
-	if err != nil || int64(n) != size {
-		return nil, fmt.Errorf("changed while being packed (%d of %d bytes): %v", n, size, err)
+	if err := readSize(fd, body); err != nil {
+		putRecord(rec)
+		return nil, err
 	}
 	hdr, err := tarHeader(root, rel, info, false)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range fxattrs(fd) {
+	for k, v := range xattrs {
 		if hdr.PAXRecords == nil {
 			hdr.PAXRecords = map[string]string{}
 		}
 		hdr.PAXRecords["SCHILY.xattr."+k] = v
 	}
-	w := &sliceWriter{b: (*recordPool.Get().(*[]byte))[:0]}
+	w := &sliceWriter{b: rec}
 	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(hdr); err != nil {
 		return nil, err
@@ -343,6 +362,16 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 		return nil, err
 	}
 	return w.b, nil
+}
+
+// readSize fills b from fd: a file of another size than its stat said
+// changed while being packed.
+func readSize(fd int, b []byte) error {
+	n, err := readFull(fd, b)
+	if err != nil || n != len(b) {
+		return fmt.Errorf("changed while being packed (%d of %d bytes): %v", n, len(b), err)
+	}
+	return nil
 }
 
 func readFull(fd int, b []byte) (int, error) {
@@ -360,19 +389,30 @@ func readFull(fd int, b []byte) (int, error) {
 	return done, nil
 }
 
-// fxattrs reads the user.* extended attributes of an open file.
+// fxattrs reads the user.* extended attributes of an open file. Most files
+// have none: asking costs one flistxattr into a buffer on the stack.
 func fxattrs(fd int) map[string]string {
-	buf := make([]byte, 4096)
+	var small [256]byte
+	buf := small[:]
 	n, err := unix.Flistxattr(fd, buf)
+	if err == unix.ERANGE {
+		if n, err = unix.Flistxattr(fd, nil); err == nil && n > 0 {
+			buf = make([]byte, n)
+			n, err = unix.Flistxattr(fd, buf)
+		}
+	}
 	if err != nil || n == 0 {
 		return nil
 	}
 	out := map[string]string{}
+	var val []byte
 	for _, name := range strings.Split(string(buf[:n]), "\x00") {
 		if !strings.HasPrefix(name, "user.") {
 			continue
 		}
-		val := make([]byte, 64<<10)
+		if val == nil {
+			val = make([]byte, 64<<10)
+		}
 		if k, err := unix.Fgetxattr(fd, name, val); err == nil {
 			out[name] = string(val[:k])
 		}

@@ -1,0 +1,103 @@
+package stage
+
+import (
+	"archive/tar"
+	"bytes"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestFileRecordAsArchiveTar: Pack's own formatter of small files' records
+// writes the very bytes archive/tar writes for the same file, and declines
+// what it does not format, leaving it to archive/tar.
+func TestFileRecordAsArchiveTar(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("n", n) }
+	tests := []struct {
+		name   string
+		file   string
+		mode   uint32
+		uid    uint32
+		sec    int64
+		nsec   int64
+		size   int
+		xattrs map[string]string
+		wantOK bool
+	}{
+		{name: "whole seconds, no pax header", file: "a", mode: 0o644, uid: 1000, sec: 1700000000, size: 4096, wantOK: true},
+		{name: "nanoseconds", file: "d/f", mode: 0o600, uid: 1000, sec: 1700000000, nsec: 123456789, size: 4096, wantOK: true},
+		{name: "nanoseconds with trailing zeros", file: "d/e/f", mode: 0o644, sec: 1700000000, nsec: 120000000, size: 10, wantOK: true},
+		{name: "one nanosecond", file: "f", mode: 0o644, sec: 1, nsec: 1, size: 1, wantOK: true},
+		{name: "empty", file: "d/empty", mode: 0o644, sec: 1700000000, nsec: 5, wantOK: true},
+		{name: "a block", file: "b", mode: 0o644, sec: 1700000000, size: 512, wantOK: true},
+		{name: "a block and a byte", file: "b", mode: 0o644, sec: 1700000000, size: 513, wantOK: true},
+		{name: "set-uid, set-gid, sticky", file: "s", mode: 0o7755, sec: 1700000000, size: 3, wantOK: true},
+		{name: "time zero", file: "z", mode: 0o644, sec: 0, size: 3, wantOK: true},
+		{name: "largest uid in the field", file: "u", mode: 0o644, uid: 1<<21 - 1, sec: 1700000000, size: 3, wantOK: true},
+		{name: "xattrs, sorted with mtime", file: "x/y", mode: 0o644, sec: 1700000000, nsec: 9, size: 100,
+			xattrs: map[string]string{"user.b": "2", "user.a": "one\x00two\nthree", "user.mtime": "k"}, wantOK: true},
+		{name: "a record whose length gains a digit", file: "x", mode: 0o644, sec: 1700000000, size: 5,
+			xattrs: map[string]string{"user.v": long(78)}, wantOK: true},
+		{name: "name of 100 bytes", file: long(100), mode: 0o644, sec: 1700000000, nsec: 7, size: 5, wantOK: true},
+		{name: "pax header's name cut at 100", file: "dir/" + long(90), mode: 0o644, sec: 1700000000, nsec: 7, size: 5, wantOK: true},
+		{name: "name of 101 bytes", file: long(101), mode: 0o644, sec: 1700000000, size: 5},
+		{name: "name not ASCII", file: "é", mode: 0o644, sec: 1700000000, size: 5},
+		{name: "uid beyond the field", file: "u", mode: 0o644, uid: 1 << 21, sec: 1700000000, size: 5},
+		{name: "time before 1970", file: "t", mode: 0o644, sec: -1, nsec: 5, size: 5},
+		{name: "time beyond the field", file: "t", mode: 0o644, sec: 1 << 33, size: 5},
+		{name: "xattr name with =", file: "x", mode: 0o644, sec: 1700000000, size: 5, xattrs: map[string]string{"user.a=b": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := bytes.Repeat([]byte("ab\x00"), tt.size)[:tt.size]
+			info := &statInfo{name: tt.file, st: syscall.Stat_t{Mode: syscall.S_IFREG | tt.mode, Uid: tt.uid, Gid: 100, Size: int64(tt.size),
+				Mtim: syscall.Timespec{Sec: tt.sec, Nsec: tt.nsec}}}
+			prefix := []byte("before")
+			got, ok := appendFileHeader(prefix, tt.file, &info.st, tt.xattrs)
+			if ok {
+				got = padBlock(append(got, body...), len(prefix))
+			}
+			if ok != tt.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if !ok {
+				if string(got) != "before" {
+					t.Errorf("declined, but changed b to %q", got)
+				}
+				return
+			}
+			hdr, err := tarHeader("/nonexistent", tt.file, info, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.xattrs {
+				if hdr.PAXRecords == nil {
+					hdr.PAXRecords = map[string]string{}
+				}
+				hdr.PAXRecords["SCHILY.xattr."+k] = v
+			}
+			var want bytes.Buffer
+			tw := tar.NewWriter(&want)
+			if err := tw.WriteHeader(hdr); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write(body); err != nil {
+				t.Fatal(err)
+			}
+			if err := tw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(got, prefix) {
+				t.Fatalf("b's first bytes changed to %q", got[:len(prefix)])
+			}
+			if g, w := got[len(prefix):], want.Bytes(); !bytes.Equal(g, w) {
+				i := 0
+				for i < min(len(g), len(w)) && g[i] == w[i] {
+					i++
+				}
+				t.Errorf("record differs from archive/tar's (%d bytes, want %d) from byte %d: %q, want %q", len(g), len(w), i,
+					g[i:min(len(g), i+40)], w[i:min(len(w), i+40)])
+			}
+		})
+	}
+}
