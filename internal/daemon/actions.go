@@ -755,6 +755,8 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 	d.setProgress(j.ID, job.Progress{Phase: phase, Started: started, Updated: started})
 	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
+		// A local RAMDISK is one tmpfs here: lost, it is gone whole.
+		Private: d.cluster == nil,
 		Progress: func(p stage.Progress) {
 			d.setProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})

@@ -40,6 +40,13 @@ type Task struct {
 	Log io.Writer
 	// Progress receives the built-in copy's progress.
 	Progress func(Progress)
+	// Private says that no one looks into the RAMDISK until a stage-in
+	// ends and that a part of it lost meanwhile cannot go unnoticed (a
+	// tmpfs on this host, whose loss the daemon sees): the built-in copy
+	// and unpack then write final names at once (rsa copy --private). Not
+	// for a distribute Gluster RAMDISK, where a failed rename is what
+	// catches a brick emptied by its node's reboot mid-copy.
+	Private bool
 }
 
 // Built-in staging modes beside the copy (thesis §3.2.4, Table 5.2):
@@ -90,6 +97,8 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 	if t.Phase == "stage-out" {
 		copyArgs = append(copyArgs, "--verify") // before the RAMDISK may go
+	} else if t.Private {
+		copyArgs = append(copyArgs, "--private")
 	}
 	switch {
 	case custom:
@@ -102,9 +111,6 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	case t.Phase == "stage-out":
 		args = append(copyArgs, "--", t.Ramdisk, t.Data)
 	default:
-		// Not --private, though no one uses the RAMDISK before the
-		// stage-in ends: on a distribute volume a file's rename failing
-		// is what catches a brick lost (its node rebooted) mid-copy.
 		args = append(copyArgs, "--", t.Data, t.Ramdisk)
 	}
 	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase))

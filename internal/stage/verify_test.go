@@ -69,3 +69,40 @@ func TestBuiltInStageOutVerifies(t *testing.T) {
 		}
 	}
 }
+
+// The built-in stage-in writes final names (rsa copy --private) only when
+// the task says no one can look and nothing can go missing unseen; a
+// stage-out, into the user's own directory, never does.
+func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t)
+	dir := testutil.TempDir(t)
+	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}
+	ram := testutil.MkdirOwned(t, u, filepath.Join(dir, "ram"))
+	data := testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))
+	argsFile := filepath.Join(dir, "args")
+	fake := filepath.Join(dir, "rsa")
+	os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > "+argsFile+"\n"), 0o755)
+	os.WriteFile(argsFile, nil, 0o666)
+	os.Chmod(argsFile, 0o666) // past the umask: the fake runs as the user
+	r := &Runner{Self: fake, Cgroups: testCgroups(t)}
+	for _, tt := range []struct {
+		phase, program string
+		private, want  bool
+	}{
+		{"stage-in", "", true, true},
+		{"stage-in", ModeUnpack, true, true},
+		{"stage-in", "", false, false},
+		{"stage-in", ModeUnpack, false, false},
+		{"stage-out", "", true, false},
+		{"stage-out", ModePack, true, false},
+	} {
+		if err := r.Run(context.Background(), Task{Job: 3, Phase: tt.phase, User: who, Program: tt.program, Ramdisk: ram, Data: data, Private: tt.private}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(argsFile)
+		if got := strings.Contains(string(b), "--private"); got != tt.want || len(b) == 0 {
+			t.Errorf("%s %q with Private=%v ran: %q; want --private: %v", tt.phase, tt.program, tt.private, b, tt.want)
+		}
+	}
+}
