@@ -19,6 +19,10 @@ if grep -qE '^[[:space:]]*--- SKIP' "$log"; then
 	grep -E -A2 '^[[:space:]]*--- SKIP' "$log"
 	status=1
 fi
+# Where the time goes (CI has a budget): the slowest tests and subtests.
+echo "slowest tests:"
+grep -E '^[[:space:]]*--- (PASS|FAIL)' "$log" | sed -E 's/^[[:space:]]*--- [A-Z]+: //' |
+	awk '{d = $NF; gsub(/[()s]/, "", d); print d, $1}' | sort -rn | head -20 || true
 passed=$(grep -cE '^[[:space:]]*--- PASS' "$log" || true)
 failed=$(grep -cE '^[[:space:]]*--- FAIL' "$log" || true)
 echo "tests: $passed passed, $failed failed"
