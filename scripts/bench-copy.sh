@@ -139,9 +139,12 @@ checked() {
 # reads no file data, GNU tar's shortcut, so its output goes through cat).
 warm_up() { tar -C "$1" -cf - . | cat > /dev/null; }
 
-dd_all() { # dd bs=4M of every file of a flat directory: the copy limit for (c)
+dd_all() { # dd bs=4M of every file of a flat directory (dot files too): the copy limit for (c)
 	local f
-	for f in "$1"/*; do dd if="$f" of="$2/${f##*/}" bs=4M status=none; done
+	for f in "$1"/* "$1"/.[!.]*; do
+		[ -f "$f" ] && dd if="$f" of="$2/${f##*/}" bs=4M status=none
+	done
+	return 0
 }
 tar_pipe() { tar -C "$1" -cf - . | tar -C "$2" -xf -; }
 # fpsync with real parallelism: 8 rsync jobs at a time, each of at most
@@ -266,7 +269,7 @@ cell() { printf '%.2f <sub>%s</sub>' "$1" "$2"; }
 	echo "Ratio = the best peer's median / rsa copy's median (above 1: rsa copy is faster); for (c)"
 	echo "dd bs=4M counts as a peer. Limit = bench/floor.c with $floor_threads threads, the least work a"
 	echo "copy needs per file; share = limit / rsa copy (1.00: at the machine's limit). Into tmpfs,"
-	echo "rsa copy runs with --private (final names at once; not yet used by the daemon)."
+	echo "rsa copy runs with --private (final names at once, as the daemon's stage-in into a local RAMDISK)."
 	echo
 	echo "| data | direction | cache | rsa copy | limit | cp -a | xargs -P cp | rsync -a | tar\\|tar | fpsync | dd bs=4M | ratio | share |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
