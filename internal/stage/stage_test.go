@@ -113,12 +113,8 @@ func testCgroups(t *testing.T, owner ...string) *cgroup.Parent {
 // the job's log after the stage; what one stage writes to the log is capped
 // (head and tail kept, the cut said).
 func TestRunnerLeavesNothingBehind(t *testing.T) {
-	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t)
-	dir := testutil.TempDir(t)
-	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}
-	ram := testutil.MkdirOwned(t, u, filepath.Join(dir, "ram"))
-	data := testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))
+	sd := newStageDirs(t)
+	who, dir, ram, data := sd.who, sd.dir, sd.ram, sd.data
 	r := &Runner{Self: "/nonexistent", Cgroups: testCgroups(t), LogHead: 4096, LogTail: 1024}
 	pidFile := filepath.Join(ram, "escapee")
 	prog := filepath.Join(dir, "escape.sh")
@@ -209,4 +205,36 @@ func gone(pid int, within time.Duration) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// stageDirs is a stage's setup in tests: the test user, a scratch
+// directory, and a RAMDISK and a data directory of the user's in it.
+type stageDirs struct {
+	who            Identity
+	dir, ram, data string
+}
+
+func newStageDirs(t *testing.T) stageDirs {
+	t.Helper()
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t)
+	dir := testutil.TempDir(t)
+	return stageDirs{who: Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}, dir: dir,
+		ram: testutil.MkdirOwned(t, u, filepath.Join(dir, "ram")), data: testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))}
+}
+
+// fakeMover is a Runner whose rsa only writes down its arguments, and the
+// function that returns what the last run wrote ("" if it did not run).
+func (sd stageDirs) fakeMover(t *testing.T) (*Runner, func() string) {
+	t.Helper()
+	argsFile := filepath.Join(sd.ram, "args")
+	fake := filepath.Join(sd.dir, "rsa")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > "+argsFile+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &Runner{Self: fake, Cgroups: testCgroups(t)}, func() string {
+		b, _ := os.ReadFile(argsFile)
+		os.Remove(argsFile)
+		return string(b)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // An archive that does not hold what RAM holds fails verification: a
@@ -48,24 +46,14 @@ func TestVerifyArchiveCatchesAWrongArchive(t *testing.T) {
 // Every built-in stage-out asks the mover to verify before it reports
 // success (dropping --verify must fail a test).
 func TestBuiltInStageOutVerifies(t *testing.T) {
-	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t)
-	dir := testutil.TempDir(t)
-	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}
-	ram := testutil.MkdirOwned(t, u, filepath.Join(dir, "ram"))
-	data := testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))
-	argsFile := filepath.Join(ram, "args")
-	fake := filepath.Join(dir, "rsa")
-	os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" >> "+argsFile+"\n"), 0o755)
-	r := &Runner{Self: fake, Cgroups: testCgroups(t)}
+	sd := newStageDirs(t)
+	r, args := sd.fakeMover(t)
 	for _, prog := range []string{"", ModePack} {
-		os.Remove(argsFile)
-		if err := r.Run(context.Background(), Task{Job: 3, Phase: "stage-out", User: who, Program: prog, Ramdisk: ram, Data: data}); err != nil {
+		if err := r.Run(context.Background(), Task{Job: 3, Phase: "stage-out", User: sd.who, Program: prog, Ramdisk: sd.ram, Data: sd.data}); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := os.ReadFile(argsFile)
-		if !strings.Contains(string(b), "--verify") {
-			t.Errorf("stage-out %q ran the mover without --verify: %s", prog, b)
+		if a := args(); !strings.Contains(a, "--verify") {
+			t.Errorf("stage-out %q ran the mover without --verify: %s", prog, a)
 		}
 	}
 }
@@ -74,18 +62,8 @@ func TestBuiltInStageOutVerifies(t *testing.T) {
 // the task says no one can look and nothing can go missing unseen; a
 // stage-out, into the user's own directory, never does.
 func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
-	testutil.RequireRoot(t)
-	u := testutil.EnsureUser(t)
-	dir := testutil.TempDir(t)
-	who := Identity{UID: u.UID, GID: u.GID, Name: u.Name, Home: u.Home}
-	ram := testutil.MkdirOwned(t, u, filepath.Join(dir, "ram"))
-	data := testutil.MkdirOwned(t, u, filepath.Join(dir, "data"))
-	argsFile := filepath.Join(dir, "args")
-	fake := filepath.Join(dir, "rsa")
-	os.WriteFile(fake, []byte("#!/bin/sh\necho \"$@\" > "+argsFile+"\n"), 0o755)
-	os.WriteFile(argsFile, nil, 0o666)
-	os.Chmod(argsFile, 0o666) // past the umask: the fake runs as the user
-	r := &Runner{Self: fake, Cgroups: testCgroups(t)}
+	sd := newStageDirs(t)
+	r, args := sd.fakeMover(t)
 	for _, tt := range []struct {
 		phase, program string
 		private, want  bool
@@ -97,12 +75,12 @@ func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
 		{"stage-out", "", true, false},
 		{"stage-out", ModePack, true, false},
 	} {
-		if err := r.Run(context.Background(), Task{Job: 3, Phase: tt.phase, User: who, Program: tt.program, Ramdisk: ram, Data: data, Private: tt.private}); err != nil {
+		if err := r.Run(context.Background(), Task{Job: 3, Phase: tt.phase, User: sd.who, Program: tt.program, Ramdisk: sd.ram, Data: sd.data, Private: tt.private}); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := os.ReadFile(argsFile)
-		if got := strings.Contains(string(b), "--private"); got != tt.want || len(b) == 0 {
-			t.Errorf("%s %q with Private=%v ran: %q; want --private: %v", tt.phase, tt.program, tt.private, b, tt.want)
+		a := args()
+		if got := strings.Contains(a, "--private"); got != tt.want || a == "" {
+			t.Errorf("%s %q with Private=%v ran: %q; want --private: %v", tt.phase, tt.program, tt.private, a, tt.want)
 		}
 	}
 }
