@@ -908,21 +908,8 @@ func (r *copyRun) makeLink(h *hardLink, d *dirNode, name string) {
 // copyXattrs copies the user.* attributes of srcFd onto dstFd. File
 // systems without extended attributes are not an error.
 func (r *copyRun) copyXattrs(rel string, srcFd, dstFd int) {
-	buf := make([]byte, 4096)
-	n, err := unix.Flistxattr(srcFd, buf)
-	if err != nil || n == 0 {
-		return
-	}
-	for _, name := range strings.Split(string(buf[:n]), "\x00") {
-		if !strings.HasPrefix(name, "user.") {
-			continue
-		}
-		val := make([]byte, 64<<10)
-		m, err := unix.Fgetxattr(srcFd, name, val)
-		if err != nil {
-			continue
-		}
-		if err := unix.Fsetxattr(dstFd, name, val[:m], 0); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
+	for name, v := range fxattrs(srcFd) {
+		if err := unix.Fsetxattr(dstFd, name, []byte(v), 0); err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
 			r.warn(rel, "extended attribute "+name+" not copied: "+err.Error())
 		}
 	}

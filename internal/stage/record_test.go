@@ -3,9 +3,15 @@ package stage
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestFileRecordAsArchiveTar: Pack's own formatter of small files' records
@@ -99,5 +105,32 @@ func TestFileRecordAsArchiveTar(t *testing.T) {
 					g[i:min(len(g), i+40)], w[i:min(len(w), i+40)])
 			}
 		})
+	}
+}
+
+// userXattrs reads every user.* attribute, also when their names do not
+// fit its first buffer, through a descriptor and through a path alike.
+func TestUserXattrsLongList(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := range 12 { // 12 names of 40 bytes: past the 256-byte first try
+		name := fmt.Sprintf("user.%s%02d", strings.Repeat("x", 33), i)
+		want[name] = fmt.Sprint(i)
+		if err := unix.Setxattr(p, name, []byte(want[name]), 0); err != nil {
+			t.Fatalf("this test needs user xattrs in %s: %v", p, err)
+		}
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for what, got := range map[string]map[string]string{"fd": fxattrs(fd), "path": userXattrs(xattrSource{path: p})} {
+		if !maps.Equal(got, want) {
+			t.Errorf("by %s: %d attributes %v, want %d", what, len(got), got, len(want))
+		}
 	}
 }

@@ -389,22 +389,44 @@ func readFull(fd int, b []byte) (int, error) {
 	return done, nil
 }
 
-// fxattrs reads the user.* extended attributes of an open file. Most files
-// have none: asking costs one flistxattr into a buffer on the stack.
-func fxattrs(fd int) map[string]string {
+// xattrSource is where extended attributes are read: an open file (fd),
+// or a path whose symlink itself is meant (path, when not "").
+type xattrSource struct {
+	fd   int
+	path string
+}
+
+func (s xattrSource) list(b []byte) (int, error) {
+	if s.path != "" {
+		return unix.Llistxattr(s.path, b)
+	}
+	return unix.Flistxattr(s.fd, b)
+}
+
+func (s xattrSource) get(name string, b []byte) (int, error) {
+	if s.path != "" {
+		return unix.Lgetxattr(s.path, name, b)
+	}
+	return unix.Fgetxattr(s.fd, name, b)
+}
+
+// userXattrs reads the user.* extended attributes of s, nil if it has
+// none. Most files have none: asking costs one list call into a buffer on
+// the stack; a longer list than it holds is asked for at its size.
+func userXattrs(s xattrSource) map[string]string {
 	var small [256]byte
 	buf := small[:]
-	n, err := unix.Flistxattr(fd, buf)
+	n, err := s.list(buf)
 	if err == unix.ERANGE {
-		if n, err = unix.Flistxattr(fd, nil); err == nil && n > 0 {
+		if n, err = s.list(nil); err == nil && n > 0 {
 			buf = make([]byte, n)
-			n, err = unix.Flistxattr(fd, buf)
+			n, err = s.list(buf)
 		}
 	}
 	if err != nil || n == 0 {
 		return nil
 	}
-	out := map[string]string{}
+	var out map[string]string
 	var val []byte
 	for _, name := range strings.Split(string(buf[:n]), "\x00") {
 		if !strings.HasPrefix(name, "user.") {
@@ -413,12 +435,18 @@ func fxattrs(fd int) map[string]string {
 		if val == nil {
 			val = make([]byte, 64<<10)
 		}
-		if k, err := unix.Fgetxattr(fd, name, val); err == nil {
+		if k, err := s.get(name, val); err == nil {
+			if out == nil {
+				out = map[string]string{}
+			}
 			out[name] = string(val[:k])
 		}
 	}
 	return out
 }
+
+// fxattrs reads the user.* extended attributes of an open file.
+func fxattrs(fd int) map[string]string { return userXattrs(xattrSource{fd: fd}) }
 
 func copyFileInto(w io.Writer, p string, limit func(int64)) (int64, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0)
@@ -474,21 +502,11 @@ func tarHeader(root, rel string, info fs.FileInfo, withXattrs bool) (*tar.Header
 	hdr.Uname, hdr.Gname = "", ""
 	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
 	if withXattrs && info.Mode()&fs.ModeSymlink == 0 {
-		p := filepath.Join(root, rel)
-		buf := make([]byte, 4096)
-		if n, err := unix.Llistxattr(p, buf); err == nil && n > 0 {
-			for _, name := range strings.Split(string(buf[:n]), "\x00") {
-				if !strings.HasPrefix(name, "user.") {
-					continue
-				}
-				val := make([]byte, 64<<10)
-				if k, err := unix.Lgetxattr(p, name, val); err == nil {
-					if hdr.PAXRecords == nil {
-						hdr.PAXRecords = map[string]string{}
-					}
-					hdr.PAXRecords["SCHILY.xattr."+name] = string(val[:k])
-				}
+		for name, v := range userXattrs(xattrSource{path: filepath.Join(root, rel)}) {
+			if hdr.PAXRecords == nil {
+				hdr.PAXRecords = map[string]string{}
 			}
+			hdr.PAXRecords["SCHILY.xattr."+name] = v
 		}
 	}
 	return hdr, nil
