@@ -1,0 +1,314 @@
+package target
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// shared@1g stands for the site's shared parallel file system (GPFS in
+// the thesis) reached over one 1 GbE link: a GlusterFS volume on one ext4
+// brick, served by a glusterd in a network and mount namespace of its own
+// (the "file server"), FUSE-mounted in this namespace (the compute node)
+// over a veth pair shaped to 1 Gbit/s with tbf in both directions. There
+// is no netem in this kernel, so the link adds bandwidth limits, not
+// latency.
+//
+// Each of Config.Clients mounts is a glusterfs client process of its own,
+// with its own caches: several client nodes behind the one link.
+
+const (
+	sharedNetns = "rsab-shared" // the server's network namespace (ip netns)
+	sharedVeth  = "rsab-shared" // this side of the veth pair
+	sharedVol   = "shared"
+)
+
+// sharedLayout is where the pieces of shared@1g live.
+type sharedLayout struct {
+	base   string // on ext4: the brick, glusterd's state and logs, the mount namespace's file
+	mounts []string
+	host   string // this side's address
+	server string // the server's address
+}
+
+func (c Config) shared() sharedLayout {
+	l := sharedLayout{
+		base:   filepath.Join(filepath.Dir(c.DiskDir), "shared-server"),
+		host:   c.SharedNet + ".1",
+		server: c.SharedNet + ".2",
+	}
+	for i := range c.Clients {
+		name := "shared@1g"
+		if i > 0 {
+			name += ".client" + strconv.Itoa(i+1)
+		}
+		l.mounts = append(l.mounts, filepath.Join(c.RunDir, name))
+	}
+	return l
+}
+
+func (l sharedLayout) mntNS() string { return filepath.Join(l.base, "ns", "mnt") }
+
+// inServer runs a command in the server's network and mount namespaces.
+func (l sharedLayout) inServer(ctx context.Context, args ...string) (string, error) {
+	return run(ctx, "nsenter", append([]string{"--net=/run/netns/" + sharedNetns, "--mount=" + l.mntNS(), "--"}, args...)...)
+}
+
+func upShared(ctx context.Context, c Config) (Target, error) {
+	l := c.shared()
+	t := Target{Name: "shared@1g", Dir: l.mounts[0], Dirs: l.mounts}
+	if ok, err := isMountPoint(l.mounts[len(l.mounts)-1]); err == nil && ok {
+		return t, nil
+	}
+	// Whatever a failed or killed earlier Up left goes first.
+	if err := downShared(ctx, c); err != nil {
+		return Target{}, fmt.Errorf("target shared@1g: clear an earlier one: %w", err)
+	}
+	if err := startSharedServer(ctx, c, l); err != nil {
+		_ = downShared(context.WithoutCancel(ctx), c)
+		return Target{}, fmt.Errorf("target shared@1g: %w", err)
+	}
+	for _, m := range l.mounts {
+		if err := os.MkdirAll(m, 0o755); err != nil {
+			return Target{}, fmt.Errorf("target shared@1g: %w", err)
+		}
+		if _, err := run(ctx, "mount", "-t", "glusterfs", l.server+":/"+sharedVol, m); err != nil {
+			_ = downShared(context.WithoutCancel(ctx), c)
+			return Target{}, fmt.Errorf("target shared@1g: %w", err)
+		}
+	}
+	if err := os.Chmod(l.mounts[0], 0o1777); err != nil {
+		return Target{}, fmt.Errorf("target shared@1g: %w", err)
+	}
+	return t, nil
+}
+
+func startSharedServer(ctx context.Context, c Config, l sharedLayout) error {
+	for _, d := range []string{"ns", "lib", "log", "brick"} {
+		if err := os.MkdirAll(filepath.Join(l.base, d), 0o755); err != nil {
+			return err
+		}
+	}
+	// glusterd wants the packaged groups/ and hooks/ in its working dir.
+	for _, d := range []string{"groups", "hooks"} {
+		if _, err := os.Stat(filepath.Join("/var/lib/glusterd", d)); err == nil {
+			if _, err := run(ctx, "cp", "-a", filepath.Join("/var/lib/glusterd", d), filepath.Join(l.base, "lib")); err != nil {
+				return err
+			}
+		}
+	}
+	// The namespace's file must sit on a private mount to be bound.
+	nsDir := filepath.Join(l.base, "ns")
+	if err := unix.Mount(nsDir, nsDir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", nsDir, err)
+	}
+	if err := unix.Mount("", nsDir, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make %s private: %w", nsDir, err)
+	}
+	if err := os.WriteFile(l.mntNS(), nil, 0o600); err != nil {
+		return err
+	}
+	steps := [][]string{
+		{"ip", "netns", "add", sharedNetns},
+		{"ip", "link", "add", sharedVeth, "type", "veth", "peer", "name", "eth0", "netns", sharedNetns},
+		{"ip", "addr", "add", l.host + "/30", "dev", sharedVeth},
+		{"ip", "link", "set", sharedVeth, "up"},
+		{"ip", "-n", sharedNetns, "addr", "add", l.server + "/30", "dev", "eth0"},
+		{"ip", "-n", sharedNetns, "link", "set", "lo", "up"},
+		{"ip", "-n", sharedNetns, "link", "set", "eth0", "up"},
+	}
+	// 1 Gbit/s each way: tbf on the egress of both ends.
+	tbf := []string{"root", "tbf", "rate", c.SharedRate, "burst", "128kb", "latency", "50ms"}
+	steps = append(steps,
+		append([]string{"tc", "qdisc", "replace", "dev", sharedVeth}, tbf...),
+		append([]string{"ip", "netns", "exec", sharedNetns, "tc", "qdisc", "replace", "dev", "eth0"}, tbf...),
+		// The server's own /run (glusterd's socket is /run/glusterd.socket
+		// whatever the network namespace), state and logs.
+		[]string{"nsenter", "--net=/run/netns/" + sharedNetns, "unshare", "--mount=" + l.mntNS(), "--propagation", "private",
+			"sh", "-ec", `mount -t tmpfs -o size=64m,mode=0755 rsab-shared-run /run
+mkdir -p /var/lib/glusterd /var/log/glusterfs
+mount --bind "$1/lib" /var/lib/glusterd
+mount --bind "$1/log" /var/log/glusterfs`, "sh", l.base},
+	)
+	for _, s := range steps {
+		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	if _, err := l.inServer(ctx, "glusterd", "-p", "/run/glusterd.pid", "-l", "/var/log/glusterfs/glusterd.log"); err != nil {
+		return err
+	}
+	if err := poll(ctx, 20*time.Second, func() bool {
+		_, err := l.inServer(ctx, "gluster", "--mode=script", "pool", "list")
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("glusterd did not answer: %w", err)
+	}
+	brick := l.server + ":" + filepath.Join(l.base, "brick", "b")
+	for _, s := range [][]string{
+		// An ext4 brick on the root file system needs force.
+		{"gluster", "--mode=script", "volume", "create", sharedVol, brick, "force"},
+		{"gluster", "--mode=script", "volume", "start", sharedVol},
+	} {
+		if _, err := l.inServer(ctx, s...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// downShared unmounts the clients, stops every process of the server's
+// namespace (glusterd and its bricks: only they run there) and removes
+// the namespace, the link and the brick.
+func downShared(ctx context.Context, c Config) error {
+	l := c.shared()
+	var errs []error
+	for _, m := range l.mounts {
+		if ok, err := isMountPoint(m); err == nil && ok {
+			if err := unix.Unmount(m, 0); err != nil {
+				// A client still busy: detach it; its process exits with the last user.
+				if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {
+					errs = append(errs, fmt.Errorf("unmount %s: %w", m, err))
+				}
+			}
+		}
+		if err := os.Remove(m); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := os.Stat("/run/netns/" + sharedNetns); err == nil {
+		if err := killNetns(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if _, err := run(ctx, "ip", "netns", "del", sharedNetns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := run(ctx, "ip", "link", "show", sharedVeth); err == nil {
+		if _, err := run(ctx, "ip", "link", "del", sharedVeth); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	nsDir := filepath.Join(l.base, "ns")
+	_ = unix.Unmount(l.mntNS(), unix.MNT_DETACH)
+	_ = unix.Unmount(nsDir, unix.MNT_DETACH)
+	if err := os.RemoveAll(l.base); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// killNetns stops every process in the server's network namespace: TERM,
+// then KILL what is left after a few seconds.
+func killNetns(ctx context.Context) error {
+	pids := func() []int {
+		out, err := run(ctx, "ip", "netns", "pids", sharedNetns)
+		if err != nil {
+			return nil
+		}
+		var ps []int
+		for _, f := range strings.Fields(out) {
+			if p, err := strconv.Atoi(f); err == nil {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	for _, p := range pids() {
+		_ = unix.Kill(p, unix.SIGTERM)
+	}
+	if poll(ctx, 5*time.Second, func() bool { return len(pids()) == 0 }) == nil {
+		return nil
+	}
+	for _, p := range pids() {
+		_ = unix.Kill(p, unix.SIGKILL)
+	}
+	if err := poll(ctx, 5*time.Second, func() bool { return len(pids()) == 0 }); err != nil {
+		return fmt.Errorf("processes left in netns %s: %v", sharedNetns, pids())
+	}
+	return nil
+}
+
+// Baseline is a shaped link's throughput as iperf3 measures it.
+type Baseline struct {
+	ToServer   float64 // bits/s, this side to the server
+	FromServer float64 // bits/s, the server to this side
+}
+
+// SharedBaseline measures the shared@1g link with iperf3, each way, for
+// seconds each: the number every shared@1g result is read against (the
+// thesis' iperf gave 943 Mbit/s).
+func SharedBaseline(ctx context.Context, c Config, seconds int) (Baseline, error) {
+	c = c.withDefaults()
+	l := c.shared()
+	var b Baseline
+	for _, reverse := range []bool{false, true} {
+		srv := exec.CommandContext(ctx, "ip", "netns", "exec", sharedNetns, "iperf3", "--server", "--one-off", "--bind", l.server)
+		if err := srv.Start(); err != nil {
+			return b, fmt.Errorf("iperf3 server: %w", err)
+		}
+		// One client run against a one-off server, once it listens: a
+		// retried client could use the server up and leave none.
+		listening := func() bool {
+			out, err := run(ctx, "ip", "netns", "exec", sharedNetns, "ss", "-Hltn", "sport", "= :5201")
+			return err == nil && strings.TrimSpace(out) != ""
+		}
+		var out string
+		err := poll(ctx, 5*time.Second, listening)
+		if err == nil {
+			args := []string{"--client", l.server, "--time", strconv.Itoa(seconds), "--json"}
+			if reverse {
+				args = append(args, "--reverse")
+			}
+			out, err = run(ctx, "iperf3", args...)
+		}
+		if err != nil {
+			_ = srv.Process.Kill()
+		}
+		_ = srv.Wait()
+		if err != nil {
+			return b, fmt.Errorf("iperf3 to %s: %w", l.server, err)
+		}
+		var r struct {
+			End struct {
+				SumReceived struct {
+					BitsPerSecond float64 `json:"bits_per_second"`
+				} `json:"sum_received"`
+			} `json:"end"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			return b, fmt.Errorf("iperf3's report: %w", err)
+		}
+		if reverse {
+			b.FromServer = r.End.SumReceived.BitsPerSecond
+		} else {
+			b.ToServer = r.End.SumReceived.BitsPerSecond
+		}
+	}
+	return b, nil
+}
+
+// poll calls cond every 100 ms until it holds, ctx ends or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}

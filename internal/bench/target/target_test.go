@@ -1,0 +1,98 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// TestUpDown brings every target up twice (the second Up must find the
+// first), writes through it, and takes it down twice, leaving no mount,
+// loop device or namespace.
+func TestUpDown(t *testing.T) {
+	testutil.RequireRoot(t)
+	ctx := context.Background()
+	base := t.TempDir()
+	c := Config{RunDir: filepath.Join(base, "run"), DiskDir: filepath.Join(base, "disk"), Size: 64 << 20, Clients: 2, SharedNet: "10.76.8"}
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			t.Cleanup(func() {
+				if err := Down(context.Background(), c, name); err != nil {
+					t.Errorf("Down: %v", err)
+				}
+			})
+			first, err := Up(ctx, c, name)
+			if err != nil {
+				t.Fatalf("Up: %v", err)
+			}
+			again, err := Up(ctx, c, name)
+			if err != nil {
+				t.Fatalf("Up again: %v", err)
+			}
+			if again.Dir != first.Dir || again.Device != first.Device {
+				t.Errorf("Up again gave %+v, want %+v", again, first)
+			}
+			for _, d := range append([]string{first.Dir}, first.Dirs...) {
+				if err := os.WriteFile(filepath.Join(d, "probe-"+filepath.Base(d)), []byte("x"), 0o644); err != nil {
+					t.Fatalf("write in %s: %v", d, err)
+				}
+			}
+			if name == "shared@1g" {
+				// Every client sees what each wrote: one volume.
+				for _, d := range first.Dirs {
+					for _, other := range first.Dirs {
+						if _, err := os.Stat(filepath.Join(d, "probe-"+filepath.Base(other))); err != nil {
+							t.Errorf("client %s does not see %s's file: %v", d, other, err)
+						}
+					}
+				}
+				b, err := SharedBaseline(ctx, c, 1)
+				if err != nil {
+					t.Fatalf("baseline: %v", err)
+				}
+				// tbf at 1 Gbit/s: well over 100 Mbit/s, never over the rate.
+				for _, bps := range []float64{b.ToServer, b.FromServer} {
+					if bps < 100e6 || bps > 1.05e9 {
+						t.Errorf("baseline %+v: want 0.1-1.05 Gbit/s each way", b)
+					}
+				}
+				t.Logf("iperf3: %.0f / %.0f Mbit/s", b.ToServer/1e6, b.FromServer/1e6)
+			}
+			if err := Down(ctx, c, name); err != nil {
+				t.Fatalf("Down: %v", err)
+			}
+			if err := Down(ctx, c, name); err != nil {
+				t.Fatalf("Down again: %v", err)
+			}
+			mounts, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(mounts), base) {
+				t.Errorf("mounts left under %s after Down", base)
+			}
+			if first.Device != "" {
+				// An attached loop device has a backing file in sysfs.
+				if b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(first.Device), "loop/backing_file")); err == nil {
+					t.Errorf("loop device %s left, over %s", first.Device, b)
+				}
+			}
+			if _, err := os.Stat("/run/netns/" + sharedNetns); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("namespace %s left (%v)", sharedNetns, err)
+			}
+		})
+	}
+}
+
+func TestUnknown(t *testing.T) {
+	_, err := Up(context.Background(), Config{}, "nvme")
+	var u *UnknownError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), "shared@1g") {
+		t.Errorf("Up(nvme) = %v, want an UnknownError naming the targets", err)
+	}
+}
