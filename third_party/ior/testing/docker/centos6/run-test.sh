@@ -1,0 +1,1 @@
+../centos7/run-test.sh
