@@ -81,6 +81,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	root.AddCommand(caCmd())
 	root.AddCommand(agentCmd())
 	root.AddCommand(simCmd())
+	root.AddCommand(benchCmd())
 	return root
 }
 

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+// benchCmd is rsa bench: the seeds' experiments, re-run here and reported
+// beside the seeds' own numbers (issue 15). It runs as root, on targets it
+// brings up itself; it does not need the daemon.
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Re-run the seeds' storage experiments and print them beside the seeds' numbers",
+		Long: `rsa bench re-runs the experiments of the reports RSA's design comes from
+(the thesis, GUPFS' MPTIO and METABENCH) on named storage targets, and prints
+each result beside the number the report gives for it.
+
+Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
+disk (local ext4), or any directory. 'rsa bench target up NAME' brings one
+up; each benchmark brings up the target it is given and leaves it up.`,
+	}
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd())
+	return cmd
+}
+
+// benchFlags are the flags every benchmark takes.
+type benchFlags struct {
+	profile string // quick or full
+	target  string // a target name or a directory
+	json    bool
+	size    string // size of a RAM target
+}
+
+func (f *benchFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.profile, "profile", "quick", "quick (minutes, CI) or full (the source's sizes)")
+	cmd.Flags().StringVar(&f.target, "target", "ram", "where to run: "+strings.Join(target.Names, ", ")+", or a directory")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines (one result a line) instead of a table")
+	cmd.Flags().StringVar(&f.size, "target-size", "4G", "size of a ram or ram-blk target the benchmark brings up")
+}
+
+// full reports whether the full profile was asked for; another value than
+// quick or full is an error.
+func (f *benchFlags) full() (bool, error) {
+	switch f.profile {
+	case "quick":
+		return false, nil
+	case "full":
+		return true, nil
+	}
+	return false, fmt.Errorf("--profile %q: use quick or full", f.profile)
+}
+
+// dir brings up the target and returns its name (for the rows) and the
+// directory to run in. A path is used as it is.
+func (f *benchFlags) dir(cmd *cobra.Command) (name, dir string, err error) {
+	if strings.HasPrefix(f.target, "/") {
+		return f.target, f.target, nil
+	}
+	size, err := units.ParseSize(f.size)
+	if err != nil {
+		return "", "", fmt.Errorf("--target-size: %w", err)
+	}
+	t, err := target.Up(cmd.Context(), target.Config{Size: size}, f.target)
+	if err != nil {
+		return "", "", err
+	}
+	return t.Name, t.Dir, nil
+}
+
+// emit prints rows as --json asks.
+func (f *benchFlags) emit(w io.Writer, rows []bench.Row) error {
+	if f.json {
+		return bench.WriteJSON(w, rows)
+	}
+	return bench.WriteTable(w, rows)
+}
+
+func benchTargetCmd() *cobra.Command {
+	var (
+		size    string
+		clients int
+	)
+	cmd := &cobra.Command{
+		Use:   "target",
+		Short: "Bring benchmark targets up or down (root)",
+	}
+	up := &cobra.Command{
+		Use:       "up NAME...",
+		Short:     "Bring targets up and print where each is",
+		Args:      cobra.MinimumNArgs(1),
+		ValidArgs: target.Names,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := units.ParseSize(size)
+			if err != nil {
+				return fmt.Errorf("--size: %w", err)
+			}
+			cfg := target.Config{Size: n, Clients: clients}
+			for _, name := range args {
+				t, err := target.Up(cmd.Context(), cfg, name)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\t%s\t%s\n", t.Name, t.Dir, t.Device)
+				if t.Name == "shared@1g" {
+					b, err := target.SharedBaseline(cmd.Context(), cfg, 2)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s\tiperf3 baseline: %.0f Mbit/s to the server, %.0f Mbit/s from it (thesis: 943 Mbit/s)\n",
+						t.Name, b.ToServer/1e6, b.FromServer/1e6)
+				}
+			}
+			return nil
+		},
+	}
+	up.Flags().StringVar(&size, "size", "4G", "size of a ram or ram-blk target")
+	up.Flags().IntVar(&clients, "clients", 1, "shared@1g: client mounts, each with caches of its own")
+	down := &cobra.Command{
+		Use:       "down NAME...",
+		Short:     "Take targets down, with what benchmarks left in them",
+		Args:      cobra.MinimumNArgs(1),
+		ValidArgs: target.Names,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, name := range args {
+				if err := target.Down(cmd.Context(), target.Config{}, name); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.AddCommand(up, down)
+	return cmd
+}

@@ -1,0 +1,369 @@
+package thesis
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// T52 is the thesis' Table 5.2: a job of Ranks processes writes one
+// file each (Size bytes) into one output directory. It runs twice: with
+// its output straight on the shared file system, and through RSA (a
+// RAMDISK at the job's own output path, staged out to the shared file
+// system after the job ends). The headline is how long the job held its
+// compute nodes each way, and how long until its output was safe on the
+// shared file system.
+type T52 struct {
+	RSA       string // the rsa binary, which the job's user can run
+	User      string // the job's user (created, and removed after, if missing)
+	Shared    string // a directory on the shared file system (shared@1g)
+	RAM       string // a directory on a RAM target, the source of the stage-out comparison
+	Placement string // what RSA's RAMDISK is here: "ram" (the local engine)
+	Ranks     int
+	Size      int64
+	Runs      int
+	Work      string // the daemon's state, socket and RAMDISK root (removed after)
+}
+
+// T52Result is one run's measurements, in seconds.
+type T52Result struct {
+	HoldDirect, HoldRSA     float64            // the job's command, start to exit
+	OutputDirect, OutputRSA float64            // the writers' release to their last close
+	SafeRSA                 float64            // the job's start until its output was verified on Shared
+	RunRSA                  float64            // rsa run, submission to exit: the RAMDISK built before the job starts (queue time under a scheduler), then the hold
+	StageOut                map[string]float64 // method → seconds, RAM → Shared, as the user
+}
+
+// writerReport is what 'rsa bench write --json' prints.
+type writerReport struct {
+	Start  int64   `json:"start_unix_nano"`
+	End    int64   `json:"end_unix_nano"`
+	Output float64 `json:"output_seconds"`
+}
+
+// Run runs T52 Runs times and returns the rows, each beside the thesis'
+// number.
+func (t T52) Run(ctx context.Context) ([]bench.Row, error) {
+	cred, cleanupUser, err := ensureUser(t.User)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanupUser()
+	d, err := startDaemon(ctx, t.RSA, t.Work)
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	var results []T52Result
+	for i := range max(t.Runs, 1) {
+		r, err := t.once(ctx, d, cred, i)
+		if err != nil {
+			return nil, fmt.Errorf("T52 run %d: %w", i+1, err)
+		}
+		results = append(results, r)
+	}
+	return t.rows(results), nil
+}
+
+func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run int) (T52Result, error) {
+	r := T52Result{StageOut: map[string]float64{}}
+	base := filepath.Join(t.Shared, fmt.Sprintf("t52-%d-%d", os.Getpid(), run))
+	src := filepath.Join(t.RAM, fmt.Sprintf("t52-src-%d-%d", os.Getpid(), run))
+	defer os.RemoveAll(base)
+	defer os.RemoveAll(src)
+	dirs := map[string]string{}
+	for _, n := range []string{"direct", "rsa", "rsync", "tar", "copy"} {
+		dirs[n] = filepath.Join(base, n)
+	}
+	for _, dir := range append(mapValues(dirs), src) {
+		if err := mkdirOwned(dir, cred); err != nil {
+			return r, err
+		}
+	}
+	writer := func(dir string, waitMount bool) []string {
+		a := []string{t.RSA, "bench", "write", "--dir", dir, "--ranks", strconv.Itoa(t.Ranks), "--size", strconv.FormatInt(t.Size, 10), "--json"}
+		if waitMount {
+			a = append(a, "--wait-mount")
+		}
+		return a
+	}
+
+	// The job straight on the shared file system.
+	start := time.Now()
+	stdout, err := runAs(ctx, cred, writer(dirs["direct"], false)...)
+	if err != nil {
+		return r, fmt.Errorf("direct job: %w", err)
+	}
+	r.HoldDirect = time.Since(start).Seconds()
+	var w writerReport
+	if err := json.Unmarshal(stdout, &w); err != nil {
+		return r, fmt.Errorf("direct job's report %q: %w", stdout, err)
+	}
+	r.OutputDirect = w.Output
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dirs["direct"]); err != nil {
+		return r, fmt.Errorf("direct job: %w", err)
+	}
+
+	// The same job through RSA: its output directory is a RAMDISK from
+	// its start (delay 0), staged out to the shared file system after.
+	capacity := strconv.FormatInt(int64(t.Ranks)*t.Size*5/4+(64<<20), 10)
+	args := append([]string{t.RSA, "--socket", d.socket, "run", "--out", dirs["rsa"], "--delay", "0", "--capacity", capacity, "--"},
+		writer(dirs["rsa"], true)...)
+	var stderr bytes.Buffer
+	submitted := time.Now()
+	stdout, err = runAsStderr(ctx, cred, &stderr, args...)
+	r.RunRSA = time.Since(submitted).Seconds()
+	if err != nil {
+		return r, fmt.Errorf("RSA job: %w: %s", err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout, &w); err != nil {
+		return r, fmt.Errorf("RSA job's report %q: %w", stdout, err)
+	}
+	r.HoldRSA = float64(w.End-w.Start) / 1e9
+	r.OutputRSA = w.Output
+	m := regexp.MustCompile(`job (\d+) submitted`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		return r, fmt.Errorf("RSA job: rsa run did not name its job: %s", stderr.String())
+	}
+	if _, err := runAs(ctx, cred, t.RSA, "--socket", d.socket, "wait", m[1]); err != nil {
+		return r, fmt.Errorf("RSA job %s: stage-out: %w", m[1], err)
+	}
+	r.SafeRSA = float64(time.Now().UnixNano()-w.Start) / 1e9
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dirs["rsa"]); err != nil {
+		return r, fmt.Errorf("RSA job %s's output on the shared file system: %w", m[1], err)
+	}
+	// The thesis' stage-out methods, and RSA's mover, from the same files
+	// in RAM to the shared file system, as the user.
+	if _, err := runAs(ctx, cred, writer(src, false)...); err != nil {
+		return r, fmt.Errorf("stage-out source: %w", err)
+	}
+	for _, s := range []struct {
+		name string
+		argv []string
+	}{
+		{"rsync", []string{"rsync", "-a", src + "/", dirs["rsync"] + "/"}},
+		{"tar", []string{"tar", "-cf", filepath.Join(dirs["tar"], "result.tar"), "-C", src, "."}},
+		{"rsa copy", []string{t.RSA, "copy", src, dirs["copy"]}},
+	} {
+		start := time.Now()
+		if _, err := runAs(ctx, cred, s.argv...); err != nil {
+			return r, fmt.Errorf("stage-out by %s: %w", s.name, err)
+		}
+		r.StageOut[s.name] = time.Since(start).Seconds()
+	}
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dirs["copy"]); err != nil {
+		return r, fmt.Errorf("rsa copy: %w", err)
+	}
+	return r, nil
+}
+
+func mapValues(m map[string]string) []string {
+	var v []string
+	for _, x := range m {
+		v = append(v, x)
+	}
+	return v
+}
+
+// rows turns runs into rows: medians, every run, the thesis beside.
+func (t T52) rows(rs []T52Result) []bench.Row {
+	col := func(f func(T52Result) float64) []float64 {
+		var v []float64
+		for _, r := range rs {
+			v = append(v, f(r))
+		}
+		return v
+	}
+	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory"}
+	row := func(target, metric, unit string, runs []float64, ref string, src float64, note string) bench.Row {
+		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: params, Metric: metric, Unit: unit,
+			Value: bench.Median(runs), Runs: runs, Note: note}
+		if ref != "" {
+			r.Source(ref, src, unit)
+		}
+		return r
+	}
+	ratio := func(a, b func(T52Result) float64) []float64 {
+		return col(func(r T52Result) float64 { return a(r) / b(r) })
+	}
+	holdD := func(r T52Result) float64 { return r.HoldDirect }
+	holdR := func(r T52Result) float64 { return r.HoldRSA }
+	safeR := func(r T52Result) float64 { return r.SafeRSA }
+	rows := []bench.Row{
+		row("shared@1g", "hold", "s", col(holdD), "THESIS T5.2 No RSA Output Mean", 1109.86, "the job's command, start to exit, writing straight to the shared file system"),
+		row(t.Placement, "hold", "s", col(holdR), "THESIS T5.2 RSA default Output Mean", 35.87, "the job's command under rsa run, start to exit, including its wait for the output switch"),
+		row(t.Placement, "run", "s", col(func(r T52Result) float64 { return r.RunRSA }), "", 0, "rsa run, submission to exit: the RAMDISK built before the job starts (queue time under a scheduler), then the hold"),
+		row(t.Placement+" vs shared@1g", "hold_ratio", "x", ratio(holdD, holdR), "THESIS T5.2 (derived)", 30.9, "compute-hold ratio: shared / RSA"),
+		row("shared@1g", "output", "s", col(func(r T52Result) float64 { return r.OutputDirect }), "", 0, "the writers' release to the last close (fsync'd)"),
+		row(t.Placement, "output", "s", col(func(r T52Result) float64 { return r.OutputRSA }), "", 0, "the writers' release to the last close (fsync'd)"),
+		row(t.Placement, "safe", "s", col(safeR), "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until its output is verified on the shared file system and the RAMDISK freed (rsa wait)"),
+		row(t.Placement+" vs shared@1g", "safe_ratio", "x", ratio(holdD, safeR), "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
+	}
+	for _, m := range []struct {
+		name, ref string
+		src       float64
+	}{{"rsync", "THESIS T5.2 RSA default Stage-Out Mean", 224}, {"tar", "THESIS T5.2 RSA custom Stage-Out Mean", 179}, {"rsa copy", "", 0}} {
+		rows = append(rows, row("ram -> shared@1g", "stage_out "+m.name, "s", col(func(r T52Result) float64 { return r.StageOut[m.name] }), m.ref, m.src, "as the user, from RAM to the shared file system"))
+	}
+	rows = append(rows, row("ram -> shared@1g", "stage_out rsync/tar", "x",
+		ratio(func(r T52Result) float64 { return r.StageOut["rsync"] }, func(r T52Result) float64 { return r.StageOut["tar"] }),
+		"THESIS T5.2 (derived: 224 / 179)", 1.25, ""))
+	return rows
+}
+
+// ensureUser returns the credential of the named user, creating the
+// account (and removing it afterwards) if it does not exist.
+func ensureUser(name string) (*syscall.Credential, func(), error) {
+	noop := func() {}
+	u, err := user.Lookup(name)
+	created := false
+	if err != nil {
+		if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name).CombinedOutput(); err != nil {
+			return nil, noop, fmt.Errorf("useradd %s: %w: %s", name, err, out)
+		}
+		created = true
+		if u, err = user.Lookup(name); err != nil {
+			return nil, noop, err
+		}
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	cleanup := noop
+	if created {
+		cleanup = func() {
+			// A process of the user's that is still exiting blocks userdel for a moment.
+			for range 50 {
+				if exec.Command("userdel", name).Run() == nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, cleanup, nil
+}
+
+func mkdirOwned(dir string, cred *syscall.Credential) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.Chown(dir, int(cred.Uid), int(cred.Gid))
+}
+
+func runAs(ctx context.Context, cred *syscall.Credential, argv ...string) ([]byte, error) {
+	var stderr bytes.Buffer
+	out, err := runAsStderr(ctx, cred, &stderr, argv...)
+	if err != nil {
+		return out, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return out, nil
+}
+
+func runAsStderr(ctx context.Context, cred *syscall.Credential, stderr *bytes.Buffer, argv ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C"}
+	cmd.Dir = "/"
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.Bytes(), fmt.Errorf("%s: %w", filepath.Base(argv[0]), err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// daemon is an rsa serve of the benchmark's own: its state, socket and
+// RAMDISK root under a directory it removes when it stops.
+type daemon struct {
+	cmd    *exec.Cmd
+	dir    string
+	socket string
+}
+
+func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
+	dir = cmp.Or(dir, "/var/tmp/rsa-bench/daemon")
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("%s exists: another rsa bench runs, or one was killed (check, then remove it)", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "run", "rsa.sock")}
+	conf := filepath.Join(dir, "rsa.toml")
+	// shared@1g, the stand-in for the site's GPFS, is Gluster over FUSE,
+	// which RSA refuses to mount over by default (a user's FUSE server
+	// could stall root). This daemon's only FUSE is the benchmark's own.
+	var refused []string
+	for _, t := range mount.DefaultRefusedFSTypes() {
+		if t != "fuse" {
+			refused = append(refused, strconv.Quote(t))
+		}
+	}
+	refused = append(refused, `"fuse.sshfs"`)
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "state_dir = %q\nsocket = %q\nramdisk_root = %q\nrefused_fs_types = [%s]\n",
+		filepath.Join(dir, "state"), d.socket, filepath.Join(dir, "ramdisk"), strings.Join(refused, ", ")), 0o644); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer log.Close()
+	d.cmd = exec.Command(rsa, "--config", conf, "serve")
+	d.cmd.Stdout, d.cmd.Stderr = log, log
+	if err := d.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("rsa serve: %w", err)
+	}
+	for i := 0; ; i++ {
+		if exec.CommandContext(ctx, rsa, "--socket", d.socket, "version").Run() == nil {
+			return d, nil
+		}
+		if i == 100 || ctx.Err() != nil {
+			d.stop()
+			return nil, errors.New("rsa serve did not answer within 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop ends the daemon (TERM, by its pid) and removes its directory.
+func (d *daemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+	}
+	// A daemon that died with a RAMDISK mounted leaves it under dir: detach
+	// it rather than empty it through the mount.
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], d.dir+"/") {
+				_ = syscall.Unmount(f[4], syscall.MNT_DETACH)
+			}
+		}
+	}
+	os.RemoveAll(d.dir)
+}

@@ -1,0 +1,119 @@
+// Package bench runs the quick profile of every rsa bench benchmark once,
+// through the binary, as a test of the tools: each must run to the end on
+// real targets, report well-formed rows beside the seeds' numbers, and
+// leave nothing up. It asserts nothing about speed.
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+var rsaBin string
+
+func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+
+// run runs rsa bench with args and --json, and returns its rows. The
+// targets it brought up are taken down when the test ends.
+func run(t *testing.T, args ...string) []bench.Row {
+	t.Helper()
+	testutil.RequireRoot(t)
+	t.Cleanup(func() {
+		if out, err := testutil.Command(t, rsaBin, "bench", "target", "down", "ram", "shared@1g").CombinedOutput(); err != nil {
+			t.Errorf("rsa bench target down: %v\n%s", err, out)
+		}
+	})
+	var stdout, stderr bytes.Buffer
+	cmd := testutil.Command(t, rsaBin, append(append([]string{"bench"}, args...), "--json")...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rsa bench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	t.Logf("rsa bench %s:\n%s", strings.Join(args, " "), stderr.String())
+	var rows []bench.Row
+	dec := json.NewDecoder(&stdout)
+	for {
+		var r bench.Row
+		if err := dec.Decode(&r); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("rsa bench %s --json printed a line that is not a row: %v", strings.Join(args, " "), err)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		t.Fatalf("rsa bench %s printed no rows", strings.Join(args, " "))
+	}
+	return rows
+}
+
+// find returns the first row of case c and metric m.
+func find(t *testing.T, rows []bench.Row, c, m string) bench.Row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Case == c && r.Metric == m {
+			return r
+		}
+	}
+	t.Fatalf("no row %s %s among %d", c, m, len(rows))
+	return bench.Row{}
+}
+
+// T52 through the real lifecycle: a daemon of the benchmark's own, a job
+// of a real user's through rsa run, its output staged out to shared@1g.
+func TestThesisQuick(t *testing.T) {
+	rows := run(t, "thesis", "--profile", "quick", "--ranks", "64")
+	r := find(t, rows, "T52", "hold_ratio")
+	if r.SourceValue == nil || *r.SourceValue != 30.9 || r.Value <= 0 {
+		t.Errorf("T52 hold_ratio row %+v: want a positive ratio beside the thesis' 30.9", r)
+	}
+	for _, m := range []string{"hold", "safe", "stage_out rsync", "stage_out tar", "stage_out rsa copy"} {
+		if r := find(t, rows, "T52", m); r.Value <= 0 || r.Unit != "s" {
+			t.Errorf("T52 %s: %+v, want a positive time in seconds", m, r)
+		}
+	}
+	if _, err := os.Stat("/var/tmp/rsa-bench/daemon"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the benchmark's daemon directory is left (%v)", err)
+	}
+}
+
+func TestMetabenchQuick(t *testing.T) {
+	rows := run(t, "metabench", "--profile", "quick", "--target", "ram")
+	withSource := 0
+	for _, r := range rows {
+		if r.Metric == "ops_per_s" && r.Value <= 0 {
+			t.Errorf("%s: %v ops/s", r.Case, r.Value)
+		}
+		if r.SourceValue != nil {
+			withSource++
+		}
+	}
+	for _, c := range []string{"Create-A", "Create-B", "Create-C", "Stat-A", "Stat-B", "Utime-A", "Utime-B", "Append-A", "Append-B", "Untar"} {
+		find(t, rows, c, "ops_per_s")
+	}
+	if withSource == 0 {
+		t.Error("no row is set beside GUPFS Table 1")
+	}
+}
+
+func TestMptioQuick(t *testing.T) {
+	rows := run(t, "mptio", "--profile", "quick", "--target", "ram")
+	for _, c := range []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"} {
+		if r := find(t, rows, c, "rate"); r.Value <= 0 {
+			t.Errorf("%s: rate %v", c, r.Value)
+		}
+	}
+	// 3 processes of 4 threads: the appendix sample's shape, so its
+	// numbers stand beside the rates.
+	if r := find(t, rows, "Seq_Write", "rate"); r.SourceValue == nil || *r.SourceValue != 9.17 {
+		t.Errorf("Seq_Write rate row %+v: want GUPFS A.1's 9.17 beside it", r)
+	}
+}
