@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/bench/thesis"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -18,11 +19,12 @@ import (
 // benchThesisCmd is rsa bench thesis: the thesis' experiments (ch. 5).
 func benchThesisCmd() *cobra.Command {
 	var (
-		f      benchFlags
-		ranks  int
-		size   string
-		runs   int
-		userNm string
+		f         benchFlags
+		ranks     int
+		size      string
+		runs      int
+		userNm    string
+		latencies []time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
@@ -80,9 +82,19 @@ engine on this host).`,
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "shared@1g: iperf3 %.0f Mbit/s to the server, %.0f from it (thesis: 943)\n", b.ToServer/1e6, b.FromServer/1e6)
-			rows, err := thesis.T52{RSA: self, User: userNm, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
-				Ranks: ranks, Size: n, Runs: runs}.Run(ctx)
-			if err != nil {
+			var rows []bench.Row
+			for _, lat := range latencies {
+				if err := target.SetSharedLatency(ctx, cfg, lat); err != nil {
+					return err
+				}
+				r, err := thesis.T52{RSA: self, User: userNm, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
+					Ranks: ranks, Size: n, Runs: runs, Latency: lat.String()}.Run(ctx)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r...)
+			}
+			if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
 				return err
 			}
 			return f.emit(cmd.OutOrStdout(), rows)
@@ -93,6 +105,7 @@ engine on this host).`,
 	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes")
 	cmd.Flags().IntVar(&runs, "runs", 1, "repetitions; the rows give the median and every run (full: 3)")
 	cmd.Flags().StringVar(&userNm, "user", "rsabench", "the job's user")
+	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), one run of T52 each: e.g. 0,1ms,5ms,20ms,100ms")
 	return cmd
 }
 

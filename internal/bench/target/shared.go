@@ -312,3 +312,48 @@ func poll(ctx context.Context, timeout time.Duration, cond func() bool) error {
 	}
 	return nil
 }
+
+// SetSharedLatency makes every create and open on shared@1g's brick take
+// d longer (Gluster's delay-gen translator), or no longer with d = 0: the
+// per-operation cost of a shared file system under contention, which the
+// kernel cannot add here (no netem). The brick takes the translator only
+// when it starts, so the volume is restarted; the clients reconnect.
+func SetSharedLatency(ctx context.Context, c Config, d time.Duration) error {
+	c = c.withDefaults()
+	l := c.shared()
+	gl := func(args ...string) error {
+		_, err := l.inServer(ctx, append([]string{"gluster", "--mode=script", "volume"}, args...)...)
+		return err
+	}
+	steps := [][]string{{"stop", sharedVol}}
+	if d > 0 {
+		steps = append(steps,
+			[]string{"set", sharedVol, "delay-gen", "posix"},
+			[]string{"set", sharedVol, "delay-gen.enable", "create,open"},
+			[]string{"set", sharedVol, "delay-gen.delay-percentage", "100"},
+			[]string{"set", sharedVol, "delay-gen.delay-duration", strconv.FormatInt(d.Microseconds(), 10)})
+	} else {
+		steps = append(steps, []string{"reset", sharedVol, "delay-gen"})
+	}
+	steps = append(steps, []string{"start", sharedVol})
+	for _, s := range steps {
+		if err := gl(s...); err != nil {
+			return fmt.Errorf("shared@1g latency %s: %w", d, err)
+		}
+	}
+	// The clients are back once a file can be made through each.
+	for _, m := range l.mounts {
+		probe := filepath.Join(m, ".rsa-bench-probe")
+		if err := poll(ctx, 30*time.Second, func() bool {
+			f, err := os.Create(probe)
+			if err != nil {
+				return false
+			}
+			f.Close()
+			return os.Remove(probe) == nil
+		}); err != nil {
+			return fmt.Errorf("shared@1g latency %s: client %s did not come back: %w", d, m, err)
+		}
+	}
+	return nil
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -62,6 +64,31 @@ func TestUpDown(t *testing.T) {
 					}
 				}
 				t.Logf("iperf3: %.0f / %.0f Mbit/s", b.ToServer/1e6, b.FromServer/1e6)
+				// 50 ms per create: ten creates take at least half a second;
+				// without the delay, far less.
+				creates := func() time.Duration {
+					t0 := time.Now()
+					for i := range 10 {
+						f, err := os.CreateTemp(first.Dir, "lat-"+strconv.Itoa(i)+"-")
+						if err != nil {
+							t.Fatal(err)
+						}
+						f.Close()
+					}
+					return time.Since(t0)
+				}
+				if err := SetSharedLatency(ctx, c, 50*time.Millisecond); err != nil {
+					t.Fatal(err)
+				}
+				if d := creates(); d < 500*time.Millisecond {
+					t.Errorf("10 creates with 50 ms each took %s", d)
+				}
+				if err := SetSharedLatency(ctx, c, 0); err != nil {
+					t.Fatal(err)
+				}
+				if d := creates(); d >= 500*time.Millisecond {
+					t.Errorf("10 creates with the delay removed took %s", d)
+				}
 			}
 			if err := Down(ctx, c, name); err != nil {
 				t.Fatalf("Down: %v", err)

@@ -38,6 +38,9 @@ type T52 struct {
 	Size      int64
 	Runs      int
 	Work      string // the daemon's state, socket and RAMDISK root (removed after)
+	// Latency is what delay-gen adds to each create and open on the
+	// shared file system in this run ("0" for nothing), for the rows.
+	Latency string
 }
 
 // T52Result is one run's measurements, in seconds.
@@ -189,7 +192,8 @@ func (t T52) rows(rs []T52Result) []bench.Row {
 		}
 		return v
 	}
-	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory"}
+	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory",
+		"shared_latency": cmp.Or(t.Latency, "0")}
 	row := func(target, metric, unit string, runs []float64, ref string, src float64, note string) bench.Row {
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: params, Metric: metric, Unit: unit,
 			Value: bench.Median(runs), Runs: runs, Note: note}
