@@ -28,7 +28,7 @@ Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
 disk (local ext4), or any directory. 'rsa bench target up NAME' brings one
 up; each benchmark brings up the target it is given and leaves it up.`,
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd(), benchSweepCmd(), benchReportCmd())
 	return cmd
 }
 

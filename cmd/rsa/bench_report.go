@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/report"
+)
+
+// benchReportCmd is rsa bench report: docs/evidence.md from the JSON
+// lines of earlier runs.
+func benchReportCmd() *cobra.Command {
+	var (
+		out, plots string
+		commands   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "report FILE...",
+		Short: "Write docs/evidence.md (and its plots) from the JSON lines of rsa bench runs",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var rows []bench.Row
+			for _, f := range args {
+				r, err := readRows(f)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r...)
+			}
+			m := report.Meta{Machine: machine(), Commands: commands, Date: time.Now()}
+			if plots != "" {
+				if err := os.MkdirAll(plots, 0o755); err != nil {
+					return err
+				}
+				p := filepath.Join(plots, "t52-latency.svg")
+				if err := report.T52Curve(p, rows); err == nil {
+					rel, _ := filepath.Rel(filepath.Dir(out), p)
+					m.Plots = append(m.Plots, rel)
+				} else {
+					fmt.Fprintln(cmd.ErrOrStderr(), "rsa bench report: no T52 latency plot:", err)
+				}
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return err
+			}
+			if err := report.Markdown(f, rows, m); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "docs/evidence.md", "the page to write")
+	cmd.Flags().StringVar(&plots, "plots", "docs/evidence", "directory for the plots (empty: none)")
+	cmd.Flags().StringArrayVar(&commands, "command", nil, "a command that produced the rows, for the page (repeatable)")
+	return cmd
+}
+
+// readRows reads a file of rsa bench --json output.
+func readRows(path string) ([]bench.Row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []bench.Row
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<16), 1<<22)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var r bench.Row
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a row of rsa bench --json: %w", path, n, err)
+		}
+		rows = append(rows, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, errors.New(path + ": no rows (was it written by rsa bench --json?)")
+	}
+	return rows, nil
+}
+
+// machine describes this host for the page.
+func machine() string {
+	var u unix.Utsname
+	_ = unix.Uname(&u)
+	var si unix.Sysinfo_t
+	_ = unix.Sysinfo(&si)
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (%s), %.0f GiB RAM, Linux %s", runtime.NumCPU(), model,
+		float64(si.Totalram)*float64(si.Unit)/(1<<30), unix.ByteSliceToString(u.Release[:]))
+}
