@@ -117,3 +117,28 @@ func TestMptioQuick(t *testing.T) {
 		t.Errorf("Seq_Write rate row %+v: want GUPFS A.1's 9.17 beside it", r)
 	}
 }
+
+// The sweep makes its own loop devices (over tmpfs and over ext4) and
+// removes them; a small grid keeps it short, with fio on every point.
+func TestSweepQuick(t *testing.T) {
+	rows := run(t, "sweep", "--qd", "1,4", "--bs", "64K,1M", "--size", "64M")
+	points := 0
+	for _, r := range rows {
+		if r.Metric != "rate" {
+			continue
+		}
+		points++
+		if r.Value <= 0 || r.CheckValue == nil || *r.CheckValue <= 0 {
+			t.Errorf("%s %s qd=%s bs=%s: %v MiB/s, fio %v", r.Target, r.Case, r.Params["qd"], r.Params["bs"], r.Value, r.CheckValue)
+		}
+	}
+	// 2 devices × 2 directions × 2 queue depths × 2 block sizes.
+	if points != 16 {
+		t.Errorf("%d rate rows, want 16", points)
+	}
+	for _, dir := range []string{"/run/rsa-bench/sweep", "/var/tmp/rsa-bench/sweep"} {
+		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+			t.Errorf("%s holds %d entries after the sweep", dir, len(ents))
+		}
+	}
+}

@@ -202,10 +202,23 @@ func mountTmpfs(dir string, size int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if ok, err := isMountPoint(dir); err != nil || ok {
-		return err
-	}
 	opts := "size=" + strconv.FormatInt(size, 10) + ",mode=0755"
+	if ok, err := isMountPoint(dir); err != nil {
+		return err
+	} else if ok {
+		// Up for a bigger run than the one that brought it up: grow it.
+		var st unix.Statfs_t
+		if err := unix.Statfs(dir, &st); err != nil {
+			return fmt.Errorf("statfs %s: %w", dir, err)
+		}
+		if int64(st.Blocks)*st.Bsize >= size {
+			return nil
+		}
+		if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("grow the tmpfs on %s to %d bytes: %w", dir, size, err)
+		}
+		return nil
+	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}

@@ -4,8 +4,8 @@
 package thesis
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,7 +58,19 @@ func (o Output) Write(ctx context.Context) (time.Duration, error) {
 	close(start)
 	wg.Wait()
 	took := time.Since(t0)
-	return took, errors.Join(errs...)
+	// One reason is enough: a full disk fails every rank alike.
+	var first error
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			first = cmp.Or(first, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		return took, fmt.Errorf("%d of %d ranks failed, the first: %w", failed, o.Ranks, first)
+	}
+	return took, nil
 }
 
 func (o Output) writeRank(ctx context.Context, r int, buf []byte) error {

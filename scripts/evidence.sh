@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make evidence: the seeds' experiments at the sources' sizes (rsa bench
+# --profile full) on this machine, each result beside the source's number,
+# written to docs/evidence.md (and its plots under docs/evidence/). Takes
+# the whole machine for a long while: run nothing else meanwhile. Takes
+# down the targets it brought up, also on failure.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+rsa="$top/bin/rsa"
+out=${EVIDENCE_DIR:-$top/bin/evidence}
+latencies=${EVIDENCE_LATENCIES:-0,1ms,5ms,20ms,100ms}
+
+[ "$(id -u)" = 0 ] || { echo "make evidence needs root (it mounts targets and starts a daemon)" >&2; exit 1; }
+[ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
+
+cleanup() { "$rsa" bench target down ram shared@1g disk >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+mkdir -p "$out"
+rm -f "$out"/*.jsonl
+commands=()
+bench() { # bench NAME ARGS...: one benchmark's rows into $out/NAME.jsonl
+	local name=$1
+	shift
+	commands+=("rsa bench $* --json")
+	echo "== rsa bench $*" >&2
+	"$rsa" bench "$@" --json >"$out/$name.jsonl"
+}
+
+bench thesis thesis --profile full --latency "$latencies"
+for t in ram disk shared@1g; do
+	bench "mptio-$t" mptio --profile full --target "$t"
+	bench "metabench-$t" metabench --profile full --target "$t"
+done
+
+args=()
+for c in "${commands[@]}"; do args+=(--command "$c"); done
+"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}" "$out"/*.jsonl
+echo "wrote $top/docs/evidence.md" >&2
