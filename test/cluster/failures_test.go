@@ -213,6 +213,12 @@ func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 			w := workDir(t, u, "crash-"+strings.ToLower(state))
 			in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 			sums := fill(t, u, in, 10, 64<<10)
+			// Enough output for the crash to find the stage-out running;
+			// before the job runs, its size does not matter.
+			outputSize := 150_000_000
+			if state == "BOOTING" || state == "MOUNTING_IN" {
+				outputSize = 1_000_000
+			}
 			job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 2
 #SBATCH -o %[1]s/job.out
@@ -221,8 +227,8 @@ func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 #RSA_DELAY=2
 srun -N2 bash -c 'cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
 srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
-head -c 150000000 /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
-`, w, in, out))
+head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
+`, w, in, out, outputSize))
 			if state == "MOUNTING_IN" {
 				// Its agent away, the mount waits for c2: long enough to
 				// kill the daemon there.
