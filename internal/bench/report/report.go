@@ -43,6 +43,18 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 		}
 	}
 	b.WriteString("\nEach value stands beside the number the source gives for the same measurement (\"source\"), and, where one ran, beside another tool's value on the same target in the same run (\"check\"; more than 10% apart is marked **disagree**). Ratios compare shapes across hardware 15–25 years apart; absolute values do not compare.\n")
+	// The ratios first: they, not absolute values, compare across
+	// hardware generations.
+	var headline []string
+	for _, r := range rows {
+		if r.Unit == "x" && r.SourceValue != nil {
+			headline = append(headline, fmt.Sprintf("- %s %s %s, %s (%s): ours %s× | %s %s×",
+				r.Bench, r.Case, r.Metric, r.Target, params(r.Params), num(r.Value), r.SourceRef, num(*r.SourceValue)))
+		}
+	}
+	if len(headline) > 0 {
+		b.WriteString("\n## Ratios beside the sources'\n\n" + strings.Join(headline, "\n") + "\n")
+	}
 	var benches []string
 	for _, r := range rows {
 		if !slices.Contains(benches, r.Bench) {

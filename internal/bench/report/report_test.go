@@ -26,6 +26,7 @@ func TestMarkdown(t *testing.T) {
 		"fio 150 **disagree**",
 		`a\|b`,
 		"test box",
+		"- thesis T52 hold_ratio, ram vs shared@1g (): ours 61.8× | THESIS T5.2 30.9×",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
