@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,6 +30,9 @@ type mptioFlags struct {
 	keep, check, unique           bool
 	dir, name                     string
 	seed                          uint64
+
+	noFio bool   // skip fio's cross-check
+	ior   string // build-ior.sh's prefix; "" runs no IOR
 }
 
 // mptioProfile is the run --profile stands for, where no flag says
@@ -72,6 +76,14 @@ of this one program: they share this host's kernel and page cache.
 --profile full runs the appendix sample: -n 3 -f 200M -b 256K -t 4 -k 1 -k 2 -k 4.
 Flags given override the profile.
 
+After MPTIO's tests, fio does the same I/O on the same target, in files of
+its own beside MPTIO's (on -R, the same devices): a job a thread, at the
+same offsets, in the same records. Each sequential and random Rate is set
+beside fio's; one more than 10% off is marked disagree, and its note says
+how the two measured otherwise. Read-modify-write has no fio counterpart.
+--ior PREFIX (scripts/build-ior.sh prints it) runs IOR's sequential write
+and read too, and puts its rates in the notes.
+
   rsa bench mptio --target ram
   rsa bench mptio --profile full --target disk -I
   rsa bench mptio -n 2 -P -F 512M -b 64K -t 4 -r -k 1 -k 2 -k 4 -d /mnt/test
@@ -102,6 +114,8 @@ Flags given override the profile.
 	fl.StringVarP(&f.dir, "dir", "d", "", "directory of the files (default: the --target's)")
 	fl.StringVarP(&f.name, "name", "N", "", "write the report to NAME_YYYYMMDD_HHMMSS instead of the terminal")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random tests and of the data written")
+	fl.BoolVar(&f.noFio, "no-fio", false, "skip the fio cross-check (rows then carry no check)")
+	fl.StringVar(&f.ior, "ior", "", "IOR's prefix, as scripts/build-ior.sh prints it: cross-check the sequential tests with IOR as well")
 	return cmd
 }
 
@@ -122,6 +136,14 @@ func runMptio(cmd *cobra.Command, f *mptioFlags) error {
 	case c.Dir == "":
 		if target, c.Dir, err = f.bench.dir(cmd); err != nil {
 			return err
+		}
+	}
+
+	// Before the run, not after it: a missing fio would otherwise be
+	// found only once MPTIO's minutes are spent.
+	if !f.noFio {
+		if _, err := exec.LookPath("fio"); err != nil {
+			return errors.New("fio is not installed: apt-get install fio, or run with --no-fio")
 		}
 	}
 
@@ -146,7 +168,17 @@ func runMptio(cmd *cobra.Command, f *mptioFlags) error {
 	if !f.bench.json {
 		fmt.Fprintln(report)
 	}
-	return f.bench.emit(cmd.OutOrStdout(), mptio.Rows(res, target))
+
+	rows := mptio.Rows(res, target)
+	var checkErr error
+	if !f.noFio || f.ior != "" {
+		var checks *mptio.Checks
+		checks, checkErr = mptio.CrossCheck(cmd.Context(), res, mptio.CheckConfig{Fio: !f.noFio, IOR: f.ior})
+		checks.Apply(rows)
+	}
+	// The rows go out even when a cross-check failed: each says in its
+	// note why it has no check, and the command then fails with it.
+	return errors.Join(f.bench.emit(cmd.OutOrStdout(), rows), checkErr)
 }
 
 func writeReportFile(path string, res *mptio.Result) (err error) {

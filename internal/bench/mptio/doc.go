@@ -21,4 +21,14 @@
 // (getrusage(RUSAGE_THREAD)), so a rank's %Sys is the sum over its threads,
 // as MPTIO's per-process figure was. MPI's barriers become a start gate
 // every thread waits on and the collection of every thread's result.
+//
+// # The cross-check
+//
+// CrossCheck has fio (and IOR, when built) do the same I/O on the same
+// target after the run: a fio job for every MPTIO thread, on files of
+// fio's own with the same names, regions and offsets, in the same
+// records, with the same system calls (see FioJobFile). Checks.Apply sets
+// fio's aggregate rate beside each sequential and random Rate; one more
+// than 10% away is marked disagree, and its note says how the two tools
+// measure otherwise. Read-modify-write has no fio counterpart.
 package mptio
