@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/metabench"
+	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -35,13 +37,14 @@ func metabenchProfileFor(full bool) metabenchProfile {
 // with its results beside GUPFS Table 1.
 func benchMetabenchCmd() *cobra.Command {
 	var (
-		bf     benchFlags
-		c      metabench.Config
-		nbyte  string
-		dirs   []string
-		procs  int
-		counts []int
-		output string
+		bf      benchFlags
+		c       metabench.Config
+		nbyte   string
+		dirs    []string
+		procs   int
+		counts  []int
+		output  string
+		noCheck bool
 	)
 	cmd := &cobra.Command{
 		Use:   "metabench [-CSUATk0] [-c nfile] [-b nbyte] [-o name] [-w dir]... [-f freq]",
@@ -66,6 +69,18 @@ cache for all.
 Untar unpacks a synthetic tree shaped like glibc 2.3's (9,188 files, 459
 directories, 75,800,000 bytes; the quick profile uses a tenth), written to
 a local directory per client, or --tarball.
+
+With --target shared@1g (and no -w) the volume comes up with one client
+mount per process, for the most processes of the run: process 0 sets up
+through the first, process i works through the i-th.
+
+Each phase is then cross-checked in the same run, on the same directories,
+with the same files, participants and layout: fio's filecreate, filestat
+and filedelete engines and appends (--file_append), touch -c for utime (no
+packaged tool times it) and tar -xf for Untar, each set beside the phase's
+rate as METABENCH counts it (all files over the time to the last one's
+end). --mdtest PREFIX adds mdtest's rates to the notes; --no-crosscheck
+skips them.
 
 Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 -c 20000 -f 1000 -b 16K on 1, 2, 3, 4, 6 and 8, the report's runs.`,
@@ -100,7 +115,11 @@ Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 				runs = counts
 			}
 
-			target, err := metabenchDirs(cmd, &bf, dirs, &c)
+			if len(runs) == 0 {
+				return fmt.Errorf("--ranks: give at least one process count")
+			}
+			c.CrossCheck = !noCheck
+			target, err := metabenchDirs(cmd, &bf, dirs, slices.Max(runs), &c)
 			if err != nil {
 				return err
 			}
@@ -158,14 +177,28 @@ Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 	f.IntVarP(&procs, "procs", "n", 0, "number of processes (MPI's -np) for a single run")
 	f.IntSliceVar(&counts, "ranks", nil, "process counts to run in turn, as Table 1's N (default: quick 1,2,3; full 1,2,3,4,6,8)")
 	f.StringVar(&c.Tarball, "tarball", "", "tar archive for Untar instead of the synthetic glibc 2.3 tree")
+	f.BoolVar(&noCheck, "no-crosscheck", false, "skip the cross-checks (each phase again with fio's file engines, touch or tar)")
+	f.StringVar(&c.Mdtest, "mdtest", "", "prefix of a build of IOR's mdtest (scripts/build-ior.sh prints it): its rates go in the cross-checks' notes")
 	f.StringVar(&c.LocalDir, "local-dir", "", "each client's local directory for the synthetic tarball, outside the target (default: the system temporary directory)")
 	bf.add(cmd)
 	return cmd
 }
 
 // metabenchDirs sets c.Dirs from -w, or brings the target up and uses its
-// directory, and returns the name the rows give the target.
-func metabenchDirs(cmd *cobra.Command, bf *benchFlags, dirs []string, c *metabench.Config) (string, error) {
+// directory, and returns the name the rows give the target. shared@1g
+// comes up with a client mount for each of nproc processes, the most of
+// the run: each process then works through a glusterfs client, and a
+// cache, of its own, as each of METABENCH's processes had a node of its
+// own, which is what makes Table 1's N = 1 against N = 2 cliff.
+func metabenchDirs(cmd *cobra.Command, bf *benchFlags, dirs []string, nproc int, c *metabench.Config) (string, error) {
+	if len(dirs) == 0 && bf.target == "shared@1g" {
+		t, err := target.Up(cmd.Context(), target.Config{Clients: nproc}, bf.target)
+		if err != nil {
+			return "", err
+		}
+		c.Dirs = t.Dirs
+		return t.Name, nil
+	}
 	if len(dirs) == 0 {
 		name, dir, err := bf.dir(cmd)
 		if err != nil {

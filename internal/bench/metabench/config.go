@@ -35,6 +35,16 @@ type Config struct {
 	Tarball  string
 	Tree     Tree   // the synthetic tree; the zero Tree means GlibcTree()
 	LocalDir string // a client's fast local directory (the source's /tmp); empty means os.TempDir()
+
+	// CrossCheck runs, once the phases are done, each phase's
+	// counterpart in another tool (fio's file engines, touch, tar) on the
+	// same directories with the same files, participants and layout;
+	// Report.Checks holds their rates.
+	CrossCheck bool
+	// Mdtest is the prefix scripts/build-ior.sh printed: with CrossCheck,
+	// mdtest runs too and its rates go in the checks' notes. Empty: no
+	// mdtest.
+	Mdtest string
 }
 
 // Participants is the number of processes that take part in the tests:

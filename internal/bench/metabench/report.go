@@ -41,6 +41,18 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%.6f\t%.0f\n", res.Phase, rk.Rank, rk.Ops, rk.Elapsed.Seconds(), rk.Rate())
 		}
 	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintln(tw)
+		fmt.Fprintln(tw, "PHASE\tCHECK\tOPS\tSECONDS\tOPS/S\tNOTE")
+		for _, chk := range r.Checks {
+			tool, ops, secs, opsPerS := "-", "-", "-", "-"
+			if chk.Tool != "" {
+				tool, ops = chk.Tool, strconv.Itoa(chk.Ops)
+				secs, opsPerS = fmt.Sprintf("%.6f", chk.Elapsed.Seconds()), fmt.Sprintf("%.0f", chk.Rate())
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", chk.Phase, tool, ops, secs, opsPerS, chk.Note)
+		}
+	}
 	for _, res := range r.Results {
 		if len(res.Batches) == 0 {
 			continue
@@ -91,6 +103,14 @@ func (r *Report) Rows(target string) []bench.Row {
 		if len(c.Dirs) == 1 && c.NProc > 1 {
 			notes = append(notes, "one client cache: all processes share one mount")
 		}
+		if chk, ok := r.check(res.Phase); ok {
+			if chk.Tool != "" {
+				row.CrossCheck(chk.Tool, chk.Rate())
+			}
+			if chk.Note != "" {
+				notes = append(notes, "check: "+chk.Note)
+			}
+		}
 		row.Note = strings.Join(notes, "; ")
 		rows = append(rows, row)
 
@@ -104,6 +124,16 @@ func (r *Report) Rows(target string) []bench.Row {
 		}
 	}
 	return rows
+}
+
+// check returns the cross-check of phase p, if it was run.
+func (r *Report) check(p Phase) (Check, bool) {
+	for _, c := range r.Checks {
+		if c.Phase == p {
+			return c, true
+		}
+	}
+	return Check{}, false
 }
 
 func (r *Report) ran(p Phase) bool {

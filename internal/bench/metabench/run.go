@@ -15,6 +15,7 @@ type Report struct {
 	Config  Config // as run, defaults filled in
 	Start   time.Time
 	Results []Result
+	Checks  []Check // with Config.CrossCheck: one a phase, in the same order
 }
 
 // N is the number of participants.
@@ -60,6 +61,13 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			if err := os.RemoveAll(r.setupPath(phaseDir(p))); err != nil {
 				return rep, fmt.Errorf("metabench: %s: clean up: %w", p, err)
 			}
+		}
+	}
+	if c.CrossCheck {
+		// After every phase, so that no METABENCH phase runs beside the
+		// other tools' files or in caches they warmed.
+		if err := r.crossChecks(ctx, rep); err != nil {
+			return rep, fmt.Errorf("metabench: %w", err)
 		}
 	}
 	if c.Cleanup {
@@ -132,4 +140,39 @@ func (r *runner) prepareTarballs() (cleanup func(), err error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// crossChecks runs each phase's counterpart, and mdtest when asked, and
+// adds them to rep.
+func (r *runner) crossChecks(ctx context.Context, rep *Report) error {
+	var mdtest map[Phase]string
+	if r.c.Mdtest != "" {
+		phases := make([]Phase, len(rep.Results))
+		for i, res := range rep.Results {
+			phases[i] = res.Phase
+		}
+		var err error
+		if mdtest, err = r.mdtestNotes(ctx, phases); err != nil {
+			return fmt.Errorf("cross-check: %w", err)
+		}
+	}
+	for _, res := range rep.Results {
+		chk, err := r.crossCheck(ctx, res.Phase, res)
+		if err != nil {
+			return fmt.Errorf("%s cross-check: %w", res.Phase, err)
+		}
+		chk.Note = joinNotes(chk.Note, mdtest[res.Phase])
+		rep.Checks = append(rep.Checks, chk)
+		if r.c.Cleanup {
+			if err := os.RemoveAll(r.setupPath(checkDir, phaseDir(res.Phase))); err != nil {
+				return fmt.Errorf("%s cross-check: clean up: %w", res.Phase, err)
+			}
+		}
+	}
+	if r.c.Cleanup {
+		if err := os.RemoveAll(r.setupPath(checkDir)); err != nil {
+			return fmt.Errorf("cross-check: clean up: %w", err)
+		}
+	}
+	return nil
 }
