@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,22 +29,44 @@ func benchThesisCmd() *cobra.Command {
 		runs      int
 		userNm    string
 		latencies []time.Duration
+		cases     []string
+		withDisk  bool
+		iorPrefix string
+		fio       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
-		Short: "The thesis' Table 5.2: a 2,048-process job's output through RSA and straight to a shared file system",
-		Long: `Runs the thesis' file-per-process job (Table 5.2): RANKS writers, one file
-each, in one directory. Once with its output straight on shared@1g (a Gluster
-volume behind a 1 Gbit/s link, standing for the site's GPFS), once through
-RSA (rsa run with the output directory a RAMDISK from the job's start, staged
-out to shared@1g after). Reports how long the job held its compute nodes each
-way, the time until its output was verified on shared@1g, and the stage-out
-of the same files by rsync, tar and rsa copy, each beside the thesis' number.
+		Short: "The thesis' tables 5.1-5.5 and its lifecycle timings, beside its numbers",
+		Long: `Re-runs the thesis' experiments (ch. 5), each beside the thesis' numbers:
 
-It starts an rsa serve of its own (state under /var/tmp/rsa-bench/daemon),
-runs the job as --user (created and removed if missing), and brings up the
-targets ram and shared@1g. --target is where RSA's RAMDISK is: ram (the local
-engine on this host).`,
+  t51  one writer, one file (2 GiB; quick 256 MiB), straight to shared@1g, and
+       to ram then staged out to shared@1g by rsync and by rsa copy (Table 5.1)
+  t52  RANKS writers, one file each, in one directory: straight to shared@1g,
+       and through RSA (rsa run with the output directory a RAMDISK from the
+       job's start, staged out to shared@1g after); how long the job held its
+       compute nodes each way, the time until its output was verified on
+       shared@1g, and the stage-out of the same files by rsync, tar and rsa
+       copy (Table 5.2)
+  t53  RANKS writers, each its own segment of one shared file, on shared@1g
+       and ram (and disk with --disk), against t52's output time (Table 5.3)
+  t54  IOR-style file per process, the open (create) phase timed apart, write
+       then read with the caches dropped between (a fresh Gluster client for
+       shared@1g's reads), on ram and shared@1g (and disk with --disk): full
+       1024 ranks x 10 MiB, 4 iterations; quick RANKS x SIZE, 1 (Table 5.4)
+  t55  bonnie++ on ram-blk (the thesis' ext2 RAMDISK), ram and disk: full
+       -s 8192 -n 128, quick -s 1024 -n 8 (Table 5.5; bonnie++ prints +++++
+       for a test done in under 500 ms, as tmpfs' are at the quick size)
+  tlc  the lifecycle's phases (construct, stage-in, switch, stage-out,
+       destroy) from the daemon's log of t52's RSA jobs and of a small job
+       with input of its own, beside Appendix T
+
+shared@1g is a Gluster volume behind a 1 Gbit/s link, standing for the site's
+GPFS. t52 and tlc start an rsa serve of their own (state under
+/var/tmp/rsa-bench/daemon); t51, t52 and tlc run their jobs as --user (created
+and removed if missing). The targets are brought up and left up, but ram-blk,
+which holds its RAM whether used or not: t55 takes it down after. --target is
+where RSA's RAMDISK is: ram (the local engine on this host). fio cross-checks
+t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			full, err := f.full()
@@ -49,6 +75,10 @@ engine on this host).`,
 			}
 			if f.target != "ram" {
 				return fmt.Errorf("--target %q: the thesis runs RSA's RAMDISK on ram (the local engine); ram@1g needs the emulated cluster and is not built yet", f.target)
+			}
+			want, err := thesisCases(cases)
+			if err != nil {
+				return err
 			}
 			if !cmd.Flags().Changed("ranks") && full {
 				ranks = 2048
@@ -67,45 +97,21 @@ engine on this host).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			cfg := target.Config{Size: int64(ranks)*n*3/2 + (256 << 20)}
-			ram, err := target.Up(ctx, cfg, "ram")
-			if err != nil {
-				return err
-			}
-			shared, err := target.Up(ctx, cfg, "shared@1g")
-			if err != nil {
-				return err
-			}
-			b, err := target.SharedBaseline(ctx, cfg, 2)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "shared@1g: iperf3 %.0f Mbit/s to the server, %.0f from it (thesis: 943)\n", b.ToServer/1e6, b.FromServer/1e6)
-			var rows []bench.Row
-			for _, lat := range latencies {
-				if err := target.SetSharedLatency(ctx, cfg, lat); err != nil {
-					return err
-				}
-				r, err := thesis.T52{RSA: self, User: userNm, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
-					Ranks: ranks, Size: n, Runs: runs, Latency: lat.String()}.Run(ctx)
-				if err != nil {
-					return err
-				}
-				rows = append(rows, r...)
-			}
-			if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
-				return err
-			}
-			return f.emit(cmd.OutOrStdout(), rows)
+			p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
+			return runThesis(cmd, thesisRun{want: want, p: p, rsa: self, user: userNm, runs: runs, latencies: latencies,
+				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit})
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().IntVar(&ranks, "ranks", 256, "writer processes, one file each (full: 2048)")
-	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes")
+	cmd.Flags().IntVar(&ranks, "ranks", 256, "writer processes (full: 2048; t54 full: 1024 unless given)")
+	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes (t52, t53; t54 quick)")
 	cmd.Flags().IntVar(&runs, "runs", 1, "repetitions; the rows give the median and every run (full: 3)")
 	cmd.Flags().StringVar(&userNm, "user", "rsabench", "the job's user")
-	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), one run of T52 each: e.g. 0,1ms,5ms,20ms,100ms")
+	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), one run of T52 each: e.g. 0,1ms,5ms,20ms,100ms; the other cases run without")
+	cmd.Flags().StringSliceVar(&cases, "case", thesisCaseNames(), "cases to run: "+strings.Join(thesisCaseNames(), ", "))
+	cmd.Flags().BoolVar(&withDisk, "disk", false, "also run t53 and t54 on disk (local ext4)")
+	cmd.Flags().StringVar(&iorPrefix, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
+	cmd.Flags().BoolVar(&fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
 	return cmd
 }
 
@@ -180,4 +186,197 @@ func waitForMount(cmd *cobra.Command, dir string, timeout time.Duration) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// thesisCaseNames are rsa bench thesis' cases. t52 runs first: t53 takes
+// its output times and tlc its jobs' logs.
+func thesisCaseNames() []string { return []string{"t51", "t52", "t53", "t54", "t55", "tlc"} }
+
+// thesisCases checks --case and returns the set asked for.
+func thesisCases(names []string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, c := range names {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if !slices.Contains(thesisCaseNames(), c) {
+			return nil, fmt.Errorf("--case %q: use some of %s", c, strings.Join(thesisCaseNames(), ", "))
+		}
+		want[c] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("--case: name at least one of %s", strings.Join(thesisCaseNames(), ", "))
+	}
+	return want, nil
+}
+
+// thesisProfile is each case's sizes.
+type thesisProfile struct {
+	ranks int   // t52, t53
+	size  int64 // t52, t53: bytes a rank
+
+	t51Size int64
+
+	t54Ranks      int
+	t54Block      int64
+	t54Iterations int
+
+	t55SizeMiB, t55RAMMiB, t55Files int
+
+	tlcFiles int
+	tlcSize  int64
+	tlcDelay time.Duration
+}
+
+// thesisSizes are the thesis' sizes (full) or ones that keep the whole
+// quick run to about a minute.
+func thesisSizes(full bool, ranks int, size int64, ranksGiven bool) thesisProfile {
+	p := thesisProfile{ranks: ranks, size: size,
+		t51Size: 256 << 20, t54Ranks: ranks, t54Block: size, t54Iterations: 1,
+		// bonnie++ will not time a test done in under 500 ms ("+++++"):
+		// quick times disk's; tmpfs' are too quick for it at this size.
+		t55SizeMiB: 1024, t55RAMMiB: 512, t55Files: 8,
+		tlcFiles: 16, tlcSize: 1 << 20, tlcDelay: time.Second}
+	if full {
+		p.t51Size = 2 << 30
+		// The thesis' IOR moved 20 GiB a pass (2,048 × 10 MiB); half the
+		// ranks keep a pass in this host's RAM beside the rest.
+		if !ranksGiven {
+			p.t54Ranks = 1024
+		}
+		p.t54Block, p.t54Iterations = 10<<20, 4
+		// 8 GiB and 128 Ki files time the block tests and the creates on
+		// tmpfs too (2026: ~2.4 GiB/s writes, ~240,000 creates/s).
+		p.t55SizeMiB, p.t55RAMMiB, p.t55Files = 8192, 4096, 128
+	}
+	return p
+}
+
+// thesisRun is one invocation of rsa bench thesis.
+type thesisRun struct {
+	want      map[string]bool
+	p         thesisProfile
+	rsa, user string
+	runs      int
+	latencies []time.Duration
+	disk      bool
+	ior       string
+	fio       bool
+	emit      func(io.Writer, []bench.Row) error
+}
+
+func runThesis(cmd *cobra.Command, r thesisRun) error {
+	ctx := cmd.Context()
+	p := r.p
+	// The ram target holds the largest case's data, one case at a time.
+	ramSize := max(int64(p.ranks)*p.size*3/2, p.t51Size*3/2, int64(p.t54Ranks)*p.t54Block*5/4, int64(p.t55SizeMiB)<<20*5/4) + (256 << 20)
+	cfg := target.Config{Size: ramSize}
+	ram, err := target.Up(ctx, cfg, "ram")
+	if err != nil {
+		return err
+	}
+	var shared, disk target.Target
+	if r.want["t51"] || r.want["t52"] || r.want["t53"] || r.want["t54"] || r.want["tlc"] {
+		if shared, err = target.Up(ctx, cfg, "shared@1g"); err != nil {
+			return err
+		}
+		b, err := target.SharedBaseline(ctx, cfg, 2)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "shared@1g: iperf3 %.0f Mbit/s to the server, %.0f from it (thesis: 943)\n", b.ToServer/1e6, b.FromServer/1e6)
+	}
+	if r.disk || r.want["t55"] {
+		if disk, err = target.Up(ctx, cfg, "disk"); err != nil {
+			return err
+		}
+	}
+	progress := func(c string) { fmt.Fprintf(cmd.ErrOrStderr(), "thesis: %s\n", c) }
+	var rows []bench.Row
+	var t52Jobs []thesis.JobLog
+	if r.want["t52"] {
+		for _, lat := range r.latencies {
+			progress("t52, shared@1g latency " + lat.String())
+			if err := target.SetSharedLatency(ctx, cfg, lat); err != nil {
+				return err
+			}
+			start := time.Now()
+			label := "shared_latency=" + lat.String()
+			rs, err := thesis.T52{RSA: r.rsa, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
+				Ranks: p.ranks, Size: p.size, Runs: r.runs, Latency: lat.String(),
+				AfterJob: func(ctx context.Context, socket, job string) error {
+					l, err := thesis.ReadJobLog(ctx, r.rsa, socket, job)
+					l.Label = label
+					t52Jobs = append(t52Jobs, l)
+					return err
+				}}.Run(ctx)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, rs...)
+			progress(fmt.Sprintf("t52 done in %.1fs", time.Since(start).Seconds()))
+		}
+		if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
+			return err
+		}
+	}
+	places := func(names ...string) []thesis.Place {
+		dirs := map[string]string{"ram": ram.Dir, "shared@1g": shared.Dir, "disk": disk.Dir}
+		var ps []thesis.Place
+		for _, n := range names {
+			ps = append(ps, thesis.Place{Name: n, Dir: dirs[n]})
+		}
+		if r.disk {
+			ps = append(ps, thesis.Place{Name: "disk", Dir: disk.Dir})
+		}
+		return ps
+	}
+	run := func(c string, f func() ([]bench.Row, error)) error {
+		if !r.want[c] {
+			return nil
+		}
+		start := time.Now()
+		progress(c)
+		rs, err := f()
+		rows = append(rows, rs...)
+		progress(fmt.Sprintf("%s done in %.1fs", c, time.Since(start).Seconds()))
+		return err
+	}
+	steps := []struct {
+		name string
+		f    func() ([]bench.Row, error)
+	}{
+		{"t51", func() ([]bench.Row, error) {
+			return thesis.T51{RSA: r.rsa, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Size: p.t51Size, Block: 1 << 20,
+				Runs: r.runs, Fio: r.fio}.Run(ctx)
+		}},
+		{"t53", func() ([]bench.Row, error) {
+			return thesis.T53{Targets: places("shared@1g", "ram"), Ranks: p.ranks, Size: p.size, Runs: r.runs,
+				T52Output: thesis.T52Outputs(rows), Fio: r.fio}.Run(ctx)
+		}},
+		{"t54", func() ([]bench.Row, error) {
+			return thesis.T54{Targets: places("ram", "shared@1g"), Ranks: p.t54Ranks, Block: p.t54Block, Transfer: 1 << 20,
+				Iterations: p.t54Iterations, IOR: r.ior, Fio: r.fio, Cold: true}.Run(ctx)
+		}},
+		{"t55", func() ([]bench.Row, error) {
+			// The RAM disk holds bonnie++'s file, its create test's files and ext2's own.
+			blkCfg := target.Config{Size: int64(p.t55SizeMiB)<<20 + (512 << 20)}
+			blk, err := target.Up(ctx, blkCfg, "ram-blk")
+			if err != nil {
+				return nil, err
+			}
+			// Unlike the others, ram-blk holds its RAM whether used or not.
+			defer func() { _ = target.Down(context.WithoutCancel(ctx), blkCfg, "ram-blk") }()
+			return thesis.T55{Targets: []thesis.Place{{Name: "ram-blk", Dir: blk.Dir}, {Name: "ram", Dir: ram.Dir}, {Name: "disk", Dir: disk.Dir}},
+				SizeMiB: p.t55SizeMiB, RAMMiB: p.t55RAMMiB, Files: p.t55Files, Runs: r.runs, Fio: r.fio}.Run(ctx)
+		}},
+		{"tlc", func() ([]bench.Row, error) {
+			return thesis.TLC{RSA: r.rsa, User: r.user, Shared: shared.Dir, Files: p.tlcFiles, FileSize: p.tlcSize,
+				Delay: p.tlcDelay, Runs: r.runs, T52Jobs: t52Jobs}.Run(ctx)
+		}},
+	}
+	for _, s := range steps {
+		if err := run(s.name, s.f); err != nil {
+			return err
+		}
+	}
+	return r.emit(cmd.OutOrStdout(), rows)
 }

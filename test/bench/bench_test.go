@@ -67,9 +67,17 @@ func find(t *testing.T, rows []bench.Row, c, m string) bench.Row {
 	return bench.Row{}
 }
 
-// T52 through the real lifecycle: a daemon of the benchmark's own, a job
-// of a real user's through rsa run, its output staged out to shared@1g.
+// The thesis' cases: T52 through the real lifecycle (a daemon of the
+// benchmark's own, a job of a real user's through rsa run, its output
+// staged out to shared@1g), and T51, T53, T54, T55 and the lifecycle
+// timings beside it.
 func TestThesisQuick(t *testing.T) {
+	t.Cleanup(func() {
+		// t55 brings disk up (and takes its ram-blk down itself).
+		if out, err := testutil.Command(t, rsaBin, "bench", "target", "down", "disk", "ram-blk").CombinedOutput(); err != nil {
+			t.Errorf("rsa bench target down: %v\n%s", err, out)
+		}
+	})
 	rows := run(t, "thesis", "--profile", "quick", "--ranks", "64")
 	r := find(t, rows, "T52", "hold_ratio")
 	if r.SourceValue == nil || *r.SourceValue != 30.9 || r.Value <= 0 {
@@ -78,6 +86,21 @@ func TestThesisQuick(t *testing.T) {
 	for _, m := range []string{"hold", "safe", "stage_out rsync", "stage_out tar", "stage_out rsa copy"} {
 		if r := find(t, rows, "T52", m); r.Value <= 0 || r.Unit != "s" {
 			t.Errorf("T52 %s: %+v, want a positive time in seconds", m, r)
+		}
+	}
+	for _, c := range []struct {
+		c, m string
+		src  float64
+	}{
+		{"T51", "output_ratio", 1.135}, {"T51", "stage_out rsync", 52},
+		{"T53", "output", 49.93}, {"T53", "t53_over_t52_rsa", 1.35},
+		{"T54", "write_rate", 100.31}, {"T54", "open", 0}, {"T54", "with_open_ratio", 3.21},
+		{"T55", "block_write", 0},
+		{"TLC", "construct", 12}, {"TLC", "stage_in", 0}, {"TLC", "switch", 0}, {"TLC", "destroy", 2},
+	} {
+		r := find(t, rows, c.c, c.m)
+		if r.Value <= 0 || c.src != 0 && (r.SourceValue == nil || *r.SourceValue != c.src) {
+			t.Errorf("%s %s: %+v, want a positive value beside the thesis' %v", c.c, c.m, r, c.src)
 		}
 	}
 	if _, err := os.Stat("/var/tmp/rsa-bench/daemon"); !errors.Is(err, os.ErrNotExist) {

@@ -41,6 +41,10 @@ type T52 struct {
 	// Latency is what delay-gen adds to each create and open on the
 	// shared file system in this run ("0" for nothing), for the rows.
 	Latency string
+	// AfterJob, when set, is called after each RSA job's stage-out, while
+	// the daemon still runs: its socket and the job's ID, for its log
+	// (TLC's lifecycle timings).
+	AfterJob func(ctx context.Context, socket, job string) error
 }
 
 // T52Result is one run's measurements, in seconds.
@@ -149,6 +153,11 @@ func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 	r.SafeRSA = float64(time.Now().UnixNano()-w.Start) / 1e9
 	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dirs["rsa"]); err != nil {
 		return r, fmt.Errorf("RSA job %s's output on the shared file system: %w", m[1], err)
+	}
+	if t.AfterJob != nil {
+		if err := t.AfterJob(ctx, d.socket, m[1]); err != nil {
+			return r, fmt.Errorf("RSA job %s: %w", m[1], err)
+		}
 	}
 	// The thesis' stage-out methods, and RSA's mover, from the same files
 	// in RAM to the shared file system, as the user.

@@ -1,6 +1,8 @@
 // Package thesis re-runs the experiments of the RSA thesis (Wickberg,
 // 2011, ch. 5) on this machine: T52, its headline, through the real RSA
-// lifecycle against a shared file system behind a 1 Gbit/s link.
+// lifecycle against a shared file system behind a 1 Gbit/s link; T51,
+// T53, T54 and T55 (its other tables); and TLC, the lifecycle's timings
+// beside its Appendix T.
 package thesis
 
 import (
