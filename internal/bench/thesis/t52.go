@@ -49,11 +49,56 @@ type T52 struct {
 
 // T52Result is one run's measurements, in seconds.
 type T52Result struct {
-	HoldDirect, HoldRSA     float64            // the job's command, start to exit
-	OutputDirect, OutputRSA float64            // the writers' release to their last close
-	SafeRSA                 float64            // the job's start until its output was verified on Shared
-	RunRSA                  float64            // rsa run, submission to exit: the RAMDISK built before the job starts (queue time under a scheduler), then the hold
-	StageOut                map[string]float64 // method → seconds, RAM → Shared, as the user
+	HoldDirect, HoldRSA      float64            // the job's command, start to exit
+	OutputDirect, OutputRSA  float64            // the writers' release to their last close
+	SafeRSA                  float64            // the job's start until its output was verified on Shared
+	RunRSA                   float64            // rsa run, submission to exit: the RAMDISK built before the job starts (queue time under a scheduler), then the hold
+	StageOut                 map[string]float64 // method → seconds, RAM → Shared, as the user
+	HoldRSAPack, SafeRSAPack float64            // the same through RSA with the custom stage-out (pack)
+}
+
+// rsaRun is one job through RSA, in seconds: its command's start to exit
+// (hold), the writers' output phase, rsa run from submission to exit, and
+// the command's start until rsa wait saw the output staged out and the
+// RAMDISK freed (safe).
+type rsaRun struct {
+	job                     string
+	hold, output, run, safe float64
+}
+
+// rsaJob runs the job through rsa run: its output directory a RAMDISK
+// from its start (delay 0), staged out to out after by stageOut (empty:
+// RSA's default).
+func (t T52) rsaJob(ctx context.Context, d *daemon, cred *syscall.Credential, out, stageOut string, writer func(string, bool) []string) (rsaRun, error) {
+	var r rsaRun
+	capacity := strconv.FormatInt(int64(t.Ranks)*t.Size*5/4+(64<<20), 10)
+	args := []string{t.RSA, "--socket", d.socket, "run", "--out", out, "--delay", "0", "--capacity", capacity}
+	if stageOut != "" {
+		args = append(args, "--stage-out", stageOut)
+	}
+	args = append(append(args, "--"), writer(out, true)...)
+	var stderr bytes.Buffer
+	submitted := time.Now()
+	stdout, err := runAsStderr(ctx, cred, &stderr, args...)
+	r.run = time.Since(submitted).Seconds()
+	if err != nil {
+		return r, fmt.Errorf("RSA job: %w: %s", err, stderr.String())
+	}
+	var w writerReport
+	if err := json.Unmarshal(stdout, &w); err != nil {
+		return r, fmt.Errorf("RSA job's report %q: %w", stdout, err)
+	}
+	r.hold, r.output = float64(w.End-w.Start)/1e9, w.Output
+	m := regexp.MustCompile(`job (\d+) submitted`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		return r, fmt.Errorf("RSA job: rsa run did not name its job: %s", stderr.String())
+	}
+	r.job = m[1]
+	if _, err := runAs(ctx, cred, t.RSA, "--socket", d.socket, "wait", r.job); err != nil {
+		return r, fmt.Errorf("RSA job %s: stage-out: %w", r.job, err)
+	}
+	r.safe = float64(time.Now().UnixNano()-w.Start) / 1e9
+	return r, nil
 }
 
 // writerReport is what 'rsa bench write --json' prints.
@@ -94,7 +139,7 @@ func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 	defer os.RemoveAll(base)
 	defer os.RemoveAll(src)
 	dirs := map[string]string{}
-	for _, n := range []string{"direct", "rsa", "rsync", "tar", "copy"} {
+	for _, n := range []string{"direct", "rsa", "rsa-pack", "rsync", "tar", "copy"} {
 		dirs[n] = filepath.Join(base, n)
 	}
 	for _, dir := range append(mapValues(dirs), src) {
@@ -126,39 +171,32 @@ func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 		return r, fmt.Errorf("direct job: %w", err)
 	}
 
-	// The same job through RSA: its output directory is a RAMDISK from
-	// its start (delay 0), staged out to the shared file system after.
-	capacity := strconv.FormatInt(int64(t.Ranks)*t.Size*5/4+(64<<20), 10)
-	args := append([]string{t.RSA, "--socket", d.socket, "run", "--out", dirs["rsa"], "--delay", "0", "--capacity", capacity, "--"},
-		writer(dirs["rsa"], true)...)
-	var stderr bytes.Buffer
-	submitted := time.Now()
-	stdout, err = runAsStderr(ctx, cred, &stderr, args...)
-	r.RunRSA = time.Since(submitted).Seconds()
+	// The same job through RSA, twice as the thesis ran it: staged out by
+	// RSA's default (rsa copy; the thesis' default was rsync) and by a
+	// custom stage-out into one archive (pack; the thesis' was tar cf).
+	def, err := t.rsaJob(ctx, d, cred, dirs["rsa"], "", writer)
 	if err != nil {
-		return r, fmt.Errorf("RSA job: %w: %s", err, stderr.String())
+		return r, err
 	}
-	if err := json.Unmarshal(stdout, &w); err != nil {
-		return r, fmt.Errorf("RSA job's report %q: %w", stdout, err)
-	}
-	r.HoldRSA = float64(w.End-w.Start) / 1e9
-	r.OutputRSA = w.Output
-	m := regexp.MustCompile(`job (\d+) submitted`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		return r, fmt.Errorf("RSA job: rsa run did not name its job: %s", stderr.String())
-	}
-	if _, err := runAs(ctx, cred, t.RSA, "--socket", d.socket, "wait", m[1]); err != nil {
-		return r, fmt.Errorf("RSA job %s: stage-out: %w", m[1], err)
-	}
-	r.SafeRSA = float64(time.Now().UnixNano()-w.Start) / 1e9
 	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dirs["rsa"]); err != nil {
-		return r, fmt.Errorf("RSA job %s's output on the shared file system: %w", m[1], err)
+		return r, fmt.Errorf("RSA job %s's output on the shared file system: %w", def.job, err)
 	}
+	r.HoldRSA, r.OutputRSA, r.RunRSA, r.SafeRSA = def.hold, def.output, def.run, def.safe
 	if t.AfterJob != nil {
-		if err := t.AfterJob(ctx, d.socket, m[1]); err != nil {
-			return r, fmt.Errorf("RSA job %s: %w", m[1], err)
+		if err := t.AfterJob(ctx, d.socket, def.job); err != nil {
+			return r, fmt.Errorf("RSA job %s: %w", def.job, err)
 		}
 	}
+	pack, err := t.rsaJob(ctx, d, cred, dirs["rsa-pack"], "pack", writer)
+	if err != nil {
+		return r, err
+	}
+	// pack leaves one verified archive, rsa-job-ID.tar, holding every file.
+	if st, err := os.Stat(filepath.Join(dirs["rsa-pack"], "rsa-job-"+pack.job+".tar")); err != nil || st.Size() < int64(t.Ranks)*t.Size {
+		return r, fmt.Errorf("RSA job %s (stage-out pack): no archive of all %d files on the shared file system (%v)", pack.job, t.Ranks, err)
+	}
+	r.HoldRSAPack, r.SafeRSAPack = pack.hold, pack.safe
+
 	// The thesis' stage-out methods, and RSA's mover, from the same files
 	// in RAM to the shared file system, as the user.
 	if _, err := runAs(ctx, cred, writer(src, false)...); err != nil {
@@ -226,6 +264,25 @@ func (t T52) rows(rs []T52Result) []bench.Row {
 		row(t.Placement, "output", "s", col(func(r T52Result) float64 { return r.OutputRSA }), "", 0, "the writers' release to the last close (fsync'd)"),
 		row(t.Placement, "safe", "s", col(safeR), "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until its output is verified on the shared file system and the RAMDISK freed (rsa wait)"),
 		row(t.Placement+" vs shared@1g", "safe_ratio", "x", ratio(holdD, safeR), "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
+	}
+	// The thesis' "RSA custom" columns: a stage-out into one archive.
+	pack := func(p map[string]string) map[string]string {
+		q := map[string]string{"stage_out": "pack"}
+		for k, v := range p {
+			q[k] = v
+		}
+		return q
+	}
+	holdP := func(r T52Result) float64 { return r.HoldRSAPack }
+	safeP := func(r T52Result) float64 { return r.SafeRSAPack }
+	for _, r := range []bench.Row{
+		row(t.Placement, "hold", "s", col(holdP), "THESIS T5.2 RSA custom Output (runs' mean)", 35.99, "as above, the output staged out by rsa copy --pack into one verified archive"),
+		row(t.Placement+" vs shared@1g", "hold_ratio", "x", ratio(holdD, holdP), "THESIS T5.2 (derived: 1109.86 / 35.99)", 30.8, ""),
+		row(t.Placement, "safe", "s", col(safeP), "THESIS T5.2 (derived: 35.99 + 179)", 215, "the job's start until its archive is verified on the shared file system and the RAMDISK freed"),
+		row(t.Placement+" vs shared@1g", "safe_ratio", "x", ratio(holdD, safeP), "THESIS T5.2 (derived: 1109.86 / 215)", 5.2, "time to safe output: direct / RSA with the archive stage-out"),
+	} {
+		r.Params = pack(r.Params)
+		rows = append(rows, r)
 	}
 	for _, m := range []struct {
 		name, ref string
