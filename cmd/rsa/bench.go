@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,14 @@ each result beside the number the report gives for it.
 Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
 disk (local ext4), or any directory. 'rsa bench target up NAME' brings one
 up; each benchmark brings up the target it is given and leaves it up.`,
+	}
+	// Everything but write (the job's own I/O) and report (a page from
+	// files) mounts, makes devices or namespaces, or runs jobs as a user.
+	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if os.Geteuid() != 0 && c.Name() != "write" && c.Name() != "report" {
+			return fmt.Errorf("rsa bench %s needs root: it mounts its targets, makes loop devices and namespaces, and runs jobs as a user of its own (run it with sudo)", c.Name())
+		}
+		return nil
 	}
 	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd(), benchSweepCmd(), benchReportCmd())
 	return cmd

@@ -8,8 +8,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -163,5 +165,25 @@ func TestSweepQuick(t *testing.T) {
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			t.Errorf("%s holds %d entries after the sweep", dir, len(ents))
 		}
+	}
+}
+
+// A user gets a clear refusal, not a failed mount, from what needs root;
+// the job's own writer needs nothing of the kind.
+func TestBenchAsUser(t *testing.T) {
+	u := testutil.EnsureUser(t)
+	as := func(args ...string) (string, error) {
+		cmd := testutil.Command(t, "setpriv", append([]string{"--reuid", fmt.Sprint(u.UID), "--regid", fmt.Sprint(u.GID), "--clear-groups", rsaBin}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{{"bench", "target", "up", "ram"}, {"bench", "mptio"}, {"bench", "thesis"}, {"bench", "sweep"}} {
+		if out, err := as(args...); err == nil || !strings.Contains(out, "needs root") {
+			t.Errorf("rsa %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
+		}
+	}
+	dir := testutil.MkdirOwned(t, u, filepath.Join(testutil.TempDir(t), "out"))
+	if out, err := as("bench", "write", "--dir", dir, "--ranks", "4", "--size", "64K"); err != nil || !strings.Contains(out, "4 ranks wrote 65536 bytes each") {
+		t.Errorf("rsa bench write as %s: %v\n%s", u.Name, err, out)
 	}
 }
