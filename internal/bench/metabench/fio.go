@@ -1,15 +1,15 @@
 package metabench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench/fio"
 )
 
 // fioJob is one participant's part of a phase as a fio job: a section of
@@ -95,46 +95,21 @@ type fioJobResult struct {
 	InCalls time.Duration
 }
 
-// fioReport is the part of fio's --output-format=json read here. The
-// engines count their operations in one direction: filecreate, filestat
-// and filedelete in read (the default rw), append in write.
-type fioReport struct {
-	Jobs []struct {
-		Name  string   `json:"jobname"`
-		Error int      `json:"error"`
-		Read  fioStats `json:"read"`
-		Write fioStats `json:"write"`
-	} `json:"jobs"`
-}
-
-type fioStats struct {
-	TotalIOs  int   `json:"total_ios"`
-	RuntimeMS int64 `json:"runtime"`
-	Clat      struct {
-		N    int     `json:"N"`
-		Mean float64 `json:"mean"`
-	} `json:"clat_ns"`
-}
-
-// parseFio reads fio's JSON report. fio may print notes before the JSON,
-// so it starts at the first brace.
+// parseFio reads fio's JSON report (fio.Parse) into its jobs' results.
 func parseFio(out []byte) ([]fioJobResult, error) {
-	i := bytes.IndexByte(out, '{')
-	if i < 0 {
-		return nil, errors.New("no JSON report in fio's output")
+	rep, err := fio.Parse(out)
+	if err != nil {
+		return nil, err
 	}
-	var rep fioReport
-	if err := json.NewDecoder(bytes.NewReader(out[i:])).Decode(&rep); err != nil {
-		return nil, fmt.Errorf("fio's JSON report: %w", err)
-	}
-	if len(rep.Jobs) == 0 {
-		return nil, errors.New("fio's report has no jobs")
-	}
+	return fioJobs(rep), nil
+}
+
+// fioJobs is each job's result. The engines count their operations in
+// one direction: filecreate, filestat and filedelete in read (the
+// default rw), append in write.
+func fioJobs(rep fio.Report) []fioJobResult {
 	jobs := make([]fioJobResult, len(rep.Jobs))
 	for k, j := range rep.Jobs {
-		if j.Error != 0 {
-			return nil, fmt.Errorf("fio job %s failed: error %d", j.Name, j.Error)
-		}
 		s := j.Read
 		if j.Write.TotalIOs > 0 {
 			s = j.Write
@@ -142,11 +117,11 @@ func parseFio(out []byte) ([]fioJobResult, error) {
 		jobs[k] = fioJobResult{
 			Name:    j.Name,
 			Ops:     s.TotalIOs,
-			Runtime: time.Duration(s.RuntimeMS) * time.Millisecond,
+			Runtime: s.Runtime(),
 			InCalls: time.Duration(float64(s.Clat.N) * s.Clat.Mean),
 		}
 	}
-	return jobs, nil
+	return jobs
 }
 
 // fioAggregate turns fio's jobs into METABENCH's measure. fio times each
@@ -179,20 +154,13 @@ func fioTimes(jobs []fioJobResult) (ops int, runtime, calls time.Duration) {
 
 // runFio runs the job file of s and returns each job's result.
 func runFio(ctx context.Context, s fioSpec) ([]fioJobResult, error) {
-	var stdout, stderr bytes.Buffer
 	// The job file on standard input: nothing to write or remove.
-	cmd := exec.CommandContext(ctx, "fio", "--output-format=json", "-")
-	cmd.Stdin = strings.NewReader(s.jobFile())
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("fio is not installed (apt-get install fio), or run with --no-crosscheck: %w", err)
-		}
-		return nil, fmt.Errorf("fio %s: %w: %s", s.engine, err, strings.TrimSpace(stderr.String()))
-	}
-	jobs, err := parseFio(stdout.Bytes())
+	rep, err := fio.Run(ctx, fio.Cmd{Args: []string{"-"}, Stdin: s.jobFile()})
 	if err != nil {
-		return nil, fmt.Errorf("fio %s: %w", s.engine, err)
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("%w, or run with --no-crosscheck", err)
+		}
+		return nil, fmt.Errorf("%s: %w", s.engine, err)
 	}
-	return jobs, nil
+	return fioJobs(rep), nil
 }

@@ -1,16 +1,14 @@
 package mptio
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench/fio"
 )
 
 // fio is the cross-check of MPTIO's rates (seed-experiments §6.2): the
@@ -212,48 +210,25 @@ type FioResult struct {
 // MiBPerSec is the rate in MPTIO's MB/s (MiB).
 func (r FioResult) MiBPerSec() float64 { return r.BytesPerSec / mebibyte }
 
-// fioReport is the part of fio's --output-format=json read here. With
-// group_reporting a group is one entry of jobs, its io_bytes the sum over
-// its jobs and its runtime the longest job's.
-type fioReport struct {
-	Jobs []struct {
-		Name  string     `json:"jobname"`
-		Error int        `json:"error"`
-		Read  fioRWStats `json:"read"`
-		Write fioRWStats `json:"write"`
-	} `json:"jobs"`
-}
-
-type fioRWStats struct {
-	IOBytes   int64 `json:"io_bytes"`
-	BWBytes   int64 `json:"bw_bytes"`
-	RuntimeMS int64 `json:"runtime"`
-}
-
 // ParseFio reads fio's JSON report of a job file of FioJobFile: the
 // written bytes of a write (write, randwrite), the read bytes of a read.
 // With group_reporting the report has one entry; without, the entries are
 // summed and timed by the longest, as group_reporting does. fio may print
-// notes before the JSON, so it starts at the first brace.
+// notes before the JSON (fio.Parse skips them).
 func ParseFio(out []byte, rw string) (FioResult, error) {
-	i := bytes.IndexByte(out, '{')
-	if i < 0 {
-		return FioResult{}, errors.New("no JSON report in fio's output")
+	rep, err := fio.Parse(out)
+	if err != nil {
+		return FioResult{}, err
 	}
-	var rep fioReport
-	if err := json.NewDecoder(bytes.NewReader(out[i:])).Decode(&rep); err != nil {
-		return FioResult{}, fmt.Errorf("fio's JSON report: %w", err)
-	}
-	if len(rep.Jobs) == 0 {
-		return FioResult{}, errors.New("fio's report has no jobs")
-	}
+	return fioResult(rep, rw)
+}
+
+// fioResult is ParseFio's measure of a parsed report.
+func fioResult(rep fio.Report, rw string) (FioResult, error) {
 	write := strings.HasSuffix(rw, "write")
 	var r FioResult
 	var runtimeMS int64
 	for _, j := range rep.Jobs {
-		if j.Error != 0 {
-			return FioResult{}, fmt.Errorf("fio job %s failed: error %d", j.Name, j.Error)
-		}
 		s := j.Read
 		if write {
 			s = j.Write
@@ -277,24 +252,18 @@ func ParseFio(out []byte, rw string) (FioResult, error) {
 	return r, nil
 }
 
-// runFio writes job to dir and runs fio on it; rw says which half of
-// the report is the test's.
+// runFio writes job to dir and runs fio on it there; rw says which half
+// of the report is the test's.
 func runFio(ctx context.Context, dir, name, job, rw string) (FioResult, error) {
 	path := filepath.Join(dir, name+".fio")
 	if err := os.WriteFile(path, []byte(job), 0o644); err != nil {
 		return FioResult{}, fmt.Errorf("fio job file: %w", err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "fio", "--output-format=json", path)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			return FioResult{}, fmt.Errorf("fio %s: %w", path, ctx.Err())
-		}
-		return FioResult{}, fmt.Errorf("fio %s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+	rep, err := fio.Run(ctx, fio.Cmd{Args: []string{path}, Dir: dir})
+	if err != nil {
+		return FioResult{}, err
 	}
-	r, err := ParseFio(stdout.Bytes(), rw)
+	r, err := fioResult(rep, rw)
 	if err != nil {
 		return FioResult{}, fmt.Errorf("fio %s: %w", path, err)
 	}

@@ -1,9 +1,7 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench/fio"
 )
 
 // FioResult is fio's measure of one direction of a point.
@@ -26,7 +26,8 @@ func (r FioResult) MiBPerSec() float64 { return r.BytesPerSec / (1 << 20) }
 // fioArgs are fio's arguments for the same pass the sweep makes: O_DIRECT,
 // libaio at iodepth qd (qd requests in flight from one thread, where the
 // sweep has qd threads), bs-sized sequential requests over size bytes,
-// stopped at the same cap.
+// stopped at the same cap. Its --output-format=json repeats the one
+// fio.Run puts first, which fio takes as one.
 func fioArgs(p pass) []string {
 	return []string{
 		"--name=p",
@@ -43,7 +44,7 @@ func fioArgs(p pass) []string {
 	}
 }
 
-// runFio runs fio for the pass and parses its report.
+// runFio runs fio for the pass and reads its report.
 func runFio(ctx context.Context, p pass) (FioResult, error) {
 	// fio makes a regular file where the name it is given does not
 	// exist, even under /dev: a device that vanished must not become one.
@@ -53,58 +54,39 @@ func runFio(ctx context.Context, p pass) (FioResult, error) {
 		return FioResult{}, fmt.Errorf("fio: %s is not a block device", p.path)
 	}
 	args := fioArgs(p)
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "fio", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	rep, err := fio.Run(ctx, fio.Cmd{Args: args})
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {
-			return FioResult{}, fmt.Errorf("fio is not installed (apt-get install fio), or run with --no-fio: %w", err)
+			return FioResult{}, fmt.Errorf("%w, or run with --no-fio", err)
 		}
-		return FioResult{}, fmt.Errorf("fio %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return FioResult{}, err
 	}
-	r, err := ParseFio(stdout.Bytes(), p.dir)
+	r, err := fioResult(rep, p.dir)
 	if err != nil {
 		return FioResult{}, fmt.Errorf("fio %s: %w", strings.Join(args, " "), err)
 	}
 	return r, nil
 }
 
-// fioReport is the part of fio's --output-format=json the sweep reads.
-type fioReport struct {
-	Jobs []struct {
-		Name  string     `json:"jobname"`
-		Error int        `json:"error"`
-		Read  fioRWStats `json:"read"`
-		Write fioRWStats `json:"write"`
-	} `json:"jobs"`
-}
-
-type fioRWStats struct {
-	IOBytes   int64 `json:"io_bytes"`
-	BWBytes   int64 `json:"bw_bytes"`
-	RuntimeMS int64 `json:"runtime"`
-}
-
 // ParseFio reads the one job of fio's JSON report and returns its dir
-// half. fio may print notes before the JSON, so it starts at the first
-// brace and stops at the end of the object.
+// half. fio may print notes before the JSON (fio.Parse skips them).
 func ParseFio(out []byte, dir Direction) (FioResult, error) {
-	i := bytes.IndexByte(out, '{')
-	if i < 0 {
-		return FioResult{}, errors.New("no JSON report in fio's output")
+	rep, err := fio.Parse(out)
+	if errors.Is(err, fio.ErrNoJobs) {
+		return FioResult{}, errors.New("fio's report has 0 jobs, not 1")
+	} else if err != nil {
+		return FioResult{}, err
 	}
-	var rep fioReport
-	if err := json.NewDecoder(bytes.NewReader(out[i:])).Decode(&rep); err != nil {
-		return FioResult{}, fmt.Errorf("fio's JSON report: %w", err)
-	}
+	return fioResult(rep, dir)
+}
+
+// fioResult is the dir half of the one job of a parsed report.
+func fioResult(rep fio.Report, dir Direction) (FioResult, error) {
 	if len(rep.Jobs) != 1 {
 		return FioResult{}, fmt.Errorf("fio's report has %d jobs, not 1", len(rep.Jobs))
 	}
 	job := rep.Jobs[0]
-	if job.Error != 0 {
-		return FioResult{}, fmt.Errorf("fio job %s failed: error %d", job.Name, job.Error)
-	}
-	var s fioRWStats
+	var s fio.Stats
 	switch dir {
 	case Write:
 		s = job.Write
@@ -116,9 +98,5 @@ func ParseFio(out []byte, dir Direction) (FioResult, error) {
 	if s.IOBytes <= 0 || s.BWBytes <= 0 {
 		return FioResult{}, fmt.Errorf("fio job %s moved no bytes in its %s", job.Name, dir)
 	}
-	return FioResult{
-		Bytes:       s.IOBytes,
-		Runtime:     time.Duration(s.RuntimeMS) * time.Millisecond,
-		BytesPerSec: float64(s.BWBytes),
-	}, nil
+	return FioResult{Bytes: s.IOBytes, Runtime: s.Runtime(), BytesPerSec: float64(s.BWBytes)}, nil
 }

@@ -1,13 +1,9 @@
 package thesis
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os/exec"
-	"strings"
+
+	"github.com/rsa-hpc/rsa/internal/bench/fio"
 )
 
 // fioRate is what a fio run moved and how fast, for one direction: the
@@ -23,55 +19,34 @@ type fioRate struct {
 // run: each rank's 1 MiB done before the next thread starts) read high.
 const fioGroupNote = "fio's rate is over its longest job's runtime: high where the jobs hardly overlap (small runs)"
 
-// fioReport is the part of fio's --output-format=json that the
-// cross-checks read.
-type fioReport struct {
-	Jobs []struct {
-		Name  string   `json:"jobname"`
-		Error int      `json:"error"`
-		Read  fioStats `json:"read"`
-		Write fioStats `json:"write"`
-	} `json:"jobs"`
-}
-
-type fioStats struct {
-	IOBytes int64 `json:"io_bytes"`
-	BWBytes int64 `json:"bw_bytes"` // bytes/s over the job's runtime
-}
-
-// parseFio reads fio's JSON report and sums the jobs' reads and writes.
-// fio may print notes before the JSON ("fio: ..."): they are skipped.
+// parseFio reads fio's JSON report (fio.Parse) and sums the jobs'
+// reads and writes.
 func parseFio(out []byte) (read, write fioRate, err error) {
-	start := bytes.IndexByte(out, '{')
-	if start < 0 {
-		return read, write, errors.New("fio: no JSON report in its output")
+	rep, err := fio.Parse(out)
+	if err != nil {
+		return read, write, err
 	}
-	var r fioReport
-	if err := json.Unmarshal(out[start:], &r); err != nil {
-		return read, write, fmt.Errorf("fio's JSON report: %w", err)
-	}
-	if len(r.Jobs) == 0 {
-		return read, write, errors.New("fio's JSON report has no jobs")
-	}
-	for _, j := range r.Jobs {
-		if j.Error != 0 {
-			return read, write, fmt.Errorf("fio job %s: error %d", j.Name, j.Error)
-		}
+	read, write = fioRates(rep)
+	return read, write, nil
+}
+
+// fioRates sums the report's jobs, read and write apart.
+func fioRates(rep fio.Report) (read, write fioRate) {
+	for _, j := range rep.Jobs {
 		read.Bytes += j.Read.IOBytes
 		read.MiBps += float64(j.Read.BWBytes) / (1 << 20)
 		write.Bytes += j.Write.IOBytes
 		write.MiBps += float64(j.Write.BWBytes) / (1 << 20)
 	}
-	return read, write, nil
+	return read, write
 }
 
-// runFio runs fio with args and its JSON report, and parses it.
+// runFio runs fio with args (fio.Run) and sums its report.
 func runFio(ctx context.Context, args ...string) (read, write fioRate, err error) {
-	cmd := exec.CommandContext(ctx, "fio", append(args[:len(args):len(args)], "--output-format=json")...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return read, write, fmt.Errorf("fio %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	rep, err := fio.Run(ctx, fio.Cmd{Args: args})
+	if err != nil {
+		return read, write, err
 	}
-	return parseFio(stdout.Bytes())
+	read, write = fioRates(rep)
+	return read, write, nil
 }
