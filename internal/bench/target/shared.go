@@ -173,7 +173,9 @@ func downShared(ctx context.Context, c Config) error {
 	l := c.shared()
 	var errs []error
 	for _, m := range l.mounts {
-		if ok, err := isMountPoint(m); err == nil && ok {
+		// By the mount table, not a stat: a client whose server is gone
+		// answers stat with ENOTCONN.
+		if _, ok, err := mountedDevice(m); err == nil && ok {
 			if err := unix.Unmount(m, 0); err != nil {
 				// A client still busy: detach it; its process exits with the last user.
 				if err := unix.Unmount(m, unix.MNT_DETACH); err != nil {

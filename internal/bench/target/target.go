@@ -76,6 +76,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// SharedNetOrDefault is the first three octets of shared@1g's link.
+func (c Config) SharedNetOrDefault() string { return c.withDefaults().SharedNet }
+
 // UnknownError names a target that is not one of Names.
 type UnknownError struct{ Name string }
 
