@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make evidence: the seeds' experiments at the sources' sizes (rsa bench
-# --profile full) on this machine, each result beside the source's number,
+# --profile full; EVIDENCE_PROFILE=quick for make test's) on this machine, each result beside the source's number,
 # written to docs/evidence.md (and its plots under docs/evidence/). Takes
 # the whole machine for a long while: run nothing else meanwhile. Takes
 # down the targets it brought up, also on failure.
@@ -10,6 +10,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 rsa="$top/bin/rsa"
 out=${EVIDENCE_DIR:-$top/bin/evidence}
 latencies=${EVIDENCE_LATENCIES:-0,1ms,5ms,20ms,100ms}
+# full: the sources' sizes (hours); quick: make test's sizes (minutes).
+profile=${EVIDENCE_PROFILE:-full}
 
 [ "$(id -u)" = 0 ] || { echo "make evidence needs root (it mounts targets and starts a daemon)" >&2; exit 1; }
 [ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
@@ -28,11 +30,12 @@ bench() { # bench NAME ARGS...: one benchmark's rows into $out/NAME.jsonl
 	"$rsa" bench "$@" --json >"$out/$name.jsonl"
 }
 
-bench thesis thesis --profile full --latency "$latencies"
+bench thesis thesis --profile "$profile" --latency "$latencies" --ram-at-1g
 for t in ram disk shared@1g; do
-	bench "mptio-$t" mptio --profile full --target "$t"
-	bench "metabench-$t" metabench --profile full --target "$t"
+	bench "mptio-$t" mptio --profile "$profile" --target "$t"
+	bench "metabench-$t" metabench --profile "$profile" --target "$t"
 done
+bench sweep sweep --profile "$profile"
 
 args=()
 for c in "${commands[@]}"; do args+=(--command "$c"); done

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,9 @@ func benchThesisCmd() *cobra.Command {
 		withDisk  bool
 		iorPrefix string
 		fio       bool
+		atGbit    bool
+		repo      string
+		local     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
@@ -74,7 +78,13 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 				return err
 			}
 			if f.target != "ram" {
-				return fmt.Errorf("--target %q: the thesis runs RSA's RAMDISK on ram (the local engine); ram@1g needs the emulated cluster and is not built yet", f.target)
+				return fmt.Errorf("--target %q: the thesis runs RSA's RAMDISK on ram (the local engine); for RSA hosts behind a 1 Gbit/s link add --ram-at-1g", f.target)
+			}
+			if atGbit && repo == "" {
+				repo = repoOf(os.Args[0])
+				if repo == "" {
+					return errors.New("--ram-at-1g needs the checkout's scripts/cluster-up: give --repo DIR")
+				}
 			}
 			want, err := thesisCases(cases)
 			if err != nil {
@@ -99,7 +109,7 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 			}
 			p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
 			return runThesis(cmd, thesisRun{want: want, p: p, rsa: self, user: userNm, runs: runs, latencies: latencies,
-				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit})
+				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit, repo: repo, atGbit: atGbit, local: local})
 		},
 	}
 	f.add(cmd)
@@ -112,6 +122,9 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 	cmd.Flags().BoolVar(&withDisk, "disk", false, "also run t53 and t54 on disk (local ext4)")
 	cmd.Flags().StringVar(&iorPrefix, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
 	cmd.Flags().BoolVar(&fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
+	cmd.Flags().BoolVar(&atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
+	cmd.Flags().BoolVar(&local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
+	cmd.Flags().StringVar(&repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa binary's path)")
 	return cmd
 }
 
@@ -261,6 +274,23 @@ type thesisRun struct {
 	ior       string
 	fio       bool
 	emit      func(io.Writer, []bench.Row) error
+	repo      string // with atGbit: the checkout of scripts/cluster-up
+	atGbit    bool   // t52 also on ram@1g
+	local     bool   // t52 on ram (the local engine)
+}
+
+// repoOf is the checkout that holds the rsa binary at bin (bin/rsa), if
+// it has scripts/cluster-up; "" otherwise.
+func repoOf(bin string) string {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return ""
+	}
+	repo := filepath.Dir(filepath.Dir(abs))
+	if _, err := os.Stat(filepath.Join(repo, "scripts", "cluster-up")); err != nil {
+		return ""
+	}
+	return repo
 }
 
 func runThesis(cmd *cobra.Command, r thesisRun) error {
@@ -294,6 +324,9 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 	var t52Jobs []thesis.JobLog
 	if r.want["t52"] {
 		for _, lat := range r.latencies {
+			if !r.local {
+				break
+			}
 			progress("t52, shared@1g latency " + lat.String())
 			if err := target.SetSharedLatency(ctx, cfg, lat); err != nil {
 				return err
@@ -313,6 +346,18 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 			}
 			rows = append(rows, rs...)
 			progress(fmt.Sprintf("t52 done in %.1fs", time.Since(start).Seconds()))
+		}
+		if r.atGbit {
+			progress("t52 on ram@1g: the emulated cluster")
+			start := time.Now()
+			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: "/var/tmp/rsa-bench/cluster", Net: "10.77.5",
+				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size,
+				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, rs...)
+			progress(fmt.Sprintf("t52 on ram@1g done in %.1fs", time.Since(start).Seconds()))
 		}
 		if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
 			return err

@@ -1,0 +1,349 @@
+package thesis
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// ClusterT52 is T52 with RSA's RAMDISK on RSA nodes of their own (ram@1g):
+// the emulated cluster of scripts/cluster-up (a control host, RSA hosts
+// running Gluster bricks in tmpfs, a compute host under Slurm), the
+// compute host's link shaped to 1 Gbit/s each way, and shared@1g mounted
+// on every host at the same path, reached through that host's link and
+// the shared file system's own 1 Gbit/s link. So, as in the thesis, the
+// job's output goes over one 1 Gbit/s link whether it goes to the RSA
+// nodes or to the shared file system; the stage-out runs on an RSA node.
+//
+// Both jobs are real Slurm batch jobs of a real user, submitted with
+// sbatch; the RSA one asks for RSA with #RSA lines.
+type ClusterT52 struct {
+	Repo       string // the checkout: scripts/cluster-up and cluster-down
+	RSA        string // the rsa binary, which every host and the user can run
+	User       string
+	Dir        string // the cluster's directory (RSA_CLUSTER_DIR)
+	Net        string // the cluster bridge's /24, as three octets
+	SharedNet  string // shared@1g's link, as three octets (its server is .2)
+	SharedPath string // where shared@1g is mounted on every host
+	Rate       string // the compute host's link, each way (tbf)
+	Ranks      int
+	Size       int64
+	// Latencies are shared@1g's per-create latencies to run at, set by
+	// SetLatency before each pair of jobs.
+	Latencies  []time.Duration
+	SetLatency func(context.Context, time.Duration) error
+}
+
+// Run brings the cluster up, runs both jobs once at each latency, takes
+// the cluster down and returns the rows.
+func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
+	cred, cleanupUser, err := ensureUser(t.User)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanupUser()
+	env := append(os.Environ(), "RSA_CLUSTER_DIR="+t.Dir, "RSA_BIN="+t.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE=1",
+		"RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((int64(t.Ranks)*t.Size*3/4>>30)+1, 10)+"G",
+		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
+	script := func(timeout time.Duration, args ...string) (string, error) {
+		// cluster-down must run also when the benchmark was interrupted.
+		ctx := ctx
+		if args[0] == "cluster-down" {
+			ctx = context.WithoutCancel(ctx)
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(t.Repo, "scripts", args[0]), args[1:]...)
+		cmd.Env = env
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(string(out), 5))
+		}
+		return string(out), nil
+	}
+	_, _ = script(5*time.Minute, "cluster-down")
+	defer func() {
+		if _, derr := script(5*time.Minute, "cluster-down"); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+	if _, err := script(10*time.Minute, "cluster-up"); err != nil {
+		return nil, err
+	}
+	hosts := []string{"ctl", "rsa1", "rsa2", "c1"}
+	undo, err := t.network(ctx, script, hosts)
+	defer undo()
+	if err != nil {
+		return nil, err
+	}
+	for _, lat := range t.Latencies {
+		if err := t.SetLatency(ctx, lat); err != nil {
+			return nil, err
+		}
+		r, err := t.once(ctx, cred, script, lat)
+		if err != nil {
+			return nil, fmt.Errorf("T52 on ram@1g, shared@1g latency %s: %w", lat, err)
+		}
+		rows = append(rows, r...)
+	}
+	return rows, nil
+}
+
+// once runs the job straight to shared@1g and through RSA, one after
+// the other, and returns their rows.
+func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script func(time.Duration, ...string) (string, error), lat time.Duration) ([]bench.Row, error) {
+	work := filepath.Join(t.SharedPath, fmt.Sprintf("t52-cluster-%d-%d", os.Getpid(), lat.Milliseconds()))
+	local := filepath.Join(t.Dir, "bench")
+	for _, d := range []string{local} {
+		if err := mkdirOwned(d, cred); err != nil {
+			return nil, err
+		}
+	}
+	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
+	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.RSA, t.Ranks, t.Size)
+	// Directories on the shared file system are made through a host's
+	// mount, as the user.
+	if _, err := script(time.Minute, "cluster-up", "exec", "c1", "setpriv", "--reuid", strconv.Itoa(int(cred.Uid)), "--regid", strconv.Itoa(int(cred.Gid)),
+		"--clear-groups", "mkdir", "-p", work+"/direct", work+"/rsa"); err != nil {
+		return nil, err
+	}
+
+	var res struct{ holdDirect, holdRSA, safeRSA, run float64 }
+	// Straight to the shared file system.
+	direct := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
+	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "direct.sh"), direct)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
+		return nil, fmt.Errorf("direct job %s: %w", id, err)
+	}
+	w, err := readWriter(filepath.Join(local, "direct.json"))
+	if err != nil {
+		return nil, fmt.Errorf("direct job %s: %w", id, err)
+	}
+	res.holdDirect = float64(w.End-w.Start) / 1e9
+
+	// Through RSA: the output directory a RAMDISK on the RSA hosts from
+	// the job's start, staged out to the shared file system after it.
+	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
+	viaRSA := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
+		local, writer, work, capacity)
+	submitted := time.Now()
+	id, err = t.sbatch(ctx, cred, conf, filepath.Join(local, "rsa.sh"), viaRSA)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
+		return nil, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	res.run = time.Since(submitted).Seconds()
+	if w, err = readWriter(filepath.Join(local, "rsa.json")); err != nil {
+		return nil, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	res.holdRSA = float64(w.End-w.Start) / 1e9
+	if err := t.waitReleased(ctx, id, 15*time.Minute); err != nil {
+		return nil, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	res.safeRSA = float64(time.Now().UnixNano()-w.Start) / 1e9
+	// The output, checked through this host's own mount of shared@1g.
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
+		return nil, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
+	}
+	os.RemoveAll(filepath.Join(t.localShared(), filepath.Base(work)))
+
+	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory",
+		"shared_latency": lat.String(), "via": "Slurm, emulated cluster"}
+	row := func(target, metric, unit string, v float64, ref string, src float64, note string) bench.Row {
+		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: params, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
+		if ref != "" {
+			r.Source(ref, src, unit)
+		}
+		return r
+	}
+	return []bench.Row{
+		row("shared@1g", "hold", "s", res.holdDirect, "THESIS T5.2 No RSA Output Mean", 1109.86, "the Slurm job's command, start to exit, on the compute host behind its 1 Gbit/s link"),
+		row("ram@1g", "hold", "s", res.holdRSA, "THESIS T5.2 RSA default Output Mean", 35.87, "the Slurm job's command, start to exit, its output on RSA hosts behind the same link"),
+		row("ram@1g", "run", "s", res.run, "", 0, "sbatch to the job's end"),
+		row("ram@1g vs shared@1g", "hold_ratio", "x", res.holdDirect/res.holdRSA, "THESIS T5.2 (derived)", 30.9, "compute-hold ratio: shared / RSA"),
+		row("ram@1g", "safe", "s", res.safeRSA, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until RSA released it: output verified on the shared file system, RAMDISK gone"),
+		row("ram@1g vs shared@1g", "safe_ratio", "x", res.holdDirect/res.safeRSA, "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
+	}, nil
+}
+
+// localShared is this host's mount of shared@1g, where the checks read.
+func (t ClusterT52) localShared() string { return "/run/rsa-bench/shared@1g" }
+
+// network shapes the compute host's link, routes every host to shared@1g
+// through this host and mounts it on each; undo reverses what this host
+// keeps (forwarding, the server's route). The cluster's hosts go with it.
+func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...string) (string, error), hosts []string) (func(), error) {
+	undos := []func(){}
+	undo := func() {
+		for i := len(undos) - 1; i >= 0; i-- {
+			undos[i]()
+		}
+	}
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		return undo, err
+	}
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
+		return undo, err
+	}
+	undos = append(undos, func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fwd, 0o644) })
+	server := t.SharedNet + ".2"
+	if _, err := run(ctx, "ip", "-n", "rsab-shared", "route", "replace", t.Net+".0/24", "via", t.SharedNet+".1"); err != nil {
+		return undo, err
+	}
+	undos = append(undos, func() { _, _ = run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24") })
+	tbf := []string{"root", "tbf", "rate", t.Rate, "burst", "128kb", "latency", "50ms"}
+	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", "vrsa-c1"}, tbf...)...); err != nil {
+		return undo, err
+	}
+	if _, err := script(time.Minute, append([]string{"cluster-up", "exec", "c1", "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
+		return undo, err
+	}
+	for _, h := range hosts {
+		for _, args := range [][]string{
+			{"ip", "route", "replace", t.SharedNet + ".0/30", "via", t.Net + ".1"},
+			{"mkdir", "-p", t.SharedPath},
+			{"mount", "-t", "glusterfs", server + ":/shared", t.SharedPath},
+		} {
+			if _, err := script(time.Minute, append([]string{"cluster-up", "exec", h}, args...)...); err != nil {
+				return undo, fmt.Errorf("shared@1g on %s: %w", h, err)
+			}
+		}
+	}
+	return undo, nil
+}
+
+// sbatch writes the job script (the user's) and submits it as the user.
+func (t ClusterT52) sbatch(ctx context.Context, cred *syscall.Credential, conf, path, body string) (string, error) {
+	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "sbatch", "--parsable", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "SLURM_CONF=" + conf, "HOME=/"}
+	cmd.Dir = filepath.Dir(path)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s: %w: %s", path, err, out)
+	}
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	return id, nil
+}
+
+// waitSlurm waits until Slurm's job id has ended, and fails unless it
+// completed.
+func (t ClusterT52) waitSlurm(ctx context.Context, conf, id string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cmd := exec.CommandContext(ctx, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+		out, _ := cmd.CombinedOutput()
+		switch st := strings.TrimSpace(string(out)); st {
+		case "COMPLETED":
+			return nil
+		case "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED":
+			return fmt.Errorf("Slurm job %s ended %s", id, st)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Slurm job %s not done within %s", id, timeout)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// waitReleased waits until RSA has released the job of Slurm job id:
+// its output staged out and verified, its RAMDISK gone.
+func (t ClusterT52) waitReleased(ctx context.Context, id string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		out, err := exec.CommandContext(ctx, t.RSA, "--config", filepath.Join(t.Dir, "rsa", "rsa.toml"), "status", "--all", "--json").Output()
+		if err == nil {
+			var r struct {
+				Jobs []struct {
+					Spec struct{ Name string }
+					RSA  string `json:"rsa_state"`
+				}
+			}
+			if json.Unmarshal(out, &r) == nil {
+				for _, j := range r.Jobs {
+					if j.Spec.Name == id && j.RSA == "RELEASED" {
+						return nil
+					}
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("RSA did not release Slurm job %s within %s", id, timeout)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+func readWriter(path string) (writerReport, error) {
+	var w writerReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return w, err
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(b), &w); err != nil {
+		return w, fmt.Errorf("%s: %w", path, err)
+	}
+	if w.End <= w.Start {
+		return w, errors.New(path + ": no timing")
+	}
+	return w, nil
+}
+
+// refusedWithoutFUSE is a refused_fs_types line: the defaults but FUSE,
+// for a daemon whose only FUSE is the benchmark's shared@1g.
+func refusedWithoutFUSE() string {
+	var q []string
+	for _, t := range mount.DefaultRefusedFSTypes() {
+		if t != "fuse" {
+			q = append(q, strconv.Quote(t))
+		}
+	}
+	return "refused_fs_types = [" + strings.Join(append(q, `"fuse.sshfs"`), ", ") + "]"
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
