@@ -142,14 +142,14 @@ func T52Curve(path string, rows []bench.Row) error {
 		if err != nil {
 			return fmt.Errorf("T52 curve: row's shared_latency %q: %w", r.Params["shared_latency"], err)
 		}
-		name := r.Metric
+		name := r.Target + ": " + r.Metric
 		if so := r.Params["stage_out"]; so != "" {
 			name += ", stage-out " + so
 		}
 		series[name] = append(series[name], plotter.XY{X: float64(d) / float64(time.Millisecond), Y: r.Value})
 	}
-	if len(series["hold_ratio"]) == 0 {
-		return errors.New("T52 curve: no T52 hold_ratio rows")
+	if len(series) == 0 {
+		return errors.New("T52 curve: no T52 hold_ratio or safe_ratio rows")
 	}
 	p := plot.New()
 	p.Title.Text = "T52: shared@1g / RSA, against per-create latency on shared@1g"
@@ -171,7 +171,7 @@ func T52Curve(path string, rows []bench.Row) error {
 		}
 		l.Color = plotutil.Color(i)
 		pts.Shape = plotutil.Shape(i)
-		if strings.HasPrefix(name, "safe") {
+		if strings.Contains(name, "safe") {
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		p.Add(l, pts)
