@@ -111,25 +111,37 @@ type writerReport struct {
 // Run runs T52 Runs times and returns the rows, each beside the thesis'
 // number.
 func (t T52) Run(ctx context.Context) ([]bench.Row, error) {
-	cred, cleanupUser, err := ensureUser(t.User)
+	results, err := runsWithDaemon(ctx, t.RSA, t.Work, t.User, t.Runs, "T52", t.once)
+	if err != nil {
+		return nil, err
+	}
+	return t.rows(results), nil
+}
+
+// runsWithDaemon calls once runs times (at least once), as user (created
+// for the while if missing) and with an rsa serve of the benchmark's own
+// (state under work), and returns each run's result.
+func runsWithDaemon[R any](ctx context.Context, rsa, work, user string, runs int, name string,
+	once func(context.Context, *daemon, *syscall.Credential, int) (R, error)) ([]R, error) {
+	cred, cleanupUser, err := ensureUser(user)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanupUser()
-	d, err := startDaemon(ctx, t.RSA, t.Work)
+	d, err := startDaemon(ctx, rsa, work)
 	if err != nil {
 		return nil, err
 	}
 	defer d.stop()
-	var results []T52Result
-	for i := range max(t.Runs, 1) {
-		r, err := t.once(ctx, d, cred, i)
+	var results []R
+	for i := range max(runs, 1) {
+		r, err := once(ctx, d, cred, i)
 		if err != nil {
-			return nil, fmt.Errorf("T52 run %d: %w", i+1, err)
+			return nil, fmt.Errorf("%s run %d: %w", name, i+1, err)
 		}
 		results = append(results, r)
 	}
-	return t.rows(results), nil
+	return results, nil
 }
 
 func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run int) (T52Result, error) {

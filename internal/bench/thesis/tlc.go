@@ -36,23 +36,9 @@ type TLC struct {
 // Run runs the job with input Runs times and returns the rows of its
 // log and of T52Jobs.
 func (t TLC) Run(ctx context.Context) ([]bench.Row, error) {
-	cred, cleanupUser, err := ensureUser(t.User)
+	own, err := runsWithDaemon(ctx, t.RSA, t.Work, t.User, t.Runs, "TLC", t.once)
 	if err != nil {
 		return nil, err
-	}
-	defer cleanupUser()
-	d, err := startDaemon(ctx, t.RSA, t.Work)
-	if err != nil {
-		return nil, err
-	}
-	defer d.stop()
-	var own []JobLog
-	for i := range max(t.Runs, 1) {
-		l, err := t.once(ctx, d, cred, i)
-		if err != nil {
-			return nil, fmt.Errorf("TLC run %d: %w", i+1, err)
-		}
-		own = append(own, l)
 	}
 	return t.rows(own), nil
 }
