@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,7 +173,13 @@ mount --bind "$1/log" /var/log/glusterfs`, "sh", l.base},
 func downShared(ctx context.Context, c Config) error {
 	l := c.shared()
 	var errs []error
-	for _, m := range l.mounts {
+	// Every client there is, not just the ones this Config counts: an Up
+	// with more clients than this Down's leaves the rest otherwise.
+	mounts, err := sharedMounts(filepath.Join(c.RunDir, "shared@1g"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, m := range append(mounts, l.mounts...) {
 		// By the mount table, not a stat: a client whose server is gone
 		// answers stat with ENOTCONN.
 		if _, ok, err := mountedDevice(m); err == nil && ok {
@@ -207,6 +214,22 @@ func downShared(ctx context.Context, c Config) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// sharedMounts lists the mount points that are base or base.clientN,
+// from the mount table.
+func sharedMounts(base string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var ms []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (f[4] == base || strings.HasPrefix(f[4], base+".client")) && !slices.Contains(ms, f[4]) {
+			ms = append(ms, f[4])
+		}
+	}
+	return ms, nil
 }
 
 // killNetns stops every process in the server's network namespace: TERM,

@@ -90,7 +90,10 @@ func TestUpDown(t *testing.T) {
 					t.Errorf("10 creates with the delay removed took %s", d)
 				}
 			}
-			if err := Down(ctx, c, name); err != nil {
+			// Down finds every client, also with a Config that counts fewer.
+			one := c
+			one.Clients = 1
+			if err := Down(ctx, one, name); err != nil {
 				t.Fatalf("Down: %v", err)
 			}
 			if err := Down(ctx, c, name); err != nil {
