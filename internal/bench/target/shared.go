@@ -219,16 +219,17 @@ func downShared(ctx context.Context, c Config) error {
 // sharedMounts lists the mount points that are base or base.clientN,
 // from the mount table.
 func sharedMounts(base string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountTable()
 	if err != nil {
 		return nil, err
 	}
 	var ms []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && (f[4] == base || strings.HasPrefix(f[4], base+".client")) && !slices.Contains(ms, f[4]) {
-			ms = append(ms, f[4])
+	for m := range mounts {
+		if m == base || strings.HasPrefix(m, base+".client") {
+			ms = append(ms, m)
 		}
 	}
+	slices.Sort(ms)
 	return ms, nil
 }
 

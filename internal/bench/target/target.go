@@ -262,26 +262,39 @@ func isMountPoint(dir string) (bool, error) {
 	return st.Dev != parent.Dev || st.Ino == parent.Ino, nil
 }
 
-// mountedDevice returns the block device mounted on dir, if any, from
-// /proc/self/mountinfo.
+// mountedDevice returns the source mounted on dir (for ram-blk its loop
+// device), if any, from the mount table.
 func mountedDevice(dir string) (string, bool, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountTable()
 	if err != nil {
 		return "", false, err
 	}
+	src, ok := mounts[dir]
+	return src, ok, nil
+}
+
+// mountTable maps each mount point in /proc/self/mountinfo to its source
+// (the last mount on a point wins, as it is the one seen there).
+func mountTable() (map[string]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	mounts := map[string]string{}
 	for line := range bytes.Lines(b) {
 		f := strings.Fields(string(line))
 		// ID parent maj:min root mountpoint opts... - fstype source superopts
-		if len(f) < 10 || f[4] != dir {
+		if len(f) < 10 {
 			continue
 		}
 		for i, x := range f {
 			if x == "-" && i+2 < len(f) {
-				return f[i+2], true, nil
+				mounts[f[4]] = f[i+2]
+				break
 			}
 		}
 	}
-	return "", false, nil
+	return mounts, nil
 }
 
 // fill writes size zero bytes into the file at path, 1 MiB at a time.
