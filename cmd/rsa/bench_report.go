@@ -43,12 +43,16 @@ func benchReportCmd() *cobra.Command {
 				if err := os.MkdirAll(plots, 0o755); err != nil {
 					return err
 				}
-				p := filepath.Join(plots, "t52-latency.svg")
-				if err := report.T52Curve(p, rows); err == nil {
-					rel, _ := filepath.Rel(filepath.Dir(out), p)
+				written, left := report.Plots(plots, rows)
+				for _, p := range written {
+					rel, err := filepath.Rel(filepath.Dir(out), p)
+					if err != nil {
+						return err
+					}
 					m.Plots = append(m.Plots, rel)
-				} else {
-					fmt.Fprintln(cmd.ErrOrStderr(), "rsa bench report: no T52 latency plot:", err)
+				}
+				for _, err := range left {
+					fmt.Fprintln(cmd.ErrOrStderr(), "rsa bench report: plot left out:", err)
 				}
 			}
 			f, err := os.Create(out)

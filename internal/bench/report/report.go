@@ -5,7 +5,6 @@ package report
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -149,7 +148,7 @@ func T52Curve(path string, rows []bench.Row) error {
 		series[name] = append(series[name], plotter.XY{X: float64(d) / float64(time.Millisecond), Y: r.Value})
 	}
 	if len(series) == 0 {
-		return errors.New("T52 curve: no T52 hold_ratio or safe_ratio rows")
+		return fmt.Errorf("T52 curve: %w (T52 hold_ratio or safe_ratio)", errNoRows)
 	}
 	p := plot.New()
 	p.Title.Text = "T52: shared@1g / RSA, against per-create latency on shared@1g"

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +54,70 @@ func TestT52Curve(t *testing.T) {
 	}
 	if err := T52Curve(path, rows[:0]); err == nil {
 		t.Error("a curve of no rows: no error")
+	}
+}
+
+// TestFigures: each plot draws from rows of its benchmark's shape, and
+// says errNoRows, not a failure, when its benchmark did not run.
+func TestFigures(t *testing.T) {
+	p := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	rows := []bench.Row{
+		{Bench: "thesis", Case: "T52", Target: "shared@1g", Metric: "hold", Value: 200, Params: p("shared_latency", "100ms")},
+		{Bench: "thesis", Case: "T52", Target: "ram", Metric: "hold", Value: 0.3, Params: p("shared_latency", "100ms")},
+		{Bench: "thesis", Case: "T52", Target: "ram", Metric: "safe", Value: 210, Params: p("shared_latency", "100ms")},
+		{Bench: "thesis", Case: "T52", Target: "ram vs shared@1g", Metric: "hold_ratio", Value: 600, Params: p("shared_latency", "100ms")},
+		{Bench: "mptio", Case: "Seq_Write", Target: "ram", Metric: "rate", Value: 3000},
+		{Bench: "mptio", Case: "Seq_Read", Target: "ram", Metric: "e_rate", Value: 9000},
+		{Bench: "metabench", Case: "Create-A", Target: "ram", Metric: "ops_per_s", Value: 1e5, Params: p("nproc", "1")},
+		{Bench: "metabench", Case: "Create-A", Target: "ram", Metric: "ops_per_s", Value: 2e5, Params: p("nproc", "2")},
+		{Bench: "sweep", Case: "write", Target: "ram-dev", Metric: "rate", Value: 140, Params: p("bs", "4K", "qd", "1")},
+		{Bench: "sweep", Case: "write", Target: "ram-dev", Metric: "rate", Value: 9000, Params: p("bs", "1M", "qd", "16")},
+		{Bench: "sweep", Case: "read", Target: "disk-dev", Metric: "rate", Value: 80, Params: p("bs", "4K", "qd", "4")},
+	}
+	dir := t.TempDir()
+	written, left := Plots(dir, rows)
+	if len(left) != 0 || len(written) != len(figures()) {
+		t.Fatalf("Plots wrote %v, left out %v; want every figure", written, left)
+	}
+	for _, f := range written {
+		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), "<svg") {
+			t.Errorf("%s is no SVG: %v", f, err)
+		}
+	}
+	written, left = Plots(dir, nil)
+	if len(written) != 0 || len(left) != len(figures()) {
+		t.Fatalf("of no rows, Plots wrote %v and left out %v", written, left)
+	}
+	for _, err := range left {
+		if !errors.Is(err, errNoRows) {
+			t.Errorf("of no rows: %v, not errNoRows", err)
+		}
+	}
+	bad := []bench.Row{{Bench: "sweep", Case: "read", Target: "ram-dev", Metric: "rate", Value: 1, Params: p("bs", "4Q", "qd", "1")}}
+	if err := SweepHeatMaps(filepath.Join(dir, "bad.svg"), bad); err == nil || errors.Is(err, errNoRows) {
+		t.Errorf("a sweep row of block size 4Q: %v, want an error naming it", err)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{{"512", 512}, {"4K", 4096}, {"1M", 1 << 20}, {"32M", 32 << 20}, {"1G", 1 << 30}} {
+		got, err := parseSize(tc.in)
+		if err != nil || got != tc.want || sizeName(got) != tc.in {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "K", "-4K", "4Q", "0"} {
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q): no error", in)
+		}
 	}
 }
