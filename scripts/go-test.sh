@@ -23,6 +23,27 @@ fi
 echo "slowest tests:"
 grep -E '^[[:space:]]*--- (PASS|FAIL)' "$log" | sed -E 's/^[[:space:]]*--- [A-Z]+: //' |
 	awk '{d = $NF; gsub(/[()s]/, "", d); print d, $1}' | sort -rn | head -20 || true
+# Why each test failed, last, where a CI page that shows only the end of
+# this output finds it: the last three messages each failed test wrote
+# from its _test.go (t.Error, t.Fatal, the t.Log before them), each cut to
+# four lines.
+if grep -qE '^[[:space:]]*--- FAIL' "$log"; then
+	echo "why they failed (each failed test's last messages):"
+	awk '
+		function flush() { if (cur != "" && entry != "") { ring[cur, n[cur] % 3] = entry; n[cur]++ } entry = ""; cont = 0 }
+		/^=== (RUN|CONT|NAME) / { flush(); cur = $3; next }
+		/^[[:space:]]*--- (FAIL|PASS|SKIP): / {
+			flush()
+			if ($2 != "FAIL:" || ($3 in said)) next
+			said[$3] = 1
+			print "  " $3 ":"
+			for (i = (n[$3] > 3 ? n[$3] - 3 : 0); i < n[$3]; i++) printf "%s", ring[$3, i % 3]
+			next
+		}
+		/^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / { flush(); entry = "    " substr($0, 1, 300) "\n"; next }
+		entry != "" && /^[[:space:]]/ && cont < 3 { cont++; entry = entry "    " substr($0, 1, 300) "\n"; next }
+	' "$log" | head -80
+fi
 passed=$(grep -cE '^[[:space:]]*--- PASS' "$log" || true)
 failed=$(grep -cE '^[[:space:]]*--- FAIL' "$log" || true)
 echo "tests: $passed passed, $failed failed"
