@@ -27,6 +27,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // Names are the targets this package can bring up, in the order docs list them.
@@ -273,26 +275,16 @@ func mountedDevice(dir string) (string, bool, error) {
 	return src, ok, nil
 }
 
-// mountTable maps each mount point in /proc/self/mountinfo to its source
-// (the last mount on a point wins, as it is the one seen there).
+// mountTable maps each mount point to its source (the last mount on a
+// point wins, as it is the one seen there).
 func mountTable() (map[string]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	ms, err := mount.List()
 	if err != nil {
 		return nil, err
 	}
 	mounts := map[string]string{}
-	for line := range bytes.Lines(b) {
-		f := strings.Fields(string(line))
-		// ID parent maj:min root mountpoint opts... - fstype source superopts
-		if len(f) < 10 {
-			continue
-		}
-		for i, x := range f {
-			if x == "-" && i+2 < len(f) {
-				mounts[f[4]] = f[i+2]
-				break
-			}
-		}
+	for _, m := range ms {
+		mounts[m.Point] = m.Source
 	}
 	return mounts, nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // The write phase leaves a file a rank at its size; the read phase reads
@@ -77,22 +79,27 @@ func TestFilePerProcessRefusesNothing(t *testing.T) {
 	}
 }
 
-func TestParseMountOf(t *testing.T) {
-	const mi = `22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
-30 22 0:26 / /run rw,nosuid shared:5 - tmpfs tmpfs rw
-95 30 0:48 / /run/rsa-bench/shared@1g rw,relatime shared:50 - fuse.glusterfs 10.76.9.2:/shared rw,user_id=0
-96 30 0:49 / /run/rsa-bench/shared@1gx rw,relatime shared:51 - tmpfs tmpfs rw
-`
-	for dir, want := range map[string]mountInfo{
-		"/run/rsa-bench/shared@1g/t54-1": {"/run/rsa-bench/shared@1g", "fuse.glusterfs", "10.76.9.2:/shared"},
-		"/run/rsa-bench/shared@1g":       {"/run/rsa-bench/shared@1g", "fuse.glusterfs", "10.76.9.2:/shared"},
-		"/run/rsa-bench/shared@1gx/a":    {"/run/rsa-bench/shared@1gx", "tmpfs", "tmpfs"},
-		"/run/rsa-bench/ram/t54":         {"/run", "tmpfs", "tmpfs"},
-		"/var/tmp/x":                     {"/", "ext4", "/dev/vda"},
+func TestMountHolding(t *testing.T) {
+	ms := []mount.Info{
+		{Point: "/", FSType: "ext4", Source: "/dev/vda"},
+		{Point: "/run", FSType: "tmpfs", Source: "tmpfs"},
+		{Point: "/run/rsa-bench/shared@1g", FSType: "fuse.glusterfs", Source: "10.76.9.2:/shared"},
+		{Point: "/run/rsa-bench/shared@1gx", FSType: "tmpfs", Source: "tmpfs"},
+		{Point: "", FSType: "tmpfs", Source: "too long to read"},
+	}
+	for dir, want := range map[string]string{
+		"/run/rsa-bench/shared@1g/t54-1": "/run/rsa-bench/shared@1g",
+		"/run/rsa-bench/shared@1g":       "/run/rsa-bench/shared@1g",
+		"/run/rsa-bench/shared@1gx/a":    "/run/rsa-bench/shared@1gx",
+		"/run/rsa-bench/ram/t54":         "/run",
+		"/var/tmp/x":                     "/",
 	} {
-		got, err := parseMountOf(mi, dir)
-		if err != nil || got != want {
-			t.Errorf("mount of %s = %+v, %v; want %+v", dir, got, err, want)
+		got, err := mountHolding(ms, dir)
+		if err != nil || got.Point != want {
+			t.Errorf("mount of %s = %+v, %v; want the one at %s", dir, got, err, want)
 		}
+	}
+	if m, err := mountHolding(ms[1:], "/var/tmp"); err == nil {
+		t.Errorf("/var/tmp with no root mount: %+v, no error", m)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
@@ -440,10 +442,10 @@ func (d *daemon) stop() {
 	}
 	// A daemon that died with a RAMDISK mounted leaves it under dir: detach
 	// it rather than empty it through the mount.
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], d.dir+"/") {
-				_ = syscall.Unmount(f[4], syscall.MNT_DETACH)
+	if ms, err := mount.List(); err == nil {
+		for _, m := range ms {
+			if strings.HasPrefix(m.Point, d.dir+"/") {
+				_ = unix.Unmount(m.Point, unix.MNT_DETACH)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/crosscheck"
+	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // T54 is the thesis' Table 5.4, IOR's file-per-process test: Ranks files
@@ -129,10 +130,10 @@ func dropCaches(ctx context.Context) error {
 func freshClient(ctx context.Context, dir string) (string, func(), error) {
 	noop := func() {}
 	m, err := mountOf(dir)
-	if err != nil || m.fstype != "fuse.glusterfs" {
+	if err != nil || m.FSType != "fuse.glusterfs" {
 		return dir, noop, err
 	}
-	rel, err := filepath.Rel(m.point, dir)
+	rel, err := filepath.Rel(m.Point, dir)
 	if err != nil {
 		return "", noop, err
 	}
@@ -140,9 +141,9 @@ func freshClient(ctx context.Context, dir string) (string, func(), error) {
 	if err != nil {
 		return "", noop, err
 	}
-	if out, err := exec.CommandContext(ctx, "mount", "-t", "glusterfs", m.source, at).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "mount", "-t", "glusterfs", m.Source, at).CombinedOutput(); err != nil {
 		os.Remove(at)
-		return "", noop, fmt.Errorf("a fresh client of %s: mount: %w: %s", m.source, err, strings.TrimSpace(string(out)))
+		return "", noop, fmt.Errorf("a fresh client of %s: mount: %w: %s", m.Source, err, strings.TrimSpace(string(out)))
 	}
 	return filepath.Join(at, rel), func() {
 		if exec.Command("umount", at).Run() != nil {
@@ -152,38 +153,25 @@ func freshClient(ctx context.Context, dir string) (string, func(), error) {
 	}, nil
 }
 
-type mountInfo struct{ point, fstype, source string }
-
-// mountOf returns the mount dir is on, from /proc/self/mountinfo: the
-// longest mount point that holds it.
-func mountOf(dir string) (mountInfo, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+// mountOf returns the mount dir is on: the longest mount point that
+// holds it (the top one, when mounts are stacked).
+func mountOf(dir string) (mount.Info, error) {
+	ms, err := mount.List()
 	if err != nil {
-		return mountInfo{}, err
+		return mount.Info{}, err
 	}
-	return parseMountOf(string(b), dir)
+	return mountHolding(ms, dir)
 }
 
-func parseMountOf(mountinfo, dir string) (mountInfo, error) {
-	var best mountInfo
-	for _, line := range strings.Split(mountinfo, "\n") {
-		// ID parent maj:min root mountpoint opts... - fstype source superopts
-		f := strings.Fields(line)
-		if len(f) < 10 {
+func mountHolding(ms []mount.Info, dir string) (mount.Info, error) {
+	var best mount.Info
+	for _, m := range ms {
+		if m.Point == "" || dir != m.Point && !strings.HasPrefix(dir, strings.TrimSuffix(m.Point, "/")+"/") || len(m.Point) < len(best.Point) {
 			continue
 		}
-		point := f[4]
-		if dir != point && !strings.HasPrefix(dir, strings.TrimSuffix(point, "/")+"/") || len(point) < len(best.point) {
-			continue
-		}
-		for i, x := range f {
-			if x == "-" && i+2 < len(f) {
-				best = mountInfo{point: point, fstype: f[i+1], source: f[i+2]}
-				break
-			}
-		}
+		best = m
 	}
-	if best.point == "" {
+	if best.Point == "" {
 		return best, fmt.Errorf("no mount holds %s", dir)
 	}
 	return best, nil
