@@ -202,8 +202,7 @@ func MPTIORates(path string, rows []bench.Row) error {
 	p := plot.New()
 	p.Title.Text = "MPTIO: Rate (solid) and E-Rate (dashed) per test"
 	p.Y.Label.Text = "MiB/s"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	logY(p)
 	legend := legendPlot()
 	for i, target := range targets {
 		for _, metric := range []string{"rate", "e_rate"} {
@@ -211,22 +210,39 @@ func MPTIORates(path string, rows []bench.Row) error {
 			if len(xy) == 0 {
 				continue
 			}
-			slices.SortFunc(xy, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-			l, pts, err := plotter.NewLinePoints(xy)
+			l, pts, err := addSeries(p, xy, i, metric == "e_rate")
 			if err != nil {
 				return fmt.Errorf("MPTIO: %w", err)
 			}
-			l.Color, pts.Color, pts.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-			if metric == "e_rate" {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			} else {
+			if metric == "rate" {
 				legend.Legend.Add(target, l, pts)
 			}
-			p.Add(l, pts)
 		}
 	}
 	p.NominalX(mptioTests...)
 	return saveTiles(path, [][]*plot.Plot{{p, legend}}, 8*vg.Inch, 3.5*vg.Inch)
+}
+
+// logY puts p's Y axis on a log scale.
+func logY(p *plot.Plot) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+}
+
+// addSeries adds xy to p, sorted by X, as a line with points in the i-th
+// colour and shape, dashed if asked.
+func addSeries(p *plot.Plot, xy plotter.XYs, i int, dashed bool) (*plotter.Line, *plotter.Scatter, error) {
+	slices.SortFunc(xy, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
+	l, pts, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, nil, err
+	}
+	l.Color, pts.Color, pts.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(l, pts)
+	return l, pts, nil
 }
 
 // legendPlot is a tile that shows only a legend, beside plots too full of
@@ -277,20 +293,16 @@ func MetabenchCurves(path string, rows []bench.Row) error {
 		p.Title.Text = "METABENCH on " + target
 		p.X.Label.Text = "processes"
 		p.Y.Label.Text = "operations/s"
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		logY(p)
 		for i, test := range tests {
 			xy := series[key{target, test}]
 			if len(xy) == 0 {
 				continue
 			}
-			slices.SortFunc(xy, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-			l, pts, err := plotter.NewLinePoints(xy)
+			l, pts, err := addSeries(p, xy, i, false)
 			if err != nil {
 				return fmt.Errorf("METABENCH: %w", err)
 			}
-			l.Color, pts.Color, pts.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
-			p.Add(l, pts)
 			if !slices.Contains(legendDone, test) {
 				legendDone = append(legendDone, test)
 				legend.Legend.Add(test, l, pts)

@@ -15,7 +15,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
@@ -154,26 +153,17 @@ func T52Curve(path string, rows []bench.Row) error {
 	p.Title.Text = "T52: shared@1g / RSA, against per-create latency on shared@1g"
 	p.X.Label.Text = "latency added to each create and open (ms)"
 	p.Y.Label.Text = "shared / RSA (thesis: hold 30.9x, safe 4.3x; 5.2x with tar)"
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	logY(p)
 	names := make([]string, 0, len(series))
 	for name := range series {
 		names = append(names, name)
 	}
 	slices.Sort(names)
 	for i, name := range names {
-		xy := series[name]
-		slices.SortFunc(xy, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-		l, pts, err := plotter.NewLinePoints(xy)
+		l, pts, err := addSeries(p, series[name], i, strings.Contains(name, "safe"))
 		if err != nil {
 			return fmt.Errorf("T52 curve: %w", err)
 		}
-		l.Color = plotutil.Color(i)
-		pts.Shape = plotutil.Shape(i)
-		if strings.Contains(name, "safe") {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		p.Add(l, pts)
 		p.Legend.Add(name, l, pts)
 	}
 	p.Legend.Top = true
