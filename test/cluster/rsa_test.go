@@ -93,7 +93,10 @@ func (c *cluster) assertNoLeaks(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("RSA left something behind:\n%s", l)
+			// What glusterd and the daemon think, for whoever reads why.
+			peers, _ := c.execErr(t, c.storage[0], "gluster", "--mode=script", "peer", "status")
+			nodes := c.rsa(t, "nodes")
+			t.Fatalf("RSA left something behind:\n%s\npeers seen from %s:\n%s\nrsa nodes:\n%s", l, c.storage[0], peers, nodes)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
