@@ -110,6 +110,44 @@ func TestThesisQuick(t *testing.T) {
 	}
 }
 
+// T52 on ram@1g: the emulated cluster (scripts/cluster-up) of RSA hosts
+// on the gluster engine and a compute host behind a 1 Gbit/s link, both
+// jobs real sbatch jobs of a real user; the cluster, its routes and the
+// host's forwarding are gone afterwards.
+func TestThesisRAMAt1g(t *testing.T) {
+	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := run(t, "thesis", "--profile", "quick", "--case", "t52", "--ranks", "32", "--size", "256K",
+		"--ram-at-1g", "--local=false", "--repo", repo)
+	for _, r := range rows {
+		if r.Case == "T52" && r.Target == "ram" {
+			t.Errorf("--local=false, yet a row on ram: %+v", r)
+		}
+	}
+	ratio := find(t, rows, "T52", "hold_ratio")
+	if ratio.Target != "ram@1g vs shared@1g" || ratio.Value <= 0 || ratio.SourceValue == nil || *ratio.SourceValue != 30.9 {
+		t.Errorf("T52 hold_ratio row %+v: want ram@1g against shared@1g, beside the thesis' 30.9", ratio)
+	}
+	for _, m := range []string{"hold", "safe", "run"} {
+		r := find(t, rows, "T52", m)
+		if r.Value <= 0 || r.Unit != "s" || !strings.Contains(r.Params["via"], "Slurm") {
+			t.Errorf("T52 %s: %+v, want a positive time of a Slurm job", m, r)
+		}
+	}
+	if _, err := os.Stat("/var/tmp/rsa-bench/cluster"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the benchmark's cluster is left (%v)", err)
+	}
+	if now, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward"); err != nil || !bytes.Equal(now, fwd) {
+		t.Errorf("ip_forward is %q after the benchmark, %q before (%v)", now, fwd, err)
+	}
+}
+
 func TestMetabenchQuick(t *testing.T) {
 	rows := run(t, "metabench", "--profile", "quick", "--target", "ram")
 	withSource := 0
