@@ -44,12 +44,12 @@ func benchReportCmd() *cobra.Command {
 					return err
 				}
 				written, left := report.Plots(plots, rows)
-				for _, p := range written {
-					rel, err := filepath.Rel(filepath.Dir(out), p)
+				for _, f := range written {
+					rel, err := filepath.Rel(filepath.Dir(out), f.Path)
 					if err != nil {
 						return err
 					}
-					m.Plots = append(m.Plots, rel)
+					m.Plots = append(m.Plots, report.Figure{Path: rel, Caption: f.Caption})
 				}
 				for _, err := range left {
 					fmt.Fprintln(cmd.ErrOrStderr(), "rsa bench report: plot left out:", err)

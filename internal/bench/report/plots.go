@@ -28,33 +28,36 @@ import (
 // nothing for it: that benchmark did not run, and the page goes without
 // the plot.
 type figure struct {
-	name string
-	draw func(path string, rows []bench.Row) error
+	name, caption string
+	draw          func(path string, rows []bench.Row) error
 }
+
+// A Figure is a plot written to Path, with what it shows.
+type Figure struct{ Path, Caption string }
 
 var errNoRows = errors.New("no rows for it")
 
 // figures is every plot the page can carry, in the page's order.
 func figures() []figure {
 	return []figure{
-		{"t52-latency.svg", T52Curve},
-		{"t52-timeline.svg", T52Timeline},
-		{"mptio.svg", MPTIORates},
-		{"metabench.svg", MetabenchCurves},
-		{"sweep.svg", SweepHeatMaps},
+		{"t52-latency.svg", "T52: the compute-hold and time-to-safe ratios (shared@1g / RSA) against the latency added to each create and open on shared@1g, per RSA placement and stage-out.", T52Curve},
+		{"t52-timeline.svg", "T52 as a timeline, per latency and way of running: how long the job held its compute nodes, then how long until its output was verified on shared@1g.", T52Timeline},
+		{"mptio.svg", "MPTIO: Rate and E-Rate of each test on each target. MPTIO drops no cache between its tests (as the original): reads of what was just written come from this host's page cache, also on shared@1g.", MPTIORates},
+		{"metabench.svg", "METABENCH: each test's rate against the number of processes, per target (on shared@1g, one FUSE client per process).", MetabenchCurves},
+		{"sweep.svg", "The TMS sweep: MiB/s per queue depth and block size, O_DIRECT, on the RAM and the disk loop device.", SweepHeatMaps},
 	}
 }
 
 // Plots draws into dir every plot the rows hold data for, and returns the
 // files written (their paths) and, for each left out, why.
-func Plots(dir string, rows []bench.Row) (written []string, left []error) {
+func Plots(dir string, rows []bench.Row) (written []Figure, left []error) {
 	for _, f := range figures() {
 		p := filepath.Join(dir, f.name)
 		if err := f.draw(p, rows); err != nil {
 			left = append(left, fmt.Errorf("%s: %w", f.name, err))
 			continue
 		}
-		written = append(written, p)
+		written = append(written, Figure{Path: p, Caption: f.caption})
 	}
 	return written, left
 }

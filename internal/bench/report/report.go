@@ -25,7 +25,7 @@ type Meta struct {
 	Machine  string   // e.g. "2 cores (AMD EPYC), 24 GiB, Linux 6.18, Debian 12"
 	Commands []string // the commands that produced the rows
 	Date     time.Time
-	Plots    []string // plot files, relative to the page
+	Plots    []Figure // plots, their paths relative to the page
 }
 
 // Markdown writes the page: one section per benchmark, one table per
@@ -93,7 +93,7 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 	if len(m.Plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range m.Plots {
-			fmt.Fprintf(&b, "![%s](%s)\n\n", p, p)
+			fmt.Fprintf(&b, "%s\n\n![%s](%s)\n\n", p.Caption, p.Path, p.Path)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -86,8 +86,8 @@ func TestFigures(t *testing.T) {
 		t.Fatalf("Plots wrote %v, left out %v; want every figure", written, left)
 	}
 	for _, f := range written {
-		if b, err := os.ReadFile(f); err != nil || !strings.Contains(string(b), "<svg") {
-			t.Errorf("%s is no SVG: %v", f, err)
+		if b, err := os.ReadFile(f.Path); err != nil || !strings.Contains(string(b), "<svg") || f.Caption == "" {
+			t.Errorf("%s is no SVG, or has no caption: %v", f.Path, err)
 		}
 	}
 	written, left = Plots(dir, nil)
