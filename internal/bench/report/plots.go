@@ -182,8 +182,9 @@ func swatch(c color.Color) plot.Thumbnailer {
 var mptioTests = []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"}
 
 // MPTIORates draws each MPTIO test's Rate (solid) and E-Rate (dashed),
-// the source's two bandwidths, one line per target, on a log scale: tmpfs
-// and a 1 Gbit/s link lie orders apart.
+// the source's two bandwidths, one line per target and run shape
+// (processes × threads × size), on a log scale: tmpfs and a 1 Gbit/s link
+// lie orders apart.
 func MPTIORates(path string, rows []bench.Row) error {
 	type key struct{ target, metric string }
 	series := map[key]plotter.XYs{}
@@ -193,10 +194,16 @@ func MPTIORates(path string, rows []bench.Row) error {
 		if r.Bench != "mptio" || (r.Metric != "rate" && r.Metric != "e_rate") || i < 0 || r.Value <= 0 {
 			continue
 		}
-		if !slices.Contains(targets, r.Target) {
-			targets = append(targets, r.Target)
+		// A run of another shape (the quick profile's beside the
+		// appendix sample's) is a line of its own.
+		target := r.Target
+		if r.Params["size"] != "" {
+			target += fmt.Sprintf(", %s×%s×%s", r.Params["procs"], r.Params["threads"], r.Params["size"])
 		}
-		k := key{r.Target, r.Metric}
+		if !slices.Contains(targets, target) {
+			targets = append(targets, target)
+		}
+		k := key{target, r.Metric}
 		series[k] = append(series[k], plotter.XY{X: float64(i), Y: r.Value})
 	}
 	if len(targets) == 0 {
