@@ -147,7 +147,7 @@ func T52Timeline(path string, rows []bench.Row) error {
 		}
 		p.NominalY(pn.names...)
 		if i == 0 { // room above the bars for the legend
-			p.Y.Max = float64(len(pn.names)) + 0.5
+			p.Y.Max = float64(len(pn.names)) + 1
 			p.Legend.Add("compute nodes held", swatch(held))
 			p.Legend.Add("stage-out until verified on shared@1g", swatch(staging))
 			p.Legend.Top = true
