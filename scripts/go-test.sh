@@ -26,7 +26,7 @@ grep -E '^[[:space:]]*--- (PASS|FAIL)' "$log" | sed -E 's/^[[:space:]]*--- [A-Z]
 # Why each test failed, last, where a CI page that shows only the end of
 # this output finds it: the last three messages each failed test wrote
 # from its _test.go (t.Error, t.Fatal, the t.Log before them), each cut to
-# four lines.
+# eight lines.
 if grep -qE '^[[:space:]]*--- FAIL' "$log"; then
 	echo "why they failed (each failed test's last messages):"
 	awk '
@@ -41,8 +41,8 @@ if grep -qE '^[[:space:]]*--- FAIL' "$log"; then
 			next
 		}
 		/^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / { flush(); entry = "    " substr($0, 1, 300) "\n"; next }
-		entry != "" && /^[[:space:]]/ && cont < 3 { cont++; entry = entry "    " substr($0, 1, 300) "\n"; next }
-	' "$log" | head -80
+		entry != "" && /^[[:space:]]/ && cont < 7 { cont++; entry = entry "    " substr($0, 1, 300) "\n"; next }
+	' "$log" | head -120
 fi
 passed=$(grep -cE '^[[:space:]]*--- PASS' "$log" || true)
 failed=$(grep -cE '^[[:space:]]*--- FAIL' "$log" || true)
