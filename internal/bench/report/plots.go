@@ -42,7 +42,7 @@ func figures() []figure {
 	return []figure{
 		{"t52-latency.svg", "T52: the compute-hold and time-to-safe ratios (shared@1g / RSA) against the latency added to each create and open on shared@1g, per RSA placement and stage-out.", T52Curve},
 		{"t52-timeline.svg", "T52 as a timeline, per latency and way of running: how long the job held its compute nodes, then how long until its output was verified on shared@1g.", T52Timeline},
-		{"mptio.svg", "MPTIO: Rate and E-Rate of each test on each target. MPTIO drops no cache between its tests (as the original): reads of what was just written come from this host's page cache, also on shared@1g.", MPTIORates},
+		{"mptio.svg", "MPTIO: Rate and E-Rate of each test on each target. MPTIO drops no cache between its tests (as the original): reads of what was just written come from this host's page cache, also on shared@1g, unless opened O_DIRECT (-I), which makes them cross the link.", MPTIORates},
 		{"metabench.svg", "METABENCH: each test's rate against the number of processes, per target (on shared@1g, one FUSE client per process).", MetabenchCurves},
 		{"sweep.svg", "The TMS sweep: MiB/s per queue depth and block size, O_DIRECT, on the RAM and the disk loop device.", SweepHeatMaps},
 	}
@@ -199,6 +199,9 @@ func MPTIORates(path string, rows []bench.Row) error {
 		target := r.Target
 		if r.Params["size"] != "" {
 			target += fmt.Sprintf(", %s×%s×%s", r.Params["procs"], r.Params["threads"], r.Params["size"])
+		}
+		if r.Params["direct"] == "true" {
+			target += ", O_DIRECT"
 		}
 		if !slices.Contains(targets, target) {
 			targets = append(targets, target)
