@@ -184,6 +184,9 @@ func TestMptioQuick(t *testing.T) {
 // The sweep makes its own loop devices (over tmpfs and over ext4) and
 // removes them; a small grid keeps it short, with fio on every point.
 func TestSweepQuick(t *testing.T) {
+	const diskDir = "/var/tmp/rsa-bench/sweep"
+	_, err := os.Stat(diskDir)
+	diskDirBefore := err == nil
 	rows := run(t, "sweep", "--qd", "1,4", "--bs", "64K,1M", "--size", "64M")
 	points := 0
 	for _, r := range rows {
@@ -199,10 +202,13 @@ func TestSweepQuick(t *testing.T) {
 	if points != 16 {
 		t.Errorf("%d rate rows, want 16", points)
 	}
-	for _, dir := range []string{"/run/rsa-bench/sweep", "/var/tmp/rsa-bench/sweep"} {
+	for _, dir := range []string{"/run/rsa-bench/sweep", diskDir} {
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 			t.Errorf("%s holds %d entries after the sweep", dir, len(ents))
 		}
+	}
+	if _, err := os.Stat(diskDir); !diskDirBefore && err == nil {
+		t.Errorf("the sweep made %s and left it", diskDir)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
 // Device is a block device Setup made for the sweep.
@@ -76,7 +78,7 @@ func setupRAM(ctx context.Context, c Config, undo *teardown) (Device, error) {
 // setupDisk makes disk-dev: a loop device with direct I/O over a file on
 // the ext4 disk, in a new directory under c.DiskDir.
 func setupDisk(ctx context.Context, c Config, undo *teardown) (Device, error) {
-	if err := os.MkdirAll(c.DiskDir, 0o755); err != nil {
+	if err := mkdirAll(c.DiskDir, undo); err != nil {
 		return Device{}, err
 	}
 	if err := checkOnDisk(c.DiskDir); err != nil {
@@ -124,7 +126,7 @@ func attachImage(ctx context.Context, name, dir string, size int64, directIO boo
 // makeDir makes a directory of its own under parent, so that sweeps run
 // at once do not meet, and has undo remove it.
 func makeDir(parent, name string, undo *teardown) (string, error) {
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	if err := mkdirAll(parent, undo); err != nil {
 		return "", err
 	}
 	dir, err := os.MkdirTemp(parent, name+"-")
@@ -133,6 +135,31 @@ func makeDir(parent, name string, undo *teardown) (string, error) {
 	}
 	undo.push(func() error { return removeIfExists(dir) })
 	return dir, nil
+}
+
+// mkdirAll makes dir and the parents it lacks, and has undo remove those
+// it made once they are empty again (one that is not is left as it is).
+func mkdirAll(dir string, undo *teardown) error {
+	var made []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append(made, d)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Outermost pushed first: the teardown runs backwards, innermost first.
+	for _, d := range slices.Backward(made) {
+		undo.push(func() error {
+			if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+				return err
+			}
+			return nil
+		})
+	}
+	return nil
 }
 
 func removeIfExists(path string) error {
