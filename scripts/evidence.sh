@@ -33,7 +33,9 @@ bench() { # bench NAME ARGS...: one benchmark's rows into $out/NAME.jsonl
 bench thesis thesis --profile "$profile" --latency "$latencies" --ram-at-1g
 for t in ram disk shared@1g; do
 	bench "mptio-$t" mptio --profile "$profile" --target "$t"
-	bench "metabench-$t" metabench --profile "$profile" --target "$t"
+	# -k: each test's files go after it (untimed, as the source's -k);
+	# the full profile's otherwise outgrow the ram target.
+	bench "metabench-$t" metabench --profile "$profile" --target "$t" -k
 done
 # MPTIO drops no cache between its tests: on shared@1g its reads come from
 # this host's page cache unless opened O_DIRECT, which makes them cross

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/metabench"
@@ -143,6 +145,9 @@ Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 			for _, nproc := range runs {
 				c.NProc = nproc
 				rep, err := metabench.Run(cmd.Context(), c)
+				if errors.Is(err, unix.ENOSPC) && !c.Cleanup {
+					return fmt.Errorf("%w (each test's files stay until the target goes down, as without the source's -k: add -k to remove them after each test)", err)
+				}
 				if err != nil {
 					return err
 				}
