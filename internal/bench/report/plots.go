@@ -268,9 +268,9 @@ func legendPlot() *plot.Plot {
 	return p
 }
 
-// MetabenchCurves draws one panel per target: each METABENCH test's rate
-// against the number of processes, on a log scale (tmpfs and a 1 Gbit/s
-// FUSE client lie orders apart).
+// MetabenchCurves draws one panel per target and size: each METABENCH
+// test's rate against the number of processes, on a log scale (tmpfs and a
+// 1 Gbit/s FUSE client lie orders apart).
 func MetabenchCurves(path string, rows []bench.Row) error {
 	type key struct{ target, test string }
 	series := map[key]plotter.XYs{}
@@ -283,10 +283,15 @@ func MetabenchCurves(path string, rows []bench.Row) error {
 		if err != nil {
 			return fmt.Errorf("METABENCH row's nproc %q: %w", r.Params["nproc"], err)
 		}
-		if !slices.Contains(targets, r.Target) {
-			targets = append(targets, r.Target)
+		// Runs of another size (quick beside full) get a panel each.
+		target := r.Target
+		if f := r.Params["nfile"]; f != "" {
+			target += ", " + f + " files"
 		}
-		k := key{r.Target, r.Case}
+		if !slices.Contains(targets, target) {
+			targets = append(targets, target)
+		}
+		k := key{target, r.Case}
 		series[k] = append(series[k], plotter.XY{X: float64(n), Y: r.Value})
 	}
 	if len(targets) == 0 {
@@ -323,8 +328,21 @@ func MetabenchCurves(path string, rows []bench.Row) error {
 		}
 		plots[0] = append(plots[0], p)
 	}
-	plots[0] = append(plots[0], legend)
-	return saveTiles(path, plots, vg.Length(len(targets)+1)*3*vg.Inch, 3.5*vg.Inch)
+	grid := rowsOf(append(plots[0], legend), 3)
+	return saveTiles(path, grid, vg.Length(len(grid[0]))*3*vg.Inch, vg.Length(len(grid))*3.5*vg.Inch)
+}
+
+// rowsOf lays panels out n to a row, the last row padded with nil (Align
+// wants a full grid; a nil tile stays empty).
+func rowsOf(panels []*plot.Plot, n int) [][]*plot.Plot {
+	var grid [][]*plot.Plot
+	for len(panels) > 0 {
+		row := make([]*plot.Plot, n)
+		copy(row, panels[:min(n, len(panels))])
+		grid = append(grid, row)
+		panels = panels[min(n, len(panels)):]
+	}
+	return grid
 }
 
 // SweepHeatMaps draws the queue-depth × block-size sweep as one heat map

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot"
+
 	"github.com/rsa-hpc/rsa/internal/bench"
 )
 
@@ -118,6 +120,24 @@ func TestParseSize(t *testing.T) {
 	for _, in := range []string{"", "K", "-4K", "4Q", "0"} {
 		if _, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q): no error", in)
+		}
+	}
+}
+
+func TestRowsOf(t *testing.T) {
+	ps := []*plot.Plot{plot.New(), plot.New(), plot.New(), plot.New()}
+	for _, tc := range []struct{ n, rows int }{{3, 2}, {4, 1}, {1, 4}} {
+		g := rowsOf(ps, tc.n)
+		if len(g) != tc.rows {
+			t.Errorf("4 panels %d to a row: %d rows, want %d", tc.n, len(g), tc.rows)
+		}
+		for _, r := range g {
+			if len(r) != tc.n {
+				t.Errorf("4 panels %d to a row: a row of %d", tc.n, len(r))
+			}
+		}
+		if g[0][0] != ps[0] || g[len(g)-1][(len(ps)-1)%tc.n] != ps[3] {
+			t.Errorf("4 panels %d to a row: out of order", tc.n)
 		}
 	}
 }
