@@ -21,6 +21,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/sweep"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // A figure is one plot file: its name under the plot directory and how to
@@ -360,7 +362,10 @@ func SweepHeatMaps(path string, rows []bench.Row) error {
 		if r.Bench != "sweep" || r.Metric != "rate" {
 			continue
 		}
-		bs, err := parseSize(r.Params["bs"])
+		bs, err := units.ParseSize(r.Params["bs"])
+		if err == nil && bs <= 0 {
+			err = fmt.Errorf("%q is no block size", r.Params["bs"])
+		}
 		if err != nil {
 			return fmt.Errorf("sweep row's bs: %w", err)
 		}
@@ -429,7 +434,7 @@ func SweepHeatMaps(path string, rows []bench.Row) error {
 		p.Add(lb)
 		var bsNames, qdNames []string
 		for _, b := range bss {
-			bsNames = append(bsNames, sizeName(b))
+			bsNames = append(bsNames, sweep.SizeLabel(b))
 		}
 		for _, q := range qds {
 			qdNames = append(qdNames, strconv.FormatInt(q, 10))
@@ -462,37 +467,6 @@ func (g grid) Dims() (int, int)   { return g.cols, g.rows }
 func (g grid) Z(c, r int) float64 { return g.z[r*g.cols+c] }
 func (g grid) X(c int) float64    { return float64(c) }
 func (g grid) Y(r int) float64    { return float64(r) }
-
-// parseSize reads a block size as the sweep writes it: 4K, 1M, 512.
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1<<10, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	case strings.HasSuffix(s, "G"):
-		mult, s = 1<<30, strings.TrimSuffix(s, "G")
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a size like 4K or 1M", s)
-	}
-	return n * mult, nil
-}
-
-// sizeName is parseSize's inverse for powers of two.
-func sizeName(b int64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return strconv.FormatInt(b>>30, 10) + "G"
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return strconv.FormatInt(b>>20, 10) + "M"
-	case b >= 1<<10 && b%(1<<10) == 0:
-		return strconv.FormatInt(b>>10, 10) + "K"
-	}
-	return strconv.FormatInt(b, 10)
-}
 
 // saveTiles draws plots, aligned in their grid, into one file at path, in
 // the format its extension names (svg, png, pdf).

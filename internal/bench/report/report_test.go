@@ -107,19 +107,21 @@ func TestFigures(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{{"512", 512}, {"4K", 4096}, {"1M", 1 << 20}, {"32M", 32 << 20}, {"1G", 1 << 30}} {
-		got, err := parseSize(tc.in)
-		if err != nil || got != tc.want || sizeName(got) != tc.in {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+// TestSweepBlockSizes: a sweep row's block size is read as the sweep
+// writes it, and one that is no size fails the plot, naming it.
+func TestSweepBlockSizes(t *testing.T) {
+	row := func(bs string) []bench.Row {
+		return []bench.Row{{Bench: "sweep", Case: "read", Target: "ram-dev", Metric: "rate", Value: 1, Params: map[string]string{"bs": bs, "qd": "1"}}}
+	}
+	dir := t.TempDir()
+	for _, bs := range []string{"512", "4K", "1M", "32M", "1G"} {
+		if err := SweepHeatMaps(filepath.Join(dir, "ok.svg"), row(bs)); err != nil {
+			t.Errorf("block size %q: %v", bs, err)
 		}
 	}
-	for _, in := range []string{"", "K", "-4K", "4Q", "0"} {
-		if _, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q): no error", in)
+	for _, bs := range []string{"", "K", "-4K", "4Q", "0"} {
+		if err := SweepHeatMaps(filepath.Join(dir, "bad.svg"), row(bs)); err == nil || errors.Is(err, errNoRows) {
+			t.Errorf("block size %q: %v, want an error naming it", bs, err)
 		}
 	}
 }
