@@ -482,13 +482,29 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		// A part out of reach drops its files from the listing without
 		// an error: what is copied is copied, but the stage-out is
-		// verified only if every part was in reach before and after.
+		// verified only if every part was in reach, without a break,
+		// from before the copy to after it. A part back after it left
+		// (in reach at the end, but not at the start, or gone and back
+		// meanwhile) may have had files left out: the copy runs again,
+		// over what is on disk already.
 		before, cerr := d.engine.Check(ctx, rd)
 		err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output)
-		if cerr == nil && ctx.Err() == nil {
+		steady := false
+		for round := 1; cerr == nil && ctx.Err() == nil; round++ {
 			var after engine.Degraded
 			after, cerr = d.engine.Check(ctx, rd)
-			before = before.Merge(after)
+			if cerr != nil {
+				break
+			}
+			steady = before.Steady(after)
+			if steady || after.Lost || round == stageOutRounds {
+				before = before.Merge(after)
+				break
+			}
+			d.log.Info("a part of the RAMDISK came back during its stage-out: copying again", "job", j.ID, "round", round+1)
+			d.appendStageLog(j, "stage-out: a part of the RAMDISK came back during the copy, which may have left its files out: copying again")
+			before = after
+			err = d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -506,6 +522,8 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		case err != nil:
 		case cerr != nil:
 			err = fmt.Errorf("the copy ended, but whether every part of the RAMDISK was in reach is unknown: %w", cerr)
+		case !steady:
+			err = fmt.Errorf("not verified: a part of the RAMDISK left and came back during each of %d copies, which may have left its files out; 'rsa retry %d' copies again once the RSA nodes are steady", stageOutRounds, j.ID)
 		case len(before.Nodes) > 0:
 			d.appendStageLog(j, fmt.Sprintf("stage-out: RSA node %s out of reach; its replicas were copied instead", strings.Join(before.Nodes, ", ")))
 		}
@@ -788,6 +806,11 @@ func describe(program, data string) string {
 func identity(j *job.Job) stage.Identity {
 	return stage.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups, Name: j.User, Home: j.Home}
 }
+
+// stageOutRounds bounds the copies of one stage-out that a part of the
+// RAMDISK coming back starts again: a node that comes and goes all the
+// time is for the admin to see.
+const stageOutRounds = 3
 
 // stageLog is the job's log file, named by its id and creation time: a
 // state directory reset (or restored) never shows one user a log of an

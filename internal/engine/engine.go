@@ -62,9 +62,24 @@ type Degraded struct {
 	// Lost: some data has no copy in reach, so files are missing from
 	// Dir (distribute: any part; replica 2: both parts of a pair).
 	Lost bool
+	// Epoch counts the times this host's view of the RAMDISK regained a
+	// part (always 0 where parts do not come back: engine local). Two
+	// Checks with nothing Lost and the same Epoch say every part was in
+	// reach between them as well: a part that left and came back between
+	// them, its files missing from a listing made meanwhile, shows only
+	// here.
+	Epoch uint64
 }
 
-// Merge is what d and e say together: a part out of reach in either.
+// Steady: the parts were in reach without a break from d to e, a later
+// Check: neither lost any, and a part that came back in between would
+// have changed the epoch.
+func (d Degraded) Steady(e Degraded) bool {
+	return !d.Lost && !e.Lost && d.Epoch == e.Epoch
+}
+
+// Merge is what d and e say together: a part out of reach in either. Its
+// Epoch is e's, the later view.
 func (d Degraded) Merge(e Degraded) Degraded {
 	nodes := slices.Clone(d.Nodes)
 	for _, n := range e.Nodes {
@@ -73,7 +88,7 @@ func (d Degraded) Merge(e Degraded) Degraded {
 		}
 	}
 	slices.Sort(nodes)
-	return Degraded{Nodes: nodes, Lost: d.Lost || e.Lost}
+	return Degraded{Nodes: nodes, Lost: d.Lost || e.Lost, Epoch: e.Epoch}
 }
 
 // DebtError is Destroy's answer when some RSA nodes of the RAMDISK could

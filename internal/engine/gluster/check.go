@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,14 @@ import (
 // translator's .meta tree at the mount's root (virtual: no user can
 // create or replace it), which knows of a link cut between this host and
 // the brick alone. Brick i of the volume is part i: VOLUME-client-i.
+//
+// A part glusterd has online counts as in reach only once this host's
+// client says so for certain: a brick just restarted is online to
+// glusterd seconds before the client reconnects, and a listing in
+// between leaves its files out. Check waits up to checkSettle for that.
+// Epoch is the client's distribute generation, which grows each time a
+// part comes (back) up: two Checks that differ in it saw a part come back
+// in between.
 func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, error) {
 	var d engine.Degraded
 	if _, ok, err := e.mounted(r); err != nil || !ok {
@@ -30,6 +39,7 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 	}
 	vol := e.volume(r)
 	out := make([]bool, len(r.Parts))
+	online := make([]bool, len(r.Parts)) // glusterd has the brick online
 	var states []gcli.BrickState
 	asked := false
 	for i, p := range r.Parts {
@@ -74,15 +84,64 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		// glusterd lists only the bricks of the peers it reaches: one
 		// not listed (its node's glusterd down or restarting) is left
 		// to the client's view, which the copy reads through.
-		offline := false
 		for _, s := range states {
 			if strings.HasPrefix(s.Brick, addr+":") {
-				offline = !s.Online
+				out[i] = !s.Online
+				online[i] = s.Online
 			}
 		}
-		out[i] = offline || clientLost(r, vol, i)
 	}
-	return e.degraded(r, out), nil
+	// The client's view of the parts still taken as in reach, waited for
+	// until it is certain. A brick glusterd has online that the client
+	// is not connected to yet is waited for as well: the client tries
+	// again every 3 seconds.
+	settle := time.NewTimer(checkSettle)
+	defer settle.Stop()
+	for {
+		v := e.clientView(r, vol)
+		pending := v.epoch == 0
+		now := slices.Clone(out)
+		for i := range now {
+			if now[i] {
+				continue
+			}
+			if e.Nodes.Down(r.Parts[i].Node) {
+				// Lost to the heartbeat meanwhile (a cut link, whose
+				// brick glusterd still has online): certain.
+				out[i], now[i] = true, true
+				continue
+			}
+			switch v.parts[i] {
+			case reachDown:
+				now[i] = true
+				pending = pending || online[i]
+			case reachUnknown:
+				pending = true
+			}
+		}
+		if !pending {
+			dg := e.degraded(r, now)
+			dg.Epoch = v.epoch
+			return dg, nil
+		}
+		select {
+		case <-ctx.Done():
+			return d, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
+		case <-settle.C:
+			// Not certain after checkSettle: out of reach, as far as a
+			// copy's listing can tell.
+			if v.epoch == 0 {
+				return d, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
+			}
+			for i := range out {
+				out[i] = out[i] || v.parts[i] != reachUp
+			}
+			dg := e.degraded(r, out)
+			dg.Epoch = v.epoch
+			return dg, nil
+		case <-time.After(settleStep):
+		}
+	}
 }
 
 // Probe is Check without glusterd: the heartbeat and this host's client.
@@ -95,12 +154,16 @@ func (e *Engine) Probe(r engine.Ramdisk) (engine.Degraded, error) {
 		}
 		return engine.Degraded{}, fmt.Errorf("probing the RAMDISK of job %d: %w", r.Job, err)
 	}
-	vol := e.volume(r)
+	v := e.clientView(r, e.volume(r))
 	out := make([]bool, len(r.Parts))
 	for i, p := range r.Parts {
-		out[i] = e.Nodes.Down(p.Node) || clientLost(r, vol, i)
+		// A client view not to be had now says nothing: the watcher
+		// asks again.
+		out[i] = e.Nodes.Down(p.Node) || v.parts[i] == reachDown
 	}
-	return e.degraded(r, out), nil
+	dg := e.degraded(r, out)
+	dg.Epoch = v.epoch
+	return dg, nil
 }
 
 // degraded names the nodes of the parts out of reach (out[i]: part i).
@@ -123,9 +186,15 @@ func (e *Engine) degraded(r engine.Ramdisk, out []bool) engine.Degraded {
 	return d
 }
 
-// checkTimeout bounds glusterd's answer: on a cut link it waits for its
-// peer until TCP gives up.
-const checkTimeout = 15 * time.Second
+const (
+	// checkTimeout bounds glusterd's answer: on a cut link it waits for
+	// its peer until TCP gives up.
+	checkTimeout = 15 * time.Second
+	// checkSettle bounds the wait for this host's client to reconnect to
+	// a brick glusterd has online: it tries every 3 seconds.
+	checkSettle = 15 * time.Second
+	settleStep  = 200 * time.Millisecond
+)
 
 // stagingFailedOn reads the peer glusterd names in "Staging failed on
 // HOST. Error: ...".
@@ -138,23 +207,87 @@ func stagingFailedOn(err error) (string, bool) {
 	return host, ok && host != ""
 }
 
-// clientLost: this host's client of volume vol, mounted at r.Dir, is not
-// connected to brick i.
-func clientLost(r engine.Ramdisk, vol string, i int) bool {
-	b, _ := os.ReadFile(filepath.Join(r.Dir, ".meta", "graphs", "active", fmt.Sprintf("%s-client-%d", vol, i), "private"))
-	return disconnected(string(b))
+// reach is what this host's Gluster client says of one part.
+type reach int8
+
+const (
+	// reachUnknown: the translator's dump was not to be had. It is only
+	// its section's header while the translator's lock is taken, as for
+	// a while after a brick came back.
+	reachUnknown reach = iota
+	reachUp
+	reachDown
+)
+
+// view is this host's Gluster client's view of a RAMDISK: each part's
+// reach, and the distribute translator's generation (0: unknown), which
+// grows each time a part comes up.
+type view struct {
+	parts []reach
+	epoch uint64
 }
 
-// disconnected reads "connected = 0" from a protocol/client translator's
-// private dump. The dump is only the section's header while the
-// translator's lock is taken (as after a brick came back, for a while):
-// that says nothing either way.
-func disconnected(priv string) bool {
-	for line := range strings.Lines(priv) {
-		k, v, ok := strings.Cut(line, "=")
-		if ok && strings.TrimSpace(k) == "connected" {
-			return strings.TrimSpace(v) == "0"
+// clientView reads this host's client of volume vol, mounted at r.Dir,
+// through the meta translator: brick i is VOL-client-i, the distribute
+// translator VOL-dht, whose subvolume k is pair k (replica 2) or brick k.
+// A part is up only when both say so: the client connects before it
+// tells the distribute translator, which alone decides what a listing
+// includes.
+func (e *Engine) clientView(r engine.Ramdisk, vol string) view {
+	dump := func(xl string) string {
+		b, _ := os.ReadFile(filepath.Join(r.Dir, ".meta", "graphs", "active", xl, "private"))
+		return string(b)
+	}
+	dht := dump(vol + "-dht")
+	v := view{parts: make([]reach, len(r.Parts))}
+	if g, ok := dumpValue(dht, "gen"); ok {
+		v.epoch, _ = strconv.ParseUint(g, 10, 64)
+	}
+	for i := range r.Parts {
+		sub := i
+		if e.Replica == 2 {
+			sub = i / 2
+		}
+		client := connection(dump(fmt.Sprintf("%s-client-%d", vol, i)))
+		status, ok := dumpValue(dht, fmt.Sprintf("subvolume_status[%d]", sub))
+		switch {
+		case client == reachDown:
+			v.parts[i] = reachDown
+		case client == reachUnknown || !ok:
+			v.parts[i] = reachUnknown
+		case status != "1" && e.Replica != 2:
+			// Connected, not yet told to the distribute translator.
+			v.parts[i] = reachUnknown
+		default:
+			// Replica 2: the pair is up when either part is, so its
+			// status does not speak for this part; the client does.
+			v.parts[i] = reachUp
 		}
 	}
-	return false
+	return v
+}
+
+// connection reads "connected = N" from a protocol/client translator's
+// private dump.
+func connection(priv string) reach {
+	v, ok := dumpValue(priv, "connected")
+	switch {
+	case !ok:
+		return reachUnknown
+	case v == "0":
+		return reachDown
+	default:
+		return reachUp
+	}
+}
+
+// dumpValue finds "key = value" in a translator's private dump.
+func dumpValue(priv, key string) (string, bool) {
+	for line := range strings.Lines(priv) {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
 }

@@ -2,6 +2,9 @@ package gluster
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -72,22 +75,86 @@ func TestJobOfRamdisk(t *testing.T) {
 }
 
 // The meta translator's dump of a protocol/client translator says whether
-// it is disconnected; a dump without the line (its lock was taken) does
-// not.
-func TestDisconnected(t *testing.T) {
+// it is connected; a dump without the line (its lock was taken) says
+// nothing.
+func TestConnection(t *testing.T) {
 	for _, c := range []struct {
 		priv string
-		want bool
+		want reach
 	}{
-		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 1\ntotal_bytes_read = 3488\n", false},
-		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 0\nping_timeout = 5\n", true},
-		{"[xlator.protocol.client.v-client-1.priv]\n", false},
-		{"", false},
-		{"connected=0", true},
+		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 1\ntotal_bytes_read = 3488\n", reachUp},
+		{"[xlator.protocol.client.v-client-1.priv]\nconnected = 0\nping_timeout = 5\n", reachDown},
+		{"[xlator.protocol.client.v-client-1.priv]\n", reachUnknown},
+		{"", reachUnknown},
+		{"connected=0", reachDown},
 	} {
-		if got := disconnected(c.priv); got != c.want {
-			t.Errorf("disconnected(%q) = %v, want %v", c.priv, got, c.want)
+		if got := connection(c.priv); got != c.want {
+			t.Errorf("connection(%q) = %v, want %v", c.priv, got, c.want)
 		}
+	}
+}
+
+// clientView reads a part as up only when its client is connected and,
+// distribute, the distribute translator has it up; the generation is the
+// distribute translator's.
+func TestClientView(t *testing.T) {
+	const vol = "rsa-job-7"
+	client := func(c string) string {
+		if c == "" {
+			return "[xlator.protocol.client.priv]\n"
+		}
+		return "[xlator.protocol.client.priv]\nconnected = " + c + "\n"
+	}
+	dht := func(gen string, status ...string) string {
+		if gen == "" {
+			return ""
+		}
+		s := "[xlator.cluster.dht.priv]\nsubvol_cnt = 2\n"
+		for i, st := range status {
+			s += fmt.Sprintf("subvolumes[%d] = protocol/client.x\nsubvolume_status[%d] = %s\n", i, i, st)
+		}
+		return s + "search_unhashed = 0\ngen = " + gen + "\n"
+	}
+	for _, c := range []struct {
+		name    string
+		replica int
+		clients []string // "connected" of each part's client; "": no line
+		dht     string
+		want    []reach
+		epoch   uint64
+	}{
+		{"all up", 0, []string{"1", "1"}, dht("4", "1", "1"), []reach{reachUp, reachUp}, 4},
+		{"a client down", 0, []string{"1", "0"}, dht("4", "1", "0"), []reach{reachUp, reachDown}, 4},
+		{"a client reconnecting", 0, []string{"1", ""}, dht("4", "1", "0"), []reach{reachUp, reachUnknown}, 4},
+		// The client connects before it tells the distribute translator.
+		{"connected, not yet told", 0, []string{"1", "1"}, dht("4", "1", "0"), []reach{reachUp, reachUnknown}, 4},
+		{"no distribute dump", 0, []string{"1", "1"}, dht(""), []reach{reachUnknown, reachUnknown}, 0},
+		// One pair: its status is up when either part is.
+		{"replica, a part down", 2, []string{"0", "1"}, dht("3", "1"), []reach{reachDown, reachUp}, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(xl, text string) {
+				d := filepath.Join(dir, ".meta", "graphs", "active", xl)
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d, "private"), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := engine.Ramdisk{Job: 7, Dir: dir}
+			for i, cl := range c.clients {
+				write(fmt.Sprintf("%s-client-%d", vol, i), client(cl))
+				r.Parts = append(r.Parts, job.Part{Node: fmt.Sprintf("rsa%d", i+1)})
+			}
+			write(vol+"-dht", c.dht)
+			e := &Engine{Replica: c.replica}
+			v := e.clientView(r, vol)
+			if !slices.Equal(v.parts, c.want) || v.epoch != c.epoch {
+				t.Errorf("clientView = %v, epoch %d; want %v, epoch %d", v.parts, v.epoch, c.want, c.epoch)
+			}
+		})
 	}
 }
 
