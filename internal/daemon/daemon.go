@@ -284,6 +284,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { defer d.wg.Done(); d.watchDebts(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second)) }()
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.watchLeftovers(d.actx, leftoverSweep) }()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)

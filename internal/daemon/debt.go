@@ -121,3 +121,28 @@ func (d *Daemon) watchDebts(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// leftoverSweep is how often the daemon looks for RAMDISKs no job holds:
+// each look asks every RSA node's agent once, a small part of what the
+// heartbeat asks.
+const leftoverSweep = 20 * time.Second
+
+// watchLeftovers runs gc every interval until ctx ends. A leftover can
+// appear long after its job let it go: glusterd deletes a volume on the
+// peers it reaches, and a peer that was down (a rebooted RSA node, whose
+// glusterd keeps its store on disk) brings it back to all of them when it
+// returns.
+func (d *Daemon) watchLeftovers(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := d.gc(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("removing RAMDISKs no job holds", "err", err)
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -643,8 +644,11 @@ func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
 }
 
 // gc destroys RAMDISKs that no job in the store holds: leftovers of a
-// previous run or of a lost state directory. A RAMDISK of a job whose state
-// still holds it is never touched.
+// previous run or of a lost state directory, or a volume glusterd brought
+// back. A RAMDISK of a job that holds RSA nodes, or may again (one waiting
+// to be assigned, as after a lost node), is never touched: its gate and
+// directory are its live RAMDISK's too. One a debt is owed for is left to
+// the debt's payer.
 func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 	found, err := d.engine.List(ctx)
 	if err != nil {
@@ -652,13 +656,19 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 	}
 	rep := &api.GCReport{Removed: []string{}}
 	var errs []error
+	debts := d.owed()
 	for _, f := range found {
+		// Read after the listing: a RAMDISK is built only after its
+		// job's record says so.
 		j, err := d.store.Get(ctx, f.Job)
-		if err == nil && lifecycle.HoldsNodes(j.RSA) {
+		if err == nil && (lifecycle.HoldsNodes(j.RSA) || j.RSA == lifecycle.Initial && j.State != lifecycle.Finished) {
 			continue
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rep, err
+		}
+		if slices.ContainsFunc(debts, func(db store.Debt) bool { return db.Job == f.Job && max(db.Build, 1) == f.Build }) {
+			continue
 		}
 		// One leftover that cannot go (a process of root's holds it)
 		// must not keep gc from the others.

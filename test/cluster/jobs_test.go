@@ -1,14 +1,17 @@
 package cluster_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -34,6 +37,38 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("LinkDownAtStageOut", func(t *testing.T) { testLinkDownAtStageOut(t, c, us[0], false) })
 	t.Run("GlusterdRestarted", func(t *testing.T) { testGlusterdRestarted(t, c, us[0]) })
+	t.Run("VolumeBackFromTheDead", func(t *testing.T) { testVolumeBack(t, c) })
+}
+
+// testVolumeBack: a job's volume appears in glusterd after its job let it
+// go, as one does when a peer that was down while it was deleted returns
+// with it in its store and glusterd hands it to the others. The running
+// daemon removes it, brick and all, without being asked. (That it leaves
+// the volumes of the jobs it holds alone, every other test here checks.)
+func testVolumeBack(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	const vol = "rsa-job-990" // no job of the store: ids here start at 1
+	rsa3 := c.agentClient(t, filepath.Join(c.dir, "pki", "ctl"), "rsa3", "10.78.0.13")
+	b, err := rsa3.MakeBrick(ctx, vol, agent.BrickSpec{Size: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rsa3.MakeVolume(ctx, vol, agent.VolumeSpec{Bricks: []string{"10.78.0.13:" + b.Dir}, AuthAllow: []string{"10.78.0.2"}}); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitFor(t, "the daemon to remove the volume no job holds", 90*time.Second, func() bool {
+		return !strings.Contains(c.exec(t, "rsa3", "gluster", "--mode=script", "volume", "list"), vol)
+	})
+	t.Logf("a volume no job holds, back in glusterd: removed %.1fs later", time.Since(back).Seconds())
+	waitFor(t, "its brick to go", 30*time.Second, func() bool {
+		st, err := rsa3.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !slices.ContainsFunc(st.Bricks, func(b agent.Brick) bool { return b.Volume == vol })
+	})
+	c.assertNoLeaks(t)
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by
