@@ -4,6 +4,12 @@
 # written to docs/evidence.md (and its plots under docs/evidence/). Takes
 # the whole machine for a long while: run nothing else meanwhile. Takes
 # down the targets it brought up, also on failure.
+#
+# At the sources' sizes the whole takes hours, so a run goes on where an
+# earlier one stopped: a benchmark whose rows a run before wrote, with the
+# same command, is not run again (EVIDENCE_FRESH=1 runs every one anew).
+# The rows are kept in EVIDENCE_DIR (default bin/evidence; point it
+# outside the clone to carry them to a fresh one).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,17 +26,38 @@ cleanup() { "$rsa" bench target down ram shared@1g disk >/dev/null 2>&1 || true;
 trap cleanup EXIT
 
 mkdir -p "$out"
-rm -f "$out"/*.jsonl
+rm -f "$out"/*.part
 commands=()
+rows=()
 bench() { # bench NAME ARGS...: one benchmark's rows into $out/NAME.jsonl
 	local name=$1
 	shift
-	commands+=("rsa bench $* --json")
-	echo "== rsa bench $*" >&2
-	"$rsa" bench "$@" --json >"$out/$name.jsonl"
+	local cmd="rsa bench $* --json"
+	commands+=("$cmd")
+	rows+=("$out/$name.jsonl")
+	if [ "${EVIDENCE_FRESH:-0}" != 1 ] && [ -s "$out/$name.jsonl" ] && [ "$(cat "$out/$name.cmd" 2>/dev/null)" = "$cmd" ]; then
+		echo "== $cmd: kept, run $(date -r "$out/$name.jsonl" '+%F %R') (EVIDENCE_FRESH=1 runs it again)" >&2
+		return
+	fi
+	echo "== $cmd" >&2
+	rm -f "$out/$name.cmd"
+	"$rsa" bench "$@" --json >"$out/$name.jsonl.part"
+	mv "$out/$name.jsonl.part" "$out/$name.jsonl"
+	printf '%s\n' "$cmd" >"$out/$name.cmd"
 }
 
-bench thesis thesis --profile "$profile" --latency "$latencies" --ram-at-1g
+# One benchmark per case, and T52 one per latency: the longest parts are
+# the units a run resumes by. TLC reads T52's RSA jobs too: it runs with
+# the first latency's.
+for c in t51 t53 t54 t55; do
+	bench "thesis-$c" thesis --profile "$profile" --case "$c"
+done
+IFS=, read -ra lats <<<"$latencies"
+cases=t52,tlc
+for l in "${lats[@]}"; do
+	bench "thesis-t52-$l" thesis --profile "$profile" --case "$cases" --latency "$l" --ram-at-1g
+	cases=t52
+done
 for t in ram disk shared@1g; do
 	bench "mptio-$t" mptio --profile "$profile" --target "$t"
 	# -k: each test's files go after it (untimed, as the source's -k);
@@ -45,5 +72,5 @@ bench sweep sweep --profile "$profile"
 
 args=()
 for c in "${commands[@]}"; do args+=(--command "$c"); done
-"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}" "$out"/*.jsonl
+"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}" "${rows[@]}"
 echo "wrote $top/docs/evidence.md" >&2
