@@ -37,6 +37,14 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 		}
 		return nil
 	}
+	// Each part removes its own directory under the benchmarks' homes;
+	// the last one out cannot know it is the last.
+	cmd.PersistentPostRunE = func(c *cobra.Command, _ []string) error {
+		if c.Name() == "write" || c.Name() == "report" {
+			return nil
+		}
+		return bench.Tidy()
+	}
 	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd(), benchSweepCmd(), benchReportCmd())
 	return cmd
 }

@@ -57,6 +57,31 @@ func run(t *testing.T, args ...string) []bench.Row {
 	return rows
 }
 
+// leavesNoHome checks, when the test ends, that the benchmarks' homes
+// (bench.StateHome, bench.RunHome) are gone if they were not there when
+// it began: every part removes its own directory, the last one out the
+// home. Called first, its check runs after every other cleanup.
+func leavesNoHome(t *testing.T) {
+	t.Helper()
+	var absent []string
+	for _, d := range []string{bench.StateHome, bench.RunHome} {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			absent = append(absent, d)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range absent {
+			if ents, err := os.ReadDir(d); err == nil {
+				names := make([]string, 0, len(ents))
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("%s was made and left behind, holding %v", d, names)
+			}
+		}
+	})
+}
+
 // find returns the first row of case c and metric m.
 func find(t *testing.T, rows []bench.Row, c, m string) bench.Row {
 	t.Helper()
@@ -74,6 +99,7 @@ func find(t *testing.T, rows []bench.Row, c, m string) bench.Row {
 // staged out to shared@1g), and T51, T53, T54, T55 and the lifecycle
 // timings beside it.
 func TestThesisQuick(t *testing.T) {
+	leavesNoHome(t)
 	t.Cleanup(func() {
 		// t55 brings disk up (and takes its ram-blk down itself).
 		if out, err := testutil.Command(t, rsaBin, "bench", "target", "down", "disk", "ram-blk").CombinedOutput(); err != nil {
@@ -115,6 +141,7 @@ func TestThesisQuick(t *testing.T) {
 // jobs real sbatch jobs of a real user; the cluster, its routes and the
 // host's forwarding are gone afterwards.
 func TestThesisRAMAt1g(t *testing.T) {
+	leavesNoHome(t)
 	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	if err != nil {
 		t.Fatal(err)
@@ -149,6 +176,7 @@ func TestThesisRAMAt1g(t *testing.T) {
 }
 
 func TestMetabenchQuick(t *testing.T) {
+	leavesNoHome(t)
 	rows := run(t, "metabench", "--profile", "quick", "--target", "ram")
 	withSource := 0
 	for _, r := range rows {
@@ -168,6 +196,7 @@ func TestMetabenchQuick(t *testing.T) {
 }
 
 func TestMptioQuick(t *testing.T) {
+	leavesNoHome(t)
 	rows := run(t, "mptio", "--profile", "quick", "--target", "ram")
 	for _, c := range []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"} {
 		if r := find(t, rows, c, "rate"); r.Value <= 0 {
@@ -184,6 +213,7 @@ func TestMptioQuick(t *testing.T) {
 // The sweep makes its own loop devices (over tmpfs and over ext4) and
 // removes them; a small grid keeps it short, with fio on every point.
 func TestSweepQuick(t *testing.T) {
+	leavesNoHome(t)
 	const diskDir = "/var/tmp/rsa-bench/sweep"
 	_, err := os.Stat(diskDir)
 	diskDirBefore := err == nil

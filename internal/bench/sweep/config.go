@@ -3,9 +3,12 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
 )
 
 // The devices Setup can make.
@@ -74,10 +77,10 @@ func doubling(from, to int64) []int64 {
 
 func (c Config) withDefaults() Config {
 	if c.RunDir == "" {
-		c.RunDir = "/run/rsa-bench/sweep"
+		c.RunDir = filepath.Join(bench.RunHome, "sweep")
 	}
 	if c.DiskDir == "" {
-		c.DiskDir = "/var/tmp/rsa-bench/sweep"
+		c.DiskDir = filepath.Join(bench.StateHome, "sweep")
 	}
 	return c
 }

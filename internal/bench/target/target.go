@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
@@ -58,10 +59,10 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.RunDir == "" {
-		c.RunDir = "/run/rsa-bench"
+		c.RunDir = bench.RunHome
 	}
 	if c.DiskDir == "" {
-		c.DiskDir = "/var/tmp/rsa-bench/disk"
+		c.DiskDir = filepath.Join(bench.StateHome, "disk")
 	}
 	if c.Size == 0 {
 		c.Size = 4 << 30

@@ -185,7 +185,7 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 }
 
 // localShared is this host's mount of shared@1g, where the checks read.
-func (t ClusterT52) localShared() string { return "/run/rsa-bench/shared@1g" }
+func (t ClusterT52) localShared() string { return filepath.Join(bench.RunHome, "shared@1g") }
 
 // network shapes the compute host's link, routes every host to shared@1g
 // through this host and mounts it on each; undo reverses what this host

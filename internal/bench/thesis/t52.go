@@ -381,7 +381,7 @@ type daemon struct {
 }
 
 func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
-	dir = cmp.Or(dir, "/var/tmp/rsa-bench/daemon")
+	dir = cmp.Or(dir, filepath.Join(bench.StateHome, "daemon"))
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("%s exists: another rsa bench runs, or one was killed (check, then remove it)", dir)
 	}
