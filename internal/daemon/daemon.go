@@ -281,11 +281,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.cluster.Watch(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.watchDebts(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second)) }()
+		go func() { defer d.wg.Done(); every(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second), d.payDebts) }()
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.watchLeftovers(d.actx, leftoverSweep) }()
+		go func() { defer d.wg.Done(); every(d.actx, leftoverSweep, d.sweepLeftovers) }()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)

@@ -108,8 +108,9 @@ func (d *Daemon) payDebts(ctx context.Context) {
 	}
 }
 
-// watchDebts pays debts every interval until ctx ends.
-func (d *Daemon) watchDebts(ctx context.Context, interval time.Duration) {
+// every runs fn every interval until ctx ends: the daemon's watchers that
+// poll (debts, leftovers).
+func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -117,7 +118,7 @@ func (d *Daemon) watchDebts(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			d.payDebts(ctx)
+			fn(ctx)
 		}
 	}
 }
@@ -127,22 +128,12 @@ func (d *Daemon) watchDebts(ctx context.Context, interval time.Duration) {
 // heartbeat asks.
 const leftoverSweep = 20 * time.Second
 
-// watchLeftovers runs gc every interval until ctx ends. A leftover can
-// appear long after its job let it go: glusterd deletes a volume on the
-// peers it reaches, and a peer that was down (a rebooted RSA node, whose
-// glusterd keeps its store on disk) brings it back to all of them when it
-// returns.
-func (d *Daemon) watchLeftovers(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := d.gc(ctx); err != nil && ctx.Err() == nil {
-				d.log.Warn("removing RAMDISKs no job holds", "err", err)
-			}
-		}
+// sweepLeftovers is gc while the daemon runs. A leftover can appear long
+// after its job let it go: glusterd deletes a volume on the peers it
+// reaches, and a peer that was down (a rebooted RSA node, whose glusterd
+// keeps its store on disk) brings it back to all of them when it returns.
+func (d *Daemon) sweepLeftovers(ctx context.Context) {
+	if _, err := d.gc(ctx); err != nil && ctx.Err() == nil {
+		d.log.Warn("removing RAMDISKs no job holds", "err", err)
 	}
 }
