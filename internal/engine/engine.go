@@ -157,10 +157,12 @@ type Engine interface {
 	Destroy(ctx context.Context, r Ramdisk) error
 	// Usage reports how full the RAMDISK is.
 	Usage(r Ramdisk) (Usage, error)
-	// Check reports the parts of the RAMDISK this host cannot reach now.
-	// A copy out of r.Dir is whole only if Check found nothing Lost both
-	// before and after it: a part out of reach drops its files from
-	// listings without an error. Read-only; not retried.
+	// Check reports the parts of the RAMDISK this host cannot reach now,
+	// once its view of them is certain (engine gluster waits a few
+	// seconds for a client reconnecting to a brick just restarted). A
+	// copy out of r.Dir is whole only if Checks before and after it are
+	// Steady: a part out of reach drops its files from listings without
+	// an error. Read-only; not retried.
 	Check(ctx context.Context, r Ramdisk) (Degraded, error)
 	// Probe is Check from this host's own view alone: the parts its
 	// mount of r cannot reach now, and those of nodes known lost. It asks

@@ -30,16 +30,26 @@ import (
 // part comes (back) up: two Checks that differ in it saw a part come back
 // in between.
 func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, error) {
-	var d engine.Degraded
 	if _, ok, err := e.mounted(r); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("the volume is not mounted at %s", r.Dir)
 		}
-		return d, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, err)
+		return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, err)
 	}
 	vol := e.volume(r)
-	out := make([]bool, len(r.Parts))
-	online := make([]bool, len(r.Parts)) // glusterd has the brick online
+	out, online, err := e.nodesView(ctx, r, vol)
+	if err != nil {
+		return engine.Degraded{}, err
+	}
+	return e.settle(ctx, r, vol, out, online)
+}
+
+// nodesView is what the heartbeat and glusterd say of each part: out[i],
+// part i is out of reach (its node lost, or its brick offline); online[i],
+// glusterd has its brick online.
+func (e *Engine) nodesView(ctx context.Context, r engine.Ramdisk, vol string) (out, online []bool, err error) {
+	out = make([]bool, len(r.Parts))
+	online = make([]bool, len(r.Parts))
 	var states []gcli.BrickState
 	asked := false
 	for i, p := range r.Parts {
@@ -51,35 +61,13 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		}
 		if !asked {
 			asked = true
-			co, err := e.coordinator(r)
-			if err != nil {
-				return d, err
-			}
-			cctx, cancel := context.WithTimeout(ctx, checkTimeout)
-			states, err = co.BrickStatus(cctx, vol)
-			cancel()
-			if err != nil {
-				// glusterd answers for every peer or for none: a peer
-				// that fails the question (a rebooted node's glusterd
-				// has the volume stopped) is out of reach, and the
-				// others are taken as online, left to the client's view.
-				host, ok := stagingFailedOn(err)
-				if !ok {
-					return d, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
-				}
-				states = nil
-				for _, q := range r.Parts {
-					a, err := e.Nodes.Address(q.Node)
-					if err != nil {
-						return d, err
-					}
-					states = append(states, gcli.BrickState{Brick: a + ":", Online: q.Node != host && a != host})
-				}
+			if states, err = e.brickStatus(ctx, r, vol); err != nil {
+				return nil, nil, err
 			}
 		}
 		addr, err := e.Nodes.Address(p.Node)
 		if err != nil {
-			return d, err
+			return nil, nil, err
 		}
 		// glusterd lists only the bricks of the peers it reaches: one
 		// not listed (its node's glusterd down or restarting) is left
@@ -91,12 +79,48 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 			}
 		}
 	}
-	// The client's view of the parts still taken as in reach, waited for
-	// until it is certain. A brick glusterd has online that the client
-	// is not connected to yet is waited for as well: the client tries
-	// again every 3 seconds.
-	settle := time.NewTimer(checkSettle)
-	defer settle.Stop()
+	return out, online, nil
+}
+
+// brickStatus asks glusterd, through one of the job's RSA nodes, which of
+// the volume's bricks are online.
+func (e *Engine) brickStatus(ctx context.Context, r engine.Ramdisk, vol string) ([]gcli.BrickState, error) {
+	co, err := e.coordinator(r)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	states, err := co.BrickStatus(cctx, vol)
+	cancel()
+	if err == nil {
+		return states, nil
+	}
+	// glusterd answers for every peer or for none: a peer that fails the
+	// question (a rebooted node's glusterd has the volume stopped) is out
+	// of reach, and the others are taken as online, left to the client's
+	// view.
+	host, ok := stagingFailedOn(err)
+	if !ok {
+		return nil, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
+	}
+	states = nil
+	for _, q := range r.Parts {
+		a, err := e.Nodes.Address(q.Node)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, gcli.BrickState{Brick: a + ":", Online: q.Node != host && a != host})
+	}
+	return states, nil
+}
+
+// settle adds this host's client's view of the parts still taken as in
+// reach, waited for until it is certain. A brick glusterd has online that
+// the client is not connected to yet is waited for as well: the client
+// tries again every 3 seconds.
+func (e *Engine) settle(ctx context.Context, r engine.Ramdisk, vol string, out, online []bool) (engine.Degraded, error) {
+	deadline := time.NewTimer(checkSettle)
+	defer deadline.Stop()
 	for {
 		v := e.clientView(r, vol)
 		pending := v.epoch == 0
@@ -126,12 +150,12 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		}
 		select {
 		case <-ctx.Done():
-			return d, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
-		case <-settle.C:
+			return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
+		case <-deadline.C:
 			// Not certain after checkSettle: out of reach, as far as a
 			// copy's listing can tell.
 			if v.epoch == 0 {
-				return d, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
+				return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
 			}
 			for i := range out {
 				out[i] = out[i] || v.parts[i] != reachUp
