@@ -22,9 +22,19 @@ const (
 func Tidy() error {
 	var errs []error
 	for _, d := range []string{StateHome, RunHome} {
-		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
-			errs = append(errs, fmt.Errorf("removing the benchmarks' empty home %s: %w", d, err))
+		if err := RemoveIfEmpty(d); err != nil {
+			errs = append(errs, fmt.Errorf("removing the benchmarks' empty home: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveIfEmpty removes dir if it is an empty directory; one that is not
+// there, or holds something, is no error and stays as it is.
+func RemoveIfEmpty(dir string) error {
+	err := os.Remove(dir)
+	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+		return nil
+	}
+	return err
 }

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"golang.org/x/sys/unix"
+	"github.com/rsa-hpc/rsa/internal/bench"
 )
 
 // Device is a block device Setup made for the sweep.
@@ -152,12 +152,7 @@ func mkdirAll(dir string, undo *teardown) error {
 	}
 	// Outermost pushed first: the teardown runs backwards, innermost first.
 	for _, d := range slices.Backward(made) {
-		undo.push(func() error {
-			if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
-				return err
-			}
-			return nil
-		})
+		undo.push(func() error { return bench.RemoveIfEmpty(d) })
 	}
 	return nil
 }
