@@ -9,7 +9,10 @@
 # earlier one stopped: a benchmark whose rows a run before wrote, with the
 # same command, is not run again (EVIDENCE_FRESH=1 runs every one anew).
 # The rows are kept in EVIDENCE_DIR (default bin/evidence; point it
-# outside the clone to carry them to a fresh one).
+# outside the clone to carry them to a fresh one). EVIDENCE_ONLY="NAME ..."
+# runs only the named benchmarks (the names of their rows' files, e.g.
+# "thesis-t52-20ms sweep"), in the order given, and leaves docs/evidence.md
+# as it is: the page is written only from a run that has every benchmark.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,19 +32,28 @@ mkdir -p "$out"
 rm -f "$out"/*.part
 commands=()
 rows=()
-bench() { # bench NAME ARGS...: one benchmark's rows into $out/NAME.jsonl
+names=()
+declare -A argv
+bench() { # bench NAME ARGS...: one benchmark, in its place in the page
 	local name=$1
 	shift
-	local cmd="rsa bench $* --json"
-	commands+=("$cmd")
+	commands+=("rsa bench $* --json")
 	rows+=("$out/$name.jsonl")
+	names+=("$name")
+	argv[$name]="$*"
+}
+run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote them
+	local name=$1
+	local -a args # the arguments are words without spaces
+	read -ra args <<<"${argv[$name]}"
+	local cmd="rsa bench ${argv[$name]} --json"
 	if [ "${EVIDENCE_FRESH:-0}" != 1 ] && [ -s "$out/$name.jsonl" ] && [ "$(cat "$out/$name.cmd" 2>/dev/null)" = "$cmd" ]; then
 		echo "== $cmd: kept, run $(date -r "$out/$name.jsonl" '+%F %R') (EVIDENCE_FRESH=1 runs it again)" >&2
 		return
 	fi
 	echo "== $cmd" >&2
 	rm -f "$out/$name.cmd"
-	"$rsa" bench "$@" --json >"$out/$name.jsonl.part"
+	"$rsa" bench "${args[@]}" --json >"$out/$name.jsonl.part"
 	mv "$out/$name.jsonl.part" "$out/$name.jsonl"
 	printf '%s\n' "$cmd" >"$out/$name.cmd"
 }
@@ -69,6 +81,17 @@ done
 # the link as another client's would.
 bench "mptio-shared@1g-direct" mptio --profile "$profile" --target shared@1g -I
 bench sweep sweep --profile "$profile"
+
+if [ -n "${EVIDENCE_ONLY:-}" ]; then
+	read -ra only <<<"$EVIDENCE_ONLY"
+	for n in "${only[@]}"; do [ -n "${argv[$n]+set}" ] || { echo "EVIDENCE_ONLY: no benchmark $n; there are: ${names[*]}" >&2; exit 2; }; done
+	for n in "${only[@]}"; do run "$n"; done
+	have=0
+	for r in "${rows[@]}"; do [ -s "$r" ] && have=$((have + 1)); done
+	echo "$have of ${#rows[@]} benchmarks have rows in $out; docs/evidence.md is written by a run without EVIDENCE_ONLY" >&2
+	exit 0
+fi
+for n in "${names[@]}"; do run "$n"; done
 
 args=()
 for c in "${commands[@]}"; do args+=(--command "$c"); done
