@@ -18,15 +18,23 @@ func TestMarkdown(t *testing.T) {
 	hold.Source("THESIS T5.2", 30.9, "x")
 	rate := bench.Row{Bench: "mptio", Case: "Seq_Write", Target: "a|b", Metric: "rate", Unit: "MiB/s", Value: 100}
 	rate.CrossCheck("fio", 150)
+	rate.Note = "check: fio times its jobs\nby the longest one"
+	read := bench.Row{Bench: "mptio", Case: "Seq_Read", Target: "a", Metric: "rate", Unit: "MiB/s", Value: 90, Note: rate.Note}
+	stat := bench.Row{Bench: "mptio", Case: "Stat", Target: "a", Metric: "rate", Unit: "ops/s", Value: 9, Note: "cached"}
 	var b strings.Builder
-	if err := Markdown(&b, []bench.Row{hold, rate}, Meta{Machine: "test box", Date: time.Unix(0, 0)}); err != nil {
+	if err := Markdown(&b, []bench.Row{hold, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
 	for _, want := range []string{
 		"## thesis", "## mptio",
 		"| 61.8 x (50.0–70.0) | 30.9 x (THESIS T5.2) | 2.00× |",
-		"fio 150 **disagree**",
+		"fio 150 **disagree** | [1] |",
+		// A disagreement is explained on the page: each note once,
+		// numbered, and every row that has it names it.
+		"| 90.0 MiB/s |  |  |  | [1] |",
+		"| 9.00 ops/s |  |  |  | [2] |",
+		"Notes:\n\n1. check: fio times its jobs by the longest one\n2. cached\n",
 		`a\|b`,
 		"test box",
 		"- thesis T52 hold_ratio, ram vs shared@1g (): ours 61.8× | THESIS T5.2 30.9×",
