@@ -44,8 +44,39 @@ func fioArgs(p pass) []string {
 	}
 }
 
-// runFio runs fio for the pass and reads its report.
-func runFio(ctx context.Context, p pass) (FioResult, error) {
+// fioArgsThreads are fio's arguments for the pass made the sweep's own
+// way: qd threads, each with one synchronous O_DIRECT request at a time
+// (psync) over its own qd-th of the size, reported as one job. Run where
+// the libaio check disagrees, it tells the way the qd requests are kept
+// in flight (qd threads, or one thread's asynchronous queue) apart from
+// the sweep's own code; ok is false when a thread's share would be less
+// than one request.
+func fioArgsThreads(p pass) (args []string, ok bool) {
+	share := p.size / int64(p.qd) / p.bs * p.bs
+	if share < p.bs {
+		return nil, false
+	}
+	return []string{
+		"--name=p",
+		"--filename=" + p.path,
+		"--direct=1",
+		"--ioengine=psync",
+		"--thread",
+		"--numjobs=" + strconv.Itoa(p.qd),
+		"--group_reporting",
+		"--bs=" + strconv.FormatInt(p.bs, 10),
+		"--size=" + strconv.FormatInt(share, 10),
+		"--offset_increment=" + strconv.FormatInt(share, 10),
+		"--rw=" + string(p.dir),
+		"--runtime=" + strconv.FormatInt(max(p.limit.Milliseconds(), 1), 10) + "ms",
+		"--time_based=0",
+		"--output-format=json",
+	}, true
+}
+
+// runFio runs fio with args (fioArgs or fioArgsThreads of p) for the pass
+// and reads its report.
+func runFio(ctx context.Context, p pass, args []string) (FioResult, error) {
 	// fio makes a regular file where the name it is given does not
 	// exist, even under /dev: a device that vanished must not become one.
 	if st, err := os.Stat(p.path); err != nil {
@@ -53,7 +84,6 @@ func runFio(ctx context.Context, p pass) (FioResult, error) {
 	} else if st.Mode().Type() != os.ModeDevice {
 		return FioResult{}, fmt.Errorf("fio: %s is not a block device", p.path)
 	}
-	args := fioArgs(p)
 	rep, err := fio.Run(ctx, fio.Cmd{Args: args})
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) {

@@ -90,10 +90,52 @@ func TestFioArgs(t *testing.T) {
 	}
 }
 
+func TestFioArgsThreads(t *testing.T) {
+	p := pass{path: "/dev/loop9", dir: Write, qd: 16, bs: 4 << 10, size: 1 << 30, limit: 5 * time.Second}
+	got, ok := fioArgsThreads(p)
+	// 16 threads, each over its own 64 MiB, one request at a time.
+	want := []string{"--name=p", "--filename=/dev/loop9", "--direct=1", "--ioengine=psync", "--thread", "--numjobs=16",
+		"--group_reporting", "--bs=4096", "--size=67108864", "--offset_increment=67108864", "--rw=write",
+		"--runtime=5000ms", "--time_based=0", "--output-format=json"}
+	if !ok || !slices.Equal(got, want) {
+		t.Errorf("fioArgsThreads: %v\n got %q\nwant %q", ok, got, want)
+	}
+	// A share that is not a whole number of requests is cut to one: 25
+	// MiB a thread holds 8 requests of 3 MiB.
+	p.size, p.bs, p.qd = 100<<20, 3<<20, 4
+	if got, ok := fioArgsThreads(p); !ok || !slices.Contains(got, "--size=25165824") {
+		t.Errorf("fioArgsThreads over 100 MiB, 3 MiB requests, 4 threads: %v %q, want 24 MiB a thread", ok, got)
+	}
+	// A thread's share under one request: not run.
+	p.size, p.bs, p.qd = 256<<20, 32<<20, 16
+	if got, ok := fioArgsThreads(p); ok {
+		t.Errorf("fioArgsThreads with 16 MiB a thread and 32 MiB requests: %q, want none", got)
+	}
+}
+
+func TestThreadsNote(t *testing.T) {
+	libaio, same, other := 1000.0, 290.0, 900.0
+	p := Point{Device: RAMDevice, Direction: Write, QD: 16, BlockSize: 4 << 10, Bytes: 290 << 20, Elapsed: time.Second, Fio: &libaio}
+	for _, tc := range []struct {
+		threads float64
+		want    string
+	}{
+		{same, "fio that way too (psync, 16 jobs): 290.0 MiB/s, which agrees"},
+		{other, "900.0 MiB/s, which disagrees too"},
+	} {
+		p.FioThreads = &tc.threads
+		rows := Rows([]Point{p})
+		if !strings.Contains(rows[0].Note, tc.want) || rows[0].Agree == nil || *rows[0].Agree {
+			t.Errorf("threads check %v: row %+v, want a disagreeing check and a note with %q", tc.threads, rows[0], tc.want)
+		}
+	}
+}
+
 func TestRunFioRefusesNonDevice(t *testing.T) {
 	// fio would make this a regular file.
 	path := t.TempDir() + "/not-a-device"
-	_, err := runFio(t.Context(), pass{path: path, dir: Write, qd: 1, bs: 4096, size: 1 << 20, limit: time.Second})
+	p := pass{path: path, dir: Write, qd: 1, bs: 4096, size: 1 << 20, limit: time.Second}
+	_, err := runFio(t.Context(), p, fioArgs(p))
 	if err == nil {
 		t.Fatal("runFio on a missing path: no error")
 	}

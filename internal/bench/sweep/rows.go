@@ -76,6 +76,9 @@ func Rows(points []Point) []bench.Row {
 		if p.Capped {
 			r.Note = fmt.Sprintf("the %v cap ended it after %s", p.Limit, SizeLabel(p.Bytes))
 		}
+		if p.FioThreads != nil {
+			addNote(&r, threadsNote(p))
+		}
 		for _, s := range tmsPoints() {
 			if p.Skip == "" && s.device == p.Device && s.dir == p.Direction && s.qd == p.QD && s.bs == p.BlockSize {
 				source(&r, s.ref, s.value)
@@ -98,10 +101,25 @@ func source(r *bench.Row, ref string, value float64) {
 		return
 	}
 	r.Source(ref, value, "MB/s")
+	addNote(r, tmsUnitNote)
+}
+
+func addNote(r *bench.Row, n string) {
 	if r.Note != "" {
 		r.Note += "; "
 	}
-	r.Note += tmsUnitNote
+	r.Note += n
+}
+
+// threadsNote explains a point whose fio check disagrees with the second
+// fio run, made the sweep's way.
+func threadsNote(p Point) string {
+	verdict := "which disagrees too: the difference is not only in how the requests are kept in flight"
+	if bench.Agrees(p.Rate(), *p.FioThreads) {
+		verdict = "which agrees: the difference is in how the requests are kept in flight, not in the sweep's measure of the device"
+	}
+	return fmt.Sprintf("disagree: fio keeps the %d requests in flight from one thread (libaio), the sweep (as TMS's queue_depth) from %d threads of one synchronous request each; fio that way too (psync, %d jobs): %.1f MiB/s, %s",
+		p.QD, p.QD, p.QD, *p.FioThreads, verdict)
 }
 
 // peak is the index of the highest measured point of the device in the

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
 )
 
 // Point is one direction of one (qd, bs) point on one device.
@@ -23,6 +25,10 @@ type Point struct {
 	// Fio is fio's rate for the same pass, in MiB/s; nil when fio was
 	// not run.
 	Fio *float64
+	// FioThreads is fio's rate for the pass made the sweep's way (qd
+	// threads of synchronous requests), in MiB/s: run only where Fio
+	// disagrees, to say why; nil otherwise.
+	FioThreads *float64
 
 	// Skip says why the point was not measured; empty when it was.
 	Skip string
@@ -88,13 +94,22 @@ func measurePoint(ctx context.Context, d Device, p pass, withFio bool) (Point, e
 		return pt, err
 	}
 	pt.Bytes, pt.Elapsed, pt.Capped = t.bytes, t.elapsed, t.capped
-	if withFio {
-		r, err := runFio(ctx, p)
+	if !withFio {
+		return pt, nil
+	}
+	r, err := runFio(ctx, p, fioArgs(p))
+	if err != nil {
+		return pt, err
+	}
+	rate := r.MiBPerSec()
+	pt.Fio = &rate
+	if args, ok := fioArgsThreads(p); ok && !bench.Agrees(pt.Rate(), rate) {
+		r, err := runFio(ctx, p, args)
 		if err != nil {
 			return pt, err
 		}
 		rate := r.MiBPerSec()
-		pt.Fio = &rate
+		pt.FioThreads = &rate
 	}
 	return pt, nil
 }

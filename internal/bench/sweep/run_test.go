@@ -46,6 +46,18 @@ func TestRunOnRAMDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	points, runErr := Run(t.Context(), c, devs)
+	// The second check, made the sweep's way, where fio's first
+	// disagrees: fio's report of its 4 threads is one job's.
+	for _, dir := range []Direction{Write, Read} {
+		p := pass{path: devs[0].Path, dir: dir, qd: 4, bs: 64 << 10, size: c.Size, limit: c.Runtime}
+		args, ok := fioArgsThreads(p)
+		if !ok {
+			t.Fatalf("fioArgsThreads(%+v): none", p)
+		}
+		if r, err := runFio(t.Context(), p, args); err != nil || r.Bytes != c.Size || r.MiBPerSec() <= 0 {
+			t.Errorf("fio %s the sweep's way: %+v, %v; want all %d bytes at a positive rate", dir, r, err, c.Size)
+		}
+	}
 	if err := cleanup(); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
