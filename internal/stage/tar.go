@@ -179,7 +179,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				if err := tw.Flush(); err != nil { // pad the writer's own last entry
 					return err
 				}
-				if err := writeRecord(bw, out, it.rec); err != nil {
+				if _, err := bw.Write(it.rec); err != nil {
 					return fmt.Errorf("writing %s: %w", dst, err)
 				}
 				putRecord(it.rec)
@@ -234,26 +234,6 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	return st, nil
 }
-
-// writeRecord appends a small file's record to the archive: through bw
-// when it is small, and straight to out after what bw holds when it is
-// not. Through bw, a record of up to a MiB would be copied in memory once
-// more, a copy of every byte that GNU tar does not make.
-func writeRecord(bw *bufio.Writer, out io.Writer, rec []byte) error {
-	if len(rec) < directRecord {
-		_, err := bw.Write(rec)
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	_, err := out.Write(rec)
-	return err
-}
-
-// directRecord: records of at least this many bytes skip Pack's buffer;
-// below it, the write a record would cost is the dearer part.
-const directRecord = 128 << 10
 
 // A batch of Pack's entries ends at packBatch entries or once its small
 // files' records reach packBatchBytes, whichever comes first.
