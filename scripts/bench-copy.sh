@@ -158,7 +158,7 @@ fpsync_run() {
 # cp -a of the top-level entries, 8 processes at a time.
 xargs_cp() { (cd "$1" && find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r -P 8 -n 16 cp -a -t "$2"); }
 
-declare -A result range
+declare -A result=() range=()
 rows=()
 
 bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
@@ -221,7 +221,7 @@ done
 # --- pack / unpack against GNU tar -----------------------------------------
 # pack: the disk dataset into one tar on tmpfs; unpack: that tar from disk
 # into tmpfs. Each checked like the copies (the archive by unpacking it).
-declare -A pack packrange
+declare -A pack=() packrange=()
 packed=$base/work/all.tar
 for ds in $datasets; do
 	case $ds in a | b) [ "${PACK:-1}" = 1 ] || continue ;; *) continue ;; esac
