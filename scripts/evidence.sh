@@ -34,23 +34,20 @@ mkdir -p "$out"
 exec 9>"$out/.lock"
 flock -n 9 || { echo "make evidence: another run is using $out; wait for it, or set EVIDENCE_DIR" >&2; exit 1; }
 rm -f "$out"/*.part
-commands=()
-rows=()
 names=()
 declare -A argv
 bench() { # bench NAME ARGS...: one benchmark, in its place in the page
 	local name=$1
 	shift
-	commands+=("rsa bench $* --json")
-	rows+=("$out/$name.jsonl")
 	names+=("$name")
 	argv[$name]="$*"
 }
+command_of() { echo "rsa bench ${argv[$1]} --json"; } # what the page and NAME.cmd say
 run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote them
-	local name=$1
+	local name=$1 cmd
 	local -a args # the arguments are words without spaces
 	read -ra args <<<"${argv[$name]}"
-	local cmd="rsa bench ${argv[$name]} --json"
+	cmd=$(command_of "$name")
 	if [ "${EVIDENCE_FRESH:-0}" != 1 ] && [ -s "$out/$name.jsonl" ] && [ "$(cat "$out/$name.cmd" 2>/dev/null)" = "$cmd" ]; then
 		echo "== $cmd: kept, run $(date -r "$out/$name.jsonl" '+%F %R') (EVIDENCE_FRESH=1 runs it again)" >&2
 		return
@@ -98,13 +95,14 @@ if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	for n in "${only[@]}"; do [ -n "${argv[$n]+set}" ] || { echo "EVIDENCE_ONLY: no benchmark $n; there are: ${names[*]}" >&2; exit 2; }; done
 	for n in "${only[@]}"; do run "$n"; done
 	have=0
-	for r in "${rows[@]}"; do [ -s "$r" ] && have=$((have + 1)); done
-	echo "$have of ${#rows[@]} benchmarks have rows in $out; docs/evidence.md is written by a run without EVIDENCE_ONLY" >&2
+	for n in "${names[@]}"; do [ -s "$out/$n.jsonl" ] && have=$((have + 1)); done
+	echo "$have of ${#names[@]} benchmarks have rows in $out; docs/evidence.md is written by a run without EVIDENCE_ONLY" >&2
 	exit 0
 fi
 for n in "${names[@]}"; do run "$n"; done
 
 args=()
-for c in "${commands[@]}"; do args+=(--command "$c"); done
-"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}" "${rows[@]}"
+for n in "${names[@]}"; do args+=(--command "$(command_of "$n")"); done
+for n in "${names[@]}"; do args+=("$out/$n.jsonl"); done
+"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
 echo "wrote $top/docs/evidence.md" >&2
