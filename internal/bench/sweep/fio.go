@@ -26,22 +26,9 @@ func (r FioResult) MiBPerSec() float64 { return r.BytesPerSec / (1 << 20) }
 // fioArgs are fio's arguments for the same pass the sweep makes: O_DIRECT,
 // libaio at iodepth qd (qd requests in flight from one thread, where the
 // sweep has qd threads), bs-sized sequential requests over size bytes,
-// stopped at the same cap. Its --output-format=json repeats the one
-// fio.Run puts first, which fio takes as one.
+// stopped at the same cap.
 func fioArgs(p pass) []string {
-	return []string{
-		"--name=p",
-		"--filename=" + p.path,
-		"--direct=1",
-		"--ioengine=libaio",
-		"--iodepth=" + strconv.Itoa(p.qd),
-		"--bs=" + strconv.FormatInt(p.bs, 10),
-		"--size=" + strconv.FormatInt(p.size, 10),
-		"--rw=" + string(p.dir),
-		"--runtime=" + strconv.FormatInt(max(p.limit.Milliseconds(), 1), 10) + "ms",
-		"--time_based=0",
-		"--output-format=json",
-	}
+	return passArgs(p, p.size, "--ioengine=libaio", "--iodepth="+strconv.Itoa(p.qd))
 }
 
 // fioArgsThreads are fio's arguments for the pass made the sweep's own
@@ -56,22 +43,25 @@ func fioArgsThreads(p pass) (args []string, ok bool) {
 	if share < p.bs {
 		return nil, false
 	}
-	return []string{
-		"--name=p",
-		"--filename=" + p.path,
-		"--direct=1",
-		"--ioengine=psync",
-		"--thread",
-		"--numjobs=" + strconv.Itoa(p.qd),
-		"--group_reporting",
-		"--bs=" + strconv.FormatInt(p.bs, 10),
-		"--size=" + strconv.FormatInt(share, 10),
-		"--offset_increment=" + strconv.FormatInt(share, 10),
-		"--rw=" + string(p.dir),
-		"--runtime=" + strconv.FormatInt(max(p.limit.Milliseconds(), 1), 10) + "ms",
+	return passArgs(p, share, "--ioengine=psync", "--thread", "--numjobs="+strconv.Itoa(p.qd), "--group_reporting",
+		"--offset_increment="+strconv.FormatInt(share, 10)), true
+}
+
+// passArgs are the arguments every fio run of a pass shares, with how it
+// keeps requests in flight and size bytes for each of its jobs. Its
+// --output-format=json repeats the one fio.Run puts first, which fio
+// takes as one.
+func passArgs(p pass, size int64, how ...string) []string {
+	args := []string{"--name=p", "--filename=" + p.path, "--direct=1"}
+	args = append(args, how...)
+	return append(args,
+		"--bs="+strconv.FormatInt(p.bs, 10),
+		"--size="+strconv.FormatInt(size, 10),
+		"--rw="+string(p.dir),
+		"--runtime="+strconv.FormatInt(max(p.limit.Milliseconds(), 1), 10)+"ms",
 		"--time_based=0",
 		"--output-format=json",
-	}, true
+	)
 }
 
 // runFio runs fio with args (fioArgs or fioArgsThreads of p) for the pass

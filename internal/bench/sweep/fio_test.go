@@ -95,7 +95,7 @@ func TestFioArgsThreads(t *testing.T) {
 	got, ok := fioArgsThreads(p)
 	// 16 threads, each over its own 64 MiB, one request at a time.
 	want := []string{"--name=p", "--filename=/dev/loop9", "--direct=1", "--ioengine=psync", "--thread", "--numjobs=16",
-		"--group_reporting", "--bs=4096", "--size=67108864", "--offset_increment=67108864", "--rw=write",
+		"--group_reporting", "--offset_increment=67108864", "--bs=4096", "--size=67108864", "--rw=write",
 		"--runtime=5000ms", "--time_based=0", "--output-format=json"}
 	if !ok || !slices.Equal(got, want) {
 		t.Errorf("fioArgsThreads: %v\n got %q\nwant %q", ok, got, want)
