@@ -123,7 +123,8 @@ func (c *cluster) dumpLogs(t *testing.T) {
 	} else {
 		t.Logf("keeping the logs: %v %s", err, out)
 	}
-	for _, f := range []string{"rsa.out", "slurmctld.log"} {
+	// The daemon's log last: a CI page shows the end of the output.
+	for _, f := range []string{"slurmctld.log", "rsa.out"} {
 		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
 		if len(b) > 6000 {
 			b = b[len(b)-6000:]

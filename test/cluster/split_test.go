@@ -27,6 +27,10 @@ func testGlusterdRestarted(t *testing.T, c *cluster, u testutil.User) {
 		}
 		t.Logf("glusterd on %s restarted in %.1fs", p.Node, time.Since(began).Seconds())
 	}
+	// Whether the stage-out meets a glusterd still behind: one just
+	// restarted has the running bricks offline until it reconnects.
+	st := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "--xml", "volume", "status", fmt.Sprintf("rsa-job-%d", j.ID))
+	t.Logf("as the job ends, glusterd has %d of %d bricks online", strings.Count(st, "<status>1</status>"), len(j.Alloc))
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

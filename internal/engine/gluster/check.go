@@ -22,13 +22,14 @@ import (
 // create or replace it), which knows of a link cut between this host and
 // the brick alone. Brick i of the volume is part i: VOLUME-client-i.
 //
-// A part glusterd has online counts as in reach only once this host's
-// client says so for certain: a brick just restarted is online to
-// glusterd seconds before the client reconnects, and a listing in
-// between leaves its files out. Check waits up to checkSettle for that.
-// Epoch is the client's distribute generation, which grows each time a
-// part comes (back) up: two Checks that differ in it saw a part come back
-// in between.
+// Where two witnesses disagree, one of them is behind, and Check waits up
+// to checkSettle for them to agree (judge says when). A brick just
+// restarted is online to glusterd seconds before the client reconnects,
+// and a listing in between leaves its files out; a glusterd just
+// restarted has every brick offline until it has reconnected to the
+// running ones, while the client reads them all along. Epoch is the
+// client's distribute generation, which grows each time a part comes
+// (back) up: two Checks that differ in it saw a part come back in between.
 func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, error) {
 	if _, ok, err := e.mounted(r); err != nil || !ok {
 		if err == nil {
@@ -37,49 +38,134 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, err)
 	}
 	vol := e.volume(r)
-	out, online, err := e.nodesView(ctx, r, vol)
+	said, err := e.glusterdView(ctx, r, vol)
 	if err != nil {
 		return engine.Degraded{}, err
 	}
-	return e.settle(ctx, r, vol, out, online)
+	asked := time.Now()
+	deadline := time.NewTimer(checkSettle)
+	defer deadline.Stop()
+	for {
+		v := e.clientView(r, vol)
+		out := make([]bool, len(r.Parts))
+		pending, reask := v.epoch == 0, false
+		for i, p := range r.Parts {
+			j := judge(e.Nodes.Down(p.Node), said[i], v.parts[i])
+			out[i] = j.out
+			pending = pending || j.pending
+			reask = reask || j.reask
+		}
+		if !pending {
+			dg := e.degraded(r, out)
+			dg.Epoch = v.epoch
+			return dg, nil
+		}
+		select {
+		case <-ctx.Done():
+			return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
+		case <-deadline.C:
+			// Not certain after checkSettle: out of reach, as far as a
+			// copy's listing can tell.
+			if v.epoch == 0 {
+				return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
+			}
+			for i := range out {
+				out[i] = out[i] || v.parts[i] != reachUp
+			}
+			dg := e.degraded(r, out)
+			dg.Epoch = v.epoch
+			return dg, nil
+		case <-time.After(settleStep):
+		}
+		if reask && time.Since(asked) >= reaskStep {
+			if said, err = e.glusterdView(ctx, r, vol); err != nil {
+				return engine.Degraded{}, err
+			}
+			asked = time.Now()
+		}
+	}
 }
 
-// nodesView is what the heartbeat and glusterd say of each part: out[i],
-// part i is out of reach (its node lost, or its brick offline); online[i],
-// glusterd has its brick online.
-func (e *Engine) nodesView(ctx context.Context, r engine.Ramdisk, vol string) (out, online []bool, err error) {
-	out = make([]bool, len(r.Parts))
-	online = make([]bool, len(r.Parts))
+// glusterdSays is glusterd's word on one brick.
+type glusterdSays int8
+
+const (
+	// glusterdUnlisted: not in glusterd's answer (its node's glusterd down
+	// or restarting, or its node lost to the heartbeat and not asked).
+	glusterdUnlisted glusterdSays = iota
+	glusterdOnline
+	glusterdOffline
+)
+
+// verdict is judge's word on one part.
+type verdict struct {
+	out     bool // out of reach, as things stand
+	pending bool // the witnesses disagree: wait for them to agree
+	reask   bool // ask glusterd again while waiting: it is the one behind
+}
+
+// judge weighs the witnesses of one part: lost to the heartbeat (down),
+// glusterd's word and this host's client's. Pure, so that every
+// combination is tested (TestJudge).
+func judge(down bool, gd glusterdSays, client reach) verdict {
+	switch {
+	case down:
+		// Silent for cluster.down_after: certain.
+		return verdict{out: true}
+	case client == reachDown:
+		// The client lost its connection. A brick glusterd has online
+		// again is one the client reconnects to at its next try (every
+		// 3 seconds): wait for it.
+		return verdict{out: true, pending: gd == glusterdOnline}
+	case gd == glusterdOffline:
+		// A brick process that died resets the client's connection at
+		// once, so a client still connected (or not yet sure) says
+		// glusterd is behind: one just restarted has its bricks offline
+		// until it reconnects to them. Ask it again until it agrees or
+		// time is up; until then, out.
+		return verdict{out: true, pending: true, reask: true}
+	case client == reachUnknown:
+		return verdict{pending: true}
+	default:
+		return verdict{}
+	}
+}
+
+// glusterdView is what glusterd says of each part of r: said[i], of the
+// brick of part i. Parts on nodes lost to the heartbeat are not asked for;
+// if all are, glusterd is not asked at all.
+func (e *Engine) glusterdView(ctx context.Context, r engine.Ramdisk, vol string) ([]glusterdSays, error) {
+	said := make([]glusterdSays, len(r.Parts))
 	var states []gcli.BrickState
 	asked := false
 	for i, p := range r.Parts {
-		// Lost to the heartbeat: silent for cluster.down_after. A node
-		// only suspect (an agent restarting) is asked like the others.
 		if e.Nodes.Down(p.Node) {
-			out[i] = true
 			continue
 		}
 		if !asked {
 			asked = true
+			var err error
 			if states, err = e.brickStatus(ctx, r, vol); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		addr, err := e.Nodes.Address(p.Node)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		// glusterd lists only the bricks of the peers it reaches: one
 		// not listed (its node's glusterd down or restarting) is left
 		// to the client's view, which the copy reads through.
 		for _, s := range states {
 			if strings.HasPrefix(s.Brick, addr+":") {
-				out[i] = !s.Online
-				online[i] = s.Online
+				said[i] = glusterdOffline
+				if s.Online {
+					said[i] = glusterdOnline
+				}
 			}
 		}
 	}
-	return out, online, nil
+	return said, nil
 }
 
 // brickStatus asks glusterd, through one of the job's RSA nodes, which of
@@ -112,60 +198,6 @@ func (e *Engine) brickStatus(ctx context.Context, r engine.Ramdisk, vol string) 
 		states = append(states, gcli.BrickState{Brick: a + ":", Online: q.Node != host && a != host})
 	}
 	return states, nil
-}
-
-// settle adds this host's client's view of the parts still taken as in
-// reach, waited for until it is certain. A brick glusterd has online that
-// the client is not connected to yet is waited for as well: the client
-// tries again every 3 seconds.
-func (e *Engine) settle(ctx context.Context, r engine.Ramdisk, vol string, out, online []bool) (engine.Degraded, error) {
-	deadline := time.NewTimer(checkSettle)
-	defer deadline.Stop()
-	for {
-		v := e.clientView(r, vol)
-		pending := v.epoch == 0
-		now := slices.Clone(out)
-		for i := range now {
-			if now[i] {
-				continue
-			}
-			if e.Nodes.Down(r.Parts[i].Node) {
-				// Lost to the heartbeat meanwhile (a cut link, whose
-				// brick glusterd still has online): certain.
-				out[i], now[i] = true, true
-				continue
-			}
-			switch v.parts[i] {
-			case reachDown:
-				now[i] = true
-				pending = pending || online[i]
-			case reachUnknown:
-				pending = true
-			}
-		}
-		if !pending {
-			dg := e.degraded(r, now)
-			dg.Epoch = v.epoch
-			return dg, nil
-		}
-		select {
-		case <-ctx.Done():
-			return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
-		case <-deadline.C:
-			// Not certain after checkSettle: out of reach, as far as a
-			// copy's listing can tell.
-			if v.epoch == 0 {
-				return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
-			}
-			for i := range out {
-				out[i] = out[i] || v.parts[i] != reachUp
-			}
-			dg := e.degraded(r, out)
-			dg.Epoch = v.epoch
-			return dg, nil
-		case <-time.After(settleStep):
-		}
-	}
 }
 
 // Probe is Check without glusterd: the heartbeat and this host's client.
@@ -218,6 +250,9 @@ const (
 	// a brick glusterd has online: it tries every 3 seconds.
 	checkSettle = 15 * time.Second
 	settleStep  = 200 * time.Millisecond
+	// reaskStep paces the questions to a glusterd that is behind: each
+	// is a round of its cluster-wide lock.
+	reaskStep = time.Second
 )
 
 // stagingFailedOn reads the peer glusterd names in "Staging failed on

@@ -94,6 +94,34 @@ func TestConnection(t *testing.T) {
 	}
 }
 
+// judge: a witness that says a part is gone for certain is believed at
+// once; where glusterd and the client disagree, Check waits, and asks
+// glusterd again when it is glusterd that may be behind (restarted).
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		down   bool
+		gd     glusterdSays
+		client reach
+		want   verdict
+	}{
+		{"all in reach", false, glusterdOnline, reachUp, verdict{}},
+		{"glusterd not listing it, the client connected", false, glusterdUnlisted, reachUp, verdict{}},
+		{"lost to the heartbeat", true, glusterdOnline, reachUp, verdict{out: true}},
+		{"lost to the heartbeat, not asked", true, glusterdUnlisted, reachUnknown, verdict{out: true}},
+		{"brick killed", false, glusterdOffline, reachDown, verdict{out: true}},
+		{"brick restarted, the client not yet back", false, glusterdOnline, reachDown, verdict{out: true, pending: true}},
+		{"glusterd restarted, its brick running on", false, glusterdOffline, reachUp, verdict{out: true, pending: true, reask: true}},
+		{"glusterd offline, the client unsure", false, glusterdOffline, reachUnknown, verdict{out: true, pending: true, reask: true}},
+		{"the client unsure", false, glusterdOnline, reachUnknown, verdict{pending: true}},
+		{"glusterd not listing it, the client down", false, glusterdUnlisted, reachDown, verdict{out: true}},
+	} {
+		if got := judge(c.down, c.gd, c.client); got != c.want {
+			t.Errorf("%s: judge(%v, %v, %v) = %+v, want %+v", c.name, c.down, c.gd, c.client, got, c.want)
+		}
+	}
+}
+
 // clientView reads a part as up only when its client is connected and,
 // distribute, the distribute translator has it up; the generation is the
 // distribute translator's.
