@@ -65,6 +65,18 @@ func (p pass) run(ctx context.Context) (transfer, error) {
 	}
 	defer release()
 
+	// Each request in flight needs a P of its own to come back from its
+	// system call at once. With fewer Ps than requests (two on a
+	// two-core machine), a locked thread returning from pread waits for
+	// a P to be handed to it, and the sweep measured Go's scheduler, not
+	// the device: ram-dev at queue depth 16 and 4K, 310 MiB/s with 2 Ps,
+	// 725 with 17, and fio with 16 psync threads 600-760. The setting is
+	// the process's; Run makes one pass at a time.
+	if prev := runtime.GOMAXPROCS(0); prev < p.qd+1 {
+		runtime.GOMAXPROCS(p.qd + 1)
+		defer runtime.GOMAXPROCS(prev)
+	}
+
 	var (
 		next, done   atomic.Int64
 		stop, capped atomic.Bool
