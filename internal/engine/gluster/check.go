@@ -45,12 +45,16 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 	asked := time.Now()
 	deadline := time.NewTimer(checkSettle)
 	defer deadline.Stop()
+	// Lost to the heartbeat once, lost for this Check: a node back
+	// meanwhile may have rebooted, its part empty.
+	lost := make([]bool, len(r.Parts))
 	for {
 		v := e.clientView(r, vol)
 		out := make([]bool, len(r.Parts))
 		pending, reask := v.epoch == 0, false
 		for i, p := range r.Parts {
-			j := judge(e.Nodes.Down(p.Node), said[i], v.parts[i])
+			lost[i] = lost[i] || e.Nodes.Down(p.Node)
+			j := judge(lost[i], said[i], v.parts[i])
 			out[i] = j.out
 			pending = pending || j.pending
 			reask = reask || j.reask
