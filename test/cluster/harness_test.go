@@ -207,13 +207,22 @@ func (c *cluster) job(t *testing.T, id string) (string, error) {
 // waitFor polls cond every 100ms until it holds or timeout passes.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	if !poll(timeout, cond) {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// poll polls cond every 100ms until it holds (true) or timeout passes
+// (false): waitFor, for a caller that says more when it times out.
+func poll(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return true
 }
 
 // waitJob waits until job id is in one of states and returns that state;

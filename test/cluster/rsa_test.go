@@ -38,21 +38,19 @@ func (c *cluster) rsaJob(t *testing.T, id string) *api.JobView {
 func (c *cluster) waitRSA(t *testing.T, id string, timeout time.Duration, rsaState string) *api.JobView {
 	t.Helper()
 	var j *api.JobView
-	deadline := time.Now().Add(timeout)
-	for {
-		if j = c.rsaJob(t, id); j != nil && string(j.RSA) == rsaState {
-			return j
-		}
-		if time.Now().After(deadline) {
-			// Where it stands says which step hung: a CI log holds no more.
-			where := "unknown to RSA"
-			if j != nil {
-				where = fmt.Sprintf("RSA job %d is %s (job state %s), error %q, waiting %q", j.ID, j.RSA, j.State, j.Error, j.Waiting)
-			}
-			t.Fatalf("timed out after %s waiting for RSA's job for Slurm job %s to be %s: %s", timeout, id, rsaState, where)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if poll(timeout, func() bool {
+		j = c.rsaJob(t, id)
+		return j != nil && string(j.RSA) == rsaState
+	}) {
+		return j
 	}
+	// Where it stands says which step hung: a CI log holds no more.
+	where := "unknown to RSA"
+	if j != nil {
+		where = fmt.Sprintf("RSA job %d is %s (job state %s), error %q, waiting %q", j.ID, j.RSA, j.State, j.Error, j.Waiting)
+	}
+	t.Fatalf("timed out after %s waiting for RSA's job for Slurm job %s to be %s: %s", timeout, id, rsaState, where)
+	return nil
 }
 
 // brickFiles counts the regular files in job's brick on host (Gluster's
