@@ -8,7 +8,7 @@ PKGS  := util-linux passwd procps shellcheck bc lua5.1 lua-socket slurmctld slur
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy bench-cluster build-ior evidence clean
+.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
 
 all: build
 
@@ -156,6 +156,12 @@ bench-cluster: build
 bench-copy: build
 	@for p in rsync fpart gcc libc6-dev; do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rsync fpart gcc libc6-dev; break; }; done
 	scripts/bench-copy.sh
+
+# Where a small-file copy's time goes, per syscall, for rsa copy, the floor
+# and the best peers (perf stat and perf record; dataset (b) of bench-copy).
+profile-copy: build
+	@for p in linux-perf gcc libc6-dev; do dpkg -s $$p >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf gcc libc6-dev; break; }; done
+	scripts/profile-copy.sh
 
 clean:
 	rm -rf bin
