@@ -143,7 +143,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			if it.linkname == "" && info.Mode().IsRegular() && info.Size() <= smallFileSize {
 				it.small = true
 				it.dir.hold()
-				cur.held += recordSize(info.Size())
+				cur.held += int64(pooledSize(int(recordSize(info.Size()))))
 			}
 			cur.items = append(cur.items, it)
 			if len(cur.items) == packBatch || cur.held >= packBatchBytes {
@@ -282,27 +282,19 @@ func (m *Mover) limitFor(ctx context.Context) func(int64) {
 	return func(n int64) { l.wait(ctx, n) }
 }
 
-// bodyPool holds the buffers small files pass through on their way into or
-// out of an archive (at most smallFileSize each).
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, smallFileSize); return &b }}
+// smallBufs holds the buffers small files pass through on their way into
+// or out of an archive: unpack's bodies and pack's records.
+var smallBufs sizedPool
 
-func getBody(n int64) []byte { return (*bodyPool.Get().(*[]byte))[:n] }
+func getBody(n int64) []byte { return smallBufs.get(int(n))[:n] }
 
-func putBody(b []byte) {
-	b = b[:cap(b)]
-	bodyPool.Put(&b)
-}
+func putBody(b []byte) { smallBufs.put(b) }
 
 // recordSize bounds the bytes of one small file's tar record: its body
 // padded to 512 bytes plus room for its headers.
 func recordSize(size int64) int64 { return (size+511)/512*512 + 4096 }
 
-var recordPool = sync.Pool{New: func() any { b := make([]byte, 0, recordSize(smallFileSize)); return &b }}
-
-func putRecord(b []byte) {
-	b = b[:0]
-	recordPool.Put(&b)
-}
+func putRecord(b []byte) { smallBufs.put(b) }
 
 // sliceWriter appends to a byte slice.
 type sliceWriter struct{ b []byte }
@@ -322,7 +314,7 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 	defer unix.Close(fd)
 	size := info.Size()
 	xattrs := fxattrs(fd)
-	rec := (*recordPool.Get().(*[]byte))[:0]
+	rec := smallBufs.get(int(recordSize(size)))
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		if rec, ok := appendFileHeader(rec, filepath.ToSlash(rel), st, xattrs); ok {
 			n := len(rec)
@@ -583,7 +575,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			for _, m := range ms {
 				u.writeFile(m.hdr, m.body, nil)
 				putBody(m.body)
-				budget.give(m.hdr.Size)
+				budget.give(int64(pooledSize(int(m.hdr.Size))))
 			}
 		})
 	}}
@@ -624,7 +616,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			st.Files++
 			st.Bytes += hdr.Size
 			if hdr.Size <= smallFileSize {
-				budget.take(hdr.Size)
+				budget.take(int64(pooledSize(int(hdr.Size))))
 				b := getBody(hdr.Size)
 				if _, err := io.ReadFull(tr, b); err != nil {
 					p.wait()
