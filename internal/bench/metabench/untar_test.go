@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
+
+// entryTime is every test entry's modification time, which Extract restores.
+var entryTime = time.Date(2003, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // entry is one tar entry for a test archive.
 type tarEntry struct {
@@ -22,7 +26,7 @@ func archive(t *testing.T, entries ...tarEntry) *bytes.Buffer {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.data))}
+		hdr := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.data)), ModTime: entryTime}
 		if e.typ != tar.TypeReg {
 			hdr.Size = 0
 		}
@@ -100,6 +104,11 @@ func TestExtract(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(dest, name)); err != nil || string(got) != "hello" {
 			t.Errorf("%s: %q, %v", name, got, err)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(dest, "a/b/c.txt")); err != nil {
+		t.Error(err)
+	} else if !fi.ModTime().Equal(entryTime) {
+		t.Errorf("a/b/c.txt: modification time %v, want the archive's %v", fi.ModTime(), entryTime)
 	}
 }
 
