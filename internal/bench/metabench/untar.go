@@ -58,7 +58,8 @@ type extractor struct {
 	// then created, and its time set, by its name in it, as tar does by
 	// its path. Through root every call opens each directory of the path
 	// in turn (how os.Root stays beneath it), which on a FUSE mount is a
-	// round trip each, and made Untar 2.4x slower than tar -xf on shared@1g.
+	// round trip each: Untar on shared@1g ran at 365 files/s, tar -xf at 783;
+	// by name in the held directory, 726 (tar 702), and on ram 25,000 -> 35,500.
 	dir     *os.Root
 	dirName string
 }
