@@ -51,7 +51,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rsa-profile.XXXXXX")
 
 [ "$(id -u)" = 0 ] || { echo "profile-copy needs root (tmpfs, dropping caches, perf)" >&2; exit 1; }
 [ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
-[ -e "$src/.complete" ] || { echo "no dataset (b) in $src: make it with DATASETS=b DIRECTIONS=disk-\\>tmpfs PACK=0 RUNS=1 make bench-copy" >&2; exit 1; }
+[ -e "$src/.complete" ] || { echo "no dataset (b) in $src: make it with: DATASETS=b DIRECTIONS='disk->tmpfs' PACK=0 RUNS=1 OUT=/tmp/bench-copy.md make bench-copy" >&2; exit 1; }
 for t in perf cc tar xargs python3; do
 	command -v "$t" >/dev/null || { echo "missing $t (apt-get install linux-perf gcc)" >&2; exit 1; }
 done
