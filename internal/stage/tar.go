@@ -182,7 +182,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				if _, err := bw.Write(it.rec); err != nil {
 					return fmt.Errorf("writing %s: %w", dst, err)
 				}
-				putRecord(it.rec)
+				smallBufs.put(it.rec)
 				it.rec = nil
 				st.Files++
 				st.Bytes += it.info.Size()
@@ -288,13 +288,9 @@ var smallBufs sizedPool
 
 func getBody(n int64) []byte { return smallBufs.get(int(n))[:n] }
 
-func putBody(b []byte) { smallBufs.put(b) }
-
 // recordSize bounds the bytes of one small file's tar record: its body
 // padded to 512 bytes plus room for its headers.
 func recordSize(size int64) int64 { return (size+511)/512*512 + 4096 }
-
-func putRecord(b []byte) { smallBufs.put(b) }
 
 // sliceWriter appends to a byte slice.
 type sliceWriter struct{ b []byte }
@@ -320,16 +316,16 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 			n := len(rec)
 			rec = slices.Grow(rec, int(size))[:n+int(size)]
 			if err := readSize(fd, rec[n:]); err != nil {
-				putRecord(rec)
+				smallBufs.put(rec)
 				return nil, err
 			}
 			return padBlock(rec, 0), nil
 		}
 	}
 	body := getBody(size)
-	defer putBody(body)
+	defer smallBufs.put(body)
 	if err := readSize(fd, body); err != nil {
-		putRecord(rec)
+		smallBufs.put(rec)
 		return nil, err
 	}
 	hdr, err := tarHeader(root, rel, info, false)
@@ -574,7 +570,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		p.submit(func() {
 			for _, m := range ms {
 				u.writeFile(m.hdr, m.body, nil)
-				putBody(m.body)
+				smallBufs.put(m.body)
 				budget.give(int64(pooledSize(int(m.hdr.Size))))
 			}
 		})
