@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/metabench"
 	"github.com/rsa-hpc/rsa/internal/bench/report"
 )
 
@@ -38,6 +39,10 @@ func benchReportCmd() *cobra.Command {
 				}
 				rows = append(rows, r...)
 			}
+			// METABENCH's shapes span runs (a part of make evidence is one
+			// process count on shared@1g): they are derived here, where
+			// every run's rows meet.
+			rows = append(rows, metabench.Shapes(rows)...)
 			m := report.Meta{Machine: machine(), Commands: commands, Date: time.Now()}
 			if plots != "" {
 				if err := os.MkdirAll(plots, 0o755); err != nil {
