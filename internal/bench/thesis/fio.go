@@ -41,9 +41,17 @@ func fioRates(rep fio.Report) (read, write fioRate) {
 	return read, write
 }
 
-// runFio runs fio with args (fio.Run) and sums its report.
+// fioNoFallocate is what every fio run here does that fio by default
+// does not: fio reserves a new file's blocks (fallocate) before its clock
+// starts, which on tmpfs allocates and zeroes every page there: 2 GiB
+// written at 8.9 GB/s preallocated, 2.3 GB/s not (measured 2026-11-25). The
+// writers it checks allocate as they write, as an application does.
+const fioNoFallocate = "--fallocate=none"
+
+// runFio runs fio with args (fio.Run), the file's blocks allocated as it
+// writes (fioNoFallocate), and sums its report.
 func runFio(ctx context.Context, args ...string) (read, write fioRate, err error) {
-	rep, err := fio.Run(ctx, fio.Cmd{Args: args})
+	rep, err := fio.Run(ctx, fio.Cmd{Args: append([]string{fioNoFallocate}, args...)})
 	if err != nil {
 		return read, write, err
 	}

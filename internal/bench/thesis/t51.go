@@ -188,7 +188,7 @@ func (t T51) rows(rs []T51Result, check map[string]float64) []bench.Row {
 		if v, ok := check[target]; ok {
 			r := &rows[2+i]
 			r.CrossCheck("fio", v)
-			r.Note = joinNote(r.Note, "fio --rw=write --numjobs=1 --end_fsync=1, same size and block, once")
+			r.Note = joinNote(r.Note, "fio --rw=write --numjobs=1 --end_fsync=1 "+fioNoFallocate+", same size and block, once")
 		}
 	}
 	return rows

@@ -131,7 +131,7 @@ func (t T53) rows(times map[string][]float64, check map[string]float64) []bench.
 		}
 		if v, ok := check[p.Name]; ok {
 			rate.CrossCheck("fio", v)
-			rate.Note = "fio --offset_increment --thread --end_fsync=1 --group_reporting, once; " + fioGroupNote
+			rate.Note = "fio --offset_increment --thread --end_fsync=1 --group_reporting " + fioNoFallocate + ", once; " + fioGroupNote
 		}
 		rows = append(rows, out, rate)
 		if fpp, ok := t.T52Output[p.Name]; ok {

@@ -234,7 +234,7 @@ func (t T54) crossCheck(ctx context.Context, dir string) (t54Check, error) {
 		return t54Check{}, err
 	}
 	return t54Check{tool: "fio", write: w.MiBps, read: r.MiBps,
-		note: note + "; fio write (--end_fsync=1) then read, --numjobs --thread, the caches dropped between as for T54, once; " + fioGroupNote}, nil
+		note: note + "; fio write (--end_fsync=1 " + fioNoFallocate + ") then read, --numjobs --thread, the caches dropped between as for T54, once; " + fioGroupNote}, nil
 }
 
 // rows turns iterations (by target) into rows, each target beside its

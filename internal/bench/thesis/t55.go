@@ -149,7 +149,7 @@ func (t T55) rows(res map[string][]BonnieResult, check map[string]float64) []ben
 			if m.field == "put_block" {
 				if v, ok := check[p.Name]; ok {
 					row.CrossCheck("fio", v)
-					row.Note = "fio --rw=write in bonnie++'s chunk size, --end_fsync=1, once"
+					row.Note = "fio --rw=write in bonnie++'s chunk size, --end_fsync=1 " + fioNoFallocate + ", once"
 				}
 				if thesis {
 					row.Note = joinNote(row.Note, "the thesis' MBytes/sec read as MiB/s (bonnie++ reports K/sec, KiB)")
