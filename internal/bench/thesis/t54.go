@@ -83,6 +83,9 @@ func (t T54) once(ctx context.Context, dir string) (T54Result, error) {
 	}
 	defer os.RemoveAll(d)
 	l := t.layout(d)
+	if err := cleanStart(ctx); err != nil {
+		return r, err
+	}
 	if r.Write, err = l.Write(ctx); err != nil {
 		return r, fmt.Errorf("write: %w", err)
 	}
@@ -110,6 +113,26 @@ func (t T54) coldRead(ctx context.Context, dir string) (string, func(), error) {
 	}
 	return freshClient(ctx, dir)
 }
+
+// cleanStart drops the caches (dropCaches) before a timed write, so
+// that every write, ours or a cross-check's, starts from the same memory:
+// none of it held by the page cache of what an earlier write left. On a
+// virtual machine whose host takes back the memory the guest frees
+// (free page reporting), memory not touched lately costs a fault in the
+// host on first touch: on the machine of docs/evidence.md, tmpfs took
+// 2 GiB at 3,000 MiB/s with the caches dropped and at 360-550 MiB/s with
+// 4 GiB of a shared@1g file cached (measured 2026-11-25), and T51's RAM
+// write, which came right after its 2 GiB to shared@1g, read 8x slower
+// than fio's.
+func cleanStart(ctx context.Context) error {
+	if err := dropCaches(ctx); err != nil {
+		return fmt.Errorf("before a timed write: %w", err)
+	}
+	return nil
+}
+
+// cleanStartNote says in a row's note that its write began clean.
+const cleanStartNote = "the page cache dropped before it, as before every timed write (ours and fio's)"
 
 // dropCaches writes back dirty pages and drops the page, dentry and
 // inode caches: the read that follows comes from the storage.
@@ -219,6 +242,9 @@ func (t T54) crossCheck(ctx context.Context, dir string) (t54Check, error) {
 	}
 	base := []string{"--name=t54", "--directory=" + d, "--bs=" + strconv.FormatInt(t.layout("").transfer(), 10), "--size=" + strconv.FormatInt(t.Block, 10),
 		"--numjobs=" + strconv.Itoa(t.Ranks), "--thread", "--group_reporting"}
+	if err := cleanStart(ctx); err != nil {
+		return t54Check{}, err
+	}
 	_, w, err := runFio(ctx, append(base, "--rw=write", "--end_fsync=1")...)
 	if err != nil {
 		return t54Check{}, err
@@ -286,7 +312,7 @@ func (t T54) rows(res map[string][]T54Result, checks map[string]t54Check) []benc
 			timeNote = "the thesis' times are for 20 GiB a pass (2,048 × 10 MiB): set beside its rates instead"
 		}
 		add("open", "s", open, c.open, t.Ranks == 2048, "every rank's create, barrier to barrier (IOR's File Open Delay)")
-		add("write", "s", write, c.write, sameVolume, joinNote("the writes, fsync and close, barrier to barrier; the open apart", timeNote))
+		add("write", "s", write, c.write, sameVolume, joinNote("the writes, fsync and close, barrier to barrier; the open apart; "+cleanStartNote, timeNote))
 		add("read", "s", read, c.read, sameVolume, joinNote("the reads and close, barrier to barrier; the open apart", timeNote))
 		add("read_open", "s", func(r T54Result) float64 { return r.Read.Open.Seconds() }, 0, false, "every rank's open for the read")
 		add("write_with_open", "s", withOpen, c.w, sameVolume, "")

@@ -63,6 +63,9 @@ func (t T55) bonnie(ctx context.Context, dir string) (BonnieResult, error) {
 	}
 	defer os.RemoveAll(d)
 	args := []string{"-d", d, "-s", strconv.Itoa(t.SizeMiB), "-r", strconv.Itoa(t.RAMMiB), "-n", strconv.Itoa(t.Files), "-u", "root", "-f", "-q"}
+	if err := cleanStart(ctx); err != nil {
+		return BonnieResult{}, err
+	}
 	cmd := exec.CommandContext(ctx, "bonnie++", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -86,6 +89,9 @@ func (t T55) fio(ctx context.Context, dir string, chunk int64) (float64, error) 
 		return 0, err
 	}
 	defer os.RemoveAll(d)
+	if err := cleanStart(ctx); err != nil {
+		return 0, err
+	}
 	_, w, err := runFio(ctx, "--name=t55", "--directory="+d, "--rw=write", "--bs="+strconv.FormatInt(chunk, 10),
 		"--size="+strconv.Itoa(t.SizeMiB)+"m", "--numjobs=1", "--end_fsync=1")
 	if err != nil {
