@@ -116,7 +116,9 @@ fi
 for n in "${names[@]}"; do run "$n"; done
 
 args=()
-for n in "${names[@]}"; do args+=(--command "$(command_of "$n")"); done
+# Each command with when its rows were written: a page may gather runs of
+# several days.
+for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(date -u -r "$out/$n.jsonl" '+%F %R UTC')"); done
 for n in "${names[@]}"; do args+=("$out/$n.jsonl"); done
 "$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
 echo "wrote $top/docs/evidence.md" >&2
