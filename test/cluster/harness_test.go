@@ -187,6 +187,18 @@ func (c *cluster) sbatch(t *testing.T, u testutil.User, args ...string) string {
 		t.Fatalf("sbatch %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
 	}
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	// A test that fails while its job waits (for a file the test never
+	// writes) would leave the job holding its hosts, and every later test
+	// would wait for them until the package's timeout.
+	t.Cleanup(func() {
+		if t.Failed() {
+			cmd := exec.Command("scancel", id)
+			cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("scancel %s after the failure: %v: %s", id, err, out)
+			}
+		}
+	})
 	return id
 }
 

@@ -136,7 +136,10 @@ sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
 
 // testBusyInput: a file held open on one compute host at the switch keeps
 // the input mounted (UNMOUNT_BUSY); the output goes to disk; all is
-// released at the end.
+// released at the end. The batch script itself, which runs on the
+// allocation's first host (c1), holds the file from its first line: a
+// step started with srun could open it after the switch on a loaded
+// machine (one CI run did: INUSE_OUT, never UNMOUNT_BUSY).
 func testBusyInput(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "busy")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
@@ -146,8 +149,10 @@ func testBusyInput(t *testing.T, c *cluster, u testutil.User) {
 #SBATCH -o %[1]s/job.out
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
-#RSA_DELAY=2
-srun -N1 -w c1 bash -c 'exec 3< %[2]s/f0000; while [ ! -e %[1]s/go ]; do sleep 0.1; done'
+#RSA_DELAY=4
+exec 3< %[2]s/f0000
+while [ ! -e %[1]s/go ]; do sleep 0.1; done
+exec 3<&-
 echo on-disk > %[3]s/result
 `, w, in, out))
 	id := c.sbatch(t, u, job)
