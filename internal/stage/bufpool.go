@@ -36,9 +36,9 @@ func class(n int) int {
 }
 
 // pooledSize is the memory a buffer of n bytes from the pool holds: what
-// a read-ahead budget counts.
-func pooledSize(n int) int {
-	c := class(n)
+// a read-ahead budget counts (in file sizes' type, as its callers hold them).
+func pooledSize(n int64) int64 {
+	c := class(int(n))
 	if c < 0 {
 		return n
 	}

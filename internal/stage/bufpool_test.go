@@ -18,7 +18,7 @@ func TestSizedPool(t *testing.T) {
 		if got := class(tc.n); got != tc.class {
 			t.Errorf("class(%d) = %d, want %d", tc.n, got, tc.class)
 		}
-		if got := pooledSize(tc.n); got != tc.pooled {
+		if got := pooledSize(int64(tc.n)); got != int64(tc.pooled) {
 			t.Errorf("pooledSize(%d) = %d, want %d", tc.n, got, tc.pooled)
 		}
 		var p sizedPool

@@ -143,7 +143,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			if it.linkname == "" && info.Mode().IsRegular() && info.Size() <= smallFileSize {
 				it.small = true
 				it.dir.hold()
-				cur.held += int64(pooledSize(int(recordSize(info.Size()))))
+				cur.held += pooledSize(recordSize(info.Size()))
 			}
 			cur.items = append(cur.items, it)
 			if len(cur.items) == packBatch || cur.held >= packBatchBytes {
@@ -571,7 +571,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			for _, m := range ms {
 				u.writeFile(m.hdr, m.body, nil)
 				smallBufs.put(m.body)
-				budget.give(int64(pooledSize(int(m.hdr.Size))))
+				budget.give(pooledSize(m.hdr.Size))
 			}
 		})
 	}}
@@ -612,7 +612,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			st.Files++
 			st.Bytes += hdr.Size
 			if hdr.Size <= smallFileSize {
-				budget.take(int64(pooledSize(int(hdr.Size))))
+				budget.take(pooledSize(hdr.Size))
 				b := getBody(hdr.Size)
 				if _, err := io.ReadFull(tr, b); err != nil {
 					p.wait()
