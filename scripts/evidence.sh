@@ -28,6 +28,10 @@ profile=${EVIDENCE_PROFILE:-full}
 cleanup() { "$rsa" bench target down ram shared@1g disk >/dev/null 2>&1 9>&- || true; }
 trap cleanup EXIT
 
+# IOR and mdtest, the tools the field trusts, cross-check T54 and the
+# METABENCH phases they have (built once; seconds when already built).
+ior=$("$top/scripts/build-ior.sh" | tail -n1)
+
 mkdir -p "$out"
 # One run at a time per EVIDENCE_DIR: a second would remove the first's
 # half-written rows (the .part files) and share its targets.
@@ -64,7 +68,9 @@ run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote the
 # the units a run resumes by. TLC reads T52's RSA jobs too: it runs with
 # the first latency's.
 for c in t51 t53 t54 t55; do
-	bench "thesis-$c" thesis --profile "$profile" --case "$c"
+	extra=()
+	[ "$c" = t54 ] && extra=(--ior "$ior")
+	bench "thesis-$c" thesis --profile "$profile" --case "$c" "${extra[@]}"
 done
 IFS=, read -ra lats <<<"$latencies"
 # At 100 ms a create, one run of T52 (2,048 files created directly, and
@@ -88,10 +94,10 @@ for t in ram disk shared@1g; do
 		# file a round trip over the shaped link) and the six about 3 h:
 		# a run resumes by process count, the profile's 1,2,3,4,6,8.
 		for n in 1 2 3 4 6 8; do
-			bench "metabench-$t-n$n" metabench --profile "$profile" --target "$t" -k -n "$n" "${nountar[@]}"
+			bench "metabench-$t-n$n" metabench --profile "$profile" --target "$t" -k -n "$n" "${nountar[@]}" --mdtest "$ior"
 		done
 	else
-		bench "metabench-$t" metabench --profile "$profile" --target "$t" -k "${nountar[@]}"
+		bench "metabench-$t" metabench --profile "$profile" --target "$t" -k "${nountar[@]}" --mdtest "$ior"
 	fi
 	# Untar apart, every process count in one part (minutes even on
 	# shared@1g): it can be measured again alone when its extractor

@@ -81,7 +81,8 @@ with the same files, participants and layout: fio's filecreate, filestat
 and filedelete engines and appends (--file_append), touch -c for utime (no
 packaged tool times it) and tar -xf for Untar, each set beside the phase's
 rate as METABENCH counts it (all files over the time to the last one's
-end). --mdtest PREFIX adds mdtest's rates to the notes; --no-crosscheck
+end). --mdtest PREFIX runs mdtest too and makes it the check of the create,
+stat and delete phases (fio's rate then goes in the note); --no-crosscheck
 skips them.
 
 Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
@@ -183,7 +184,7 @@ Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 	f.IntSliceVar(&counts, "ranks", nil, "process counts to run in turn, as Table 1's N (default: quick 1,2,3; full 1,2,3,4,6,8)")
 	f.StringVar(&c.Tarball, "tarball", "", "tar archive for Untar instead of the synthetic glibc 2.3 tree")
 	f.BoolVar(&noCheck, "no-crosscheck", false, "skip the cross-checks (each phase again with fio's file engines, touch or tar)")
-	f.StringVar(&c.Mdtest, "mdtest", "", "prefix of a build of IOR's mdtest (scripts/build-ior.sh prints it): its rates go in the cross-checks' notes")
+	f.StringVar(&c.Mdtest, "mdtest", "", "prefix of a build of IOR's mdtest (scripts/build-ior.sh prints it): the check of the create, stat and delete phases")
 	f.StringVar(&c.LocalDir, "local-dir", "", "each client's local directory for the synthetic tarball, outside the target (default: the system temporary directory)")
 	bf.add(cmd)
 	return cmd

@@ -297,11 +297,38 @@ func TestMdtestArgs(t *testing.T) {
 		"-n 10 -F -C -T -r -d /m1/metabench-x/check/mdtest-s",
 	}
 	for i, run := range runs {
-		if got := strings.Join(r.mdtestArgs(run), " "); got != want[i] {
+		if got := strings.Join(r.mdtestArgs(run, r.mdtestPaths(run)), " "); got != want[i] {
 			t.Errorf("mdtest run %d: %s, want %s", i, got, want[i])
 		}
 	}
 	if runs := r.mdtestRuns([]Phase{StatA}); len(runs) != 1 || !runs[0].unique || len(runs[0].ops) != 1 {
 		t.Errorf("Stat-A alone: runs %+v, want the -u run for it alone", runs)
+	}
+}
+
+// TestPreferMdtest: mdtest's rate is the check where it has one, the
+// other tool's rate then in its note; where it has none, the other
+// tool's check stands, with why.
+func TestPreferMdtest(t *testing.T) {
+	fio := Check{Phase: CreateB, Tool: "fio filecreate", Ops: 100, Elapsed: time.Second, Note: "over the longest job"}
+	md := Check{Phase: CreateB, Tool: "mdtest", Ops: 100, Elapsed: 500 * time.Millisecond, Note: "mdtest: File creation"}
+	tests := []struct {
+		name      string
+		md, other Check
+		wantTool  string
+		wantRate  float64
+		wantNote  string
+	}{
+		{"mdtest rated", md, fio, "mdtest", 200, "mdtest: File creation; fio filecreate 100 ops/s (over the longest job)"},
+		{"mdtest failed", Check{Phase: CreateB, Note: "mdtest failed: boom"}, fio, "fio filecreate", 100, "over the longest job; mdtest failed: boom"},
+		{"other failed", md, Check{Phase: CreateB, Note: "cross-check failed: x"}, "mdtest", 200, "mdtest: File creation; cross-check failed: x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := preferMdtest(tt.md, tt.other)
+			if got.Tool != tt.wantTool || got.Rate() != tt.wantRate || got.Note != tt.wantNote {
+				t.Errorf("preferMdtest = %q %.0f ops/s %q, want %q %.0f ops/s %q", got.Tool, got.Rate(), got.Note, tt.wantTool, tt.wantRate, tt.wantNote)
+			}
+		})
 	}
 }

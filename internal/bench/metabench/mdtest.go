@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/bench/crosscheck"
 )
@@ -49,72 +50,119 @@ func (r *runner) mdtestRuns(phases []Phase) []mdtestRun {
 	return keep
 }
 
-// mdtestArgs are mdtest's arguments for run: files only (-F), create,
-// stat where a Stat phase wants it, and remove (-C -T -r), in
-// directories process 0 made.
-func (r *runner) mdtestArgs(run mdtestRun) []string {
+// mdtestPaths are the directories mdtest's ranks work in for run, in
+// rank order: one for all, or, with -u on several mounts, each rank's
+// through its participant's mount.
+func (r *runner) mdtestPaths(run mdtestRun) []string {
+	rel := filepath.Join(checkDir, run.dir)
+	switch {
+	case run.ranks == 1:
+		return []string{r.path(r.c.NProc-1, rel)}
+	case run.unique && len(r.c.Dirs) > 1:
+		paths := make([]string, run.ranks)
+		for k := range paths {
+			paths[k] = r.path(r.c.rank(k), rel)
+		}
+		return paths
+	default:
+		// mdtest refuses several paths for a shared directory: every
+		// rank goes through the first participant's mount.
+		return []string{r.path(r.c.rank(0), rel)}
+	}
+}
+
+// mdtestArgs are mdtest's arguments for run in paths (mdtestPaths, with
+// no '@' in them: crosscheck.NoAt): files only (-F), create, stat where
+// a Stat phase wants it, and remove (-C -T -r), in directories process 0
+// made. mdtest rank j works in the j-th of paths joined by @.
+func (r *runner) mdtestArgs(run mdtestRun, paths []string) []string {
 	args := []string{"-n", strconv.Itoa(run.n), "-F", "-C"}
 	if _, ok := run.ops[StatA]; ok {
 		args = append(args, "-T")
 	} else if _, ok := run.ops[StatB]; ok {
 		args = append(args, "-T")
 	}
-	args = append(args, "-r")
-	rel := filepath.Join(checkDir, run.dir)
-	var paths []string
-	switch {
-	case run.ranks == 1:
-		paths = []string{r.path(r.c.NProc-1, rel)}
-	case run.unique && len(r.c.Dirs) > 1:
-		// mdtest rank j works in the j-th of paths joined by @: each
-		// rank through its participant's mount.
-		for k := range run.ranks {
-			paths = append(paths, r.path(r.c.rank(k), rel))
-		}
-	default:
-		// mdtest refuses several paths for a shared directory: every
-		// rank goes through the first participant's mount.
-		paths = []string{r.path(r.c.rank(0), rel)}
-	}
-	args = append(args, "-d", strings.Join(paths, "@"))
+	args = append(args, "-r", "-d", strings.Join(paths, "@"))
 	if run.unique {
 		args = append(args, "-u")
 	}
 	return args
 }
 
-// mdtestNotes runs mdtest beside the phases and returns, for each phase
-// it has a rate for, a note with that rate, or with why there is none.
-// mdtest is optional: its absence or failure is a note, never an error,
-// unless the context ended.
-func (r *runner) mdtestNotes(ctx context.Context, phases []Phase) (map[Phase]string, error) {
-	notes := map[Phase]string{}
+// mdtestRunIn runs mdtest for run, its paths made free of '@' for it.
+func (r *runner) mdtestRunIn(ctx context.Context, run mdtestRun) (*crosscheck.MdtestResult, error) {
+	var paths []string
+	for _, p := range r.mdtestPaths(run) {
+		at, done, err := crosscheck.NoAt(p)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		paths = append(paths, at)
+	}
+	return crosscheck.RunMdtest(ctx, r.c.Mdtest, run.ranks, r.mdtestArgs(run, paths)...)
+}
+
+// mdtestChecks runs mdtest beside the phases and returns, for each phase
+// it stands beside, a Check with mdtest's rate, or, where it has none, a
+// Check without a Tool whose note says why. mdtest is optional: its
+// absence or failure is a note, never an error, unless the context ended.
+func (r *runner) mdtestChecks(ctx context.Context, phases []Phase) (map[Phase]Check, error) {
+	checks := map[Phase]Check{}
 	for _, run := range r.mdtestRuns(phases) {
 		rel := filepath.Join(checkDir, run.dir)
 		if err := os.MkdirAll(r.setupPath(rel), 0o755); err != nil {
 			return nil, fmt.Errorf("set up mdtest: %w", err)
 		}
-		res, err := crosscheck.RunMdtest(ctx, r.c.Mdtest, run.ranks, r.mdtestArgs(run)...)
+		res, err := r.mdtestRunIn(ctx, run)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		for p, op := range run.ops {
+			chk := Check{Phase: p}
 			switch {
 			case errors.Is(err, crosscheck.ErrNotBuilt):
-				notes[p] = "mdtest not run: not built at " + r.c.Mdtest + " (scripts/build-ior.sh prints the prefix)"
+				chk.Note = "mdtest not run: not built at " + r.c.Mdtest + " (scripts/build-ior.sh prints the prefix)"
 			case err != nil:
-				notes[p] = "mdtest failed: " + firstLine(err)
+				chk.Note = "mdtest failed: " + firstLine(err)
 			default:
-				if rate, ok := res.Rate(op); ok {
-					notes[p] = fmt.Sprintf("mdtest %.0f ops/s (%s, %d ranks x %d files%s)",
-						rate.Mean, op, run.ranks, run.n, mdtestLayout(run))
-				} else {
-					notes[p] = "mdtest reported no " + op + " rate"
+				rate, ok := res.Rate(op)
+				if !ok || rate.Mean <= 0 {
+					chk.Note = "mdtest reported no " + op + " rate"
+					break
+				}
+				// mdtest reports a rate; as a Check it is the operations
+				// over the time they took at that rate.
+				chk.Tool = "mdtest"
+				chk.Ops = run.ranks * run.n
+				chk.Elapsed = time.Duration(float64(chk.Ops) / rate.Mean * float64(time.Second))
+				chk.Note = fmt.Sprintf("mdtest: %s, %d ranks x %d files%s", op, run.ranks, run.n, mdtestLayout(run))
+				if len(r.c.Dirs) > 1 && !run.unique && run.ranks > 1 {
+					chk.Note = joinNotes(chk.Note, "every rank through the first mount (mdtest takes one path for a shared directory), where METABENCH's go through their own")
 				}
 			}
+			checks[p] = chk
 		}
 	}
-	return notes, nil
+	return checks, nil
+}
+
+// preferMdtest is the check a phase is judged by: mdtest's where it has
+// a rate (the metadata benchmark of the field, a C loop of the calls
+// alone), with the other tool's rate in its note; else other, with why
+// mdtest has none. fio's file engines count fio's own work between files
+// in their rate: on a RAM file system 50 times the calls' own time.
+func preferMdtest(md, other Check) Check {
+	if md.Tool == "" {
+		other.Note = joinNotes(other.Note, md.Note)
+		return other
+	}
+	if other.Tool != "" {
+		md.Note = joinNotes(md.Note, fmt.Sprintf("%s %.0f ops/s (%s)", other.Tool, other.Rate(), other.Note))
+	} else {
+		md.Note = joinNotes(md.Note, other.Note)
+	}
+	return md
 }
 
 func mdtestLayout(run mdtestRun) string {

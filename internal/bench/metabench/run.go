@@ -143,16 +143,16 @@ func (r *runner) prepareTarballs() (cleanup func(), err error) {
 }
 
 // crossChecks runs each phase's counterpart, and mdtest when asked, and
-// adds them to rep.
+// adds them to rep: mdtest is the check of the phases it has a rate for.
 func (r *runner) crossChecks(ctx context.Context, rep *Report) error {
-	var mdtest map[Phase]string
+	var mdtest map[Phase]Check
 	if r.c.Mdtest != "" {
 		phases := make([]Phase, len(rep.Results))
 		for i, res := range rep.Results {
 			phases[i] = res.Phase
 		}
 		var err error
-		if mdtest, err = r.mdtestNotes(ctx, phases); err != nil {
+		if mdtest, err = r.mdtestChecks(ctx, phases); err != nil {
 			return fmt.Errorf("cross-check: %w", err)
 		}
 	}
@@ -161,7 +161,12 @@ func (r *runner) crossChecks(ctx context.Context, rep *Report) error {
 		if err != nil {
 			return fmt.Errorf("%s cross-check: %w", res.Phase, err)
 		}
-		chk.Note = joinNotes(chk.Note, mdtest[res.Phase])
+		if md, ok := mdtest[res.Phase]; ok {
+			chk = preferMdtest(md, chk)
+			if chk.Tool == "mdtest" && chk.Ops != res.Ops {
+				chk.Note = joinNotes(chk.Note, fmt.Sprintf("%d operations, METABENCH %d", chk.Ops, res.Ops))
+			}
+		}
 		rep.Checks = append(rep.Checks, chk)
 		if r.c.Cleanup {
 			if err := os.RemoveAll(r.setupPath(checkDir, phaseDir(res.Phase))); err != nil {
