@@ -57,9 +57,11 @@ run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote the
 		return
 	fi
 	echo "== $cmd" >&2
-	rm -f "$out/$name.cmd"
 	# 9>&-: the targets' servers it starts must not hold the lock.
 	"$rsa" bench "${args[@]}" --json >"$out/$name.jsonl.part" 9>&-
+	# Only now: a run stopped before here leaves the rows of the last
+	# complete one, with their command, as they were.
+	rm -f "$out/$name.cmd"
 	mv "$out/$name.jsonl.part" "$out/$name.jsonl"
 	printf '%s\n' "$cmd" >"$out/$name.cmd"
 }
