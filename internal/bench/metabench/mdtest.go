@@ -118,6 +118,7 @@ func (r *runner) mdtestChecks(ctx context.Context, phases []Phase) (map[Phase]Ch
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		paths := r.mdtestPaths(run)
 		for p, op := range run.ops {
 			chk := Check{Phase: p}
 			switch {
@@ -136,7 +137,7 @@ func (r *runner) mdtestChecks(ctx context.Context, phases []Phase) (map[Phase]Ch
 				chk.Tool = "mdtest"
 				chk.Ops = run.ranks * run.n
 				chk.Elapsed = time.Duration(float64(chk.Ops) / rate.Mean * float64(time.Second))
-				chk.Note = fmt.Sprintf("mdtest: %s, %d ranks x %d files%s", op, run.ranks, run.n, mdtestLayout(run))
+				chk.Note = fmt.Sprintf("mdtest: %s, %d ranks x %d files%s; %s", op, run.ranks, run.n, mdtestLayout(run), mdtestNaming(paths))
 				if len(r.c.Dirs) > 1 && !run.unique && run.ranks > 1 {
 					chk.Note = joinNotes(chk.Note, "every rank through the first mount (mdtest takes one path for a shared directory), where METABENCH's go through their own")
 				}
@@ -163,6 +164,19 @@ func preferMdtest(md, other Check) Check {
 		md.Note = joinNotes(md.Note, other.Note)
 	}
 	return md
+}
+
+// mdtestNaming says how mdtest names its files, against METABENCH: by
+// the whole path, from / through its -d directory (paths[0] is one) and
+// the two it makes in it (test-dir.0-0/mdtest_tree.0.0), where
+// METABENCH's processes name a file in their open directory. Each
+// directory of the path is a lookup; on a RAM file system, where a stat
+// takes about a microsecond, they are a large part of it: mdtest's own
+// stat on tmpfs ran at 566,000-647,000/s 5 directories deep and at
+// 494,000-509,000/s 12 deep, about 55 ns a directory (2026-11-25).
+func mdtestNaming(paths []string) string {
+	depth := strings.Count(filepath.Clean(paths[0]), "/") + 2
+	return fmt.Sprintf("mdtest names each file by its path from / (%d directories deep), METABENCH by its name in its open directory", depth)
 }
 
 func mdtestLayout(run mdtestRun) string {
