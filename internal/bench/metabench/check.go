@@ -79,9 +79,6 @@ func (r *runner) crossCheck(ctx context.Context, p Phase, res Result) (Check, er
 	case UtimeB:
 		chk.Note = joinNotes(chk.Note, "names listed before the start, where METABENCH's processes walk the directory by readdir")
 	}
-	if chk.Tool != "" && chk.Ops != res.Ops && p != Untar {
-		chk.Note = joinNotes(chk.Note, fmt.Sprintf("%d operations, METABENCH %d", chk.Ops, res.Ops))
-	}
 	return chk, nil
 }
 

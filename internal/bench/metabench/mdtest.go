@@ -89,18 +89,19 @@ func (r *runner) mdtestArgs(run mdtestRun, paths []string) []string {
 	return args
 }
 
-// mdtestRunIn runs mdtest for run, its paths made free of '@' for it.
-func (r *runner) mdtestRunIn(ctx context.Context, run mdtestRun) (*crosscheck.MdtestResult, error) {
-	var paths []string
-	for _, p := range r.mdtestPaths(run) {
-		at, done, err := crosscheck.NoAt(p)
+// mdtestRunIn runs mdtest for run in paths (mdtestPaths), made free of
+// '@' for it.
+func (r *runner) mdtestRunIn(ctx context.Context, run mdtestRun, paths []string) (*crosscheck.MdtestResult, error) {
+	var at []string
+	for _, p := range paths {
+		a, done, err := crosscheck.NoAt(p)
 		if err != nil {
 			return nil, err
 		}
 		defer done()
-		paths = append(paths, at)
+		at = append(at, a)
 	}
-	return crosscheck.RunMdtest(ctx, r.c.Mdtest, run.ranks, r.mdtestArgs(run, paths)...)
+	return crosscheck.RunMdtest(ctx, r.c.Mdtest, run.ranks, r.mdtestArgs(run, at)...)
 }
 
 // mdtestChecks runs mdtest beside the phases and returns, for each phase
@@ -114,11 +115,11 @@ func (r *runner) mdtestChecks(ctx context.Context, phases []Phase) (map[Phase]Ch
 		if err := os.MkdirAll(r.setupPath(rel), 0o755); err != nil {
 			return nil, fmt.Errorf("set up mdtest: %w", err)
 		}
-		res, err := r.mdtestRunIn(ctx, run)
+		paths := r.mdtestPaths(run)
+		res, err := r.mdtestRunIn(ctx, run, paths)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		paths := r.mdtestPaths(run)
 		for p, op := range run.ops {
 			chk := Check{Phase: p}
 			switch {

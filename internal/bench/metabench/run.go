@@ -163,9 +163,9 @@ func (r *runner) crossChecks(ctx context.Context, rep *Report) error {
 		}
 		if md, ok := mdtest[res.Phase]; ok {
 			chk = preferMdtest(md, chk)
-			if chk.Tool == "mdtest" && chk.Ops != res.Ops {
-				chk.Note = joinNotes(chk.Note, fmt.Sprintf("%d operations, METABENCH %d", chk.Ops, res.Ops))
-			}
+		}
+		if chk.Tool != "" && chk.Ops != res.Ops && res.Phase != Untar {
+			chk.Note = joinNotes(chk.Note, fmt.Sprintf("%d operations, METABENCH %d", chk.Ops, res.Ops))
 		}
 		rep.Checks = append(rep.Checks, chk)
 		if r.c.Cleanup {

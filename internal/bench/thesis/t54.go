@@ -256,7 +256,7 @@ func (t T54) crossCheck(ctx context.Context, dir string) (t54Check, error) {
 // -k, fsync'd), started clean, then the caches dropped (and on Gluster a
 // fresh client) and a read of its own (-r), so that IOR's reads come from
 // the storage as T54's do rather than from the page cache its write
-// filled. Its rates are the iterations' means.
+// filled. Its rates are the iterations' medians, as T54's own.
 func (t T54) iorCheck(ctx context.Context, d string) (t54Check, error) {
 	common := []string{"-a", "POSIX", "-F", "-t", strconv.FormatInt(t.layout("").transfer(), 10), "-b", strconv.FormatInt(t.Block, 10), "-i", "1"}
 	run := func(dir string, op ...string) (*crosscheck.IORResult, error) {
@@ -300,17 +300,9 @@ func (t T54) iorCheck(ctx context.Context, d string) (t54Check, error) {
 		}
 		writes, reads = append(writes, wr), append(reads, rd)
 	}
-	return t54Check{tool: "IOR " + version, write: mean(writes), read: mean(reads),
+	return t54Check{tool: "IOR " + version, write: bench.Median(writes), read: bench.Median(reads),
 		note: fmt.Sprintf("IOR %s, each of %d iterations a write (-w -e -k) started clean, then the caches dropped as for T54, then a read (-r); its rates count open and close",
 			strings.Join(common[:len(common)-2], " "), max(t.Iterations, 1))}, nil
-}
-
-func mean(v []float64) float64 {
-	var sum float64
-	for _, x := range v {
-		sum += x
-	}
-	return sum / float64(len(v))
 }
 
 // iorOp is the mean MiB/s of op in IOR's first test, if it reported one.
