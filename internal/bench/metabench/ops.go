@@ -79,16 +79,9 @@ func appender(data []byte) fileOp {
 		if err != nil {
 			return d.err("append", name, err)
 		}
-		for rest := data; len(rest) > 0; {
-			n, err := unix.Write(fd, rest)
-			if err == nil && n == 0 {
-				err = io.ErrShortWrite
-			}
-			if err != nil {
-				unix.Close(fd)
-				return d.err("append", name, err)
-			}
-			rest = rest[n:]
+		if _, err := fdWriter(fd).Write(data); err != nil {
+			unix.Close(fd)
+			return d.err("append", name, err)
 		}
 		if err := unix.Close(fd); err != nil {
 			return d.err("close", name, err)
@@ -183,3 +176,23 @@ func (w *dirWalker) each(ctx context.Context, count int, op fileOp) (int, error)
 }
 
 func (w *dirWalker) close() { w.f.Close() }
+
+// fdWriter writes to a descriptor, all of p or an error.
+type fdWriter int
+
+func (w fdWriter) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Write(int(w), p[n:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return n, err
+		case m == 0:
+			return n, io.ErrShortWrite
+		}
+		n += m
+	}
+	return n, nil
+}

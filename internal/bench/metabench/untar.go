@@ -171,24 +171,6 @@ func (x *extractor) writeFile(name string, perm fs.FileMode, data io.Reader, mti
 	return err
 }
 
-// fdWriter writes to a descriptor, all of p or an error.
-type fdWriter int
-
-func (w fdWriter) Write(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		m, err := unix.Write(int(w), p[n:])
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return n, err
-		}
-		n += m
-	}
-	return n, nil
-}
-
 // mkdirs makes dir and its parents under the root, refusing to pass
 // through anything that is not a real directory, a symlink above all.
 func (x *extractor) mkdirs(dir string) error {
