@@ -135,6 +135,13 @@ type Slurm struct {
 	StageInLead time.Duration
 	// StageRate estimates copy time (bytes per second) for the lead.
 	StageRate int64
+	// EstimateWait bounds how long a burst buffer job whose nodes are
+	// busy waits for Slurm's estimate of its start before its stage-in
+	// begins anyway. Slurm's main scheduler asks for a stage-in before
+	// backfill has estimated the start, stamping the job with the time
+	// of its own pass; only backfill (every bf_interval) says when the
+	// job will run. 0: stage in as soon as Slurm asks.
+	EstimateWait time.Duration
 	// CapacityWait bounds how long a burst buffer job waits in data_in
 	// for RSA capacity before it runs from disk; 0: no bound. Slurm
 	// 22.05's slurmscriptd leaks each script's pipe into the scripts it
@@ -255,6 +262,7 @@ type file struct {
 		PollInterval   *string  `toml:"poll_interval"`
 		StageInLead    *string  `toml:"stage_in_lead"`
 		StageRate      *string  `toml:"stage_rate"`
+		EstimateWait   *string  `toml:"estimate_wait"`
 		CapacityWait   *string  `toml:"capacity_wait"`
 		NodeNamespaces *string  `toml:"node_namespaces"`
 		Bin            *string  `toml:"bin"`
@@ -295,7 +303,7 @@ func defaults() Config {
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64},
-		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, CapacityWait: 5 * time.Minute},
+		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, EstimateWait: 2 * time.Minute, CapacityWait: 5 * time.Minute},
 	}
 }
 
@@ -570,7 +578,7 @@ func parseSlurm(f *file, s *Slurm) error {
 		v   *string
 		dst *time.Duration
 		min time.Duration
-	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}, {"slurm.capacity_wait", fs.CapacityWait, &s.CapacityWait, 0}} {
+	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}, {"slurm.capacity_wait", fs.CapacityWait, &s.CapacityWait, 0}, {"slurm.estimate_wait", fs.EstimateWait, &s.EstimateWait, 0}} {
 		if d.v == nil {
 			continue
 		}

@@ -87,7 +87,7 @@ func encode(t *testing.T, c *Config) []byte {
 		limits["stage_bwlimit"] = size(l.StageBWLimit)
 	}
 	s := c.Slurm
-	slurm := map[string]any{"pool": s.Pool, "poll_interval": dur(s.PollInterval), "stage_in_lead": dur(s.StageInLead), "stage_rate": size(s.StageRate)}
+	slurm := map[string]any{"pool": s.Pool, "poll_interval": dur(s.PollInterval), "stage_in_lead": dur(s.StageInLead), "stage_rate": size(s.StageRate), "estimate_wait": dur(s.EstimateWait)}
 	if s.Users != nil {
 		slurm["users"] = s.Users
 	}

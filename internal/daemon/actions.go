@@ -70,6 +70,9 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	if now := time.Now(); j.State == lifecycle.OnDeck && now.Before(j.NotBefore) {
 		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
+		if j.Expected.IsZero() {
+			why = fmt.Sprintf("Slurm has not yet estimated when the job starts, and its nodes are busy: stage-in waits for the estimate, until %s at the latest", j.NotBefore.Format(time.DateTime))
+		}
 		if d.setWaiting(j.ID, waitStart, why) {
 			d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
 		}

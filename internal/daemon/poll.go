@@ -131,7 +131,7 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 		if started {
 			j.State, j.StartedAt, j.Hosts = lifecycle.Running, time.Now(), hosts
 		} else {
-			j.NotBefore = d.stageInTime(spec, sj.Start)
+			j.NotBefore, j.Expected = d.stageInTime(spec, sj.Start), sj.Start
 		}
 		return nil
 	})
@@ -203,11 +203,15 @@ func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
 	if j.RSA != lifecycle.Initial || j.State != lifecycle.OnDeck {
 		return
 	}
-	at := d.stageInTime(j.Spec, sj.Start)
-	if diff := at.Sub(j.NotBefore); diff > -time.Second && diff < time.Second {
+	if awaitingEstimate(j, sj) {
 		return
 	}
-	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, edit: func(n *job.Job) { n.NotBefore = at }})
+	at := d.stageInTime(j.Spec, sj.Start)
+	held := j.Expected.IsZero() && !j.NotBefore.IsZero() // now ends: Slurm has estimated
+	if diff := at.Sub(j.NotBefore); diff > -time.Second && diff < time.Second && !held {
+		return
+	}
+	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, edit: func(n *job.Job) { n.NotBefore, n.Expected = at, sj.Start }})
 }
 
 // oneLine keeps a message fit for a Slurm comment.

@@ -312,14 +312,51 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 		return failed("RSA: reading job %s from Slurm: %v", name, err)
 	}
 	spec.ComputeNodes = max(slj.Nodes, 1)
+	notBefore, expected := d.setupStart(ctx, spec, slj)
 	j, err := d.create(ctx, uid, gid, spec, config.SchedulerSlurm, func(j *job.Job) error {
-		j.NotBefore = d.stageInTime(spec, slj.Start)
+		j.NotBefore, j.Expected = notBefore, expected
 		return nil
 	})
 	if err != nil {
 		return failed("RSA: %v", err)
 	}
 	return done("RSA job %d is %s", j.ID, j.RSA)
+}
+
+// setupStart is when the stage-in of a job Slurm asks RSA to set up
+// begins, and the estimate of the job's start that says so (zero: none yet).
+//
+// Slurm's main scheduler asks for a burst buffer's stage-in as soon as it
+// meets the job, before backfill has estimated the job's start: it stamps
+// the job with the time of its own pass, which reads as "now" whether or
+// not the job's nodes are free (slurmctld's select_nodes tests the burst
+// buffer before the nodes). Only backfill, every bf_interval, says when
+// the job will run. So a start that is not ahead is believed only when
+// enough nodes are idle for the job; otherwise the stage-in waits for
+// backfill's estimate (refreshStart), and at most estimate_wait.
+func (d *Daemon) setupStart(ctx context.Context, spec job.Spec, sj slurm.Job) (notBefore, expected time.Time) {
+	now := time.Now()
+	wait := d.cfg.Slurm.EstimateWait
+	if sj.Start.After(now) || wait <= 0 || d.cfg.Slurm.StageInLead <= 0 {
+		return d.stageInTime(spec, sj.Start), sj.Start
+	}
+	idle, err := d.slurmc.IdleNodes(ctx)
+	switch {
+	case err != nil:
+		d.log.Warn("counting Slurm's idle nodes; staging in at once", "slurm_job", sj.ID, "err", err)
+		return time.Time{}, sj.Start
+	case idle >= spec.ComputeNodes:
+		return time.Time{}, sj.Start
+	}
+	return now.Add(wait), time.Time{}
+}
+
+// awaitingEstimate tells whether j's stage-in is held for Slurm's first
+// estimate of its start (setupStart) and sj still shows none: its start
+// is the main scheduler's stamp from before the setup. Backfill's
+// estimates, also "now" for a job whose nodes are free, come after it.
+func awaitingEstimate(j *job.Job, sj slurm.Job) bool {
+	return j.Expected.IsZero() && !j.NotBefore.IsZero() && !sj.Start.After(j.CreatedAt)
 }
 
 // stageInTime is when a stage-in for a job expected to start at start

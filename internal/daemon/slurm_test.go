@@ -81,6 +81,35 @@ func TestStageInTime(t *testing.T) {
 	}
 }
 
+// A stage-in held for Slurm's first estimate (setupStart) is held while
+// the start Slurm shows is the main scheduler's stamp from before the
+// setup, and no longer once backfill has written one after it.
+func TestAwaitingEstimate(t *testing.T) {
+	created := time.Date(2026, 11, 25, 12, 0, 0, 400e6, time.UTC)
+	stamp := created.Truncate(time.Second) // squeue shows whole seconds
+	held := &job.Job{CreatedAt: created, NotBefore: created.Add(2 * time.Minute)}
+	estimated := &job.Job{CreatedAt: created, NotBefore: created.Add(time.Hour), Expected: created.Add(70 * time.Minute)}
+	due := &job.Job{CreatedAt: created}
+	cases := []struct {
+		name  string
+		j     *job.Job
+		start time.Time
+		want  bool
+	}{
+		{"held, the main scheduler's stamp", held, stamp, true},
+		{"held, no start at all", held, time.Time{}, true},
+		{"held, backfill: nodes free now", held, stamp.Add(time.Second), false},
+		{"held, backfill: due in an hour", held, created.Add(time.Hour), false},
+		{"estimated before", estimated, stamp, false},
+		{"due at once", due, stamp, false},
+	}
+	for _, c := range cases {
+		if got := awaitingEstimate(c.j, slurm.Job{Start: c.start}); got != c.want {
+			t.Errorf("%s: awaiting = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestOnlyChanges(t *testing.T) {
 	var o onlyChanges
 	steps := []struct {

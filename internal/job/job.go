@@ -77,6 +77,11 @@ type Job struct {
 	// expected start less the lead time (a job due tomorrow holds no RAM
 	// today).
 	NotBefore time.Time `json:"not_before,omitzero"`
+	// Expected is the scheduler's estimate of the job's start that
+	// NotBefore was worked out from. Zero with a NotBefore: the
+	// scheduler has given no estimate yet, and NotBefore is how long
+	// RSA waits for one.
+	Expected time.Time `json:"expected,omitzero"`
 	// Error is the last failure's reason, shown until the job ends.
 	Error string `json:"error,omitempty"`
 

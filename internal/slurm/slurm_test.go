@@ -202,3 +202,21 @@ func TestScriptNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestCountNodes(t *testing.T) {
+	cases := []struct {
+		out  string
+		want int
+	}{
+		{"", 0},
+		{"c1\n", 1},
+		{"c1\nc2\n", 2},
+		{"c1\nc2\nc1\n", 2}, // c1 in two partitions
+		{"  c1 \n\n", 1},
+	}
+	for _, c := range cases {
+		if got := countNodes([]byte(c.out)); got != c.want {
+			t.Errorf("countNodes(%q) = %d, want %d", c.out, got, c.want)
+		}
+	}
+}

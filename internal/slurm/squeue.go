@@ -109,6 +109,28 @@ func (c Client) Job(ctx context.Context, id string) (Job, error) {
 	return Job{}, ErrNoJob
 }
 
+// IdleNodes counts the nodes that are idle now, in any partition: enough
+// of them for a job means its start is now, whatever Slurm's estimate says.
+func (c Client) IdleNodes(ctx context.Context) (int, error) {
+	out, err := c.cmd(ctx, "sinfo", "--noheader", "--Node", "--states=idle", "--format=%N")
+	if err != nil {
+		return 0, err
+	}
+	return countNodes(out), nil
+}
+
+// countNodes counts the distinct names of sinfo --Node's lines: a node in
+// two partitions has a line in each.
+func countNodes(out []byte) int {
+	seen := map[string]bool{}
+	for line := range strings.Lines(string(out)) {
+		if name := strings.TrimSpace(line); name != "" {
+			seen[name] = true
+		}
+	}
+	return len(seen)
+}
+
 // Comment sets a job's comment, where its user sees why RSA did not take
 // it (polling cannot refuse a job at submission).
 func (c Client) Comment(ctx context.Context, id, text string) error {
