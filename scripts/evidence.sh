@@ -8,8 +8,12 @@
 # At the sources' sizes the whole takes hours, so a run goes on where an
 # earlier one stopped: a benchmark whose rows a run before wrote, with the
 # same command, is not run again (EVIDENCE_FRESH=1 runs every one anew).
-# The rows are kept in EVIDENCE_DIR (default bin/evidence; point it
-# outside the clone to carry them to a fresh one). EVIDENCE_ONLY="NAME ..."
+# The rows are kept in EVIDENCE_DIR, by default docs/evidence/runs, in the
+# repository: they are the record the page is written from, a clone
+# carries them to the next machine, and a part measured on one day is
+# kept on the next (the page gives each command its date). To measure a
+# part again after its code changed: EVIDENCE_FRESH=1 EVIDENCE_ONLY=NAME.
+# EVIDENCE_ONLY="NAME ..."
 # runs only the named benchmarks (the names of their rows' files, e.g.
 # "thesis-t52-20ms sweep"), in the order given, and leaves docs/evidence.md
 # as it is: the page is written only from a run that has every benchmark.
@@ -17,7 +21,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 rsa="$top/bin/rsa"
-out=${EVIDENCE_DIR:-$top/bin/evidence}
+out=${EVIDENCE_DIR:-$top/docs/evidence/runs}
 latencies=${EVIDENCE_LATENCIES:-0,1ms,5ms,20ms,100ms}
 # full: the sources' sizes (hours); quick: make test's sizes (minutes).
 profile=${EVIDENCE_PROFILE:-full}
