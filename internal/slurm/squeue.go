@@ -109,10 +109,12 @@ func (c Client) Job(ctx context.Context, id string) (Job, error) {
 	return Job{}, ErrNoJob
 }
 
-// IdleNodes counts the nodes that are idle now, in any partition: enough
-// of them for a job means its start is now, whatever Slurm's estimate says.
+// IdleNodes counts the nodes that could take a job now, in any partition:
+// idle ones, and partly used ones (mixed), which may have room for it. It
+// errs towards "free": a job it calls due is staged in at once, which
+// costs RAM early, where the other error would delay the job.
 func (c Client) IdleNodes(ctx context.Context) (int, error) {
-	out, err := c.cmd(ctx, "sinfo", "--noheader", "--Node", "--states=idle", "--format=%N")
+	out, err := c.cmd(ctx, "sinfo", "--noheader", "--Node", "--states=idle,mixed", "--format=%N")
 	if err != nil {
 		return 0, err
 	}
