@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/rsa
 PKGS  := util-linux passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
-	glusterfs-server glusterfs-client nftables iperf3 \
+	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ \
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
@@ -114,7 +114,6 @@ build-ior:
 # --profile full), each result beside the source's number (issue 15). It
 # takes the machine for a long while; make test runs each quick profile.
 evidence: build
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends rsync fio bonnie++ iperf3 >/dev/null
 	scripts/evidence.sh
 
 # Fuzzing, not tests: each fuzz target in turn for FUZZTIME. A crasher is
