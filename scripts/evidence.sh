@@ -51,13 +51,22 @@ bench() { # bench NAME ARGS...: one benchmark, in its place in the page
 	argv[$name]="$*"
 }
 command_of() { echo "rsa bench ${argv[$1]} --json"; } # what the page and NAME.cmd say
+# when_of NAME: when its rows were written, from NAME.when: a clone or a
+# checkout gives the files the time it wrote them, not the run's.
+when_of() {
+	if [ -s "$out/$1.when" ]; then
+		cat "$out/$1.when"
+	else
+		date -u -r "$out/$1.jsonl" '+%F %R UTC'
+	fi
+}
 run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote them
 	local name=$1 cmd
 	local -a args # the arguments are words without spaces
 	read -ra args <<<"${argv[$name]}"
 	cmd=$(command_of "$name")
 	if [ "${EVIDENCE_FRESH:-0}" != 1 ] && [ -s "$out/$name.jsonl" ] && [ "$(cat "$out/$name.cmd" 2>/dev/null)" = "$cmd" ]; then
-		echo "== $cmd: kept, run $(date -r "$out/$name.jsonl" '+%F %R') (EVIDENCE_FRESH=1 runs it again)" >&2
+		echo "== $cmd: kept, run $(when_of "$name") (EVIDENCE_FRESH=1 runs it again)" >&2
 		return
 	fi
 	echo "== $cmd" >&2
@@ -65,8 +74,9 @@ run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote the
 	"$rsa" bench "${args[@]}" --json >"$out/$name.jsonl.part" 9>&-
 	# Only now: a run stopped before here leaves the rows of the last
 	# complete one, with their command, as they were.
-	rm -f "$out/$name.cmd"
+	rm -f "$out/$name.cmd" "$out/$name.when"
 	mv "$out/$name.jsonl.part" "$out/$name.jsonl"
+	date -u '+%F %R UTC' >"$out/$name.when"
 	printf '%s\n' "$cmd" >"$out/$name.cmd"
 }
 
@@ -131,7 +141,7 @@ for n in "${names[@]}"; do run "$n"; done
 args=()
 # Each command with when its rows were written: a page may gather runs of
 # several days.
-for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(date -u -r "$out/$n.jsonl" '+%F %R UTC')"); done
+for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(when_of "$n")"); done
 for n in "${names[@]}"; do args+=("$out/$n.jsonl"); done
 "$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
 echo "wrote $top/docs/evidence.md" >&2
