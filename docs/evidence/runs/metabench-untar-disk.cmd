@@ -1,0 +1,1 @@
+rsa bench metabench --profile full --target disk -k -T --json

@@ -1,0 +1,1 @@
+rsa bench metabench --profile full --target ram -k -T --json

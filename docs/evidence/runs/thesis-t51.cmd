@@ -1,0 +1,1 @@
+rsa bench thesis --profile full --case t51 --json
