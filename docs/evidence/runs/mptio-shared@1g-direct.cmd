@@ -1,0 +1,1 @@
+rsa bench mptio --profile full --target shared@1g -I --json
