@@ -62,25 +62,24 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			benches = append(benches, r.Bench)
 		}
 	}
+	// A row's note (why a check disagrees, what a value leaves out) is
+	// listed under its benchmark's table, each text once, and the row
+	// names its number: the table stays readable and nothing is hidden.
+	notes := map[string][]string{}
+	for _, name := range benches {
+		notes[name] = notesOf(rows, name)
+	}
+	writeCrossChecks(&b, checkSummaries(rows, notes))
 	for _, name := range benches {
 		fmt.Fprintf(&b, "\n## %s\n\n", name)
 		b.WriteString("| case | target | metric | params | ours | source | ours / source | check | note |\n|---|---|---|---|---|---|---|---|---|\n")
-		// A row's note (why a check disagrees, what a value leaves out)
-		// is listed under the table, each text once, and the row names
-		// its number: the table stays readable and nothing is hidden.
-		var notes []string
 		for _, r := range rows {
 			if r.Bench != name {
 				continue
 			}
 			ref := ""
 			if r.Note != "" {
-				i := slices.Index(notes, r.Note)
-				if i < 0 {
-					notes = append(notes, r.Note)
-					i = len(notes) - 1
-				}
-				ref = fmt.Sprintf("[%d]", i+1)
+				ref = fmt.Sprintf("[%d]", slices.Index(notes[name], r.Note)+1)
 			}
 			src, ratio := "", ""
 			if r.SourceValue != nil {
@@ -104,9 +103,9 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Case), cell(r.Target), cell(r.Metric),
 				cell(params(r.Params)), cell(val), cell(src), ratio, cell(check), ref)
 		}
-		if len(notes) > 0 {
+		if len(notes[name]) > 0 {
 			b.WriteString("\nNotes:\n\n")
-			for i, n := range notes {
+			for i, n := range notes[name] {
 				fmt.Fprintf(&b, "%d. %s\n", i+1, strings.ReplaceAll(n, "\n", " "))
 			}
 		}

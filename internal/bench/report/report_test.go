@@ -37,6 +37,8 @@ func TestMarkdown(t *testing.T) {
 		"Notes:\n\n1. check: fio times its jobs by the longest one\n2. cached\n",
 		`a\|b`,
 		"test box",
+		// and summed up, with the note that explains it, before the tables
+		"| mptio | a\\|b | fio | 1 | 0 | 1 | 0 / 1 | 0 | 0 | [1] |",
 		"- thesis T52 hold_ratio, ram vs shared@1g (): ours 61.8× | THESIS T5.2 30.9×",
 	} {
 		if !strings.Contains(page, want) {
