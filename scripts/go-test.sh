@@ -4,6 +4,8 @@
 # skip that remains fails the run too: a skipped test checks nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# RSA_TEST_LOG=FILE keeps the whole -v log (every test's time and t.Log
+# lines), to see where CI's minutes go beyond the slowest twenty.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
@@ -12,6 +14,9 @@ status=0
 # package's RAMDISK mounts into them, and a root process holding a RAMDISK
 # is one RSA rightly refuses to kill, so that package's teardown fails.
 CI=true "${GO:-go}" test -p 1 -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
+if [ -n "${RSA_TEST_LOG:-}" ]; then
+	cp "$log" "$RSA_TEST_LOG"
+fi
 # Passing tests' names are noise here; failures, logs and package lines stay.
 grep -vE '^[[:space:]]*(=== (RUN|PAUSE|CONT|NAME)|--- PASS)' "$log" || true
 if grep -qE '^[[:space:]]*--- SKIP' "$log"; then
