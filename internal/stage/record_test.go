@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,6 +133,41 @@ func TestUserXattrsLongList(t *testing.T) {
 	for what, got := range map[string]map[string]string{"fd": fxattrs(fd), "path": userXattrs(xattrSource{path: p})} {
 		if !maps.Equal(got, want) {
 			t.Errorf("by %s: %d attributes %v, want %d", what, len(got), got, len(want))
+		}
+	}
+}
+
+// TestSumUSTAR holds the word-wise checksum to the byte loop it replaced,
+// on blocks of every byte value up to all 0xff (the most a lane takes).
+func TestSumUSTAR(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := range 300 {
+		h := make([]byte, 512)
+		switch i {
+		case 0: // all zero
+		case 1:
+			for j := range h {
+				h[j] = 0xff
+			}
+		default:
+			for j := range h {
+				h[j] = byte(rnd.UintN(256))
+			}
+		}
+		want := 0
+		for j, c := range h {
+			switch {
+			case j >= 148 && j < 156:
+				c = ' '
+			case j >= 257 && j < 265:
+				c = "ustar\x0000"[j-257]
+			}
+			want += int(c)
+		}
+		sumUSTAR(h)
+		got, err := strconv.ParseInt(string(h[148:154]), 8, 64)
+		if err != nil || got != int64(want) || h[154] != 0 || h[155] != ' ' {
+			t.Fatalf("block %d: checksum field %q, want %06o NUL space", i, h[148:156], want)
 		}
 	}
 }
