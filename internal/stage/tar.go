@@ -166,7 +166,32 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	}()
 	defer stopWalk()
 	// writeBatch appends a batch's entries in order; its records' budget
-	// is given back however it ends.
+	// is given back however it ends. Runs of small files' records go out
+	// in one writev, not through bw: copying each record into bw was 5%
+	// of a pack of 100,000 small files, on its one serial path.
+	outFd := int(out.Fd())
+	var recs [][]byte
+	writeRecs := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		if err := tw.Flush(); err != nil { // pad the writer's own last entry
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("writing %s: %w", dst, err)
+		}
+		err := writevAll(outFd, recs)
+		for i, r := range recs {
+			smallBufs.put(r)
+			recs[i] = nil
+		}
+		recs = recs[:0]
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", dst, err)
+		}
+		return nil
+	}
 	writeBatch := func(b *batch) error {
 		<-b.read
 		defer budget.give(b.held)
@@ -176,25 +201,24 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				if it.err != nil {
 					return fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
 				}
-				if err := tw.Flush(); err != nil { // pad the writer's own last entry
-					return err
-				}
-				if _, err := bw.Write(it.rec); err != nil {
-					return fmt.Errorf("writing %s: %w", dst, err)
-				}
-				smallBufs.put(it.rec)
+				recs = append(recs, it.rec)
 				it.rec = nil
 				st.Files++
 				st.Bytes += it.info.Size()
 				m.packed(st.Files)
-			} else if err := m.packEntry(tw, src, dst, it.rel, it.info, it.linkname, limit, &st); err != nil {
-				return err
+			} else {
+				if err := writeRecs(); err != nil {
+					return err
+				}
+				if err := m.packEntry(tw, src, dst, it.rel, it.info, it.linkname, limit, &st); err != nil {
+					return err
+				}
 			}
 			if m.Progress != nil && st.Files%256 == 0 {
 				m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
 			}
 		}
-		return nil
+		return writeRecs()
 	}
 	for b := range batches {
 		if err := writeBatch(b); err != nil {
@@ -233,6 +257,35 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		m.Progress(Progress{Files: st.Files, Bytes: st.Bytes, TotalFiles: st.Files, TotalBytes: st.Bytes})
 	}
 	return st, nil
+}
+
+// writevAll writes bufs in order at fd's position, as many writev calls as
+// it takes.
+func writevAll(fd int, bufs [][]byte) error {
+	for len(bufs) > 0 {
+		n, err := unix.Writev(fd, bufs[:min(len(bufs), 1024)]) // IOV_MAX
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		for n > 0 {
+			if n < len(bufs[0]) {
+				// Part of a record: go on from a copy of the list, so
+				// the caller's slices keep their capacity for the pool.
+				rest := append([][]byte{bufs[0][n:]}, bufs[1:]...)
+				bufs, n = rest, 0
+				break
+			}
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+	}
+	return nil
 }
 
 // A batch of Pack's entries ends at packBatch entries or once its small
