@@ -132,10 +132,14 @@ work, dataset, files, nbytes, caches, tools = sys.argv[1], sys.argv[2], int(sys.
 SAMPLE_US = 100  # perf record -c 100000 on cpu-clock (ns)
 # A cell is per file (small files) or per GiB (large ones): what a copy of
 # that dataset pays for.
+# A syscall gets a row if it is called MIN_CALLS times a unit or takes
+# MIN_CPU of it: per GiB, the calls of starting a process would fill rows.
 if dataset == "c":
     TITLE, PER, UNIT, SCALE = "(c) 4 x 1 GiB", nbytes / (1 << 30), "ms a GiB", SAMPLE_US / 1000
+    MIN_CALLS, MIN_CPU = 100, 1.0
 else:
     TITLE, PER, UNIT, SCALE = "(b) 100,000 x 4 KiB", files, "us a file", SAMPLE_US
+    MIN_CALLS, MIN_CPU = 0.01, 0.1
 
 # The kernel function do_syscall_64 calls, when it is not __x64_sys_NAME
 # itself (inlined into the dispatch): the syscall it serves.
@@ -229,8 +233,8 @@ for cache in caches:
     print(f"| CPU {UNIT}, profiled | " + " | ".join(f"{us(sum(res[t]['where'].values())):.1f}" for t in tools) + " |")
     syscalls = set()
     for t in tools:
-        syscalls |= {n for n, c in res[t]["calls"].items() if c / PER >= 0.01}
-        syscalls |= {n for n, c in res[t]["where"].items() if not n.startswith("outside") and us(c) >= 0.1}
+        syscalls |= {n for n, c in res[t]["calls"].items() if c / PER >= MIN_CALLS}
+        syscalls |= {n for n, c in res[t]["where"].items() if not n.startswith("outside") and us(c) >= MIN_CPU}
     def cost(n):
         return max(res[t]["where"].get(n, 0) for t in tools)
     for n in sorted(syscalls, key=lambda n: (-cost(n), n)):
