@@ -566,8 +566,9 @@ func TestBWLimit(t *testing.T) {
 // TestBWLimitChargesWhatIsRead: the cap is charged the bytes each read
 // returns, on every way a file's range is copied (copy_file_range, and
 // where it does not work, as from tmpfs to another file system, splice
-// or pread and pwrite), and each way copies the range whole. Charging what was asked for held a copy through pread to an
-// eighth of its cap (8 MiB asked, one buffer read).
+// or pread and pwrite), and each way copies the range whole. Charging
+// what was asked for held a copy through pread to an eighth of its cap
+// (8 MiB asked, one buffer read).
 func TestBWLimitChargesWhatIsRead(t *testing.T) {
 	const size = 20<<20 + 12345
 	for _, c := range []struct {

@@ -113,11 +113,11 @@ func sumUSTAR(h []byte) {
 	h = h[:512]
 	copy(h[257:], "ustar\x0000")
 	copy(h[148:156], "        ")
-	const bytes = 0x00ff00ff00ff00ff
+	const everyOtherByte = 0x00ff00ff00ff00ff
 	var lanes uint64
 	for i := 0; i < 512; i += 8 {
 		w := binary.LittleEndian.Uint64(h[i:])
-		lanes += (w & bytes) + ((w >> 8) & bytes)
+		lanes += (w & everyOtherByte) + ((w >> 8) & everyOtherByte)
 	}
 	sum := lanes&0xffff + (lanes>>16)&0xffff + (lanes>>32)&0xffff + lanes>>48
 	octal(h[148:155], int64(sum))

@@ -277,8 +277,7 @@ func writevAll(fd int, bufs [][]byte) error {
 			if n < len(bufs[0]) {
 				// Part of a record: go on from a copy of the list, so
 				// the caller's slices keep their capacity for the pool.
-				rest := append([][]byte{bufs[0][n:]}, bufs[1:]...)
-				bufs, n = rest, 0
+				bufs = append([][]byte{bufs[0][n:]}, bufs[1:]...)
 				break
 			}
 			n -= len(bufs[0])
