@@ -29,6 +29,8 @@ floor_threads=${FLOOR_THREADS:-4}
 datasets=${DATASETS:-a b c d}
 base=${BENCH_DIR:-/var/tmp/rsa-bench}
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/copy-peers.sh
+. "$top/scripts/copy-peers.sh"
 rsa="$top/bin/rsa"
 out=${OUT:-$top/docs/performance.md}
 ram="$base-ram"
@@ -139,14 +141,6 @@ checked() {
 # reads no file data, GNU tar's shortcut, so its output goes through cat).
 warm_up() { tar -C "$1" -cf - . | cat > /dev/null; }
 
-dd_all() { # dd bs=4M of every file of a flat directory (dot files too): the copy limit for (c)
-	local f
-	for f in "$1"/* "$1"/.[!.]*; do
-		[ -f "$f" ] && dd if="$f" of="$2/${f##*/}" bs=4M status=none
-	done
-	return 0
-}
-tar_pipe() { tar -C "$1" -cf - . | tar -C "$2" -xf -; }
 # fpsync with real parallelism: 8 rsync jobs at a time, each of at most
 # 64 entries or a 32nd of the tree, whichever is more (64 alone makes 1,600
 # rsync runs of (b), each costing more than its files).
@@ -155,8 +149,6 @@ fpsync_run() {
 	n=$(find "$1" -mindepth 1 | wc -l)
 	fpsync -n 8 -f $((n / 32 > 64 ? n / 32 : 64)) -t "$base/work/fpsync" "$1/" "$2/"
 }
-# cp -a of the top-level entries, 8 processes at a time.
-xargs_cp() { (cd "$1" && find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r -P 8 -n 16 cp -a -t "$2"); }
 
 declare -A result=() range=()
 rows=()
@@ -180,12 +172,8 @@ bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
 			case $tool in
 			rsa) t=$(timed "$dstroot/x" "$rsa" copy --progress=none "${rsa_flags[@]}" "$src" "$dstroot/x") ;;
 			limit) t=$(timed "$dstroot/x" "$floor" "$floor_threads" "$src" "$dstroot/x") ;;
-			"cp -a") t=$(timed "$dstroot/x" cp -a "$src/." "$dstroot/x/") ;;
-			"xargs -P cp") t=$(timed "$dstroot/x" xargs_cp "$src" "$dstroot/x") ;;
-			"rsync -a") t=$(timed "$dstroot/x" rsync -a "$src/" "$dstroot/x/") ;;
-			"tar|tar") t=$(timed "$dstroot/x" tar_pipe "$src" "$dstroot/x") ;;
 			fpsync) t=$(timed "$dstroot/x" fpsync_run "$src" "$dstroot/x") ;;
-			"dd bs=4M") t=$(timed "$dstroot/x" dd_all "$src" "$dstroot/x") ;;
+			*) t=$(timed "$dstroot/x" peer "$tool" "$src" "$dstroot/x") ;;
 			esac
 			checked "$tool" "$src" "$dstroot/x"
 			times[$tool]+="$t "
@@ -235,7 +223,7 @@ for ds in $datasets; do
 			while IFS= read -r job; do
 				case $job in
 				"pack rsa") t=$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar") ;;
-				"pack tar") t=$(timed "$ram/p" tar -C "$src" -cf "$ram/p/all.tar" .) ;;
+				"pack tar") t=$(timed "$ram/p" peer "pack tar" "$src" "$ram/p") ;;
 				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$packed" "$ram/u") ;;
 				"unpack tar") t=$(timed "$ram/u" tar -C "$ram/u" -xf "$packed") ;;
 				esac

@@ -37,13 +37,12 @@ if [ "${1:-}" = __run ]; then
 	case $tool in
 	rsa) exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private "$src" "$dst" > /dev/null ;;
 	limit) exec "$floor" "$threads" "$src" "$dst" ;;
-	"tar|tar") tar -C "$src" -cf - . | tar -C "$dst" -xf - ;;
-	"xargs -P cp") cd "$src" && find . -mindepth 1 -maxdepth 1 -print0 | xargs -0 -r -P 8 -n 16 cp -a -t "$dst" ;;
-	"cp -a") exec cp -a "$src/." "$dst/" ;;
-	"dd bs=4M") for f in "$src"/* "$src"/.[!.]*; do [ -f "$f" ] && dd if="$f" of="$dst/${f##*/}" bs=4M status=none; done ;;
 	"pack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --pack "$src" "$dst/all.tar" > /dev/null ;;
-	"pack tar") exec tar -C "$src" -cf "$dst/all.tar" . ;;
-	*) echo "unknown tool $tool (rsa, limit, tar|tar, xargs -P cp, cp -a, dd bs=4M, pack rsa, pack tar)" >&2; exit 2 ;;
+	*)
+		# shellcheck source=scripts/copy-peers.sh
+		. "$(dirname "$0")/copy-peers.sh"
+		peer "$tool" "$src" "$dst"
+		;;
 	esac
 	exit
 fi
