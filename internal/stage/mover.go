@@ -126,8 +126,7 @@ type copyRun struct {
 	// buffer's worth at a time (measured on Gluster 10.3: 2 GiB of 1 MiB
 	// files in 17.5 s by sendfile, 15 s by pread and pwrite).
 	noSendfile bool
-	noSplice   atomic.Bool // splice(2) does not work between SRC and DST
-	chunked    bool        // DST takes parallel writes into one file well
+	chunked    bool // DST takes parallel writes into one file well
 }
 
 type inode struct{ dev, ino uint64 }
@@ -661,12 +660,12 @@ func (f *fileCopy) chunkDone(err error) {
 }
 
 // copyRange copies [off, off+size) from in to out: copy_file_range where
-// the kernel allows it, otherwise splice through a pipe for ranges of at
-// least sendfileMin (not into FUSE, see noSendfile), otherwise positioned
-// reads and writes; sparse files copy only their data extents. For a
-// small file the pipe's five calls cost more than the copy they save:
-// make bench-copy copied 100,000 x 4 KiB (warm) in 1.04 s with them, where
-// its limit took 0.64 s.
+// the kernel allows it, otherwise positioned reads and writes; sparse
+// files copy only their data extents. (Splice through a pipe, which copies
+// each page once where pread and pwrite copy it twice, was tried for the
+// chunks of large files and taken out: 4 x 1 GiB disk to tmpfs, 7
+// interleaved runs twice, was 12% faster warm and 16% slower cold, see
+// docs/performance.md.)
 func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 	if sparse {
 		return f.copySparse()
@@ -699,13 +698,6 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 				f.r.noCFR.Store(true) // the same for every file of this copy
 			}
 			useCFR = false
-		}
-		if end-off >= sendfileMin && !f.r.noSendfile && !f.r.noSplice.Load() {
-			err := f.spliceRange(&off, end)
-			if !errors.Is(err, errSpliceUnsupported) {
-				return err
-			}
-			f.r.noSplice.Store(true)
 		}
 		if buf == nil {
 			bp := bufPool.Get().(*[]byte)
@@ -745,71 +737,6 @@ func (f *fileCopy) charge(n int64) {
 // positioned reads and writes; below it the pipe sendfile sets up costs more
 // than the copy saves.
 const sendfileMin = 64 << 10
-
-// errSpliceUnsupported: splice(2) refused the file pair before moving a
-// byte, and positioned reads and writes take over.
-var errSpliceUnsupported = errors.New("splice not supported between these files")
-
-// spliceRange copies [*off, end) through a pipe with splice(2), both ends
-// at explicit offsets, so that parallel chunks of one file can use it: the
-// source's page cache pages enter the pipe by reference and are copied
-// once, into the destination, where pread and pwrite copy twice (into the
-// buffer and out of it). *off advances with what was written, so a caller
-// falling back on errSpliceUnsupported goes on from there.
-func (f *fileCopy) spliceRange(off *int64, end int64) error {
-	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
-		return fmt.Errorf("pipe for splice: %w", err)
-	}
-	defer unix.Close(p[0])
-	defer unix.Close(p[1])
-	// A larger pipe takes fewer calls a chunk. Best effort: the size is
-	// capped by fs.pipe-max-size and the user's pipe pages.
-	size := 64 << 10
-	if n, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETPIPE_SZ, spliceChunk); err == nil {
-		size = n
-	}
-	first := true
-	for *off < end {
-		if err := f.r.ctx.Err(); err != nil {
-			return err
-		}
-		roff := *off
-		n, err := unix.Splice(f.in, &roff, p[1], nil, int(min(end-*off, int64(size))), unix.SPLICE_F_MOVE)
-		if first && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS)) {
-			return errSpliceUnsupported
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("file shrank while being copied")
-		}
-		woff := *off
-		for left := n; left > 0; {
-			m, err := unix.Splice(p[0], nil, f.out, &woff, int(left), unix.SPLICE_F_MOVE)
-			if first && woff == *off && (errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS)) {
-				return errSpliceUnsupported
-			}
-			if err != nil {
-				return err
-			}
-			if m == 0 {
-				return fmt.Errorf("splice wrote nothing of %d bytes in its pipe", left)
-			}
-			left -= m
-		}
-		first = false
-		*off += n
-		f.r.bytes.Add(n)
-		f.charge(n)
-	}
-	return nil
-}
-
-// spliceChunk is the pipe size spliceRange asks for: the default
-// fs.pipe-max-size, which an unprivileged user may have.
-const spliceChunk = 1 << 20
 
 // sendWhole copies a whole file with sendfile(2). The output's file
 // position advances, so it serves whole files, never parallel chunks.
