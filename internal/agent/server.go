@@ -133,10 +133,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.Self != "" && cfg.Identity.Role().Allows(pki.KindStorage) {
-		// Staging children in cgroups of their own, named after the
-		// agent's brick root: another agent on the host (tests run
-		// several) never kills this one's.
-		cg, err := cgroup.Open("rsa-agent " + s.brickRoot)
+		// Staging children in cgroups of their own, named after what
+		// tells this agent from another on the host's cgroup tree and
+		// stays across its restarts: its node, its CA and its brick
+		// root. The brick root alone is not enough where agents share
+		// one cgroup tree from mount namespaces of their own (the
+		// emulated clusters of the tests): a restarted agent would kill
+		// every other's stages as its own leftovers.
+		cert := cfg.Identity.Certificate()
+		owner := fmt.Sprintf("rsa-agent %s %x %s", cert.Subject.CommonName, cert.AuthorityKeyId, s.brickRoot)
+		cg, err := cgroup.Open(owner)
 		if err != nil {
 			return nil, err
 		}
