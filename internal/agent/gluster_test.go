@@ -20,7 +20,7 @@ import (
 )
 
 // The real-Gluster test's names: a bridge and an address no one else on
-// the machine uses (an emulated cluster may use rsabr0 and 10.78.0.x).
+// the machine uses (emulated clusters use rsabrN and 10.78.N.x).
 // Gluster refuses loopback brick addresses, so the node gets this one.
 const (
 	glBridge = "rsatgl0"

@@ -211,7 +211,7 @@ func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...s
 	}
 	undos = append(undos, func() { _, _ = run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24") })
 	tbf := []string{"root", "tbf", "rate", t.Rate, "burst", "128kb", "latency", "50ms"}
-	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", "vrsa-c1"}, tbf...)...); err != nil {
+	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", "vrsa0-c1"}, tbf...)...); err != nil {
 		return undo, err
 	}
 	if _, err := script(time.Minute, append([]string{"cluster-up", "exec", "c1", "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
