@@ -13,7 +13,10 @@ status=0
 # Slurm cluster's compute nodes, internal/node) would otherwise copy another
 # package's RAMDISK mounts into them, and a root process holding a RAMDISK
 # is one RSA rightly refuses to kill, so that package's teardown fails.
-CI=true "${GO:-go}" test -p 1 -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
+# Inside a package, up to four parallel tests (-parallel 4, where the
+# default is a test per core): test/cluster runs its four Gluster tests on
+# four emulated clusters at once, each mostly waiting for a timeout.
+CI=true "${GO:-go}" test -p 1 -parallel 4 -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
 if [ -n "${RSA_TEST_LOG:-}" ]; then
 	cp "$log" "$RSA_TEST_LOG"
 fi

@@ -2,11 +2,12 @@
 // (scripts/cluster-up): a control host ctl (rsa serve, slurmctld), RSA
 // hosts rsa1..rsaN (glusterd in one trusted pool, an rsa agent each) and
 // compute hosts c1..cM (slurmd, an rsa agent each), each in its own
-// network, mount and UTS namespace on the bridge rsabr0. The root namespace
-// is the login node, where jobs are submitted with sbatch by real
-// unprivileged users. Each test stops the cluster it started
-// (scripts/cluster-down), also on failure. There is one bridge, so the
-// tests of this package run one after another.
+// network, mount and UTS namespace on a bridge of the cluster's own. The
+// root namespace is the login node, where jobs are submitted with sbatch
+// by real unprivileged users. Each test stops the cluster it started
+// (scripts/cluster-down), also on failure. Tests of clusters with
+// different ids (RSA_CLUSTER_ID) may run in parallel; the rest run one
+// after another on cluster 0.
 package cluster_test
 
 import (
@@ -27,13 +28,15 @@ var rsaBin string
 
 func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
 
-// clusterDir is the tests' cluster directory, apart from the default one
-// (/var/tmp/rsa-cluster) a demo may use; on the root file system, which
-// every host's mount namespace sees.
+// clusterDir is the start of the tests' cluster directories (the
+// cluster's id follows), apart from the default one (/var/tmp/rsa-cluster)
+// a demo may use; on the root file system, which every host's mount
+// namespace sees.
 const clusterDir = "/var/tmp/rsa-cluster-test"
 
 type cluster struct {
 	dir     string   // RSA_CLUSTER_DIR
+	net     string   // the bridge's /24 ("10.78.ID"), as cluster-up makes it
 	conf    string   // slurm.conf
 	rsaConf string   // rsa serve's config
 	root    string   // the repository
@@ -53,29 +56,31 @@ func repoRoot(t *testing.T) string {
 // startCluster brings the cluster up with scripts/cluster-up and the rsa
 // built for this test run; env adds to the script's environment
 // ("RSA_CLUSTER_NO_RSA=1", "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_RSA=2",
-// ...). It needs root, and fails without it: CI runs as root. The cluster
-// is taken down when the test ends.
+// "RSA_CLUSTER_ID=1", ...). It needs root, and fails without it: CI runs
+// as root. The cluster is taken down when the test ends.
 func startCluster(t *testing.T, env ...string) *cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the cluster tests need root (network, mount and UTS namespaces, a bridge): run them as root")
 	}
-	c := &cluster{dir: clusterDir, root: repoRoot(t)}
-	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
-	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
-	c.env = append(os.Environ(), "RSA_CLUSTER_DIR="+c.dir, "RSA_BIN="+rsaBin)
-	c.env = append(c.env, env...)
-	nrsa, ncompute := 3, 2
+	id, nrsa, ncompute := 0, 3, 2
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		n, err := strconv.Atoi(v)
 		switch {
+		case k == "RSA_CLUSTER_ID" && err == nil:
+			id = n
 		case k == "RSA_CLUSTER_RSA" && err == nil:
 			nrsa = n
 		case k == "RSA_CLUSTER_COMPUTE" && err == nil:
 			ncompute = n
 		}
 	}
+	c := &cluster{dir: fmt.Sprintf("%s-%d", clusterDir, id), net: fmt.Sprintf("10.78.%d", id), root: repoRoot(t)}
+	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
+	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
+	c.env = append(os.Environ(), "RSA_CLUSTER_DIR="+c.dir, "RSA_BIN="+rsaBin)
+	c.env = append(c.env, env...)
 	for i := 1; i <= nrsa; i++ {
 		c.storage = append(c.storage, fmt.Sprintf("rsa%d", i))
 	}
@@ -96,6 +101,19 @@ func startCluster(t *testing.T, env ...string) *cluster {
 		t.Fatalf("cluster-up: %v", err)
 	}
 	return c
+}
+
+// addr is host's address on the cluster's bridge, as cluster-up gives it.
+func (c *cluster) addr(host string) string {
+	switch {
+	case host == "ctl":
+		return c.net + ".2"
+	case strings.HasPrefix(host, "rsa"):
+		return c.net + ".1" + strings.TrimPrefix(host, "rsa")
+	case strings.HasPrefix(host, "c"):
+		return c.net + ".2" + strings.TrimPrefix(host, "c")
+	}
+	panic("no host " + host)
 }
 
 // script runs one of the cluster's scripts with the cluster's environment.

@@ -15,6 +15,68 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
+// TestGlusterNodeLosses: one of a job's RSA nodes lost (its brick killed,
+// the host rebooted, its link cut) while the job stages in, while it runs
+// and before its stage-out; on a distribute volume (cluster 3), where that
+// part of the RAMDISK is lost, and on replica 2 (cluster 4), where the job
+// goes on.
+//
+// The Gluster tests run side by side on clusters of their own (1 to 4, with
+// go test's -parallel at 4 or more): most of their time is spent waiting
+// for timeouts to reveal a loss, so together they take little more than
+// the longest alone. Each has users of its own: the job directories are
+// named by test, not by cluster.
+func TestGlusterNodeLosses(t *testing.T) {
+	// Before t.Parallel: useradd takes a lock and does not wait for it.
+	us := []testutil.User{
+		testutil.EnsureNamedUser(t, testutil.TestUserName()+"-3"),
+		testutil.EnsureNamedUser(t, testutil.TestUserName()+"-4"),
+	}
+	t.Parallel()
+	for i, volume := range []struct {
+		name    string
+		replica bool
+	}{{"Distribute", false}, {"Replica2", true}} {
+		u := us[i]
+		t.Run(volume.name, func(t *testing.T) {
+			t.Parallel()
+			env := []string{fmt.Sprintf("RSA_CLUSTER_ID=%d", 3+i), "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0"}
+			if volume.replica {
+				env = append(env, "RSA_CLUSTER_REPLICA=2")
+			}
+			c := startCluster(t, env...)
+			for _, s := range []struct {
+				name string
+				test func(*testing.T, *cluster, testutil.User, bool)
+			}{
+				{"BrickKilledAtStageOut", testBrickKilledAtStageOut},
+				{"RebootAtStageOut", testRebootAtStageOut},
+				{"LinkDownAtStageOut", testLinkDownAtStageOut},
+				{"RebootDuringStageIn", lossDuringStageIn(lossReboot)},
+				{"BrickKilledDuringStageIn", lossDuringStageIn(lossBrick)},
+				{"LinkDownDuringStageIn", lossDuringStageIn(lossLink)},
+				{"RebootWhileRunning", lossWhileRunning(lossReboot)},
+				{"BrickKilledWhileRunning", lossWhileRunning(lossBrick)},
+				{"LinkDownWhileRunning", lossWhileRunning(lossLink)},
+			} {
+				t.Run(s.name, func(t *testing.T) { s.test(t, c, u, volume.replica) })
+			}
+		})
+	}
+}
+
+func lossDuringStageIn(how string) func(*testing.T, *cluster, testutil.User, bool) {
+	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
+		testLossDuringStageIn(t, c, u, replica, how)
+	}
+}
+
+func lossWhileRunning(how string) func(*testing.T, *cluster, testutil.User, bool) {
+	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
+		testLossWhileRunning(t, c, u, replica, how)
+	}
+}
+
 // testBrickKilledAtStageOut: the brick process of one of a job's RSA
 // nodes is killed (SIGKILL) after the job wrote its output, before its
 // stage-out. Distribute: the stage-out is never "verified" over the part
@@ -168,8 +230,9 @@ func (c *cluster) lose(t *testing.T, victim string, id int64, how string) {
 		t.Cleanup(func() { c.execErr(t, victim, "ip", "link", "set", "eth0", "up") })
 	case lossBrick:
 		// Every host shares the machine's pid namespace: the pattern
-		// names the victim's brick by its address (rsaN is 10.78.0.1N).
-		addr := "10[.]78[.]0[.]1" + strings.TrimPrefix(victim, "rsa")
+		// names the victim's brick by its address, which no host of
+		// another cluster has.
+		addr := strings.ReplaceAll(c.addr(victim), ".", "[.]")
 		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", id, addr))
 		// This VM's init reaps no orphan: the killed brick stays a
 		// zombie, whose pid file glusterd takes for a running brick (a
@@ -488,7 +551,7 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 		b, _ := os.ReadFile(wlog)
 		return strings.Contains(string(b), "ok 0")
 	})
-	c.exec(t, "c1", "sh", "-c", `nft add table inet rsafence && nft add chain inet rsafence in '{ type filter hook input priority 0; }' && nft add rule inet rsafence in ip saddr 10.78.0.2 tcp dport 9477 drop`)
+	c.exec(t, "c1", "sh", "-c", `nft add table inet rsafence && nft add chain inet rsafence in '{ type filter hook input priority 0; }' && nft add rule inet rsafence in ip saddr `+c.addr("ctl")+` tcp dport 9477 drop`)
 	t.Cleanup(func() { c.execErr(t, "c1", "nft", "delete", "table", "inet", "rsafence") })
 	waitFor(t, "the daemon to miss c1's agent", 30*time.Second, func() bool {
 		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 0`)

@@ -191,7 +191,7 @@ func sha256Of(p string) (string, error) {
 func (c *cluster) metrics(t *testing.T) string {
 	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}} // the cluster's own bridge, never a proxy
-	resp, err := hc.Get("http://10.78.0.2:19477/metrics")
+	resp, err := hc.Get("http://" + c.addr("ctl") + ":19477/metrics")
 	if err != nil {
 		t.Fatalf("scraping rsa serve's metrics: %v", err)
 	}

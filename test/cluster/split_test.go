@@ -84,9 +84,8 @@ step go
 		"cluster.metadata-self-heal", "off", "cluster.entry-self-heal", "off")
 	quorum := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "get", vol, "cluster.quorum-type")
 	t.Logf("client quorum of a replica-2 job volume: %s", strings.Join(strings.Fields(quorum), " "))
-	addr := func(node string) string { return "10.78.0.1" + strings.TrimPrefix(node, "rsa") }
 	cut := func(node string) {
-		c.exec(t, "c1", "sh", "-c", fmt.Sprintf(`nft add table inet rsasplit 2>/dev/null; nft flush table inet rsasplit; nft add chain inet rsasplit out '{ type filter hook output priority 0; }' && nft add rule inet rsasplit out ip daddr %s drop`, addr(node)))
+		c.exec(t, "c1", "sh", "-c", fmt.Sprintf(`nft add table inet rsasplit 2>/dev/null; nft flush table inet rsasplit; nft add chain inet rsasplit out '{ type filter hook output priority 0; }' && nft add rule inet rsasplit out ip daddr %s drop`, c.addr(node)))
 	}
 	t.Cleanup(func() { c.execErr(t, "c1", "nft", "delete", "table", "inet", "rsasplit") })
 	step := func(name, result string) string {
@@ -163,7 +162,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	out := filepath.Join(w, "out")
 	id, j := c.filesJob(t, u, w, true)
 	a, b := j.Alloc[0].Node, j.Alloc[1].Node
-	addr := "10.78.0.1" + strings.TrimPrefix(b, "rsa")
+	addr := c.addr(b)
 	c.exec(t, a, "sh", "-c", fmt.Sprintf(`nft add table inet rsapart && nft add chain inet rsapart in '{ type filter hook input priority 0; }' && nft add chain inet rsapart out '{ type filter hook output priority 0; }' && nft add rule inet rsapart in ip saddr %[1]s drop && nft add rule inet rsapart out ip daddr %[1]s drop`, addr))
 	t.Cleanup(func() { c.execErr(t, a, "nft", "delete", "table", "inet", "rsapart") })
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
