@@ -94,15 +94,8 @@ func (c *cluster) leaks(t *testing.T) string {
 
 func (c *cluster) assertNoLeaks(t *testing.T) {
 	t.Helper()
-	c.assertNoLeaksWithin(t, 30*time.Second)
-}
-
-// assertNoLeaksWithin fails the test if something of RSA's is still left
-// after d.
-func (c *cluster) assertNoLeaksWithin(t *testing.T, d time.Duration) {
-	t.Helper()
 	var l string
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if l = c.leaks(t); l == "" {
 			return
