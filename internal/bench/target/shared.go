@@ -204,7 +204,12 @@ func downShared(ctx context.Context, c Config) error {
 	}
 	if _, err := run(ctx, "ip", "link", "show", sharedVeth); err == nil {
 		if _, err := run(ctx, "ip", "link", "del", sharedVeth); err != nil {
-			errs = append(errs, err)
+			// The namespace's end, going with the namespace, takes this
+			// end along, and the kernel does that after ip netns del
+			// returns: gone in between is done.
+			if _, serr := run(ctx, "ip", "link", "show", sharedVeth); serr == nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	nsDir := filepath.Join(l.base, "ns")
