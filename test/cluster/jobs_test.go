@@ -32,7 +32,6 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("GlusterdRestarted", func(t *testing.T) { testGlusterdRestarted(t, c, us[0]) })
-	t.Run("VolumeBackFromTheDead", func(t *testing.T) { testVolumeBack(t, c) })
 }
 
 // testVolumeBack: a job's volume appears in glusterd after its job let it
