@@ -304,7 +304,9 @@ exit 0
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		c.waitJob(t, id, 120*time.Second, "COMPLETED")
+		// The filling job writes 600M through FUSE and then sleeps
+		// 35 s: with four clusters on two cores that took 115 s once.
+		c.waitJob(t, id, 240*time.Second, "COMPLETED")
 		c.waitRSA(t, id, 120*time.Second, "RELEASED")
 		if got := strings.TrimSpace(readFile(t, filepath.Join(dirs[i], "outfs"))); got != "fuse.glusterfs" {
 			t.Errorf("job %d wrote to %q, not its volume", i, got)
