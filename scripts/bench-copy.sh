@@ -225,7 +225,7 @@ for ds in $datasets; do
 				"pack rsa") t=$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar") ;;
 				"pack tar") t=$(timed "$ram/p" peer "pack tar" "$src" "$ram/p") ;;
 				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$packed" "$ram/u") ;;
-				"unpack tar") t=$(timed "$ram/u" tar -C "$ram/u" -xf "$packed") ;;
+				"unpack tar") t=$(timed "$ram/u" peer "unpack tar" "$packed" "$ram/u") ;;
 				esac
 				if [ "${job%% *}" = pack ]; then
 					rm -rf "$ram/u" && mkdir -p "$ram/u" && tar -C "$ram/u" -xf "$ram/p/all.tar"

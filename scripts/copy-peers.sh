@@ -4,7 +4,8 @@
 # same commands. Sourced, not run.
 
 # peer TOOL SRC DST: copies the contents of directory SRC into the existing
-# directory DST with TOOL; status 2 for a TOOL it does not know.
+# directory DST with TOOL (for "unpack tar", SRC is an archive); status 2
+# for a TOOL it does not know.
 peer() {
 	local tool=$1 src=$2 dst=$3 f
 	case $tool in
@@ -26,8 +27,10 @@ peer() {
 		;;
 	# The whole tree into one archive in DST (what rsa copy --pack makes).
 	"pack tar") tar -C "$src" -cf "$dst/all.tar" . ;;
+	# SRC is a tar archive here: its contents into DST (rsa copy --unpack).
+	"unpack tar") tar -C "$dst" -xf "$src" ;;
 	*)
-		echo "unknown peer $tool (cp -a, xargs -P cp, rsync -a, tar|tar, dd bs=4M, pack tar)" >&2
+		echo "unknown peer $tool (cp -a, xargs -P cp, rsync -a, tar|tar, dd bs=4M, pack tar, unpack tar)" >&2
 		return 2
 		;;
 	esac

@@ -23,7 +23,8 @@
 # (bench/floor.c, FLOOR_THREADS threads), and the best peers: for (b)
 # tar|tar and the parallel cp, for (c) cp -a and dd bs=4M; "pack rsa" and
 # "pack tar" (rsa copy --pack, tar -cf: the dataset into one tar on tmpfs)
-# profile pack.
+# profile pack; "unpack rsa" and "unpack tar" (rsa copy --unpack, tar -xf:
+# a tar of the dataset, on the dataset's disk, into tmpfs) unpack.
 #
 # Knobs: DATASET (b), BENCH_DIR (/var/tmp/rsa-bench, where bench-copy keeps
 # its datasets), FLOOR_THREADS (4), CACHES ("warm cold"), TOOLS
@@ -38,6 +39,7 @@ if [ "${1:-}" = __run ]; then
 	rsa) exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private "$src" "$dst" > /dev/null ;;
 	limit) exec "$floor" "$threads" "$src" "$dst" ;;
 	"pack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --pack "$src" "$dst/all.tar" > /dev/null ;;
+	"unpack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --unpack "$src" "$dst" > /dev/null ;;
 	*)
 		# shellcheck source=scripts/copy-peers.sh
 		. "$(dirname "$0")/copy-peers.sh"
@@ -90,12 +92,21 @@ devstat=/sys/class/block/$(basename "$(realpath "$dev")")/stat
 [ -r "$devstat" ] || { echo "cannot read $devstat, the statistics of $dev under $src" >&2; exit 1; }
 
 
+# The unpack tools read a tar of the dataset, made once beside it (on the
+# same disk, as bench-copy keeps its own).
+archive=$base/work/profile-$dataset.tar
+input() { # what TOOL reads: the dataset, or its archive
+	case $1 in "unpack "*) echo "$archive" ;; *) echo "$src" ;; esac
+}
+
 prepare() { # an empty destination, and the page cache as $cache wants it
 	rm -rf "$ram/x"
 	mkdir "$ram/x"
 	sync
 	if [ "$cache" = cold ]; then
 		echo 3 > /proc/sys/vm/drop_caches
+	elif [ "$1" = "$archive" ]; then
+		cat "$archive" > /dev/null
 	else
 		tar -C "$src" -cf - . | cat > /dev/null
 	fi
@@ -104,22 +115,29 @@ prepare() { # an empty destination, and the page cache as $cache wants it
 files=$(find "$src" -type f | wc -l) # .complete, bench-copy's mark, is copied too
 bytes=$(du -sb "$src" | cut -f1)
 IFS=',' read -r -a toollist <<< "${TOOLS:-$default_tools}"
+for tool in "${toollist[@]}"; do
+	if [ "$(input "$tool")" = "$archive" ] && [ ! -e "$archive" ]; then
+		mkdir -p "${archive%/*}"
+		tar -C "$src" -cf "$archive.tmp" . && mv "$archive.tmp" "$archive"
+	fi
+done
 
 for cache in $caches; do
 	for tool in "${toollist[@]}"; do
 		tag=${cache}_$(tr -c 'a-z0-9\n' '_' <<< "$tool")
-		prepare
+		in=$(input "$tool")
+		prepare "$in"
 		read -r -a before < "$devstat"
 		s=$(date +%s.%N)
-		perf stat -x, -e task-clock -o "$work/$tag.clock" -- "$self" __run "$tool" "$src" "$ram/x" "$work/floor" "$floor_threads"
+		perf stat -x, -e task-clock -o "$work/$tag.clock" -- "$self" __run "$tool" "$in" "$ram/x" "$work/floor" "$floor_threads"
 		sync -f "$ram/x"
 		e=$(date +%s.%N)
 		read -r -a after < "$devstat"
 		echo "$e $s ${before[0]} ${after[0]} ${before[9]} ${after[9]} ${before[2]} ${after[2]}" > "$work/$tag.wall"
-		prepare
-		perf stat -x, -e 'syscalls:sys_enter_*' -o "$work/$tag.calls" -- "$self" __run "$tool" "$src" "$ram/x" "$work/floor" "$floor_threads"
-		prepare
-		perf record -q -e cpu-clock -c 100000 -g -o "$work/$tag.data" -- "$self" __run "$tool" "$src" "$ram/x" "$work/floor" "$floor_threads" 2> /dev/null
+		prepare "$in"
+		perf stat -x, -e 'syscalls:sys_enter_*' -o "$work/$tag.calls" -- "$self" __run "$tool" "$in" "$ram/x" "$work/floor" "$floor_threads"
+		prepare "$in"
+		perf record -q -e cpu-clock -c 100000 -g -o "$work/$tag.data" -- "$self" __run "$tool" "$in" "$ram/x" "$work/floor" "$floor_threads" 2> /dev/null
 		perf script -i "$work/$tag.data" -F ip,sym 2> /dev/null > "$work/$tag.stacks"
 		echo "profiled $cache $tool" >&2
 	done
