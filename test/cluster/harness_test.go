@@ -141,6 +141,15 @@ func (c *cluster) dumpLogs(t *testing.T) {
 	} else {
 		t.Logf("keeping the logs: %v %s", err, out)
 	}
+	// glusterd's and the bricks' own logs, by RSA host: what a pool
+	// did when the daemon's log only says what it saw.
+	hosts, _ := filepath.Glob(filepath.Join(c.dir, "hosts", "*", "log-glusterfs"))
+	for _, h := range hosts {
+		dst := filepath.Join(keep, "glusterfs-"+filepath.Base(filepath.Dir(h)))
+		if out, err := exec.Command("cp", "-a", h, dst).CombinedOutput(); err != nil {
+			t.Logf("keeping %s: %v %s", h, err, out)
+		}
+	}
 	// The daemon's log last: a CI page shows the end of the output.
 	for _, f := range []string{"slurmctld.log", "rsa.out"} {
 		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))

@@ -277,8 +277,8 @@ func twoNodes(replica bool) string {
 // outputJob submits, as u, a one-node job whose output goes to its RAMDISK
 // at w/out: with the #SBATCH and #RSA lines in header, it waits for its
 // output mount, runs write (a shell snippet), says so (w/written) and then
-// holds its node until the test creates w/go. It returns once the output is
-// written, with the job's Slurm id and RSA record.
+// holds its node until the test creates w/go (5 min at most). It returns
+// once the output is written, with the job's Slurm id and RSA record.
 func (c *cluster) outputJob(t *testing.T, u testutil.User, w, header, write string) (string, *api.JobView) {
 	t.Helper()
 	out := filepath.Join(w, "out")
@@ -290,7 +290,7 @@ func (c *cluster) outputJob(t *testing.T, u testutil.User, w, header, write stri
 for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = fuse.glusterfs ] && break; sleep 0.1; done
 %[4]s
 touch %[1]s/written
-for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 `, w, out, header, write))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
@@ -477,7 +477,7 @@ func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica boo
 #RSA_DELAY=10
 (cd %[2]s && sha256sum f*) > %[1]s/insums
 touch %[1]s/read
-for i in $(seq 1200); do [ -e %[1]s/go ] && break; sleep 0.1; done
+for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
 findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
 for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done

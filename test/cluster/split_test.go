@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -190,4 +192,58 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	healed := time.Now()
 	c.assertNoLeaks(t)
 	t.Logf("the partition healed: nothing left %.1fs later", time.Since(healed).Seconds())
+}
+
+// testRejectedPeer: while a job runs, the RSA host it does not use is cut
+// off from the two it does, and each side changes the job's volume apart
+// (an option of no effect). Healed, glusterd rejects the peer: same
+// version, another checksum. A rejected peer takes no part in the others'
+// transactions, so the teardown's delete, through the job's own hosts,
+// never reaches it, and it keeps the volume. RSA must delete it there too:
+// nothing may be left on any host. Then glusterd on that host is restarted
+// to make the pool whole again, as an admin would.
+func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "rejected")
+	id, j := c.filesJob(t, u, w, true)
+	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	var x string
+	for _, h := range c.storage {
+		if !slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == h }) {
+			x = h
+		}
+	}
+	a, b := j.Alloc[0].Node, j.Alloc[1].Node
+	if x == "" || a == b {
+		t.Fatalf("the job's RSA hosts %v leave no third one of %v", j.Alloc, c.storage)
+	}
+	c.exec(t, x, "sh", "-c", fmt.Sprintf(`nft add table inet rsarej && nft add chain inet rsarej in '{ type filter hook input priority 0; }' && nft add chain inet rsarej out '{ type filter hook output priority 0; }' && nft add rule inet rsarej in ip saddr '{ %[1]s, %[2]s }' drop && nft add rule inet rsarej out ip daddr '{ %[1]s, %[2]s }' drop`, c.addr(a), c.addr(b)))
+	t.Cleanup(func() { c.execErr(t, x, "nft", "delete", "table", "inet", "rsarej") })
+	peers := func(h string) string { return c.exec(t, h, "gluster", "--mode=script", "peer", "status") }
+	waitFor(t, x+"'s glusterd to lose "+a+" and "+b, 90*time.Second, func() bool {
+		return strings.Count(peers(x), "(Disconnected)") == 2
+	})
+	c.exec(t, x, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "cut-off")
+	c.exec(t, a, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "the-job's")
+	c.exec(t, x, "nft", "delete", "table", "inet", "rsarej")
+	waitFor(t, a+"'s glusterd to reconnect to "+x+" and reject it", 90*time.Second, func() bool {
+		return strings.Contains(peers(a), "Peer Rejected (Connected)")
+	})
+	t.Cleanup(func() {
+		if out, err := c.script(t, time.Minute, "cluster-up", "restart-glusterd", x); err != nil {
+			t.Errorf("restart-glusterd %s: %v %s", x, err, out)
+		}
+		waitFor(t, "the pool to be whole again", 90*time.Second, func() bool {
+			p := peers(a)
+			return strings.Count(p, "Peer in Cluster (Connected)") == len(c.storage)-1
+		})
+	})
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	checkOutput(t, filepath.Join(w, "out"), parseSums(t, readFile(t, filepath.Join(w, "sums"))), filesOut)
+	released := time.Now()
+	c.assertNoLeaks(t)
+	t.Logf("%s rejected by the pool kept volume %s: gone from every host %.1fs after the job's release", x, vol, time.Since(released).Seconds())
 }

@@ -428,7 +428,7 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			err = cl.RemoveVolume(ctx, e.volume(r))
 		}
 		if err == nil {
-			volErr = nil
+			volErr = e.deleteStragglers(ctx, r, n)
 			break
 		}
 		volErr = fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
@@ -483,6 +483,47 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	}
 	e.Log.Info("RAMDISK destroyed", "job", r.Job, "volume", e.volume(r), "total_s", time.Since(start).Seconds())
 	return nil
+}
+
+// deleteStragglers deletes r's volume through each node that answers, but
+// done, whose glusterd still lists it after its delete through done. A
+// pool can disagree once it healed from a split: a peer glusterd rejected
+// (each side changed the volume apart) takes no part in the others'
+// transactions, so their delete never reaches it, and a node asked to
+// delete a volume it does not have answers that it is gone. Only a
+// delete through the node that lists it takes it away; without one, the
+// daemon's sweep found it and "removed" it every 20 s, for ever. A node
+// whose glusterd cannot say is passed over: should it bring the volume
+// back, the sweep finds it there.
+func (e *Engine) deleteStragglers(ctx context.Context, r engine.Ramdisk, done string) error {
+	vol := e.volume(r)
+	var errs []error
+	for _, n := range e.coordinators(r) {
+		if n == done {
+			continue
+		}
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		vs, err := cl.Volumes(ctx)
+		if err != nil {
+			e.Log.Warn("could not ask whether a deleted volume is gone", "volume", vol, "node", n, "err", err)
+			continue
+		}
+		if !slices.ContainsFunc(vs, func(v agent.Volume) bool { return v.Name == vol }) {
+			continue
+		}
+		// One at a time: a pool's glusterd runs one transaction on a
+		// volume at once.
+		if err := cl.RemoveVolume(ctx, vol); err != nil {
+			errs = append(errs, fmt.Errorf("deleting volume %s through %s, whose glusterd still lists it after its delete through %s: %w", vol, n, done, err))
+			continue
+		}
+		e.Log.Warn("volume deleted through a node that missed its delete", "volume", vol, "node", n, "deleted_through", done)
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
