@@ -164,9 +164,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	out := filepath.Join(w, "out")
 	id, j := c.filesJob(t, u, w, true)
 	a, b := j.Alloc[0].Node, j.Alloc[1].Node
-	addr := c.addr(b)
-	c.exec(t, a, "sh", "-c", fmt.Sprintf(`nft add table inet rsapart && nft add chain inet rsapart in '{ type filter hook input priority 0; }' && nft add chain inet rsapart out '{ type filter hook output priority 0; }' && nft add rule inet rsapart in ip saddr %[1]s drop && nft add rule inet rsapart out ip daddr %[1]s drop`, addr))
-	t.Cleanup(func() { c.execErr(t, a, "nft", "delete", "table", "inet", "rsapart") })
+	heal := c.cutOff(t, a, b)
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +186,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 			t.Errorf("the brick on %s is still mounted after the teardown", n)
 		}
 	}
-	c.exec(t, a, "nft", "delete", "table", "inet", "rsapart")
+	heal()
 	healed := time.Now()
 	c.assertNoLeaks(t)
 	t.Logf("the partition healed: nothing left %.1fs later", time.Since(healed).Seconds())
@@ -216,15 +214,14 @@ func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
 	if x == "" || a == b {
 		t.Fatalf("the job's RSA hosts %v leave no third one of %v", j.Alloc, c.storage)
 	}
-	c.exec(t, x, "sh", "-c", fmt.Sprintf(`nft add table inet rsarej && nft add chain inet rsarej in '{ type filter hook input priority 0; }' && nft add chain inet rsarej out '{ type filter hook output priority 0; }' && nft add rule inet rsarej in ip saddr '{ %[1]s, %[2]s }' drop && nft add rule inet rsarej out ip daddr '{ %[1]s, %[2]s }' drop`, c.addr(a), c.addr(b)))
-	t.Cleanup(func() { c.execErr(t, x, "nft", "delete", "table", "inet", "rsarej") })
+	heal := c.cutOff(t, x, a, b)
 	peers := func(h string) string { return c.exec(t, h, "gluster", "--mode=script", "peer", "status") }
 	waitFor(t, x+"'s glusterd to lose "+a+" and "+b, 90*time.Second, func() bool {
 		return strings.Count(peers(x), "(Disconnected)") == 2
 	})
 	c.exec(t, x, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "cut-off")
 	c.exec(t, a, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "the-job's")
-	c.exec(t, x, "nft", "delete", "table", "inet", "rsarej")
+	heal()
 	waitFor(t, a+"'s glusterd to reconnect to "+x+" and reject it", 90*time.Second, func() bool {
 		return strings.Contains(peers(a), "Peer Rejected (Connected)")
 	})
@@ -246,4 +243,18 @@ func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
 	released := time.Now()
 	c.assertNoLeaks(t)
 	t.Logf("%s rejected by the pool kept volume %s: gone from every host %.1fs after the job's release", x, vol, time.Since(released).Seconds())
+}
+
+// cutOff drops all traffic between host and the others, both ways, while
+// each still reaches every other host; heal ends it (a cleanup does too).
+func (c *cluster) cutOff(t *testing.T, host string, others ...string) (heal func()) {
+	t.Helper()
+	addrs := make([]string, len(others))
+	for i, o := range others {
+		addrs[i] = c.addr(o)
+	}
+	set := "{ " + strings.Join(addrs, ", ") + " }"
+	c.exec(t, host, "sh", "-c", fmt.Sprintf(`nft add table inet rsacut && nft add chain inet rsacut in '{ type filter hook input priority 0; }' && nft add chain inet rsacut out '{ type filter hook output priority 0; }' && nft add rule inet rsacut in ip saddr '%[1]s' drop && nft add rule inet rsacut out ip daddr '%[1]s' drop`, set))
+	t.Cleanup(func() { c.execErr(t, host, "nft", "delete", "table", "inet", "rsacut") })
+	return func() { c.exec(t, host, "nft", "delete", "table", "inet", "rsacut") }
 }
