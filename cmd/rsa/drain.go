@@ -57,6 +57,9 @@ func nodeState(n api.NodeView) string {
 	if n.Owed > 0 {
 		owed = fmt.Sprintf(" (%s left by teardowns while it was silent)", units.FormatSize(n.Owed))
 	}
+	if n.Agent != nil && n.Agent.Unpooled != "" {
+		owed += "; no new RAMDISKs: " + textsafe.Line(n.Agent.Unpooled)
+	}
 	if n.Drain == nil {
 		return n.State() + owed
 	}

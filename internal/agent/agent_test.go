@@ -457,6 +457,7 @@ func TestAgentAuthorization(t *testing.T) {
 		{"node1", "DELETE", "/v1/volumes/rsa-job-1", "", http.StatusForbidden},
 		{"node1", "POST", "/v1/volumes/rsa-job-1/seal", "", http.StatusForbidden},
 		{"node1", "GET", "/v1/volumes", "", http.StatusForbidden},
+		{"node1", "GET", "/v1/peers", "", http.StatusForbidden},
 		{"rsa1", "DELETE", "/v1/clients/rsa-job-1", "", http.StatusForbidden},
 		{"both1", "DELETE", "/v1/clients/rsa-job-1?detach=1", "", http.StatusOK},
 		{"both1", "PUT", "/v1/bricks/rsa-job-1", `{"size":2097152}`, http.StatusOK},

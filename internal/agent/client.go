@@ -236,6 +236,16 @@ func (c *Client) BrickStatus(ctx context.Context, volume string) ([]gluster.Bric
 	return bs, nil
 }
 
+// Peers is the node's glusterd's view of the other members of its
+// trusted pool (see Server.Peers).
+func (c *Client) Peers(ctx context.Context) ([]gluster.Peer, error) {
+	var ps []gluster.Peer
+	if err := c.do(ctx, c.storage, http.MethodGet, "/v1/peers", nil, &ps); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
 // Error is an agent's refusal or failure, as it answered.
 type Error struct {
 	Node   string // the node whose agent answered

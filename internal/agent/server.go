@@ -272,6 +272,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/volumes", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
 		return s.Volumes(r.Context())
 	}))
+	mux.HandleFunc("GET /v1/peers", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+		return s.Peers(r.Context())
+	}))
 	mux.HandleFunc("PUT /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		var spec VolumeSpec
 		if err := decode(r, &spec); err != nil {

@@ -193,6 +193,17 @@ func (s *Server) BrickStatus(ctx context.Context, volume string) ([]gluster.Bric
 	return bs, nil
 }
 
+// Peers is this node's glusterd's view of the other members of the
+// trusted pool (GET /v1/peers). Read-only; glusterd answers it alone,
+// but after any transaction this agent is running.
+func (s *Server) Peers(ctx context.Context) ([]gluster.Peer, error) {
+	ps, err := s.gl.Peers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the trusted pool's peers from glusterd: %w", err)
+	}
+	return ps, nil
+}
+
 // RemoveVolume stops volume (force: its clients' I/O fails from then on)
 // and deletes it. The bricks keep its data until they are removed. An
 // absent volume is no error.

@@ -82,6 +82,13 @@ type AgentView struct {
 	MemAvailable int64  `json:"mem_available,omitempty"`
 	Bricks       int    `json:"bricks"`
 	Error        string `json:"error,omitempty"`
+	// Unpooled says why no new RAMDISK is placed on the node though its
+	// agent answers: the rifts in glusterd's trusted pool that keep it
+	// out (engine gluster); "" when there are none.
+	Unpooled string `json:"unpooled,omitempty"`
+	// PoolError is why its glusterd did not answer the last question
+	// about its pool.
+	PoolError string `json:"pool_error,omitempty"`
 }
 
 // DrainView says who drained a node, when and why.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
@@ -55,6 +56,13 @@ type Health struct {
 	Bricks       int // bricks on the node
 	Mounts       int // volumes mounted on the node
 	Err          string
+	// Unpooled says why no new RAMDISK may have a brick on the RSA node
+	// though its agent answers: the rifts in glusterd's trusted pool
+	// that keep it out (CheckPool); "" when there are none.
+	Unpooled string
+	// PoolErr is why the node's glusterd did not answer the last
+	// question about its pool; "" when it did.
+	PoolErr string
 }
 
 // Loss is a node that is lost to the jobs on it: silent for DownAfter, or
@@ -82,6 +90,8 @@ type Cluster struct {
 	mu      sync.Mutex
 	clients map[string]*agent.Client
 	health  map[string]Health
+	// peers is what each RSA node's glusterd last said of its pool.
+	peers map[string][]gluster.Peer
 }
 
 // New loads the daemon's identity from cfg.Cluster.PKI and prepares a
@@ -96,7 +106,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 	}
 	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, lost: func(Loss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
-		clients: map[string]*agent.Client{}, health: map[string]Health{}}
+		clients: map[string]*agent.Client{}, health: map[string]Health{}, peers: map[string][]gluster.Peer{}}
 	now := time.Now()
 	for _, n := range cfg.Nodes {
 		c.storage[n.Name] = n.Address

@@ -114,7 +114,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", drains, len(d.cfg.Nodes))
 		}
 		if down > 0 {
-			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes down; rsa nodes)", down, len(d.cfg.Nodes))
+			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes down or split from glusterd's pool; rsa nodes)", down, len(d.cfg.Nodes))
 		}
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
@@ -164,9 +164,10 @@ func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains
 	for _, n := range d.cfg.Nodes {
 		if _, ok := drained[n.Name]; ok {
 			used[n.Name] = n.Capacity
-		} else if d.cluster != nil && !d.cluster.Up(n.Name) {
-			// Its agent did not answer the last heartbeat: no brick can
-			// be made there now.
+		} else if d.cluster != nil && !d.cluster.Placeable(n.Name) {
+			// Its agent did not answer the last heartbeat, or its
+			// glusterd is split from the pool: no brick can be made
+			// there now, or no volume over it.
 			used[n.Name] = n.Capacity
 			down++
 		}

@@ -273,6 +273,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		})
 		d.cluster.Beat(ctx, 5*time.Second)
+		d.cluster.CheckPool(ctx, poolTimeout)
 		for _, h := range d.cluster.Health() {
 			if !h.Up {
 				d.log.Warn("agent not answering", "node", h.Node, "role", h.Role, "err", h.Err)
@@ -286,6 +287,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); every(d.actx, leftoverSweep, d.sweepLeftovers) }()
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			every(d.actx, poolCheck, func(ctx context.Context) { d.cluster.CheckPool(ctx, poolTimeout) })
+		}()
 	}
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)

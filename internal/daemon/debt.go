@@ -123,6 +123,15 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 	}
 }
 
+// poolCheck is how often the daemon asks every RSA node's glusterd how it
+// sees its trusted pool (cluster.CheckPool), and poolTimeout how long one
+// answer may take: glusterd answers after the transaction its agent is
+// running, which under load takes seconds.
+const (
+	poolCheck   = 10 * time.Second
+	poolTimeout = 8 * time.Second
+)
+
 // leftoverSweep is how often the daemon looks for RAMDISKs no job holds:
 // each look asks every RSA node's agent once, a small part of what the
 // heartbeat asks.

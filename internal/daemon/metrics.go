@@ -39,7 +39,7 @@ func (s metricsSource) Agents(context.Context) []metrics.AgentHealth {
 	}
 	var out []metrics.AgentHealth
 	for _, h := range s.d.cluster.Health() {
-		out = append(out, metrics.AgentHealth{Node: h.Node, Role: h.Role, Up: h.Up, State: h.State, Seen: h.Seen, Rebooted: h.Rebooted})
+		out = append(out, metrics.AgentHealth{Node: h.Node, Role: h.Role, Up: h.Up, State: h.State, Seen: h.Seen, Rebooted: h.Rebooted, Unpooled: h.Unpooled != ""})
 	}
 	return out
 }

@@ -602,7 +602,8 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	agents := map[string]api.AgentView{}
 	if d.cluster != nil {
 		for _, h := range d.cluster.Health() {
-			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err}
+			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err,
+				Unpooled: h.Unpooled, PoolError: h.PoolErr}
 		}
 	}
 	var out []api.NodeView

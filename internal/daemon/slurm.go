@@ -212,9 +212,10 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	for _, n := range d.cfg.Nodes {
 		total += n.Capacity
 		_, isDrained := drained[n.Name]
-		if isDrained || d.cluster != nil && !d.cluster.Up(n.Name) {
+		if isDrained || d.cluster != nil && !d.cluster.Placeable(n.Name) {
 			// Nothing new fits on a drained node, nor on one whose agent
-			// does not answer: all of it but what Slurm's own pool jobs
+			// does not answer or whose glusterd is split from the pool
+			// (cluster.CheckPool): all of it but what Slurm's own pool jobs
 			// hold (Slurm counts those) is taken. The quantity keeps it,
 			// so that a job bigger than the live nodes waits for them
 			// rather than being refused.

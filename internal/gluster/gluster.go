@@ -125,6 +125,14 @@ type cliOutput struct {
 		Path     string `xml:"path"`
 		Status   int    `xml:"status"`
 	} `xml:"volStatus>volumes>volume>node"`
+	Peers []struct {
+		UUID      string   `xml:"uuid"`
+		Hostname  string   `xml:"hostname"`
+		Hostnames []string `xml:"hostnames>hostname"`
+		Connected int      `xml:"connected"`
+		State     int      `xml:"state"`
+		StateStr  string   `xml:"stateStr"`
+	} `xml:"peerStatus>peer"`
 }
 
 // parse reads the CLI's answer to args. A refusal (opRet not 0) is an

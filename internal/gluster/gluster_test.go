@@ -172,3 +172,39 @@ func TestParseStatus(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePeers(t *testing.T) {
+	o, err := parse([]string{"peer", "status"}, readXML(t, "peer-status.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := o.peers()
+	if len(ps) != 2 {
+		t.Fatalf("%d peers: %+v", len(ps), ps)
+	}
+	for i, name := range []string{"rsa2", "rsa3"} {
+		if p := ps[i]; !slices.Equal(p.Hostnames, []string{name}) || !p.Connected || !p.InCluster() || p.UUID == "" {
+			t.Errorf("peer %d: %+v", i, p)
+		}
+	}
+	// Not what this pool answered: the states a CLI without names gives.
+	for _, tc := range []struct {
+		xml  string
+		want string
+	}{
+		{"<state>3</state>", StateInCluster},
+		{"<state>4</state>", "state 4"},
+		{"<state>6</state><stateStr>Peer Rejected</stateStr>", "Peer Rejected"},
+	} {
+		o, err := parse(nil, []byte("<cliOutput><opRet>0</opRet><peerStatus><peer><hostname>h</hostname><connected>0</connected>"+tc.xml+"</peer></peerStatus></cliOutput>"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps := o.peers(); len(ps) != 1 || ps[0].State != tc.want || ps[0].Connected {
+			t.Errorf("%s: %+v, want state %q, disconnected", tc.xml, ps, tc.want)
+		}
+	}
+	if o, err := parse(nil, []byte("<cliOutput><opRet>0</opRet><peerStatus/></cliOutput>")); err != nil || len(o.peers()) != 0 || o.peers() == nil {
+		t.Errorf("no peers: %v, %v", o, err)
+	}
+}

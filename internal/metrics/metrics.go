@@ -43,6 +43,9 @@ type AgentHealth struct {
 	State    string
 	Seen     time.Time // zero: never
 	Rebooted int       // reboots the daemon saw
+	// Unpooled: a rift in glusterd's trusted pool keeps the RSA node out
+	// of new RAMDISKs though its agent answers.
+	Unpooled bool
 }
 
 // agentStates are AgentHealth.State's values, each a series of
@@ -156,11 +159,12 @@ var (
 	agentSeenDesc  = prometheus.NewDesc("rsa_agent_last_seen_timestamp_seconds", "When the node's agent last answered (Unix time; 0: never).", []string{"node", "role"}, nil)
 	agentStateDesc = prometheus.NewDesc("rsa_agent_state", "1 for the node's state as the heartbeat tells it: up; suspect (silent for less than cluster.down_after: no new jobs); down (lost).",
 		[]string{"node", "role", "state"}, nil)
-	agentRebootsDesc = prometheus.NewDesc("rsa_agent_reboots_total", "Reboots of the node (a new incarnation: its RAMDISK parts gone) the daemon saw since it started.", []string{"node", "role"}, nil)
+	agentUnpooledDesc = prometheus.NewDesc("rsa_agent_unpooled", "1 when the RSA node's glusterd is split from the trusted pool (a peer not \"Peer in Cluster\" or not connected), which keeps it out of new RAMDISKs though its agent answers; rsa nodes says why.", []string{"node", "role"}, nil)
+	agentRebootsDesc  = prometheus.NewDesc("rsa_agent_reboots_total", "Reboots of the node (a new incarnation: its RAMDISK parts gone) the daemon saw since it started.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc} {
 		ch <- d
 	}
 }
@@ -193,6 +197,11 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(agentStateDesc, prometheus.GaugeValue, v, a.Node, a.Role, s)
 		}
 		ch <- prometheus.MustNewConstMetric(agentRebootsDesc, prometheus.CounterValue, float64(a.Rebooted), a.Node, a.Role)
+		unpooled := 0.0
+		if a.Unpooled {
+			unpooled = 1
+		}
+		ch <- prometheus.MustNewConstMetric(agentUnpooledDesc, prometheus.GaugeValue, unpooled, a.Node, a.Role)
 	}
 	nodes, err := g.src.Nodes(ctx)
 	if err != nil {

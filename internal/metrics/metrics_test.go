@@ -18,7 +18,7 @@ func (fakeSource) Nodes(context.Context) ([]NodeUse, error) {
 	return []NodeUse{{Name: "rsa1", Capacity: 100, Allocated: 40, Used: 10, Drained: true}}, nil
 }
 func (fakeSource) Agents(context.Context) []AgentHealth {
-	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, State: "up", Seen: time.Unix(1700000000, 0)}, {Node: "rsa2", Role: "storage", State: "suspect", Rebooted: 1}}
+	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, State: "up", Seen: time.Unix(1700000000, 0)}, {Node: "rsa2", Role: "storage", State: "suspect", Rebooted: 1, Unpooled: true}}
 }
 
 // Every series the Grafana dashboard and the runbook's alerts name exists,
@@ -80,7 +80,7 @@ func TestGauges(t *testing.T) {
 	}
 	for name, want := range map[string]float64{"rsa_jobs": 2, "rsa_node_capacity_bytes": 100, "rsa_node_allocated_bytes": 40,
 		"rsa_node_used_bytes": 10, "rsa_node_drained": 1, "rsa_build_info": 1,
-		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1} {
+		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1, "rsa_agent_unpooled": 1} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}
