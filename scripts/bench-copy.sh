@@ -208,7 +208,9 @@ done
 
 # --- pack / unpack against GNU tar -----------------------------------------
 # pack: the disk dataset into one tar on tmpfs; unpack: that tar from disk
-# into tmpfs. Each checked like the copies (the archive by unpacking it).
+# into tmpfs, with --private as the daemon's unpack stage-in into a local
+# RAMDISK runs it (final names at once, as tar writes them). Each checked
+# like the copies (the archive by unpacking it).
 declare -A pack=() packrange=()
 packed=$base/work/all.tar
 for ds in $datasets; do
@@ -224,7 +226,7 @@ for ds in $datasets; do
 				case $job in
 				"pack rsa") t=$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar") ;;
 				"pack tar") t=$(timed "$ram/p" peer "pack tar" "$src" "$ram/p") ;;
-				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$packed" "$ram/u") ;;
+				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --private --unpack "$packed" "$ram/u") ;;
 				"unpack tar") t=$(timed "$ram/u" peer "unpack tar" "$packed" "$ram/u") ;;
 				esac
 				if [ "${job%% *}" = pack ]; then

@@ -23,7 +23,8 @@
 # (bench/floor.c, FLOOR_THREADS threads), and the best peers: for (b)
 # tar|tar and the parallel cp, for (c) cp -a and dd bs=4M; "pack rsa" and
 # "pack tar" (rsa copy --pack, tar -cf: the dataset into one tar on tmpfs)
-# profile pack; "unpack rsa" and "unpack tar" (rsa copy --unpack, tar -xf:
+# profile pack; "unpack rsa" and "unpack tar" (rsa copy --private --unpack
+# as the stage-in into a local RAMDISK and bench-copy run it, tar -xf:
 # a tar of the dataset, on the dataset's disk, into tmpfs) unpack.
 #
 # Knobs: DATASET (b), BENCH_DIR (/var/tmp/rsa-bench, where bench-copy keeps
@@ -39,7 +40,7 @@ if [ "${1:-}" = __run ]; then
 	rsa) exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private "$src" "$dst" > /dev/null ;;
 	limit) exec "$floor" "$threads" "$src" "$dst" ;;
 	"pack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --pack "$src" "$dst/all.tar" > /dev/null ;;
-	"unpack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --unpack "$src" "$dst" > /dev/null ;;
+	"unpack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private --unpack "$src" "$dst" > /dev/null ;;
 	*)
 		# shellcheck source=scripts/copy-peers.sh
 		. "$(dirname "$0")/copy-peers.sh"
