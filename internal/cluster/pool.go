@@ -206,6 +206,19 @@ func (c *Cluster) CheckPool(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// Unpooled reports whether CheckPool keeps any RSA node out of new
+// RAMDISKs.
+func (c *Cluster) Unpooled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.health {
+		if h.Unpooled != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Placeable reports whether a new RAMDISK may have a brick on node: its
 // agent answered the last heartbeat and glusterd's pool has no rift that
 // CheckPool keeps it out for.

@@ -290,7 +290,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			every(d.actx, poolCheck, func(ctx context.Context) { d.cluster.CheckPool(ctx, poolTimeout) })
+			last := time.Now()
+			every(d.actx, d.cfg.Cluster.Heartbeat, func(ctx context.Context) {
+				// A split pool is looked at every heartbeat until it is
+				// whole: a node kept out takes new RAMDISKs again as soon
+				// as glusterd heals, not up to poolCheck later.
+				if time.Since(last) >= poolCheck || d.cluster.Unpooled() {
+					d.cluster.CheckPool(ctx, poolTimeout)
+					last = time.Now()
+				}
+			})
 		}()
 	}
 	if rep, err := d.gc(ctx); err != nil {

@@ -124,7 +124,8 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 }
 
 // poolCheck is how often the daemon asks every RSA node's glusterd how it
-// sees its trusted pool (cluster.CheckPool), and poolTimeout how long one
+// sees its trusted pool (cluster.CheckPool) while the pool is whole (every
+// heartbeat while it is not), and poolTimeout how long one
 // answer may take: glusterd answers after the transaction its agent is
 // running, which under load takes seconds.
 const (
