@@ -53,15 +53,15 @@ func nodeState(n api.NodeView) string {
 		}
 		return fmt.Sprintf("%s (agent: %s; %s)", cmp.Or(textsafe.Line(n.Agent.State), "down"), textsafe.Line(n.Agent.Error), seen)
 	}
-	owed := ""
+	notes := ""
 	if n.Owed > 0 {
-		owed = fmt.Sprintf(" (%s left by teardowns while it was silent)", units.FormatSize(n.Owed))
+		notes = fmt.Sprintf(" (%s left by teardowns while it was silent)", units.FormatSize(n.Owed))
 	}
 	if n.Agent != nil && n.Agent.Unpooled != "" {
-		owed += "; no new RAMDISKs: " + textsafe.Line(n.Agent.Unpooled)
+		notes += "; no new RAMDISKs: " + textsafe.Line(n.Agent.Unpooled)
 	}
 	if n.Drain == nil {
-		return n.State() + owed
+		return n.State() + notes
 	}
-	return fmt.Sprintf("%s (%s, by %s since %s)%s", n.State(), textsafe.Line(n.Drain.Reason), textsafe.Line(n.Drain.By), n.Drain.Since.Format("2006-01-02 15:04"), owed)
+	return fmt.Sprintf("%s (%s, by %s since %s)%s", n.State(), textsafe.Line(n.Drain.Reason), textsafe.Line(n.Drain.By), n.Drain.Since.Format("2006-01-02 15:04"), notes)
 }

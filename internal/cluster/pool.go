@@ -152,29 +152,26 @@ func (c *Cluster) CheckPool(ctx context.Context, timeout time.Duration) {
 			defer mu.Unlock()
 			if err != nil {
 				errs[n] = err
-				c.mu.Lock()
-				views[n] = c.peers[n]
-				c.mu.Unlock()
-				return
+			} else {
+				views[n] = ps
 			}
-			views[n] = ps
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return
 	}
-	for n, v := range views {
-		if v == nil {
-			delete(views, n) // never answered: nothing to judge by
-		}
-	}
-	out := estranged(rifts(c.storage, views))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, v := range views {
 		c.peers[n] = v
 	}
+	for n := range errs {
+		if v, ok := c.peers[n]; ok { // never answered: nothing to judge by
+			views[n] = v
+		}
+	}
+	out := estranged(rifts(c.storage, views))
 	for _, n := range slices.Sorted(maps.Keys(c.storage)) {
 		h := c.health[n]
 		if err := errs[n]; err == nil {
