@@ -1,0 +1,1 @@
+rsa bench sweep --profile full --json
