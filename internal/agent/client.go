@@ -207,6 +207,16 @@ func (c *Client) RemoveVolume(ctx context.Context, volume string) error {
 	return c.do(ctx, c.storage, http.MethodDelete, "/v1/volumes/"+volume, nil, nil)
 }
 
+// SyncVolume copies volume's definition to a storage node's glusterd from
+// the pool member from (an RSA node's address; see Server.SyncVolume):
+// idempotent; a volume from does not have fails wrapping ErrNotFound.
+func (c *Client) SyncVolume(ctx context.Context, volume, from string) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	return c.do(ctx, c.storage, http.MethodPost, "/v1/volumes/"+volume+"/sync", SyncRequest{From: from}, nil)
+}
+
 // SealVolume makes volume read-only for every client, mounted already or
 // not (features.read-only); a volume not in the pool fails wrapping
 // ErrNotFound.

@@ -223,6 +223,38 @@ func (s *Server) RemoveVolume(ctx context.Context, volume string) error {
 	return nil
 }
 
+// SyncRequest is what POST /v1/volumes/{volume}/sync asks for.
+type SyncRequest struct {
+	// From is the pool member to copy the volume's definition from, as
+	// glusterd knows it: the RSA node's address.
+	From string `json:"from"`
+}
+
+// SyncVolume copies volume's definition from the glusterd of req.From to
+// this node's (gluster volume sync): for a member of the pool that lost a
+// volume the others still have, which glusterd otherwise keeps from
+// being stopped or deleted by anyone. Idempotent. A volume req.From does
+// not have fails wrapping ErrNotFound.
+func (s *Server) SyncVolume(ctx context.Context, volume string, req SyncRequest) error {
+	if err := CheckVolume(volume); err != nil {
+		return err
+	}
+	if err := gluster.CheckHost(req.From); err != nil {
+		return failf(ErrInvalid, "syncing volume %s: from: %w", volume, err)
+	}
+	s.vmu.Lock()
+	defer s.vmu.Unlock()
+	err := s.gl.Sync(ctx, volume, req.From)
+	if errors.Is(err, gluster.ErrNotFound) {
+		return failf(ErrNotFound, "syncing volume %s from %s: it does not have it", volume, req.From)
+	}
+	if err != nil {
+		return fmt.Errorf("syncing volume %s from %s: %w", volume, req.From, err)
+	}
+	s.log.Info("volume synced from a peer", "volume", volume, "from", req.From)
+	return nil
+}
+
 // SealVolume makes volume read-only for every client (features.read-only):
 // from then on a write fails with EROFS, on clients mounted before as
 // well. A file a process holds open for writing takes writes into the

@@ -50,6 +50,10 @@ type Nodes interface {
 	// Down reports whether node is lost: its agent silent for
 	// cluster.down_after.
 	Down(node string) bool
+	// Unpooled reports whether the last look at glusterd's trusted pool
+	// found a rift in it: some RSA node's glusterd does not see another
+	// as a connected member.
+	Unpooled() bool
 }
 
 // Engine is the gluster engine.
@@ -507,23 +511,90 @@ func (e *Engine) deleteStragglers(ctx context.Context, r engine.Ramdisk, done st
 			errs = append(errs, err)
 			continue
 		}
-		vs, err := cl.Volumes(ctx)
+		has, err := e.lists(ctx, cl, vol)
 		if err != nil {
 			e.Log.Warn("could not ask whether a deleted volume is gone", "volume", vol, "node", n, "err", err)
 			continue
 		}
-		if !slices.ContainsFunc(vs, func(v agent.Volume) bool { return v.Name == vol }) {
+		if !has {
 			continue
 		}
 		// One at a time: a pool's glusterd runs one transaction on a
 		// volume at once.
 		if err := cl.RemoveVolume(ctx, vol); err != nil {
-			errs = append(errs, fmt.Errorf("deleting volume %s through %s, whose glusterd still lists it after its delete through %s: %w", vol, n, done, err))
+			err = fmt.Errorf("deleting volume %s through %s, whose glusterd still lists it after its delete through %s: %w", vol, n, done, err)
+			if err := e.restoreAndDelete(ctx, r, n, err); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		e.Log.Warn("volume deleted through a node that missed its delete", "volume", vol, "node", n, "deleted_through", done)
 	}
 	return errors.Join(errs...)
+}
+
+// lists reports whether the glusterd behind cl lists vol.
+func (e *Engine) lists(ctx context.Context, cl *agent.Client, vol string) (bool, error) {
+	vs, err := cl.Volumes(ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(vs, func(v agent.Volume) bool { return v.Name == vol }), nil
+}
+
+// restoreAndDelete is the cure for a volume holder's glusterd could not
+// delete (failed: why) because other members of the pool lost it: a peer
+// that was half-befriended when the others deleted it took part in
+// nothing, and once the pool is whole every member checks a transaction
+// on a volume against its own list, so the stop that must come first
+// fails on each that lacks it ("Pre Validation failed on rsa1. Volume
+// ... does not exist"), through any node, for ever. Copying the volume's
+// definition from holder to each RSA node that lacks it (gluster volume
+// sync) lets the delete through. Only in a whole pool: a rejected peer
+// takes no part in holder's transactions, so a volume copied to it would
+// outlive the delete.
+func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder string, failed error) error {
+	vol := e.volume(r)
+	if e.Nodes.Unpooled() {
+		return failed
+	}
+	from, err := e.Nodes.Address(holder)
+	if err != nil {
+		return errors.Join(failed, err)
+	}
+	var lacking []string
+	for _, n := range e.coordinators(r) {
+		if n == holder {
+			continue
+		}
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			return errors.Join(failed, err)
+		}
+		has, err := e.lists(ctx, cl, vol)
+		if err != nil {
+			return errors.Join(failed, fmt.Errorf("asking %s whether it lists volume %s: %w", n, vol, err))
+		}
+		if has {
+			continue
+		}
+		if err := cl.SyncVolume(ctx, vol, from); err != nil {
+			return errors.Join(failed, fmt.Errorf("copying volume %s to %s, whose glusterd lost it, from %s: %w", vol, n, holder, err))
+		}
+		lacking = append(lacking, n)
+	}
+	if len(lacking) == 0 {
+		return failed
+	}
+	cl, err := e.Nodes.Client(holder)
+	if err == nil {
+		err = cl.RemoveVolume(ctx, vol)
+	}
+	if err != nil {
+		return fmt.Errorf("deleting volume %s through %s once copied to %s, whose glusterd lost it: %w (before: %w)", vol, holder, strings.Join(lacking, ", "), err, failed)
+	}
+	e.Log.Warn("volume deleted once copied to the RSA nodes whose glusterd had lost it", "volume", vol, "through", holder, "copied_to", lacking)
+	return nil
 }
 
 func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
