@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -25,7 +26,8 @@ const (
 type healthReport struct {
 	Status  string   `json:"status"` // OK, WARNING or CRITICAL
 	Summary string   `json:"summary"`
-	Jobs    []string `json:"jobs,omitempty"` // the jobs behind a WARNING
+	Jobs    []string `json:"jobs,omitempty"`  // the jobs behind a WARNING
+	Nodes   []string `json:"nodes,omitempty"` // the RSA nodes behind a WARNING
 }
 
 func healthCmd(g *globals) *cobra.Command {
@@ -39,7 +41,10 @@ func healthCmd(g *globals) *cobra.Command {
   1 WARNING   a job's output waits in RAM after a failed stage-out
               (STAGE_OUT_FAILED), a RAMDISK could not be torn down
               (TEARDOWN_FAILED), or a job's output was lost with its RAMDISK
-              (OUTPUT_LOST) within --lost-within; the jobs follow, one a line
+              (OUTPUT_LOST) within --lost-within; the jobs follow, one a line;
+              or an RSA node's agent is silent (suspect or down), or the
+              node takes no new RAMDISKs because glusterd's trusted pool is
+              split there; the nodes follow, one a line
   2 CRITICAL  the daemon does not answer
 
 Run it as root: a user sees only their own jobs.`,
@@ -52,8 +57,8 @@ Run it as root: a user sees only their own jobs.`,
 				}
 			} else {
 				fmt.Printf("%s: %s\n", rep.Status, rep.Summary)
-				for _, j := range rep.Jobs {
-					fmt.Println("  " + j)
+				for _, l := range append(rep.Nodes, rep.Jobs...) {
+					fmt.Println("  " + l)
 				}
 			}
 			switch rep.Status {
@@ -102,12 +107,20 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 	if err != nil {
 		return critical(err)
 	}
+	rep := healthReport{Status: "OK"}
 	var held, total int64
 	for _, n := range nodes {
 		held += n.Used
 		total += n.Capacity
+		// A drained node is the administrator's own doing: not a warning.
+		switch a := n.Agent; {
+		case a == nil || n.Drain != nil:
+		case !a.Up:
+			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: agent %s: %s", n.Name, a.State, textsafe.Line(cmp.Or(a.Error, "not answering"))))
+		case a.Unpooled != "":
+			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: no new RAMDISKs: %s (restart glusterd on it if this stays)", n.Name, textsafe.Line(a.Unpooled)))
+		}
 	}
-	rep := healthReport{Status: "OK"}
 	active := 0
 	for _, j := range jobs {
 		if !j.Machine().Done() {
@@ -123,6 +136,10 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 	if len(rep.Jobs) > 0 {
 		rep.Status = "WARNING"
 		rep.Summary = fmt.Sprintf("%d jobs need an administrator's attention (rsa log ID, then rsa retry or rsa discard where the output is still in RAM); %s", len(rep.Jobs), rep.Summary)
+	}
+	if len(rep.Nodes) > 0 {
+		rep.Status = "WARNING"
+		rep.Summary = fmt.Sprintf("%d RSA nodes take no new RAMDISKs (rsa nodes says why); %s", len(rep.Nodes), rep.Summary)
 	}
 	if os.Geteuid() != 0 {
 		rep.Summary += "; not root: only your own jobs were checked"

@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,6 +249,13 @@ func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
 		t.Errorf("rsa nodes keeps %v out of new RAMDISKs, not %s alone", u, x)
 	} else {
 		t.Logf("rsa nodes: %s: no new RAMDISKs: %s", x, u[x])
+	}
+	// Monitoring hears of it: rsa health warns, naming the node.
+	cmd := testutil.Command(t, filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf, "health")
+	out, err := cmd.CombinedOutput()
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.HasPrefix(string(out), "WARNING: 1 RSA nodes take no new RAMDISKs") || !strings.Contains(string(out), "RSA node "+x+": no new RAMDISKs") {
+		t.Errorf("rsa health with %s kept out: %v\n%s", x, err, out)
 	}
 	t.Cleanup(func() { c.mendPool(t, 0) })
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
