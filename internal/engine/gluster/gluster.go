@@ -511,7 +511,7 @@ func (e *Engine) deleteStragglers(ctx context.Context, r engine.Ramdisk, done st
 			errs = append(errs, err)
 			continue
 		}
-		has, err := e.lists(ctx, cl, vol)
+		has, err := lists(ctx, cl, vol)
 		if err != nil {
 			e.Log.Warn("could not ask whether a deleted volume is gone", "volume", vol, "node", n, "err", err)
 			continue
@@ -523,7 +523,7 @@ func (e *Engine) deleteStragglers(ctx context.Context, r engine.Ramdisk, done st
 		// volume at once.
 		if err := cl.RemoveVolume(ctx, vol); err != nil {
 			err = fmt.Errorf("deleting volume %s through %s, whose glusterd still lists it after its delete through %s: %w", vol, n, done, err)
-			if err := e.restoreAndDelete(ctx, r, n, err); err != nil {
+			if err := e.restoreAndDelete(ctx, r, n, cl, err); err != nil {
 				errs = append(errs, err)
 			}
 			continue
@@ -534,7 +534,7 @@ func (e *Engine) deleteStragglers(ctx context.Context, r engine.Ramdisk, done st
 }
 
 // lists reports whether the glusterd behind cl lists vol.
-func (e *Engine) lists(ctx context.Context, cl *agent.Client, vol string) (bool, error) {
+func lists(ctx context.Context, cl *agent.Client, vol string) (bool, error) {
 	vs, err := cl.Volumes(ctx)
 	if err != nil {
 		return false, err
@@ -550,10 +550,11 @@ func (e *Engine) lists(ctx context.Context, cl *agent.Client, vol string) (bool,
 // fails on each that lacks it ("Pre Validation failed on rsa1. Volume
 // ... does not exist"), through any node, for ever. Copying the volume's
 // definition from holder to each RSA node that lacks it (gluster volume
-// sync) lets the delete through. Only in a whole pool: a rejected peer
+// sync) lets the delete through, again through holder (whose agent is
+// hc). Only in a whole pool: a rejected peer
 // takes no part in holder's transactions, so a volume copied to it would
 // outlive the delete.
-func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder string, failed error) error {
+func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder string, hc *agent.Client, failed error) error {
 	vol := e.volume(r)
 	if e.Nodes.Unpooled() {
 		return failed
@@ -571,7 +572,7 @@ func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder 
 		if err != nil {
 			return errors.Join(failed, err)
 		}
-		has, err := e.lists(ctx, cl, vol)
+		has, err := lists(ctx, cl, vol)
 		if err != nil {
 			return errors.Join(failed, fmt.Errorf("asking %s whether it lists volume %s: %w", n, vol, err))
 		}
@@ -586,11 +587,7 @@ func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder 
 	if len(lacking) == 0 {
 		return failed
 	}
-	cl, err := e.Nodes.Client(holder)
-	if err == nil {
-		err = cl.RemoveVolume(ctx, vol)
-	}
-	if err != nil {
+	if err := hc.RemoveVolume(ctx, vol); err != nil {
 		return fmt.Errorf("deleting volume %s through %s once copied to %s, whose glusterd lost it: %w (before: %w)", vol, holder, strings.Join(lacking, ", "), err, failed)
 	}
 	e.Log.Warn("volume deleted once copied to the RSA nodes whose glusterd had lost it", "volume", vol, "through", holder, "copied_to", lacking)
