@@ -132,7 +132,7 @@ func Step(j Job, ev Event) Outcome {
 			out.Changes = append(out.Changes, Change{j.State, j.State, j.RSA, j.RSA, "resumed " + string(a) + " after restart"})
 		}
 	default:
-		if r, i, ok := matchEvent(j, ev.Kind); ok {
+		if r, i, ok := matchEvent(j, ev.Kind, ev.At); ok {
 			applied = true
 			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
@@ -194,9 +194,11 @@ func (o *Outcome) record(next Job, why, reason string) {
 
 // eventRow says how an event changes a job. Empty job or rsa sets match any.
 type eventRow struct {
-	on      EventKind
-	job     []JobState
-	rsa     []RSAState
+	on  EventKind
+	job []JobState
+	rsa []RSAState
+	// guard, when set, must hold too (the event's time is now).
+	guard   func(j Job, now time.Time) bool
 	nextJob JobState // "" keeps the job-state
 	nextRSA RSAState // "" keeps the rsa-state
 	why     string
@@ -224,9 +226,12 @@ type passRow struct {
 	why   string
 }
 
-func matchEvent(j Job, k EventKind) (eventRow, int, bool) {
+func matchEvent(j Job, k EventKind, now time.Time) (eventRow, int, bool) {
 	for i, r := range eventTable {
 		if r.on != k {
+			continue
+		}
+		if r.guard != nil && !r.guard(j, now) {
 			continue
 		}
 		if len(r.job) > 0 && !slices.Contains(r.job, j.State) {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -417,5 +418,40 @@ func TestEveryStateReachable(t *testing.T) {
 		if !seen[s] {
 			t.Errorf("rsa-state %s unreachable", s)
 		}
+	}
+}
+
+// TestStartedBeforeInputInRAM: a job Slurm starts before its input is in
+// RAM (stage-in running, or a RAMDISK being rebuilt after a lost node)
+// reads its input from disk, and its log says so; a job with its input
+// ready, or with none, is not told that.
+func TestStartedBeforeInputInRAM(t *testing.T) {
+	const disk = "the job reads its input from disk"
+	for _, c := range []struct {
+		name string
+		job  Job
+		want bool
+	}{
+		{"stage-in running", io(OnDeck, StagingIn), true},
+		{"rebuilt after a lost node", lost(io(OnDeck, Teardown)), true},
+		{"being built", io(OnDeck, Booting), true},
+		{"not yet assigned", io(OnDeck, Initial), true},
+		{"input ready", io(OnDeck, Ready), false},
+		{"no input", outOnly(OnDeck, Teardown), false},
+		{"not eligible", io(OnDeck, Ineligible), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := Step(c.job, ev(EvStarted))
+			if out.Ignored || out.Job.State != Running {
+				t.Fatalf("started: job-state %s (ignored %v), want RUNNING", out.Job.State, out.Ignored)
+			}
+			said := false
+			for _, ch := range out.Changes {
+				said = said || strings.Contains(ch.Why, disk)
+			}
+			if said != c.want {
+				t.Errorf("log says %q: %v, want %v (%v)", disk, said, c.want, out.Changes)
+			}
+		})
 	}
 }

@@ -9,6 +9,10 @@ import "time"
 
 var anyLive = []JobState{OnDeck, Demoted, Running}
 
+// notYetIn: rsa-states of a job on deck whose input is not in RAM yet.
+var notYetIn = []RSAState{Initial, Assigned, Booting, Booted, StagingIn, StoppingStagingIn,
+	Aborted, Teardown, TeardownFailed, Destroyed}
+
 var eventTable = []eventRow{
 	// --- scheduler events (Figure 3.1) ---
 	// A demoted job stays DEMOTED until its cleanup has finished, even if it
@@ -16,6 +20,12 @@ var eventTable = []eventRow{
 	{on: EvOnDeck, job: []JobState{Demoted}, rsa: []RSAState{Released, Ineligible},
 		nextJob: OnDeck, nextRSA: Initial, why: "on deck again after cleanup"},
 	{on: EvDemoted, job: []JobState{OnDeck}, nextJob: Demoted, why: "demoted by the scheduler"},
+	// Slurm may start a job whose RAMDISK is not (or no longer) ready for
+	// it: stage-in still running, or the RAMDISK being rebuilt after a
+	// lost node. The job then reads its input where it is, on disk
+	// (§3.2.1); say so, it is the one thing its user needs to know.
+	{on: EvStarted, job: []JobState{OnDeck}, rsa: notYetIn, guard: hasInput, nextJob: Running,
+		why: "job started before its input was in RAM: the job reads its input from disk"},
 	{on: EvStarted, job: []JobState{OnDeck}, nextJob: Running, why: "job started"},
 	// A demoted job that starts before its cleanup ended continues under the
 	// RUNNING rules (its RAMDISK is rebuilt for output); one already cleaned
