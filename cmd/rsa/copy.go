@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -137,6 +138,17 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	// cold 4 KiB files on 2 cores: 4.7 s with 2 Ps, 3.7 s with 8; warm the
 	// same).
 	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), stage.Workers(f.workers)))
+	// With that many Ps on few cores, every collection's mark workers (a
+	// quarter of the Ps) take cores from the copy. Its heap is mostly
+	// buffers of bounded size (tens of MiB), so it is collected a fifth as
+	// often: at most about five times the live heap in all. Measured, 7
+	// interleaved runs of 100,000 x 4 KiB warm into tmpfs: copy 0.666 s
+	// against 0.689 s, pack 0.652 s against 0.690 s, at a peak of 72 MiB
+	// resident against 44 (copy) and 101 against 92 (pack). GOGC, when
+	// set, wins.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(400)
+	}
 	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
