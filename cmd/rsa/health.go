@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -116,9 +115,9 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 		switch a := n.Agent; {
 		case a == nil || n.Drain != nil:
 		case !a.Up:
-			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: agent %s: %s", n.Name, a.State, textsafe.Line(cmp.Or(a.Error, "not answering"))))
+			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: %s", textsafe.Line(n.Name), nodeState(n)))
 		case a.Unpooled != "":
-			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: no new RAMDISKs: %s (restart glusterd on it if this stays)", n.Name, textsafe.Line(a.Unpooled)))
+			rep.Nodes = append(rep.Nodes, fmt.Sprintf("RSA node %s: no new RAMDISKs: %s (restart glusterd on it if this stays)", textsafe.Line(n.Name), textsafe.Line(a.Unpooled)))
 		}
 	}
 	active := 0

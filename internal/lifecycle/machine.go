@@ -231,13 +231,13 @@ func matchEvent(j Job, k EventKind, now time.Time) (eventRow, int, bool) {
 		if r.on != k {
 			continue
 		}
-		if r.guard != nil && !r.guard(j, now) {
-			continue
-		}
 		if len(r.job) > 0 && !slices.Contains(r.job, j.State) {
 			continue
 		}
 		if len(r.rsa) > 0 && !slices.Contains(r.rsa, j.RSA) {
+			continue
+		}
+		if r.guard != nil && !r.guard(j, now) {
 			continue
 		}
 		return r, i, true
