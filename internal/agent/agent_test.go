@@ -456,7 +456,7 @@ func TestAgentAuthorization(t *testing.T) {
 		{"node1", "PUT", "/v1/volumes/rsa-job-1", `{"bricks":["10.0.0.1:/b"],"auth_allow":["10.0.0.2"]}`, http.StatusForbidden},
 		{"node1", "DELETE", "/v1/volumes/rsa-job-1", "", http.StatusForbidden},
 		{"node1", "POST", "/v1/volumes/rsa-job-1/seal", "", http.StatusForbidden},
-		{"node1", "POST", "/v1/volumes/rsa-job-1/sync", `{"from":"10.0.0.1"}`, http.StatusForbidden},
+		{"node1", "POST", "/v1/peers/reconnect", "", http.StatusForbidden},
 		{"node1", "GET", "/v1/volumes", "", http.StatusForbidden},
 		{"node1", "GET", "/v1/peers", "", http.StatusForbidden},
 		{"rsa1", "DELETE", "/v1/clients/rsa-job-1", "", http.StatusForbidden},

@@ -207,14 +207,13 @@ func (c *Client) RemoveVolume(ctx context.Context, volume string) error {
 	return c.do(ctx, c.storage, http.MethodDelete, "/v1/volumes/"+volume, nil, nil)
 }
 
-// SyncVolume copies volume's definition to a storage node's glusterd from
-// the pool member from (an RSA node's address; see Server.SyncVolume):
-// idempotent; a volume from does not have fails wrapping ErrNotFound.
-func (c *Client) SyncVolume(ctx context.Context, volume, from string) error {
-	if err := CheckVolume(volume); err != nil {
-		return err
-	}
-	return c.do(ctx, c.storage, http.MethodPost, "/v1/volumes/"+volume+"/sync", SyncRequest{From: from}, nil)
+// ReconnectPeers closes the connections between a storage node's
+// glusterd and its peers', for a new handshake with each (see
+// Server.ReconnectPeers), and says how many it closed.
+func (c *Client) ReconnectPeers(ctx context.Context) (int, error) {
+	var r Reconnected
+	err := c.do(ctx, c.storage, http.MethodPost, "/v1/peers/reconnect", nil, &r)
+	return r.Closed, err
 }
 
 // SealVolume makes volume read-only for every client, mounted already or

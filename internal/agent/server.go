@@ -285,12 +285,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.RemoveVolume(r.Context(), v)
 	}))
-	mux.HandleFunc("POST /v1/volumes/{volume}/sync", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
-		var req SyncRequest
-		if err := decode(r, &req); err != nil {
-			return nil, err
-		}
-		return struct{}{}, s.SyncVolume(r.Context(), v, req)
+	mux.HandleFunc("POST /v1/peers/reconnect", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+		return s.ReconnectPeers(r.Context())
 	}))
 	mux.HandleFunc("GET /v1/volumes/{volume}/bricks", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return s.BrickStatus(r.Context(), v)

@@ -223,36 +223,39 @@ func (s *Server) RemoveVolume(ctx context.Context, volume string) error {
 	return nil
 }
 
-// SyncRequest is what POST /v1/volumes/{volume}/sync asks for.
-type SyncRequest struct {
-	// From is the pool member to copy the volume's definition from, as
-	// glusterd knows it: the RSA node's address.
-	From string `json:"from"`
+// Reconnected is what POST /v1/peers/reconnect answers.
+type Reconnected struct {
+	// Closed is how many connections between this node's glusterd and
+	// its peers' were closed.
+	Closed int `json:"closed"`
 }
 
-// SyncVolume copies volume's definition from the glusterd of req.From to
-// this node's (gluster volume sync): for a member of the pool that lost a
-// volume the others still have, which glusterd otherwise keeps from
-// being stopped or deleted by anyone. Idempotent. A volume req.From does
-// not have fails wrapping ErrNotFound.
-func (s *Server) SyncVolume(ctx context.Context, volume string, req SyncRequest) error {
-	if err := CheckVolume(volume); err != nil {
-		return err
-	}
-	if err := gluster.CheckHost(req.From); err != nil {
-		return failf(ErrInvalid, "syncing volume %s: from: %w", volume, err)
-	}
+// ReconnectPeers closes the connections between this node's glusterd and
+// those of the other members of its pool, so that each pair connects
+// again and shakes hands anew (gluster.Reconnect): bricks and clients run
+// on. It is the cure for a volume this node lists but its peers lost
+// (a delete that reached them but not this node, whose glusterd had just
+// come back): no one can stop or delete it, since each member checks a
+// transaction against its own list, and glusterd copies a volume to a
+// member that lacks it only in a handshake. Transactions under way
+// through this node fail. Harmless to repeat.
+func (s *Server) ReconnectPeers(ctx context.Context) (Reconnected, error) {
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
-	err := s.gl.Sync(ctx, volume, req.From)
-	if errors.Is(err, gluster.ErrNotFound) {
-		return failf(ErrNotFound, "syncing volume %s from %s: it does not have it", volume, req.From)
-	}
+	ps, err := s.gl.Peers(ctx)
 	if err != nil {
-		return fmt.Errorf("syncing volume %s from %s: %w", volume, req.From, err)
+		return Reconnected{}, fmt.Errorf("reading the trusted pool's peers from glusterd: %w", err)
 	}
-	s.log.Info("volume synced from a peer", "volume", volume, "from", req.From)
-	return nil
+	n, err := gluster.Reconnect(ctx, ps)
+	if err != nil {
+		return Reconnected{Closed: n}, err
+	}
+	if n == 0 && slices.ContainsFunc(ps, func(p gluster.Peer) bool { return p.Connected }) {
+		// ss -K answers success on a kernel that cannot destroy sockets.
+		return Reconnected{}, errors.New("glusterd is connected to peers, but ss -K closed none of its connections: the kernel needs CONFIG_INET_DIAG_DESTROY (Debian's has it)")
+	}
+	s.log.Warn("glusterd's connections to its peers closed, for a new handshake", "peers", len(ps), "closed", n)
+	return Reconnected{Closed: n}, nil
 }
 
 // SealVolume makes volume read-only for every client (features.read-only):

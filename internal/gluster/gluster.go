@@ -405,24 +405,6 @@ func (c *CLI) Delete(ctx context.Context, name string) error {
 	return err
 }
 
-// Sync copies volume name's definition from the glusterd of peer from
-// (a member of the pool) to this one: `gluster volume sync`. It is the
-// cure for a member that lost a volume the others still have (one that
-// took no part in a delete, as a peer half-befriended after a split);
-// until it has the volume again, glusterd refuses every transaction on
-// it, stop and delete among them. Idempotent: a volume this glusterd has
-// is overwritten with the peer's.
-func (c *CLI) Sync(ctx context.Context, name, from string) error {
-	if err := CheckName(name); err != nil {
-		return err
-	}
-	if err := CheckHost(from); err != nil {
-		return fmt.Errorf("syncing volume %s: peer %w", name, err)
-	}
-	_, err := c.run(ctx, "volume", "sync", from, name)
-	return err
-}
-
 // CheckName checks a volume name: what Gluster accepts (letters, digits,
 // '-' and '_', at most 64), and never something the CLI or mount would
 // read as an option.

@@ -50,18 +50,35 @@ func testVolumeBack(t *testing.T, c *cluster) {
 	if _, err := rsa3.MakeVolume(ctx, vol, agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}}); err != nil {
 		t.Fatal(err)
 	}
-	// The cure for a member that lost a volume (see the gluster engine's
-	// restoreAndDelete), which cannot be made to happen on purpose: asked
-	// of a member that has it, it copies the same definition over it.
-	rsa1 := c.agentClient(t, filepath.Join(c.dir, "pki", "ctl"), "rsa1", c.addr("rsa1"))
-	if err := rsa1.SyncVolume(ctx, vol, c.addr("rsa3")); err != nil {
-		// The daemon's sweep (every 20 s) may have come first.
-		if strings.Contains(c.exec(t, "rsa3", "gluster", "--mode=script", "volume", "list"), vol) {
-			t.Errorf("syncing %s to rsa1 from rsa3: %v", vol, err)
-		} else {
-			t.Logf("syncing %s to rsa1 from rsa3: %v, after the sweep removed it", vol, err)
-		}
+	// The cure for a member whose peers lost a volume it lists (see the
+	// gluster engine's restoreAndDelete), which cannot be made to happen
+	// on purpose: its glusterd's connections to its peers are closed, and
+	// it connects again and shakes hands with each.
+	before := glusterdLinks(t, c, "rsa3")
+	closed, err := rsa3.ReconnectPeers(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if closed < 2 {
+		t.Errorf("ReconnectPeers closed %d connections of rsa3's glusterd (it had %q): want one at least with each of its two peers", closed, before)
+	}
+	waitFor(t, "rsa3's glusterd to connect to its peers again", 60*time.Second, func() bool {
+		ps, err := rsa3.Peers(ctx)
+		if err != nil || len(ps) != 2 {
+			return false
+		}
+		for _, p := range ps {
+			if !p.Connected || !p.InCluster() {
+				return false
+			}
+		}
+		return true
+	})
+	after := glusterdLinks(t, c, "rsa3")
+	if len(after) == 0 || slices.ContainsFunc(after, func(l string) bool { return slices.Contains(before, l) }) {
+		t.Errorf("rsa3's glusterd connections to its peers: %q before ReconnectPeers, %q after: want all new", before, after)
+	}
+	t.Logf("ReconnectPeers on rsa3 closed %d connections: %q; now %q", closed, before, after)
 	back := time.Now()
 	waitFor(t, "the daemon to remove the volume no job holds", 90*time.Second, func() bool {
 		return !strings.Contains(c.exec(t, "rsa3", "gluster", "--mode=script", "volume", "list"), vol)
@@ -75,6 +92,35 @@ func testVolumeBack(t *testing.T, c *cluster) {
 		return !slices.ContainsFunc(st.Bricks, func(b agent.Brick) bool { return b.Volume == vol })
 	})
 	c.assertNoLeaks(t)
+}
+
+// glusterdLinks lists host's established connections between its
+// glusterd and the other RSA hosts' (port 24007 on one end), each as its
+// addresses and its socket's inode: glusterd binds the same source port
+// again when it reconnects, so only the inode tells a new connection.
+func glusterdLinks(t *testing.T, c *cluster, host string) []string {
+	t.Helper()
+	var links []string
+	out := c.exec(t, host, "ss", "-H", "-tne", "state", "established", "( sport = :24007 or dport = :24007 )")
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 {
+			continue
+		}
+		local, peer := f[2], f[3]
+		ino := ""
+		for _, x := range f[4:] {
+			if strings.HasPrefix(x, "ino:") {
+				ino = x
+			}
+		}
+		for _, h := range c.storage {
+			if h != host && strings.HasPrefix(peer, c.addr(h)+":") {
+				links = append(links, local+" "+peer+" "+ino)
+			}
+		}
+	}
+	return links
 }
 
 // testTwoNodes: a 2-node job's input, spread over 2 RSA hosts, is read by

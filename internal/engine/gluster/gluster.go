@@ -543,55 +543,85 @@ func lists(ctx context.Context, cl *agent.Client, vol string) (bool, error) {
 }
 
 // restoreAndDelete is the cure for a volume holder's glusterd could not
-// delete (failed: why) because other members of the pool lost it: a peer
-// that was half-befriended when the others deleted it took part in
-// nothing, and once the pool is whole every member checks a transaction
-// on a volume against its own list, so the stop that must come first
-// fails on each that lacks it ("Pre Validation failed on rsa1. Volume
-// ... does not exist"), through any node, for ever. Copying the volume's
-// definition from holder to each RSA node that lacks it (gluster volume
-// sync) lets the delete through, again through holder (whose agent is
-// hc). Only in a whole pool: a rejected peer
-// takes no part in holder's transactions, so a volume copied to it would
-// outlive the delete.
+// delete (failed: why) because other members of the pool lost it. A
+// delete through another member reached them but not holder, whose
+// glusterd had just come back (a reboot) and was still shaking hands:
+// since then each member checks a transaction on the volume against its
+// own list, so the stop that must come first fails on each that lacks it
+// ("Pre Validation failed on rsa1. Volume ... does not exist"), through
+// any node, for ever. glusterd hands a volume to a member that lacks it
+// only in a handshake (`gluster volume sync` does not: upstream never
+// finished it, and 10.3 logs "Dict get failed" and copies nothing), so
+// holder's agent closes its glusterd's connections to the peers; once
+// every member lists the volume again, it is deleted through holder
+// (whose agent is hc). Only in a whole pool: a rejected peer takes no
+// part in a handshake's exchange of volumes.
 func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder string, hc *agent.Client, failed error) error {
 	vol := e.volume(r)
 	if e.Nodes.Unpooled() {
 		return failed
 	}
-	from, err := e.Nodes.Address(holder)
+	lacking, err := e.lacking(ctx, r, holder)
 	if err != nil {
 		return errors.Join(failed, err)
 	}
-	var lacking []string
+	if len(lacking) == 0 {
+		return failed
+	}
+	closed, err := hc.ReconnectPeers(ctx)
+	if err != nil {
+		return errors.Join(failed, fmt.Errorf("making %s's glusterd shake hands with its peers again: %w", holder, err))
+	}
+	// glusterd reconnects every 3 s; the handshake takes a second more,
+	// several under load.
+	deadline := time.Now().Add(handshakeWait)
+	for len(lacking) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("volume %s is still missing on %s %s after %s's glusterd shook hands with its peers again (%d connections closed): %w",
+				vol, strings.Join(lacking, ", "), handshakeWait, holder, closed, failed)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(failed, ctx.Err())
+		case <-time.After(time.Second):
+		}
+		if lacking, err = e.lacking(ctx, r, holder); err != nil {
+			return errors.Join(failed, err)
+		}
+	}
+	if err := hc.RemoveVolume(ctx, vol); err != nil {
+		return fmt.Errorf("deleting volume %s through %s once its peers shook hands with it again: %w (before: %w)", vol, holder, err, failed)
+	}
+	e.Log.Warn("volume deleted once the RSA nodes whose glusterd had lost it took it back in a handshake", "volume", vol, "through", holder, "connections_closed", closed)
+	return nil
+}
+
+// handshakeWait bounds how long restoreAndDelete waits for a handshake
+// to hand the volume back to the members that lost it.
+const handshakeWait = 30 * time.Second
+
+// lacking lists the live RSA nodes of r other than holder whose glusterd
+// does not list r's volume.
+func (e *Engine) lacking(ctx context.Context, r engine.Ramdisk, holder string) ([]string, error) {
+	vol := e.volume(r)
+	var out []string
 	for _, n := range e.coordinators(r) {
 		if n == holder {
 			continue
 		}
 		cl, err := e.Nodes.Client(n)
 		if err != nil {
-			return errors.Join(failed, err)
+			return nil, err
 		}
 		has, err := lists(ctx, cl, vol)
 		if err != nil {
-			return errors.Join(failed, fmt.Errorf("asking %s whether it lists volume %s: %w", n, vol, err))
+			return nil, fmt.Errorf("asking %s whether it lists volume %s: %w", n, vol, err)
 		}
-		if has {
-			continue
+		if !has {
+			out = append(out, n)
 		}
-		if err := cl.SyncVolume(ctx, vol, from); err != nil {
-			return errors.Join(failed, fmt.Errorf("copying volume %s to %s, whose glusterd lost it, from %s: %w", vol, n, holder, err))
-		}
-		lacking = append(lacking, n)
 	}
-	if len(lacking) == 0 {
-		return failed
-	}
-	if err := hc.RemoveVolume(ctx, vol); err != nil {
-		return fmt.Errorf("deleting volume %s through %s once copied to %s, whose glusterd lost it: %w (before: %w)", vol, holder, strings.Join(lacking, ", "), err, failed)
-	}
-	e.Log.Warn("volume deleted once copied to the RSA nodes whose glusterd had lost it", "volume", vol, "through", holder, "copied_to", lacking)
-	return nil
+	return out, nil
 }
 
 func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
