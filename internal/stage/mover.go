@@ -57,6 +57,9 @@ type Mover struct {
 	// each time a file is in place (Copy) or in the archive (Pack): tests
 	// act at a known point of a copy with it, where Progress comes by time.
 	fileDone func(files int64)
+	// readAhead, if set, replaces the archive read-ahead's bound
+	// (readAhead), for tests that make its readers wait.
+	readAhead int64
 }
 
 // EntryError is one entry that could not be copied.

@@ -399,6 +399,44 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPackReadAheadOverdrawn: files whose records outgrow what the walk
+// took for them (it stats no regular file) make the readers take more
+// of a read-ahead that holds a few at once; the batch the writer waits
+// for overdraws it, so the pack ends, whole, instead of the writer and
+// a reader waiting for each other.
+func TestPackReadAheadOverdrawn(t *testing.T) {
+	fss := fileSystems(t)
+	src := filepath.Join(fss["tmpfs"], "mid")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("0123456789abcdef"), 300<<10/16)
+	for i := range 300 {
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("f%03d", i)), body[:len(body)-i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	archive := filepath.Join(fss["tmpfs"], "mid.tar")
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&Mover{Workers: 4, readAhead: 2 << 20}).Pack(context.Background(), src, archive)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Pack of 300 files of 300 KiB under a read-ahead of 2 MiB did not end in 2 minutes: its readers and writer wait for each other")
+	}
+	dst := filepath.Join(fss["tmpfs"], "mid-out")
+	if _, err := (&Mover{Workers: 4, Private: true}).Unpack(context.Background(), archive, dst); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, dst)
+}
+
 func TestUnpackRefusesEscapes(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(dir, "outside")

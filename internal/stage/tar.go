@@ -3,6 +3,7 @@ package stage
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,25 +70,30 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 
 	// Small files are packed by a pool of readers, each of which returns
 	// the file's complete tar record (header, pax records, body, padding);
-	// the writer only appends records in walk order. Everything else is
-	// formatted by the writer itself. Hard links are decided in walk order,
-	// which is archive order. Entries travel in batches, in order: a hand-
-	// off per file between goroutines costs more than packing 4 KiB.
+	// the writer only appends records in walk order. The walk stats no
+	// regular file: the reader that opens it does (fstat), so a file's
+	// inode is touched on one core, and the walk's stat and the reader's
+	// open were each as dear as tar's whole file. A file that turns out
+	// not small (large, or hard-linked) goes back to the writer, which
+	// formats everything else itself and decides hard links in archive
+	// order. Entries travel in batches, in order: a hand-off per file
+	// between goroutines costs more than packing 4 KiB.
 	type item struct {
 		walkEntry
-		linkname string // a further name of a hard-linked file
-		small    bool   // read by a reader into rec (holding dir till then)
-		rec      []byte
-		err      error
+		small bool // read by a reader into rec (holding dir till then)
+		rec   []byte
+		err   error
 	}
 	type batch struct {
+		seq   int64 // from 1, in archive order
 		items []item
-		held  int64         // budget taken for its records
+		held  int64         // budget the walk took for its records
+		extra int64         // budget its reader took on top (takeExtra)
 		read  chan struct{} // closed once its small files are read
 	}
 	batches := make(chan *batch, 64)
 	reads := make(chan *batch, 64)
-	var budget = newBudget(readAhead)
+	budget := newBudget(cmp.Or(m.readAhead, readAhead))
 	limit := m.limitFor(ctx)
 	var readers sync.WaitGroup
 	for range archiveWorkers(m.Workers) {
@@ -100,10 +106,14 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 					if !it.small {
 						continue
 					}
-					if limit != nil {
-						limit(it.info.Size())
+					more := func(n int64) {
+						budget.takeExtra(n, b.seq)
+						b.extra += n
 					}
-					it.rec, it.err = packRecord(src, it.walkEntry)
+					it.rec, it.info, it.err = packRecord(src, it.walkEntry, limit, more)
+					if it.rec == nil && it.err == nil {
+						it.small = false // not a small file after all: the writer packs it
+					}
 					it.dir.release()
 				}
 				close(b.read)
@@ -115,8 +125,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	go func() {
 		defer close(batches)
 		defer close(reads)
-		links := map[inode]string{}
-		cur := &batch{read: make(chan struct{})}
+		cur := &batch{seq: 1, read: make(chan struct{})}
 		send := func() {
 			if len(cur.items) == 0 {
 				return
@@ -124,23 +133,21 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			budget.take(cur.held)
 			reads <- cur
 			batches <- cur
-			cur = &batch{read: make(chan struct{})}
+			cur = &batch{seq: cur.seq + 1, read: make(chan struct{})}
 		}
 		err := walkTree(src, func(e walkEntry) error {
 			if err := wctx.Err(); err != nil {
 				return err
 			}
-			info, rel := e.info, e.rel
 			it := item{walkEntry: e}
-			if sys, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && sys.Nlink > 1 {
-				k := inode{uint64(sys.Dev), sys.Ino}
-				if first, seen := links[k]; seen {
-					it.linkname = first
-				} else {
-					links[k] = filepath.ToSlash(rel)
-				}
-			}
-			if it.linkname == "" && info.Mode().IsRegular() && info.Size() <= smallFileSize {
+			switch info := e.info; {
+			case info == nil:
+				// A regular file the walk did not stat: the reader
+				// that opens it does, and packs it if it is small.
+				it.small = true
+				it.dir.hold()
+				cur.held += unstatRecord
+			case isSmallFile(info):
 				it.small = true
 				it.dir.hold()
 				cur.held += pooledSize(recordSize(info.Size()))
@@ -160,8 +167,10 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	// blocked on it: the walk stops, and what it sent is drained.
 	defer func() {
 		for b := range batches {
+			budget.consumingBatch(b.seq)
 			<-b.read
 			budget.give(b.held)
+			budget.giveExtra(b.extra)
 		}
 	}()
 	defer stopWalk()
@@ -171,6 +180,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	// of a pack of 100,000 small files, on its one serial path.
 	outFd := int(out.Fd())
 	var recs [][]byte
+	links := map[inode]string{}
 	writeRecs := func() error {
 		if len(recs) == 0 {
 			return nil
@@ -193,7 +203,9 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		return nil
 	}
 	writeBatch := func(b *batch) error {
+		budget.consumingBatch(b.seq)
 		<-b.read
+		defer budget.giveExtra(b.extra)
 		defer budget.give(b.held)
 		for i := range b.items {
 			it := &b.items[i]
@@ -210,7 +222,17 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 				if err := writeRecs(); err != nil {
 					return err
 				}
-				if err := m.packEntry(tw, src, dst, it.rel, it.info, it.linkname, limit, &st); err != nil {
+				// Hard links are decided here, in archive order.
+				linkname := ""
+				if sys, ok := it.info.Sys().(*syscall.Stat_t); ok && it.info.Mode().IsRegular() && sys.Nlink > 1 {
+					k := inode{uint64(sys.Dev), sys.Ino}
+					if first, seen := links[k]; seen {
+						linkname = first
+					} else {
+						links[k] = filepath.ToSlash(it.rel)
+					}
+				}
+				if err := m.packEntry(tw, src, dst, it.rel, it.info, linkname, limit, &st); err != nil {
 					return err
 				}
 			}
@@ -334,6 +356,18 @@ func (m *Mover) limitFor(ctx context.Context) func(int64) {
 	return func(n int64) { l.wait(ctx, n) }
 }
 
+// isSmallFile says whether Pack's readers pack the file: a regular file
+// of at most smallFileSize with one name (a hard-linked one is the
+// writer's, which decides in archive order which name gets the content).
+func isSmallFile(info fs.FileInfo) bool {
+	sys, ok := info.Sys().(*syscall.Stat_t)
+	return ok && info.Mode().IsRegular() && sys.Nlink == 1 && info.Size() <= smallFileSize
+}
+
+// unstatRecord is the read-ahead budget Pack's walk takes for a regular
+// file it did not stat, whose reader finds its size.
+var unstatRecord = pooledSize(recordSize(4096))
+
 // smallBufs holds the buffers small files pass through on their way into
 // or out of an archive: unpack's bodies and pack's records.
 var smallBufs sizedPool
@@ -353,13 +387,31 @@ func (w *sliceWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); re
 // through one descriptor, opened in its directory's) and returns its
 // complete tar record, the body read straight into it. A file that
 // changed size meanwhile is an error.
-func packRecord(root string, e walkEntry) ([]byte, error) {
+func packRecord(root string, e walkEntry, limit func(int64), more func(int64)) ([]byte, fs.FileInfo, error) {
 	rel, info := e.rel, e.info
-	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	// O_NONBLOCK: an entry listed as a regular file and replaced by a
+	// FIFO since must not hang the reader.
+	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	defer unix.Close(fd)
+	if info == nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, nil, err
+		}
+		if info = newStatInfo(e.name, &st); !isSmallFile(info) {
+			return nil, info, nil
+		}
+		// The walk took unstatRecord for it.
+		if n := pooledSize(recordSize(info.Size())) - unstatRecord; n > 0 {
+			more(n)
+		}
+	}
+	if limit != nil {
+		limit(info.Size())
+	}
 	size := info.Size()
 	xattrs := fxattrs(fd)
 	rec := smallBufs.get(int(recordSize(size)))
@@ -369,20 +421,20 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 			rec = slices.Grow(rec, int(size))[:n+int(size)]
 			if err := readSize(fd, rec[n:]); err != nil {
 				smallBufs.put(rec)
-				return nil, err
+				return nil, info, err
 			}
-			return padBlock(rec, 0), nil
+			return padBlock(rec, 0), info, nil
 		}
 	}
 	body := getBody(size)
 	defer smallBufs.put(body)
 	if err := readSize(fd, body); err != nil {
 		smallBufs.put(rec)
-		return nil, err
+		return nil, info, err
 	}
 	hdr, err := tarHeader(root, rel, info, false)
 	if err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	for k, v := range xattrs {
 		if hdr.PAXRecords == nil {
@@ -393,15 +445,15 @@ func packRecord(root string, e walkEntry) ([]byte, error) {
 	w := &sliceWriter{b: rec}
 	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	if _, err := tw.Write(body); err != nil {
-		return nil, err
+		return nil, info, err
 	}
 	if err := tw.Flush(); err != nil {
-		return nil, err
+		return nil, info, err
 	}
-	return w.b, nil
+	return w.b, info, nil
 }
 
 // readSize fills b from fd: a file of another size than its stat said
@@ -558,6 +610,9 @@ type budget struct {
 	cond  *sync.Cond
 	avail int64
 	max   int64
+	// consuming is the batch the consumer waits for (consumingBatch),
+	// which takeExtra never holds up.
+	consuming int64
 }
 
 func newBudget(n int64) *budget {
@@ -577,9 +632,35 @@ func (b *budget) take(n int64) {
 }
 
 func (b *budget) give(n int64) {
-	n = min(n, b.max)
+	b.giveExtra(min(n, b.max))
+}
+
+// takeExtra takes n more for batch seq than the producer took for it
+// (take), waiting while there is not enough, unless the consumer waits
+// for that very batch: then it overdraws. So a worker that fills a batch
+// and finds it needs more never waits for the consumer while the
+// consumer waits for it; the overdraft is at most that one batch's
+// extras. What takeExtra took goes back by giveExtra.
+func (b *budget) takeExtra(n, seq int64) {
+	b.mu.Lock()
+	for b.avail < n && b.consuming != seq {
+		b.cond.Wait()
+	}
+	b.avail -= n
+	b.mu.Unlock()
+}
+
+func (b *budget) giveExtra(n int64) {
 	b.mu.Lock()
 	b.avail += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
+
+// consumingBatch says the consumer now waits for batch seq.
+func (b *budget) consumingBatch(seq int64) {
+	b.mu.Lock()
+	b.consuming = seq
 	b.mu.Unlock()
 	b.cond.Broadcast()
 }
