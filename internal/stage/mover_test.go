@@ -400,15 +400,21 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 }
 
 // TestPackReadAheadOverdrawn: files whose records outgrow what the walk
-// took for them (it stats no regular file) make the readers take more
-// of a read-ahead that holds a few at once; the batch the writer waits
-// for overdraws it, so the pack ends, whole, instead of the writer and
-// a reader waiting for each other.
+// took for them (it stats only a directory's first regular files, here
+// tiny ones) make the readers take more of a read-ahead that holds a few
+// at once; the batch the writer waits for overdraws it, so the pack
+// ends, whole, instead of the writer and a reader waiting for each
+// other.
 func TestPackReadAheadOverdrawn(t *testing.T) {
 	fss := fileSystems(t)
 	src := filepath.Join(fss["tmpfs"], "mid")
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	for i := range walkSamples {
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("a-tiny%d", i)), []byte("sample"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	body := bytes.Repeat([]byte("0123456789abcdef"), 300<<10/16)
 	for i := range 300 {

@@ -80,7 +80,8 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	// between goroutines costs more than packing 4 KiB.
 	type item struct {
 		walkEntry
-		small bool // read by a reader into rec (holding dir till then)
+		small bool  // read by a reader into rec (holding dir till then)
+		took  int64 // budget the walk took for its record
 		rec   []byte
 		err   error
 	}
@@ -106,11 +107,13 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 					if !it.small {
 						continue
 					}
-					more := func(n int64) {
-						budget.takeExtra(n, b.seq)
-						b.extra += n
+					need := func(n int64) {
+						if n -= it.took; n > 0 {
+							budget.takeExtra(n, b.seq)
+							b.extra += n
+						}
 					}
-					it.rec, it.info, it.err = packRecord(src, it.walkEntry, limit, more)
+					it.rec, it.info, it.err = packRecord(src, it.walkEntry, limit, need)
 					if it.rec == nil && it.err == nil {
 						it.small = false // not a small file after all: the writer packs it
 					}
@@ -144,13 +147,19 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			case info == nil:
 				// A regular file the walk did not stat: the reader
 				// that opens it does, and packs it if it is small.
+				// The budget it takes is that of the largest of its
+				// directory's samples: a directory's files are mostly
+				// alike, so the batches end at about packBatchBytes and
+				// readers seldom take more (takeExtra).
 				it.small = true
+				it.took = pooledSize(recordSize(min(e.sizeHint, smallFileSize)))
 				it.dir.hold()
-				cur.held += unstatRecord
+				cur.held += it.took
 			case isSmallFile(info):
 				it.small = true
+				it.took = pooledSize(recordSize(info.Size()))
 				it.dir.hold()
-				cur.held += pooledSize(recordSize(info.Size()))
+				cur.held += it.took
 			}
 			cur.items = append(cur.items, it)
 			if len(cur.items) == packBatch || cur.held >= packBatchBytes {
@@ -364,10 +373,6 @@ func isSmallFile(info fs.FileInfo) bool {
 	return ok && info.Mode().IsRegular() && sys.Nlink == 1 && info.Size() <= smallFileSize
 }
 
-// unstatRecord is the read-ahead budget Pack's walk takes for a regular
-// file it did not stat, whose reader finds its size.
-var unstatRecord = pooledSize(recordSize(4096))
-
 // smallBufs holds the buffers small files pass through on their way into
 // or out of an archive: unpack's bodies and pack's records.
 var smallBufs sizedPool
@@ -385,13 +390,17 @@ func (w *sliceWriter) Write(p []byte) (int, error) { w.b = append(w.b, p...); re
 
 // packRecord reads a small file (content and user.* extended attributes
 // through one descriptor, opened in its directory's) and returns its
-// complete tar record, the body read straight into it. A file that
-// changed size meanwhile is an error.
-func packRecord(root string, e walkEntry, limit func(int64), more func(int64)) ([]byte, fs.FileInfo, error) {
+// complete tar record, the body read straight into it, and its status.
+// A file that changed size meanwhile is an error. For an entry the walk
+// did not stat (e.info nil), it reads the status from the descriptor:
+// a file that is not small gets no record (nil, and a nil error), and
+// a small one is announced to need with its record's pooled size before
+// that is allocated.
+func packRecord(root string, e walkEntry, limit func(int64), need func(int64)) ([]byte, fs.FileInfo, error) {
 	rel, info := e.rel, e.info
 	// O_NONBLOCK: an entry listed as a regular file and replaced by a
 	// FIFO since must not hang the reader.
-	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, info, err
 	}
@@ -404,10 +413,7 @@ func packRecord(root string, e walkEntry, limit func(int64), more func(int64)) (
 		if info = newStatInfo(e.name, &st); !isSmallFile(info) {
 			return nil, info, nil
 		}
-		// The walk took unstatRecord for it.
-		if n := pooledSize(recordSize(info.Size())) - unstatRecord; n > 0 {
-			more(n)
-		}
+		need(pooledSize(recordSize(info.Size())))
 	}
 	if limit != nil {
 		limit(info.Size())

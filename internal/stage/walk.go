@@ -33,10 +33,20 @@ func (d *openDir) release() {
 // the root itself).
 type walkEntry struct {
 	rel  string
-	info fs.FileInfo
+	info fs.FileInfo // nil for a regular file the walk did not stat
 	dir  *openDir
 	name string
+	// sizeHint, for a regular file the walk did not stat, is the
+	// largest size among the first walkSamples regular files of its
+	// directory, which it did stat.
+	sizeHint int64
 }
+
+// walkSamples is how many regular files of each directory walkTree stats
+// before it hands the others on unstatted, with the samples' largest size
+// as their sizeHint. One sample was too few: output directories often
+// begin with a small marker file (".complete") before the large ones.
+const walkSamples = 8
 
 // walkTree visits every entry below root, root first, in the order
 // filepath.WalkDir does (a directory before its entries, these sorted by
@@ -73,17 +83,20 @@ func walkDir(root string, d *openDir, rel string, visit func(walkEntry) error) e
 		return &fs.PathError{Op: "readdir", Path: filepath.Join(root, rel), Err: err}
 	}
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	sampled, hint := 0, int64(0) // regular files of this directory statted, their largest size
 	for _, de := range ents {
 		name := de.Name()
 		childRel := name
 		if rel != "." {
 			childRel = rel + "/" + name
 		}
-		if de.Type().IsRegular() {
+		regular := de.Type().IsRegular()
+		if regular && sampled == walkSamples {
 			// Its status is read by whoever opens it (fstat): a
 			// stat here, on another core than the open, cost as much
-			// again as the open itself.
-			if err := visit(walkEntry{rel: childRel, dir: d, name: name}); err != nil {
+			// again as the open itself. The directory's first regular
+			// files are statted, as samples of the rest.
+			if err := visit(walkEntry{rel: childRel, dir: d, name: name, sizeHint: hint}); err != nil {
 				return err
 			}
 			continue
@@ -93,6 +106,10 @@ func walkDir(root string, d *openDir, rel string, visit func(walkEntry) error) e
 			return &fs.PathError{Op: "lstat", Path: filepath.Join(root, childRel), Err: err}
 		}
 		info := newStatInfo(name, &st)
+		if regular {
+			sampled++
+			hint = max(hint, info.Size())
+		}
 		if err := visit(walkEntry{rel: childRel, info: info, dir: d, name: name}); err != nil {
 			return err
 		}
