@@ -230,12 +230,16 @@ func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 			if state == "BOOTING" || state == "MOUNTING_IN" {
 				outputSize = 1_000_000
 			}
+			// The switch to output, RSA_DELAY after the start, must find
+			// the first srun done with the input, or the input is busy
+			// and the output goes to disk: 2 s was too little once in
+			// make test, where the mount alone took 1.9 s.
 			job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 2
 #SBATCH -o %[1]s/job.out
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
-#RSA_DELAY=2
+#RSA_DELAY=10
 srun -N2 bash -c 'cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
 srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
 head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'

@@ -278,12 +278,14 @@ func TestGlusterPoll(t *testing.T) {
 	sums := fill(t, u, in, 10, 64<<10)
 	blocker := c.sbatch(t, u, "-N", "2", "--time=1", "-o", filepath.Join(w, "blocker.out"), "--wrap", "sleep 8")
 	c.waitJob(t, blocker, 60*time.Second, "RUNNING")
+	// RSA_DELAY: the switch must find the first srun done with the
+	// input (see testDaemonKilled).
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 2
 #SBATCH -o %[1]s/job.out
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
-#RSA_DELAY=2
+#RSA_DELAY=10
 srun -N2 bash -c 'findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs-$(hostname); cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
 srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
 findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname); echo from $(hostname) > %[3]s/from-$(hostname)'
