@@ -108,7 +108,12 @@ func (e *DebtError) Error() string {
 	if e.Freed {
 		return fmt.Sprintf("the RAM on RSA node %s is free, but the RAMDISK is not all gone until those nodes reach each other: %v", strings.Join(e.Nodes, ", "), e.Err)
 	}
-	return fmt.Sprintf("the parts on RSA node %s stay until the node answers: %v", strings.Join(e.Nodes, ", "), e.Err)
+	// "RSA node N out of reach" as the job's other lines say it: a node
+	// that was silent at a teardown may not have been found lost before.
+	if len(e.Nodes) == 1 {
+		return fmt.Sprintf("RSA node %s out of reach: its part stays until it answers: %v", e.Nodes[0], e.Err)
+	}
+	return fmt.Sprintf("RSA nodes %s out of reach: their parts stay until they answer: %v", strings.Join(e.Nodes, ", "), e.Err)
 }
 
 func (e *DebtError) Unwrap() error { return e.Err }
