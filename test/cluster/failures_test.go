@@ -260,7 +260,12 @@ head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(ho
 				}
 				return j != nil && string(j.RSA) == state
 			})
-			// A leftover of a job the daemon never knew, for gc.
+			if o, err := c.script(t, time.Minute, "cluster-up", "stop-rsa", "--crash"); err != nil {
+				t.Fatalf("stop-rsa --crash: %v %s", err, o)
+			}
+			// A leftover of a job the daemon never knew, for gc at the
+			// restart. Made while the daemon is down: its sweep, every
+			// 20 s, once removed the volume while it was being made.
 			b, err := rsa3.MakeBrick(ctx, "rsa-job-999", agent.BrickSpec{Size: 8 << 20})
 			if err != nil {
 				t.Fatal(err)
@@ -268,8 +273,8 @@ head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(ho
 			if _, err := rsa3.MakeVolume(ctx, "rsa-job-999", agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}}); err != nil {
 				t.Fatal(err)
 			}
-			if o, err := c.script(t, time.Minute, "cluster-up", "restart-rsa", "--crash"); err != nil {
-				t.Fatalf("restart-rsa --crash: %v %s", err, o)
+			if o, err := c.script(t, time.Minute, "cluster-up", "start-rsa"); err != nil {
+				t.Fatalf("start-rsa: %v %s", err, o)
 			}
 			if state == "MOUNTING_IN" {
 				if o, err := c.script(t, time.Minute, "cluster-up", "start-agent", "c2"); err != nil {
