@@ -70,14 +70,14 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 
 	// Small files are packed by a pool of readers, each of which returns
 	// the file's complete tar record (header, pax records, body, padding);
-	// the writer only appends records in walk order. The walk stats no
-	// regular file: the reader that opens it does (fstat), so a file's
-	// inode is touched on one core, and the walk's stat and the reader's
-	// open were each as dear as tar's whole file. A file that turns out
-	// not small (large, or hard-linked) goes back to the writer, which
-	// formats everything else itself and decides hard links in archive
-	// order. Entries travel in batches, in order: a hand-off per file
-	// between goroutines costs more than packing 4 KiB.
+	// the writer only appends records in walk order. The walk stats only
+	// a few sample files of each directory (walkSamples): the reader that
+	// opens a file reads its status (fstat), which spares a path lookup a
+	// file. A file that turns out not small (large, or hard-linked) goes
+	// back to the writer, which formats everything else itself and
+	// decides hard links in archive order. Entries travel in batches, in
+	// order: a hand-off per file between goroutines costs more than
+	// packing 4 KiB.
 	type item struct {
 		walkEntry
 		small bool  // read by a reader into rec (holding dir till then)
@@ -172,14 +172,22 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	}()
 
 	defer readers.Wait()
+	// awaitRead waits until b's small files are read; release gives back
+	// the budget they held.
+	awaitRead := func(b *batch) {
+		budget.consumingBatch(b.seq)
+		<-b.read
+	}
+	release := func(b *batch) {
+		budget.give(b.held)
+		budget.giveExtra(b.extra)
+	}
 	// Whatever way the writer ends, the walker and readers must not stay
 	// blocked on it: the walk stops, and what it sent is drained.
 	defer func() {
 		for b := range batches {
-			budget.consumingBatch(b.seq)
-			<-b.read
-			budget.give(b.held)
-			budget.giveExtra(b.extra)
+			awaitRead(b)
+			release(b)
 		}
 	}()
 	defer stopWalk()
@@ -212,10 +220,8 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 		return nil
 	}
 	writeBatch := func(b *batch) error {
-		budget.consumingBatch(b.seq)
-		<-b.read
-		defer budget.giveExtra(b.extra)
-		defer budget.give(b.held)
+		awaitRead(b)
+		defer release(b)
 		for i := range b.items {
 			it := &b.items[i]
 			if it.small {
@@ -400,7 +406,7 @@ func packRecord(root string, e walkEntry, limit func(int64), need func(int64)) (
 	rel, info := e.rel, e.info
 	// O_NONBLOCK: an entry listed as a regular file and replaced by a
 	// FIFO since must not hang the reader.
-	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(e.dir.fd, e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, info, err
 	}

