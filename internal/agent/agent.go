@@ -57,10 +57,13 @@ func VolumeName(job int64) string { return volumePrefix + strconv.FormatInt(job,
 
 // BuildName is the name of the volume of job id's RAMDISK built the
 // build-th time: VolumeName for the first (build 0 or 1), then
-// "rsa-job-17-2", "rsa-job-17-3"… A RAMDISK rebuilt on live nodes after
-// a node was lost needs a name of its own: glusterd deletes no volume
-// while any peer of the pool is down, so the old one may linger under its
-// name until the node is back.
+// "rsa-job-17-2", "rsa-job-17-3"… Every RAMDISK rebuilt needs a name of
+// its own. One rebuilt on live nodes after a node was lost: glusterd
+// deletes no volume while any peer of the pool is down, so the old one
+// may linger under its name until the node is back. One rebuilt for
+// output on the same nodes: a brick path used again can be mapped by
+// glusterd to the old brick's port, whose process refuses the new
+// volume's clients.
 func BuildName(job int64, build int) string {
 	if build <= 1 {
 		return VolumeName(job)

@@ -104,7 +104,6 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
-			n.Build++
 		}}, true
 	case alloc.Ineligible:
 		d.setWaiting(j.ID, "", "")

@@ -557,6 +557,15 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.ev.Kind == lifecycle.EvStarted {
 		next.StartedAt = out.Job.StartedAt
 	}
+	if next.RSA == lifecycle.Booting && j.RSA != lifecycle.Booting {
+		// Every RAMDISK built is new, under a name of its own, also
+		// the one rebuilt for output on the same nodes: a Gluster
+		// client of the new volume must never meet a brick of the old
+		// one (glusterd's port map can still name the old brick's port
+		// for the same brick path, whose process refuses the client as
+		// "volume-id changed").
+		next.Build++
+	}
 	if next.State == lifecycle.Finished && j.State != lifecycle.Finished {
 		next.FinishedAt = m.ev.At
 	}

@@ -64,8 +64,9 @@ type Job struct {
 	// while the job held them: the part of the RAMDISK there is gone.
 	// A new allocation clears it.
 	Lost []string `json:"lost,omitempty"`
-	// Build counts the RAMDISKs assigned to the job: more than one when
-	// one was rebuilt on live nodes after a node was lost.
+	// Build counts the RAMDISKs built for the job, each under a name of
+	// its own: more than one when one was rebuilt for output after the
+	// input, or on live nodes after a node was lost.
 	Build int `json:"build,omitempty"`
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`

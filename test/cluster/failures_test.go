@@ -144,13 +144,13 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
 	for _, h := range c.storage {
-		if n := c.brickFiles(t, h, j.ID); n != 0 && n != 20 {
+		if n := c.brickFiles(t, h, volumeOf(j)); n != 0 && n != 20 {
 			t.Errorf("%s holds %d of the 20 files", h, n)
 		}
 	}
 	total := 0
 	for _, h := range c.storage {
-		total += c.brickFiles(t, h, j.ID)
+		total += c.brickFiles(t, h, volumeOf(j))
 	}
 	if total != 40 {
 		t.Errorf("replica 2: the bricks hold %d files, want 2 × 20", total)
@@ -184,7 +184,7 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 1`) &&
 			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 1`, storage))
 	})
-	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	vol := volumeOf(j)
 	if n := strings.Count(c.exec(t, storage, "cat", "/proc/self/mountinfo"), " "+vol+" "); n != 1 {
 		t.Errorf("%s has %d mounts of %s's brick after its agent restarted, want 1", storage, n, vol)
 	}

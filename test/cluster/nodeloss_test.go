@@ -123,12 +123,12 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
 	}
 	victim, other := j.Alloc[1].Node, j.Alloc[0].Node
-	onVictim := c.brickFiles(t, victim, j.ID)
+	onVictim := c.brickFiles(t, victim, volumeOf(j))
 	if !replica && onVictim == 0 {
 		// A job that writes the moment its volume starts may find one
 		// brick not yet connected and place every file on the other.
 		victim, other = other, victim
-		onVictim = c.brickFiles(t, victim, j.ID)
+		onVictim = c.brickFiles(t, victim, volumeOf(j))
 	}
 	if replica && onVictim != files {
 		t.Fatalf("%d of %d files on %s: replica 2 over two nodes puts all on each", onVictim, files, victim)
@@ -136,7 +136,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	if onVictim == 0 {
 		t.Fatalf("no file on %s nor %s", victim, other)
 	}
-	c.lose(t, victim, j.ID, how)
+	c.lose(t, victim, volumeOf(j), how)
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	if how == lossLink {
 		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
 	} else {
-		c.restartBrick(t, other, j.ID)
+		c.restartBrick(t, other, volumeOf(j))
 	}
 	// What an admin sees before the retry: glusterd has the brick online.
 	// A restarted brick's client reconnects seconds later, and the retry
@@ -195,7 +195,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	// link's client reconnects at its next try, which TCP's backoff may
 	// put half a minute away: the retry waits for it, as an admin would
 	// after 'out of reach' once more.
-	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	vol := volumeOf(j)
 	waitFor(t, "glusterd to see the brick online (a healed link: the control host's client connected as well)", 60*time.Second, func() bool {
 		st := c.exec(t, other, "gluster", "--mode=script", "--xml", "volume", "status", vol)
 		if how == lossBrick {
@@ -211,8 +211,8 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	c.assertNoLeaks(t)
 }
 
-// lose takes away victim's part of job id's RAMDISK, as how says.
-func (c *cluster) lose(t *testing.T, victim string, id int64, how string) {
+// lose takes away victim's part of the RAMDISK vol, as how says.
+func (c *cluster) lose(t *testing.T, victim, vol, how string) {
 	t.Helper()
 	switch how {
 	case lossReboot:
@@ -233,22 +233,22 @@ func (c *cluster) lose(t *testing.T, victim string, id int64, how string) {
 		// names the victim's brick by its address, which no host of
 		// another cluster has.
 		addr := strings.ReplaceAll(c.addr(victim), ".", "[.]")
-		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id rsa-job-%d[.]%s[.]", id, addr))
+		c.exec(t, victim, "pkill", "-KILL", "-f", fmt.Sprintf("volfile-id %s[.]%s[.]", vol, addr))
 		// This VM's init reaps no orphan: the killed brick stays a
 		// zombie, whose pid file glusterd takes for a running brick (a
 		// volume rebuilt under the same name would get no brick). A
 		// real host's init reaps it, and the pid file names no process.
-		c.exec(t, victim, "sh", "-c", fmt.Sprintf("rm -f /run/gluster/vols/rsa-job-%d/*.pid", id))
+		c.exec(t, victim, "sh", "-c", fmt.Sprintf("rm -f /run/gluster/vols/%s/*.pid", vol))
 	default:
 		t.Fatalf("no way to lose a node %q", how)
 	}
 }
 
-// restartBrick starts job id's killed brick again, by the command an admin
-// would give (on other, a node of the same volume).
-func (c *cluster) restartBrick(t *testing.T, other string, id int64) {
+// restartBrick starts the killed brick of vol again, by the command an
+// admin would give (on other, a node of the same volume).
+func (c *cluster) restartBrick(t *testing.T, other, vol string) {
 	t.Helper()
-	c.exec(t, other, "gluster", "--mode=script", "volume", "start", fmt.Sprintf("rsa-job-%d", id), "force")
+	c.exec(t, other, "gluster", "--mode=script", "volume", "start", vol, "force")
 }
 
 // filesOut is how many files filesJob's job writes.
@@ -383,7 +383,7 @@ func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 	if o := owed(); o != j.Alloc[1].Bytes {
 		t.Errorf("%s owes %d bytes after the teardown, want its part, %d", silent, o, j.Alloc[1].Bytes)
 	}
-	if mi := c.exec(t, silent, "cat", "/proc/self/mountinfo"); !strings.Contains(mi, fmt.Sprintf("rsa-job-%d", j.ID)) {
+	if mi := c.exec(t, silent, "cat", "/proc/self/mountinfo"); !strings.Contains(mi, volumeOf(j)) {
 		t.Errorf("the brick on %s is gone though its agent was down: what removed it?", silent)
 	}
 	if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", silent); err != nil {
@@ -423,7 +423,7 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	}
 	victim := j.Alloc[1].Node
 	lost := time.Now()
-	c.lose(t, victim, j.ID, how)
+	c.lose(t, victim, volumeOf(j), how)
 	took := time.Since(lost)
 	waitFor(t, "the job to leave its first stage-in", 90*time.Second, func() bool {
 		return c.rsaJob(t, id).RSA != "STAGING_IN"
@@ -491,7 +491,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	})
 	victim := j.Alloc[1].Node
 	lost := time.Now()
-	c.lose(t, victim, j.ID, how)
+	c.lose(t, victim, volumeOf(j), how)
 	// A link cut is silent: the client gives the brick up after its ping
 	// timeout, the heartbeat after cluster.down_after, the switch's
 	// teardown when the node does not answer; whichever comes first.

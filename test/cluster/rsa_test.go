@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -53,16 +54,19 @@ func (c *cluster) waitRSA(t *testing.T, id string, timeout time.Duration, rsaSta
 	return nil
 }
 
-// brickFiles counts the regular files in job's brick on host (Gluster's
+// brickFiles counts the regular files in vol's brick on host (Gluster's
 // own .glusterfs directory aside): where the data physically lives.
-func (c *cluster) brickFiles(t *testing.T, host string, job int64) int {
+func (c *cluster) brickFiles(t *testing.T, host, vol string) int {
 	t.Helper()
 	out := c.exec(t, host, "sh", "-c", fmt.Sprintf(
-		"find /run/rsa/bricks/rsa-job-%d/brick -path '*/.glusterfs' -prune -o -type f ! -perm -1000 -print 2>/dev/null | wc -l", job))
+		"find /run/rsa/bricks/%s/brick -path '*/.glusterfs' -prune -o -type f ! -perm -1000 -print 2>/dev/null | wc -l", vol))
 	var n int
 	fmt.Sscan(out, &n)
 	return n
 }
+
+// volumeOf is the name of the volume of j's RAMDISK as j saw it.
+func volumeOf(j *api.JobView) string { return agent.BuildName(j.ID, j.Build) }
 
 // leaks lists what RSA left on any host: Gluster volumes, bricks, FUSE
 // mounts or tmpfs of jobs in any host's mount namespace, RAM allocated.

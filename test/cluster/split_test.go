@@ -36,7 +36,7 @@ func testGlusterdRestarted(t *testing.T, c *cluster, u testutil.User) {
 	}
 	// Whether the stage-out meets a glusterd still behind: one just
 	// restarted has the running bricks offline until it reconnects.
-	st := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "--xml", "volume", "status", fmt.Sprintf("rsa-job-%d", j.ID))
+	st := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "--xml", "volume", "status", volumeOf(j))
 	t.Logf("as the job ends, glusterd has %d of %d bricks online", strings.Count(st, "<status>1</status>"), len(j.Alloc))
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ step go
 		_, err := os.Stat(filepath.Join(w, "mounted"))
 		return err == nil
 	})
-	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	vol := volumeOf(j)
 	// What the admin of a replicated volume would turn off to keep the
 	// copies apart: every heal, by the daemon and by clients.
 	c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "set", vol,
@@ -194,7 +194,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	t.Logf("split: rsa nodes keeps out %v", c.unpooled(t))
 	// Its bricks are gone; the volume's definition waits for the pool.
 	for _, n := range []string{a, b} {
-		if mi := c.exec(t, n, "cat", "/proc/self/mountinfo"); strings.Contains(mi, fmt.Sprintf("rsa-job-%d ", j.ID)) {
+		if mi := c.exec(t, n, "cat", "/proc/self/mountinfo"); strings.Contains(mi, volumeOf(j)+" ") {
 			t.Errorf("the brick on %s is still mounted after the teardown", n)
 		}
 	}
@@ -216,7 +216,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "rejected")
 	id, j := c.filesJob(t, u, w, true)
-	vol := fmt.Sprintf("rsa-job-%d", j.ID)
+	vol := volumeOf(j)
 	var x string
 	for _, h := range c.storage {
 		if !slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == h }) {
