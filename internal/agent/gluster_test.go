@@ -331,6 +331,8 @@ func TestAgentGluster(t *testing.T) {
 		t.Fatalf("the job's user writing its output directory and reading its RAMDISK path: %q, %v", o, err)
 	}
 
+	testStageOutReach(t, n, c, v, u, filepath.Join(e.dir, "bricks-b"), testutil.MkdirOwned(t, u, filepath.Join(e.dir, "home", "job", "disk")))
+
 	start = time.Now()
 	if err := c.SealVolume(ctx, v); err != nil {
 		t.Fatal(err)
@@ -384,4 +386,48 @@ func TestAgentGluster(t *testing.T) {
 	if ms := n.mountsBelow(t, e.dir); len(ms) != 0 {
 		t.Errorf("left mounted in the node: %q", ms)
 	}
+}
+
+// testStageOutReach: a stage-out through the node's own client of volume
+// v is verified only if that client reaches every brick. With the brick
+// under brickRoot killed, the copy lists the other brick's files alone,
+// without an error: the stage must fail and name the brick. Restarted,
+// the stage-out copies everything.
+func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.User, brickRoot, disk string) {
+	ctx := context.Background()
+	stageOut := func() (string, error) {
+		var log strings.Builder
+		err := c.Stage(ctx, v, StageRequest{Phase: "stage-out", UID: u.UID, GID: u.GID, User: u.Name, Home: u.Home,
+			Data: disk, Servers: []string{glAddr}}, &log, nil)
+		return log.String(), err
+	}
+	if log, err := stageOut(); err != nil {
+		t.Fatalf("stage-out with both bricks up: %v\n%s", err, log)
+	}
+	if b, err := os.ReadFile(filepath.Join(disk, "f")); err != nil || string(b) != "written\n" {
+		t.Fatalf("the stage-out's copy of f: %q, %v", b, err)
+	}
+	// The killed brick stays a zombie where no init reaps it; its pid
+	// file would have glusterd take it for running. (The other brick's
+	// stays: without it, glusterd starts that brick a second time.)
+	if o, err := n.command(ctx, "sh", "-c", fmt.Sprintf("pkill -KILL -f '[g]lusterfsd.*%s/' && rm -f /run/gluster/vols/%s/*-%s-*.pid", brickRoot, v, filepath.Base(brickRoot))).CombinedOutput(); err != nil {
+		t.Fatalf("killing the brick under %s: %v\n%s", brickRoot, err, o)
+	}
+	start := time.Now()
+	log, err := stageOut()
+	t.Logf("stage-out with a brick killed: %.1fs: %v", time.Since(start).Seconds(), err)
+	if err == nil || !strings.Contains(err.Error(), "not verified") || !strings.Contains(err.Error(), v+"-client-1 ("+glAddr+":"+brickRoot+"/") {
+		t.Errorf("stage-out with the brick under %s killed: %v; want it not verified, naming %s-client-1 and its brick\n%s", brickRoot, err, v, log)
+	}
+	if !strings.Contains(log, "the files there cannot be listed") {
+		t.Errorf("the stage's log does not say the client misses a brick:\n%s", log)
+	}
+	if o, err := n.command(ctx, "gluster", "--mode=script", "volume", "start", v, "force").CombinedOutput(); err != nil {
+		t.Fatalf("restarting the brick: %v\n%s", err, o)
+	}
+	start = time.Now()
+	if log, err := stageOut(); err != nil {
+		t.Errorf("stage-out with the brick restarted: %v\n%s", err, log)
+	}
+	t.Logf("stage-out with the brick restarted (its client reconnecting): %.1fs", time.Since(start).Seconds())
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,11 +147,21 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	runner.BWLimit = req.BWLimit
 	s.log.Info("stage started", "volume", volume, "phase", req.Phase, "uid", req.UID, "data", req.Data)
 	started := time.Now()
+	// A stage-in's writes fail where this node's client misses a part;
+	// a stage-out's listing leaves that part's files out without an
+	// error: it is checked.
+	var before gluster.Distribution
+	if req.Phase == "stage-out" {
+		before = s.awaitWhole(r.Context(), dir, volume, sw)
+	}
 	err = runner.Run(r.Context(), stage.Task{
 		Job: id, Phase: req.Phase, Program: req.Program, Ramdisk: dir, Data: req.Data, Log: sw,
 		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
 		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
 	})
+	if err == nil && req.Phase == "stage-out" {
+		err = s.listedWhole(dir, volume, id, before)
+	}
 	if err != nil {
 		s.log.Warn("stage failed", "volume", volume, "phase", req.Phase, "err", err)
 		sw.send(StageEvent{Error: err.Error()})
@@ -158,6 +169,65 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	}
 	s.log.Info("stage done", "volume", volume, "phase", req.Phase, "seconds", time.Since(started).Seconds())
 	sw.send(StageEvent{Done: true})
+	return nil
+}
+
+// wholeSettle bounds the wait for this node's client to reach every part
+// of a volume before a stage-out lists it: a client just mounted, or
+// meeting a brick just restarted, connects within a few seconds (it
+// tries every 3).
+const wholeSettle = 10 * time.Second
+
+// awaitWhole waits up to wholeSettle for this node's Gluster client of
+// volume, mounted at dir, to reach every part of it, and returns its
+// view then. A part out of reach is logged and the copy goes on: what
+// can be copied is (listedWhole then fails the stage).
+func (s *Server) awaitWhole(ctx context.Context, dir, volume string, log io.Writer) gluster.Distribution {
+	deadline := time.Now().Add(wholeSettle)
+	for {
+		d, err := gluster.ReadDistribution(dir, volume)
+		if err == nil && d.Whole() {
+			return d
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			why := "it does not reach " + strings.Join(d.Down(dir), ", ")
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(log, "%s stage-out: this node's Gluster client of the RAMDISK after %v: %s; the files there cannot be listed\n",
+				time.Now().Format(time.RFC3339), wholeSettle, why)
+			return d
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// listedWhole fails a stage-out unless this node's client reached every
+// part of volume from before the copy (before) to after it, without a
+// break: a part out of reach, or gone and back meanwhile, had its files
+// left out of the copy's listing, which no error told.
+func (s *Server) listedWhole(dir, volume string, job int64, before gluster.Distribution) error {
+	after, err := gluster.ReadDistribution(dir, volume)
+	if err == nil && len(before.Up) == 0 {
+		err = fmt.Errorf("its view before the copy was not to be had")
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("stage-out not verified: whether this node's Gluster client reached every part of the RAMDISK is unknown: %w; 'rsa retry %d' copies again", err, job)
+	case !before.Whole() || !after.Whole():
+		down := after.Down(dir)
+		if !before.Whole() {
+			down = before.Down(dir)
+		}
+		return fmt.Errorf("stage-out not verified: this node's Gluster client did not reach %s, whose files the copy could not list; 'rsa retry %d' copies again once it does (the client retries every 3 s; this node's log of the volume is in /var/log/glusterfs)",
+			strings.Join(down, ", "), job)
+	case before.Gen != after.Gen:
+		return fmt.Errorf("stage-out not verified: a part of the RAMDISK left this node's Gluster client and came back during the copy (distribute generation %d, then %d), which may have left its files out; 'rsa retry %d' copies again",
+			before.Gen, after.Gen, job)
+	}
 	return nil
 }
 

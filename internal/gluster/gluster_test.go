@@ -2,6 +2,7 @@ package gluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,5 +207,60 @@ func TestParsePeers(t *testing.T) {
 	}
 	if o, err := parse(nil, []byte("<cliOutput><opRet>0</opRet><peerStatus/></cliOutput>")); err != nil || len(o.peers()) != 0 || o.peers() == nil {
 		t.Errorf("no peers: %v, %v", o, err)
+	}
+}
+
+// ReadDistribution reads the distribute translator's dump as Gluster 10.3
+// writes it (its subvolumes named twice: the translator, then for its
+// disk usage) and refuses one it does not understand.
+func TestReadDistribution(t *testing.T) {
+	const vol = "rsa-job-7"
+	dump := func(gen string, status ...string) string {
+		s := fmt.Sprintf("[xlator.cluster.dht.%s-dht.priv]\nsubvol_cnt = %d\n", vol, len(status))
+		for k, st := range status {
+			s += fmt.Sprintf("subvolumes[%d] = protocol/client.%s-client-%d\nfile_layouts[%d].cnt = 1\nsubvolume_status[%d] = %s\n", k, vol, k, k, k, st)
+		}
+		s += "search_unhashed = 1\ngen = " + gen + "\nmin_free_disk = 10.000000\n"
+		for k := range status {
+			s += fmt.Sprintf("subvolumes[%d] = %s-client-%d\ndu_stats[%d].avail_space = 66424832\n", k, vol, k, k)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name  string
+		dump  string
+		up    []bool
+		gen   uint64
+		whole bool
+		err   bool
+	}{
+		{"all up", dump("3", "1", "1"), []bool{true, true}, 3, true, false},
+		{"one down", dump("4", "1", "0"), []bool{true, false}, 4, false, false},
+		{"no dump", "", nil, 0, false, true},
+		{"no count", "[xlator.cluster.dht.priv]\ngen = 3\n", nil, 0, false, true},
+		{"no generation", strings.Replace(dump("3", "1"), "gen = 3", "gen = ?", 1), nil, 0, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if c.dump != "" {
+				d := filepath.Join(dir, ".meta", "graphs", "active", vol+"-dht")
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d, "private"), []byte(c.dump), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := ReadDistribution(dir, vol)
+			if (err != nil) != c.err || !slices.Equal(d.Up, c.up) || d.Gen != c.gen || d.Whole() != c.whole {
+				t.Fatalf("ReadDistribution = %+v, whole %v, %v; want up %v, gen %d, whole %v, error %v", d, d.Whole(), err, c.up, c.gen, c.whole, c.err)
+			}
+			if err == nil && d.Names[len(d.Names)-1] != fmt.Sprintf("%s-client-%d", vol, len(d.Up)-1) {
+				t.Errorf("names %q", d.Names)
+			}
+			if down := d.Down(dir); !c.whole && !c.err && !slices.Equal(down, []string{vol + "-client-1"}) {
+				t.Errorf("Down = %q", down)
+			}
+		})
 	}
 }

@@ -3,8 +3,6 @@ package gluster
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -297,13 +295,10 @@ type view struct {
 // tells the distribute translator, which alone decides what a listing
 // includes.
 func (e *Engine) clientView(r engine.Ramdisk, vol string) view {
-	dump := func(xl string) string {
-		b, _ := os.ReadFile(filepath.Join(r.Dir, ".meta", "graphs", "active", xl, "private"))
-		return string(b)
-	}
+	dump := func(xl string) string { return gcli.MetaDump(r.Dir, xl) }
 	dht := dump(vol + "-dht")
 	v := view{parts: make([]reach, len(r.Parts))}
-	if g, ok := dumpValue(dht, "gen"); ok {
+	if g, ok := gcli.DumpValue(dht, "gen"); ok {
 		v.epoch, _ = strconv.ParseUint(g, 10, 64)
 	}
 	for i := range r.Parts {
@@ -312,7 +307,7 @@ func (e *Engine) clientView(r engine.Ramdisk, vol string) view {
 			sub = i / 2
 		}
 		client := connection(dump(fmt.Sprintf("%s-client-%d", vol, i)))
-		status, ok := dumpValue(dht, fmt.Sprintf("subvolume_status[%d]", sub))
+		status, ok := gcli.DumpValue(dht, fmt.Sprintf("subvolume_status[%d]", sub))
 		switch {
 		case client == reachDown:
 			v.parts[i] = reachDown
@@ -333,7 +328,7 @@ func (e *Engine) clientView(r engine.Ramdisk, vol string) view {
 // connection reads "connected = N" from a protocol/client translator's
 // private dump.
 func connection(priv string) reach {
-	v, ok := dumpValue(priv, "connected")
+	v, ok := gcli.DumpValue(priv, "connected")
 	switch {
 	case !ok:
 		return reachUnknown
@@ -342,15 +337,4 @@ func connection(priv string) reach {
 	default:
 		return reachUp
 	}
-}
-
-// dumpValue finds "key = value" in a translator's private dump.
-func dumpValue(priv, key string) (string, bool) {
-	for line := range strings.Lines(priv) {
-		k, v, ok := strings.Cut(line, "=")
-		if ok && strings.TrimSpace(k) == key {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
 }
