@@ -20,52 +20,51 @@ import (
 // those. TestFileRecordAsArchiveTar holds the two to the same bytes.
 func appendFileHeader(b []byte, name string, st *syscall.Stat_t, xattrs map[string]string) ([]byte, bool) {
 	secs, nsecs := st.Mtim.Sec, st.Mtim.Nsec
-	if len(name) > ustarName || !isASCII(name) || strings.HasSuffix(name, "/") ||
+	if len(name) > ustarName || !isASCII(name) || strings.HasSuffix(name, "/") || path.Clean(name) != name ||
 		!fitsOctal(int64(st.Uid), 8) || !fitsOctal(int64(st.Gid), 8) ||
 		secs < 0 || !fitsOctal(secs, 12) || !fitsOctal(st.Size, 12) {
 		return b, false
 	}
-	var pax []string
-	if nsecs != 0 {
-		t := strings.TrimRight(strconv.FormatInt(secs, 10)+"."+zeroPad(nsecs, 9), "0")
-		pax = append(pax, paxRecord("mtime", t))
-	}
-	for k, v := range xattrs {
-		k = "SCHILY.xattr." + k
-		if strings.IndexByte(k, '=') >= 0 {
-			return b, false
+	// The pax records: mtime alone (the common case) without an
+	// allocation, as this runs once a file.
+	var small [64]byte
+	var payload []byte
+	switch {
+	case len(xattrs) == 0 && nsecs == 0:
+	case len(xattrs) == 0:
+		payload = appendMtimeRecord(small[:0], secs, nsecs)
+	default:
+		var pax []string
+		if nsecs != 0 {
+			pax = append(pax, string(appendMtimeRecord(small[:0], secs, nsecs)))
 		}
-		pax = append(pax, paxRecord(k, v))
-	}
-	var h []byte
-	if len(pax) > 0 {
+		for k, v := range xattrs {
+			k = "SCHILY.xattr." + k
+			if strings.IndexByte(k, '=') >= 0 {
+				return b, false
+			}
+			pax = append(pax, paxRecord(k, v))
+		}
 		// In key order, as archive/tar writes them.
 		slices.SortFunc(pax, func(a, b string) int { return strings.Compare(paxKey(a), paxKey(b)) })
-		size := 0
-		for _, r := range pax {
-			size += len(r)
-		}
-		if size > 1<<20 {
+		payload = []byte(strings.Join(pax, ""))
+	}
+	var h []byte
+	if len(payload) > 0 {
+		if len(payload) > 1<<20 {
 			return b, false // archive/tar's limit for a pax header
-		}
-		dir, file := path.Split(name)
-		xname := path.Join(dir, "PaxHeaders.0", file)
-		if len(xname) > ustarName {
-			xname = strings.TrimRight(xname[:ustarName], "/")
 		}
 		start := len(b)
 		b, h = growBlock(b)
-		copy(h[0:], xname)
+		paxName(h[:ustarName], name)
 		octal(h[100:108], 0)
 		octal(h[108:116], 0)
 		octal(h[116:124], 0)
-		octal(h[124:136], int64(size))
+		octal(h[124:136], int64(len(payload)))
 		octal(h[136:148], 0)
 		h[156] = 'x'
 		sumUSTAR(h)
-		for _, r := range pax {
-			b = append(b, r...)
-		}
+		b = append(b, payload...)
 		b = padBlock(b, start)
 	}
 	b, h = growBlock(b)
@@ -136,6 +135,55 @@ func octal(f []byte, x int64) {
 // fitsOctal says whether x fits a numeric field of n bytes (n-1 digits).
 func fitsOctal(x int64, n int) bool {
 	return x >= 0 && x < 1<<(3*(n-1))
+}
+
+// appendMtimeRecord appends the pax record of mtime secs.nsecs, as
+// archive/tar writes it: "LEN mtime=SECS.NANOS\n", trailing zeros of the
+// fraction cut.
+func appendMtimeRecord(b []byte, secs, nsecs int64) []byte {
+	var v [32]byte
+	t := strconv.AppendInt(v[:0], secs, 10)
+	t = append(t, '.')
+	n := len(t)
+	t = append(t, "000000000"...)
+	for i, x := n+8, nsecs; i >= n; i, x = i-1, x/10 {
+		t[i] = byte('0' + x%10)
+	}
+	for t[len(t)-1] == '0' {
+		t = t[:len(t)-1]
+	}
+	// LEN counts its own digits.
+	size := len("mtime") + len(t) + 3
+	d := decimalDigits(size)
+	if decimalDigits(size+d) != d {
+		d++
+	}
+	size += d
+	b = strconv.AppendInt(b, int64(size), 10)
+	b = append(b, " mtime="...)
+	b = append(b, t...)
+	return append(b, '\n')
+}
+
+func decimalDigits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
+// paxName writes the name archive/tar gives name's pax header,
+// DIR/PaxHeaders.0/FILE, cut to the field f.
+func paxName(f []byte, name string) {
+	dir, file := path.Split(name)
+	n := copy(f, dir)
+	n += copy(f[n:], "PaxHeaders.0/")
+	n += copy(f[n:], file)
+	for n > 0 && f[n-1] == '/' {
+		n--
+		f[n] = 0
+	}
 }
 
 // paxRecord is one "LEN KEY=VALUE\n" record, LEN counting itself.
