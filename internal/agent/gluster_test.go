@@ -331,7 +331,7 @@ func TestAgentGluster(t *testing.T) {
 		t.Fatalf("the job's user writing its output directory and reading its RAMDISK path: %q, %v", o, err)
 	}
 
-	testStageOutReach(t, n, c, v, u, filepath.Join(e.dir, "bricks-b"), testutil.MkdirOwned(t, u, filepath.Join(e.dir, "home", "job", "disk")))
+	testStageOutReach(t, n, c, v, u, ram, filepath.Join(e.dir, "bricks-b"), testutil.MkdirOwned(t, u, filepath.Join(e.dir, "home", "job", "disk")))
 
 	start = time.Now()
 	if err := c.SealVolume(ctx, v); err != nil {
@@ -392,8 +392,8 @@ func TestAgentGluster(t *testing.T) {
 // v is verified only if that client reaches every brick. With the brick
 // under brickRoot killed, the copy lists the other brick's files alone,
 // without an error: the stage must fail and name the brick. Restarted,
-// the stage-out copies everything.
-func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.User, brickRoot, disk string) {
+// the stage-out copies everything. ram is where the node mounts v.
+func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.User, ram, brickRoot, disk string) {
 	ctx := context.Background()
 	stageOut := func() (string, error) {
 		var log strings.Builder
@@ -412,6 +412,18 @@ func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.
 	// stays: without it, glusterd starts that brick a second time.)
 	if o, err := n.command(ctx, "sh", "-c", fmt.Sprintf("pkill -KILL -f '[g]lusterfsd.*%s/' && rm -f /run/gluster/vols/%s/*-%s-*.pid", brickRoot, v, filepath.Base(brickRoot))).CombinedOutput(); err != nil {
 		t.Fatalf("killing the brick under %s: %v\n%s", brickRoot, err, o)
+	}
+	// Staged once the node's client knows (at once: the brick's
+	// connection is reset), so that the check before the copy finds it
+	// too. (Killed during the copy, the check after it does.)
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		dht, _ := n.command(ctx, "cat", filepath.Join(ram, ".meta", "graphs", "active", v+"-dht", "private")).Output()
+		if strings.Contains(string(dht), "subvolume_status[1] = 0") {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the node's client does not see the brick under %s down:\n%s", brickRoot, dht)
+		}
 	}
 	start := time.Now()
 	log, err := stageOut()
