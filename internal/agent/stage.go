@@ -50,6 +50,9 @@ type StageRequest struct {
 	Servers []string `json:"servers"`
 	// BWLimit caps a built-in copy's reads in bytes per second (0: none).
 	BWLimit int64 `json:"bwlimit,omitempty"`
+	// Degraded: the daemon found a part of the volume out of reach, so
+	// a stage-out does not wait for this node's client to reach it.
+	Degraded bool `json:"degraded,omitempty"`
 }
 
 // StageEvent is one line of a stage's answer.
@@ -152,7 +155,11 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	// error: it is checked.
 	var before gluster.Distribution
 	if req.Phase == "stage-out" {
-		before = s.awaitWhole(r.Context(), dir, volume, sw)
+		settle := wholeSettle
+		if req.Degraded {
+			settle = 0
+		}
+		before = s.awaitWhole(r.Context(), dir, volume, settle, sw)
 	}
 	err = runner.Run(r.Context(), stage.Task{
 		Job: id, Phase: req.Phase, Program: req.Program, Ramdisk: dir, Data: req.Data, Log: sw,
@@ -178,12 +185,12 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 // tries every 3).
 const wholeSettle = 10 * time.Second
 
-// awaitWhole waits up to wholeSettle for this node's Gluster client of
+// awaitWhole waits up to settle for this node's Gluster client of
 // volume, mounted at dir, to reach every part of it, and returns its
 // view then. A part out of reach is logged and the copy goes on: what
 // can be copied is (listedWhole then fails the stage).
-func (s *Server) awaitWhole(ctx context.Context, dir, volume string, log io.Writer) gluster.Distribution {
-	deadline := time.Now().Add(wholeSettle)
+func (s *Server) awaitWhole(ctx context.Context, dir, volume string, settle time.Duration, log io.Writer) gluster.Distribution {
+	deadline := time.Now().Add(settle)
 	for {
 		d, err := gluster.ReadDistribution(dir, volume)
 		if err == nil && d.Whole() {
@@ -195,7 +202,7 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume string, log io.Writ
 				why = err.Error()
 			}
 			fmt.Fprintf(log, "%s stage-out: this node's Gluster client of the RAMDISK after %v: %s; the files there cannot be listed\n",
-				time.Now().Format(time.RFC3339), wholeSettle, why)
+				time.Now().Format(time.RFC3339), settle, why)
 			return d
 		}
 		select {

@@ -411,7 +411,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvBooted)
 	case lifecycle.StageIn:
-		err := d.stage(ctx, j, "stage-in", j.Spec.StageIn, j.Spec.Input)
+		err := d.stage(ctx, j, "stage-in", j.Spec.StageIn, j.Spec.Input, false)
 		if ctx.Err() == nil {
 			// Input copied into a part out of reach is not there: the
 			// RAMDISK is rebuilt and the input staged in again.
@@ -491,7 +491,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// meanwhile) may have had files left out: the copy runs again,
 		// over what is on disk already.
 		before, cerr := d.engine.Check(ctx, rd)
-		err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output)
+		err := d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output, len(before.Nodes) > 0)
 		steady := false
 		for round := 1; cerr == nil && ctx.Err() == nil; round++ {
 			var after engine.Degraded
@@ -507,7 +507,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			d.log.Info("a part of the RAMDISK came back during its stage-out: copying again", "job", j.ID, "round", round+1)
 			d.appendStageLog(j, "stage-out: a part of the RAMDISK came back during the copy, which may have left its files out: copying again")
 			before = after
-			err = d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output)
+			err = d.stage(ctx, j, "stage-out", j.Spec.StageOut, j.Spec.Output, len(before.Nodes) > 0)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -760,7 +760,7 @@ func (d *Daemon) jobLog(j *job.Job, format string, a ...any) {
 
 // stage runs one staging phase as the job's user, logging to the job's
 // stage log and recording progress.
-func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data string) error {
+func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data string, degraded bool) error {
 	if d.cfg.Limits.StageTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.cfg.Limits.StageTimeout)
@@ -777,7 +777,8 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
 		// A local RAMDISK is one tmpfs here: lost, it is gone whole.
-		Private: d.cluster == nil,
+		Private:  d.cluster == nil,
+		Degraded: degraded,
 		Progress: func(p stage.Progress) {
 			d.setProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})

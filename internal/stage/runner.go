@@ -47,6 +47,10 @@ type Task struct {
 	// for a distribute Gluster RAMDISK, where a failed rename is what
 	// catches a brick emptied by its node's reboot mid-copy.
 	Private bool
+	// Degraded says that the daemon's check found a part of the RAMDISK
+	// out of reach: a stage-out on an RSA node does not wait for its own
+	// client to reach every part first (it would wait in vain).
+	Degraded bool
 }
 
 // Built-in staging modes beside the copy (thesis §3.2.4, Table 5.2):
