@@ -43,7 +43,7 @@ func appendFileHeader(b []byte, name string, st *syscall.Stat_t, xattrs map[stri
 			if strings.IndexByte(k, '=') >= 0 {
 				return b, false
 			}
-			pax = append(pax, paxRecord(k, v))
+			pax = append(pax, string(appendPaxRecord(nil, k, []byte(v))))
 		}
 		// In key order, as archive/tar writes them.
 		slices.SortFunc(pax, func(a, b string) int { return strings.Compare(paxKey(a), paxKey(b)) })
@@ -152,16 +152,22 @@ func appendMtimeRecord(b []byte, secs, nsecs int64) []byte {
 	for t[len(t)-1] == '0' {
 		t = t[:len(t)-1]
 	}
-	// LEN counts its own digits.
-	size := len("mtime") + len(t) + 3
+	return appendPaxRecord(b, "mtime", t)
+}
+
+// appendPaxRecord appends one "LEN KEY=VALUE\n" record, LEN counting
+// itself.
+func appendPaxRecord(b []byte, k string, v []byte) []byte {
+	size := len(k) + len(v) + 3
 	d := decimalDigits(size)
 	if decimalDigits(size+d) != d {
 		d++
 	}
-	size += d
-	b = strconv.AppendInt(b, int64(size), 10)
-	b = append(b, " mtime="...)
-	b = append(b, t...)
+	b = strconv.AppendInt(b, int64(size+d), 10)
+	b = append(b, ' ')
+	b = append(b, k...)
+	b = append(b, '=')
+	b = append(b, v...)
 	return append(b, '\n')
 }
 
@@ -186,27 +192,11 @@ func paxName(f []byte, name string) {
 	}
 }
 
-// paxRecord is one "LEN KEY=VALUE\n" record, LEN counting itself.
-func paxRecord(k, v string) string {
-	size := len(k) + len(v) + 3
-	size += len(strconv.Itoa(size))
-	r := strconv.Itoa(size) + " " + k + "=" + v + "\n"
-	if len(r) != size {
-		r = strconv.Itoa(len(r)) + " " + k + "=" + v + "\n"
-	}
-	return r
-}
-
 // paxKey is a record's key.
 func paxKey(r string) string {
 	_, kv, _ := strings.Cut(r, " ")
 	k, _, _ := strings.Cut(kv, "=")
 	return k
-}
-
-func zeroPad(n int64, width int) string {
-	s := strconv.FormatInt(n, 10)
-	return strings.Repeat("0", width-len(s)) + s
 }
 
 func isASCII(s string) bool {
