@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -295,25 +294,25 @@ type view struct {
 // tells the distribute translator, which alone decides what a listing
 // includes.
 func (e *Engine) clientView(r engine.Ramdisk, vol string) view {
-	dump := func(xl string) string { return gcli.MetaDump(r.Dir, xl) }
-	dht := dump(vol + "-dht")
+	// Not to be had (its lock taken, as for a while after a brick came
+	// back): every part unknown, the generation 0.
+	dist, err := gcli.ReadDistribution(r.Dir, vol)
 	v := view{parts: make([]reach, len(r.Parts))}
-	if g, ok := gcli.DumpValue(dht, "gen"); ok {
-		v.epoch, _ = strconv.ParseUint(g, 10, 64)
+	if err == nil {
+		v.epoch = dist.Gen
 	}
 	for i := range r.Parts {
 		sub := i
 		if e.Replica == 2 {
 			sub = i / 2
 		}
-		client := connection(dump(fmt.Sprintf("%s-client-%d", vol, i)))
-		status, ok := gcli.DumpValue(dht, fmt.Sprintf("subvolume_status[%d]", sub))
+		client := connection(gcli.MetaDump(r.Dir, fmt.Sprintf("%s-client-%d", vol, i)))
 		switch {
 		case client == reachDown:
 			v.parts[i] = reachDown
-		case client == reachUnknown || !ok:
+		case client == reachUnknown || err != nil || sub >= len(dist.Up):
 			v.parts[i] = reachUnknown
-		case status != "1" && e.Replica != 2:
+		case !dist.Up[sub] && e.Replica != 2:
 			// Connected, not yet told to the distribute translator.
 			v.parts[i] = reachUnknown
 		default:
