@@ -6,17 +6,51 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # RSA_TEST_LOG=FILE keeps the whole -v log (every test's time and t.Log
 # lines), to see where CI's minutes go beyond the slowest twenty.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Arguments: package patterns (default ./...).
+go=${GO:-go}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log=$work/log
 status=0
-# One package at a time (-p 1): packages that make mount namespaces (the
-# Slurm cluster's compute nodes, internal/node) would otherwise copy another
-# package's RAMDISK mounts into them, and a root process holding a RAMDISK
-# is one RSA rightly refuses to kill, so that package's teardown fails.
+# Packages run one at a time (-p 1 in go test's terms): packages that make
+# mount namespaces (the Slurm cluster's compute nodes, internal/node) would
+# otherwise copy another package's RAMDISK mounts into them, and a root
+# process holding a RAMDISK is one RSA rightly refuses to kill, so that
+# package's teardown fails. Building need not wait like that: go test -p 1
+# would compile and link each package's tests between two packages' runs,
+# on one core. So every test binary is built first, on every core, and rsa
+# once for all (RSA_TEST_BIN: testutil.BuildRSA copies it).
+"$go" build -o "$work/rsa" ./cmd/rsa
+export RSA_TEST_BIN=$work/rsa
+"$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' "${@:-./...}" >"$work/packages"
+mkdir "$work/bin"
+# Each binary named by its import path: three test packages share a name.
+cut -f1 "$work/packages" | awk -v bin="$work/bin" '{ b = $0; gsub("/", "_", b); print bin "/" b ".test"; print }' |
+	xargs -d '\n' -n 2 -P "$(nproc)" "$go" test -c -o >"$work/build.log" 2>&1 || status=$?
+cat "$work/build.log"
 # Inside a package, up to four parallel tests (-parallel 4, where the
 # default is a test per core): test/cluster runs its four Gluster tests on
-# four emulated clusters at once, each mostly waiting for a timeout.
-CI=true "${GO:-go}" test -p 1 -parallel 4 -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
+# four emulated clusters at once, each mostly waiting for a timeout. The
+# lines go test itself would print (ok, FAIL, a package's time) are
+# written here.
+while IFS=$'\t' read -r pkg dir; do
+	bin=$work/bin/${pkg//\//_}.test
+	if [ ! -x "$bin" ]; then
+		printf 'FAIL\t%s [build failed]\n' "$pkg" >>"$log"
+		status=1
+		continue
+	fi
+	start=$(date +%s%N)
+	rc=0
+	(cd "$dir" && CI=true "$bin" -test.v -test.count=1 -test.parallel 4 -test.timeout 25m </dev/null) >>"$log" 2>&1 || rc=$?
+	took=$((($(date +%s%N) - start) / 1000000))
+	if [ "$rc" = 0 ]; then
+		printf 'ok  \t%s\t%d.%03ds\n' "$pkg" $((took / 1000)) $((took % 1000)) >>"$log"
+	else
+		printf 'FAIL\t%s\t%d.%03ds\n' "$pkg" $((took / 1000)) $((took % 1000)) >>"$log"
+		status=1
+	fi
+done <"$work/packages"
 if [ -n "${RSA_TEST_LOG:-}" ]; then
 	cp "$log" "$RSA_TEST_LOG"
 fi

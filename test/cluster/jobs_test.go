@@ -269,10 +269,15 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 // TestGlusterPoll: the polling adapter (the thesis' integration) across
 // hosts: a 2-node job, pending behind another, is staged in while it
 // waits; it reads its input on both compute hosts and its output is
-// staged out.
+// staged out. On cluster 5, beside the other Gluster tests (see
+// TestGlusterNodeLosses): alone, before them, it added half a minute to
+// make test.
 func TestGlusterPoll(t *testing.T) {
-	u := testutil.EnsureUser(t)
-	c := startCluster(t, "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_CAPACITY=256M", "RSA_CLUSTER_LEAD=0")
+	// A user of its own, made before t.Parallel (useradd takes a lock and
+	// does not wait for it): the user's maker removes it when it ends.
+	u := testutil.EnsureNamedUser(t, testutil.TestUserName()+"-6")
+	t.Parallel()
+	c := startCluster(t, "RSA_CLUSTER_ID=5", "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_CAPACITY=256M", "RSA_CLUSTER_LEAD=0")
 	w := workDir(t, u, "poll")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 	sums := fill(t, u, in, 10, 64<<10)

@@ -21,10 +21,11 @@ import (
 // part of the RAMDISK is lost, and on replica 2 (cluster 4), where the job
 // goes on.
 //
-// The Gluster tests run side by side on clusters of their own (1 to 4, with
-// go test's -parallel at 4 or more): most of their time is spent waiting
-// for timeouts to reveal a loss, so together they take little more than
-// the longest alone. Each has users of its own: the job directories are
+// The Gluster tests run side by side on clusters of their own (1 to 5;
+// go test's -parallel 4 in make test starts TestGlusterPoll, the shortest,
+// once one of the others ends): most of their time is spent waiting for
+// timeouts to reveal a loss, so together they take little more than the
+// longest alone. Each has users of its own: the job directories are
 // named by test, not by cluster.
 func TestGlusterNodeLosses(t *testing.T) {
 	// Before t.Parallel: useradd takes a lock and does not wait for it.
