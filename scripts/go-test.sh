@@ -22,10 +22,12 @@ status=0
 # once for all (RSA_TEST_BIN: testutil.BuildRSA copies it).
 "$go" build -o "$work/rsa" ./cmd/rsa
 export RSA_TEST_BIN=$work/rsa
-"$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' "${@:-./...}" >"$work/packages"
+# A line a package: import path, directory, test binary. Each binary is
+# named by its import path: three test packages share a name.
 mkdir "$work/bin"
-# Each binary named by its import path: three test packages share a name.
-cut -f1 "$work/packages" | awk -v bin="$work/bin" '{ b = $0; gsub("/", "_", b); print bin "/" b ".test"; print }' |
+"$go" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{"\t"}}{{.Dir}}{{end}}' "${@:-./...}" |
+	awk -F'\t' -v OFS='\t' -v bin="$work/bin" '{ b = $1; gsub("/", "_", b); print $1, $2, bin "/" b ".test" }' >"$work/packages"
+awk -F'\t' '{ print $3; print $1 }' "$work/packages" |
 	xargs -d '\n' -n 2 -P "$(nproc)" "$go" test -c -o >"$work/build.log" 2>&1 || status=$?
 cat "$work/build.log"
 # Inside a package, up to four parallel tests (-parallel 4, where the
@@ -33,8 +35,7 @@ cat "$work/build.log"
 # four emulated clusters at once, each mostly waiting for a timeout. The
 # lines go test itself would print (ok, FAIL, a package's time) are
 # written here.
-while IFS=$'\t' read -r pkg dir; do
-	bin=$work/bin/${pkg//\//_}.test
+while IFS=$'\t' read -r pkg dir bin; do
 	if [ ! -x "$bin" ]; then
 		printf 'FAIL\t%s [build failed]\n' "$pkg" >>"$log"
 		status=1
@@ -44,12 +45,12 @@ while IFS=$'\t' read -r pkg dir; do
 	rc=0
 	(cd "$dir" && CI=true "$bin" -test.v -test.count=1 -test.parallel 4 -test.timeout 25m </dev/null) >>"$log" 2>&1 || rc=$?
 	took=$((($(date +%s%N) - start) / 1000000))
-	if [ "$rc" = 0 ]; then
-		printf 'ok  \t%s\t%d.%03ds\n' "$pkg" $((took / 1000)) $((took % 1000)) >>"$log"
-	else
-		printf 'FAIL\t%s\t%d.%03ds\n' "$pkg" $((took / 1000)) $((took % 1000)) >>"$log"
+	verdict='ok  '
+	if [ "$rc" != 0 ]; then
+		verdict=FAIL
 		status=1
 	fi
+	printf '%s\t%s\t%d.%03ds\n' "$verdict" "$pkg" $((took / 1000)) $((took % 1000)) >>"$log"
 done <"$work/packages"
 if [ -n "${RSA_TEST_LOG:-}" ]; then
 	cp "$log" "$RSA_TEST_LOG"
