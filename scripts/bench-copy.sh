@@ -31,6 +31,8 @@ base=${BENCH_DIR:-/var/tmp/rsa-bench}
 top=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=scripts/copy-peers.sh
 . "$top/scripts/copy-peers.sh"
+# shellcheck source=scripts/guest-memory.sh
+. "$top/scripts/guest-memory.sh"
 rsa="$top/bin/rsa"
 out=${OUT:-$top/docs/performance.md}
 ram="$base-ram"
@@ -41,41 +43,9 @@ for t in rsync fpsync tar cp dd bc python3 cc shuf md5sum; do
 	command -v "$t" >/dev/null || { echo "missing $t (make bench-copy installs rsync and fpart)" >&2; exit 1; }
 done
 
-# In a virtual machine whose balloon reports free pages to the host
-# (Firecracker, QEMU's free-page-reporting), memory the guest has left free
-# for 2 s goes back to the host, and the next write to it waits while the
-# host faults a page in. On the 2-core VM of 2026-11-29 dd wrote 16 GiB into
-# a tmpfs at 0.44 GB/s onto such memory and at 2.8 GB/s once it was backed;
-# a 2 GiB pack spent 81% of 6.1 s in the kernel's copy into new tmpfs pages
-# (perf record), where 0.9 s is usual. Which pages a run is given is luck,
-# so with reporting on a run times the hypervisor as much as the tool.
-# For the benchmark's length reporting is off (restored on exit: no order
-# is large enough) and every free page is written once.
-reporting=/sys/module/page_reporting/parameters/page_reporting_order
-reporting_was=
-quiet_memory() {
-	local orders free_kib
-	if [ -w "$reporting" ]; then
-		reporting_was=$(cat "$reporting")
-		orders=$(awk '/zone/ { print NF - 4; exit }' /proc/buddyinfo)
-		echo "$orders" > "$reporting" ||
-			echo "warning: could not stop free page reporting; runs may time the host's page faults" >&2
-	fi
-	free_kib=$(awk '/^MemFree:/ { print $2 }' /proc/meminfo)
-	if [ "$free_kib" -gt $((2 * 1024 * 1024)) ]; then
-		mkdir -p "$base-fill"
-		mount -t tmpfs -o size=$((free_kib - 1024 * 1024))k rsa-bench-fill "$base-fill"
-		dd if=/dev/zero of="$base-fill/fill" bs=1M count=$(((free_kib - 1024 * 1024) / 1024)) status=none
-		umount "$base-fill"
-		rmdir "$base-fill"
-	fi
-}
-
 cleanup() {
 	set +e
-	[ -n "$reporting_was" ] && echo "$reporting_was" > "$reporting"
-	mountpoint -q "$base-fill" && umount -l "$base-fill"
-	rmdir "$base-fill" 2>/dev/null
+	release_guest_memory "$base-fill"
 	mountpoint -q "$ram" && umount -l "$ram"
 	rmdir "$ram" 2>/dev/null
 	rm -rf "$base/work"
@@ -85,7 +55,7 @@ trap cleanup EXIT
 
 mkdir -p "$base" "$ram" "$base/work"
 mountpoint -q "$ram" || mount -t tmpfs -o size=12g,mode=0755 rsa-bench "$ram"
-quiet_memory
+hold_guest_memory "$base-fill"
 floor=$base/work/floor
 cc -O2 -Wall -pthread -o "$floor" "$top/bench/floor.c"
 

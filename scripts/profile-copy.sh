@@ -73,8 +73,11 @@ for t in perf cc tar xargs python3; do
 	command -v "$t" >/dev/null || { echo "missing $t (apt-get install linux-perf gcc)" >&2; exit 1; }
 done
 
+# shellcheck source=scripts/guest-memory.sh
+. "$top/scripts/guest-memory.sh"
 cleanup() {
 	set +e
+	release_guest_memory "$ram-fill"
 	mountpoint -q "$ram" && umount -l "$ram"
 	rmdir "$ram" 2>/dev/null
 	rm -rf "$work"
@@ -84,6 +87,7 @@ trap cleanup EXIT
 
 mkdir -p "$ram"
 mountpoint -q "$ram" || mount -t tmpfs -o size=6g,mode=0755 rsa-profile "$ram"
+hold_guest_memory "$ram-fill"
 cc -O2 -Wall -pthread -o "$work/floor" "$top/bench/floor.c"
 
 # The block device under the dataset, for its busy time (field 10 of its
