@@ -66,7 +66,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
 	fl.BoolVar(&f.private, "private", false, "no one looks into DST until the copy ends (a RAMDISK before its job runs): if DST is empty, files are written under their final names instead of a temporary name renamed into place")
-	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size, in parallel")
+	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size (in parallel on Lustre, GPFS, BeeGFS, CephFS, OrangeFS; one after another into tmpfs)")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
 	return cmd

@@ -755,3 +755,55 @@ func TestProgressTotalsCountedOnce(t *testing.T) {
 		t.Fatalf("last progress %+v", last)
 	}
 }
+
+// TestMoverChunkLanes copies large files into tmpfs in chunks, one lane a
+// file (tmpfs' own choice) and several, also more lanes than chunks: every
+// lane's chunks land at their offsets and the file is finished once.
+func TestMoverChunkLanes(t *testing.T) {
+	fss := fileSystems(t)
+	fd, err := unix.Open(fss["tmpfs"], unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes := chunkLanes(fd)
+	unix.Close(fd)
+	if lanes != 1 {
+		t.Errorf("chunkLanes(tmpfs) = %d, want 1: its writes hold the inode lock", lanes)
+	}
+	src := filepath.Join(fss["disk"], "src")
+	os.Mkdir(src, 0o755)
+	sizes := map[string]int{"unaligned": 9<<20 + 123, "aligned": 4 << 20, "below": 4<<20 - 1}
+	for name, size := range sizes {
+		b := make([]byte, size)
+		for i := range b {
+			b[i] = byte(i*31 + len(name))
+		}
+		if err := os.WriteFile(filepath.Join(src, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, lanes := range []int{0, 2, 3, 16} {
+		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
+			dst := filepath.Join(fss["tmpfs"], fmt.Sprintf("dst-%d", lanes))
+			os.Mkdir(dst, 0o755)
+			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Lanes: lanes}
+			st, err := m.Copy(context.Background(), src, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Files != int64(len(sizes)) {
+				t.Errorf("%d files copied, want %d", st.Files, len(sizes))
+			}
+			for name := range sizes {
+				x, _ := os.ReadFile(filepath.Join(src, name))
+				y, err := os.ReadFile(filepath.Join(dst, name))
+				if err != nil || !bytes.Equal(x, y) {
+					t.Errorf("%s: %d bytes copied of %d, equal %v (%v)", name, len(y), len(x), bytes.Equal(x, y), err)
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(dst, ".*"+tmpSuffix)); len(left) > 0 {
+				t.Errorf("temporary names left: %v", left)
+			}
+		})
+	}
+}
