@@ -19,8 +19,10 @@
 # PACK (1: time pack and unpack), BENCH_DIR (/var/tmp/rsa-bench),
 # FLOOR_THREADS (4), OUT (markdown table, default docs/performance.md when run
 # from the repo).
-# Builds its datasets once and removes its tmpfs on exit; the datasets stay
-# for the next run (rm -rf "$BENCH_DIR" to drop them).
+# In a virtual machine, free page reporting is off while it runs (see
+# scripts/guest-memory.sh). Builds its datasets once and removes its tmpfs
+# on exit; the datasets stay for the next run (rm -rf "$BENCH_DIR" to drop
+# them).
 set -euo pipefail
 
 runs=${RUNS:-5}
