@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
@@ -50,7 +51,7 @@ role as the URI subject alternative name rsa-role:ROLE.`,
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(caInitCmd(), caIssueCmd())
+	cmd.AddCommand(caInitCmd(), caIssueCmd(), caInstallGlusterCmd())
 	return cmd
 }
 
@@ -156,6 +157,7 @@ may read), and remove them here.`,
 				return withPermissionHint(err)
 			}
 			printIssued(cmd.OutOrStdout(), cert, role, out)
+			fmt.Fprintf(cmd.OutOrStdout(), "On %s, once they are installed: rsa ca install-gluster (Gluster's TLS, with this identity)\n", node)
 			return nil
 		},
 	}
@@ -208,4 +210,58 @@ func withPermissionHint(err error) error {
 		return fmt.Errorf("%w (run it as root, or give --dir and --out directories of yours)", err)
 	}
 	return err
+}
+
+func caInstallGlusterCmd() *cobra.Command {
+	var dir, sslDir string
+	cmd := &cobra.Command{
+		Use:   "install-gluster [--pki DIR] [--ssl-dir DIR]",
+		Short: "Make this host's RSA certificate Gluster's, and turn on Gluster's TLS (root)",
+		Long: `Every connection of a RAMDISK's data path is mutual TLS keyed by the cluster
+CA: the Gluster client's to glusterd and to each brick, and glusterd's to its
+peers. A process that cannot read this host's private key cannot take part,
+whatever user it claims to be.
+
+Gluster reads its TLS files from fixed paths: this copies the host's
+node.crt, node.key (mode 0600, root's) and ca.crt from --pki to
+glusterfs.pem, glusterfs.key and glusterfs.ca in OpenSSL's directory
+(--ssl-dir, default what 'openssl version -d' says), and creates
+` + gluster.SecureAccessFile + `, which turns on TLS for Gluster's
+management connections. Files already the same are left alone.
+
+Run it on every host of the cluster (the control host, every RSA node and
+every compute node) after installing its certificate, before glusterd
+starts; after a change on an RSA node, restart glusterd there. rsa serve and
+the agents refuse to make or mount a volume until it has run. After issuing
+a host a new certificate, run it again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sslDir == "" {
+				sslDir = gluster.SSLDir(cmd.Context())
+			}
+			if _, err := pki.Load(pki.DirFiles(dir)); err != nil {
+				return fmt.Errorf("this host's RSA identity in %s: %w", dir, err)
+			}
+			f := pki.DirFiles(dir)
+			changed, err := gluster.InstallTLS(sslDir, gluster.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA})
+			if err != nil {
+				return withPermissionHint(err)
+			}
+			if err := gluster.CheckTLS(sslDir); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			to := gluster.TLSFilesIn(sslDir)
+			if !changed {
+				fmt.Fprintf(w, "Gluster's TLS is in place already (%s, %s, %s, %s)\n", to.Cert, to.Key, to.CA, gluster.SecureAccessFile)
+				return nil
+			}
+			fmt.Fprintf(w, "Installed this host's RSA identity as Gluster's: %s, %s (0600), %s; management TLS on (%s)\n", to.Cert, to.Key, to.CA, gluster.SecureAccessFile)
+			fmt.Fprintln(w, "On an RSA node, restart glusterd now (systemctl restart glusterd): it reads them as it starts.")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "pki", defaultPKIDir, "this host's RSA identity: ca.crt, node.crt and node.key")
+	cmd.Flags().StringVar(&sslDir, "ssl-dir", "", "OpenSSL's directory, where Gluster reads glusterfs.pem, .key and .ca (default: openssl version -d)")
+	return cmd
 }

@@ -261,6 +261,9 @@ func (s *Server) openGate(volume string, uid uint32) error {
 // returns its mount.
 func (s *Server) mountVolume(ctx context.Context, volume string, servers []string) (mount.Info, error) {
 	src := s.volumeSource(volume)
+	if err := gluster.CheckTLS(s.sslDir); err != nil {
+		return mount.Info{}, fmt.Errorf("mounting volume %s: %w", volume, err)
+	}
 	if err := gluster.Mount(ctx, servers, volume, src); err != nil {
 		return mount.Info{}, fmt.Errorf("mounting volume %s: %w", volume, err)
 	}

@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/gluster"
+	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -62,7 +65,7 @@ func (n *glNode) mountsBelow(t *testing.T, dir string) []string {
 // waits until it answers. Everything goes when the test ends: every
 // process of the namespace is killed (and with the namespace its mounts:
 // bricks, client mounts, binds), then the bridge is deleted.
-func startGlusterNode(t *testing.T, dir string) *glNode {
+func startGlusterNode(t *testing.T, dir string, id pki.Files) *glNode {
 	t.Helper()
 	for _, p := range []string{"gluster", "glusterd", "mount.glusterfs", "nsenter", "unshare", "setpriv", "ip"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -102,8 +105,25 @@ func startGlusterNode(t *testing.T, dir string) *glNode {
 	if out, err := exec.Command("cp", "-a", "/var/lib/glusterd/groups", "/var/lib/glusterd/hooks", lib).CombinedOutput(); err != nil {
 		t.Fatalf("seeding glusterd's state: %v\n%s", err, out)
 	}
+	// Gluster's TLS as rsa ca install-gluster makes it, with the node's
+	// identity, in the namespace only: OpenSSL's directory copied with
+	// the three files added, and management TLS on.
+	sslDir := gluster.SSLDir(context.Background())
+	ssl := filepath.Join(dir, "ssl")
+	if out, err := exec.Command("cp", "-a", sslDir, ssl).CombinedOutput(); err != nil {
+		t.Fatalf("copying %s: %v\n%s", sslDir, err, out)
+	}
+	to := gluster.TLSFilesIn(ssl)
+	for _, f := range [][2]string{{id.Cert, to.Cert}, {id.Key, to.Key}, {id.CA, to.CA}} {
+		if out, err := exec.Command("install", "-m", "600", f[0], f[1]).CombinedOutput(); err != nil {
+			t.Fatalf("installing %s: %v\n%s", f[1], err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(lib, "secure-access"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// unshare and sh exec, so the process started is glusterd itself.
-	script := fmt.Sprintf("mount -t tmpfs -o mode=0755 rsatgl-run /run && mount --bind %s /var/lib/glusterd && mount --bind %s /var/log/glusterfs && exec glusterd -N -p /run/glusterd.pid", lib, logs)
+	script := fmt.Sprintf("mount -t tmpfs -o mode=0755 rsatgl-run /run && mount --bind %s /var/lib/glusterd && mount --bind %s /var/log/glusterfs && mount --bind %s %s && exec glusterd -N -p /run/glusterd.pid", lib, logs, ssl, sslDir)
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -210,7 +230,7 @@ func (e *env) startAgentIn(t *testing.T, n *glNode, bin, node, brickRoot string)
 	ln.Close()
 	f := e.files[node]
 	var log bytes.Buffer
-	cmd := n.command(context.Background(), bin, "agent", "--listen", addr, "--ca", f.CA, "--cert", f.Cert, "--key", f.Key,
+	cmd := n.command(context.Background(), bin, "agent", "--listen", addr, "--control", "127.0.0.1", "--ca", f.CA, "--cert", f.Cert, "--key", f.Key,
 		"--brick-root", brickRoot, "--volume-root", e.volumeRoot)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -246,7 +266,7 @@ func TestAgentGluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	n := startGlusterNode(t, e.dir)
+	n := startGlusterNode(t, e.dir, e.files["both1"])
 	ctx := context.Background()
 
 	// Two agents of the node, one per brick: an agent makes one brick
@@ -267,7 +287,8 @@ func TestAgentGluster(t *testing.T) {
 		bricks = append(bricks, glAddr+":"+b.Dir)
 	}
 
-	spec := VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, PingTimeout: 5}
+	tls := []string{"both1"}
+	spec := VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, TLSAllow: tls, PingTimeout: 5}
 	start := time.Now()
 	vol, err := c.MakeVolume(ctx, v, spec)
 	if err != nil {
@@ -287,14 +308,16 @@ func TestAgentGluster(t *testing.T) {
 		spec VolumeSpec
 		want error
 	}{
-		{"other bricks", VolumeSpec{Bricks: bricks[:1], AuthAllow: []string{glAddr}}, ErrConflict},
-		{"replica 2", VolumeSpec{Bricks: bricks, Replica: 2, AuthAllow: []string{glAddr}}, ErrConflict},
-		{"no auth", VolumeSpec{Bricks: bricks}, ErrInvalid},
-		{"bad auth", VolumeSpec{Bricks: bricks, AuthAllow: []string{"a,b"}}, ErrInvalid},
-		{"bad brick", VolumeSpec{Bricks: []string{"-x:/b"}, AuthAllow: []string{glAddr}}, ErrInvalid},
-		{"relative brick", VolumeSpec{Bricks: []string{glAddr + ":b"}, AuthAllow: []string{glAddr}}, ErrInvalid},
-		{"odd replica", VolumeSpec{Bricks: bricks[:1], Replica: 2, AuthAllow: []string{glAddr}}, ErrInvalid},
-		{"ping", VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, PingTimeout: 42}, ErrInvalid},
+		{"other bricks", VolumeSpec{Bricks: bricks[:1], AuthAllow: []string{glAddr}, TLSAllow: tls}, ErrConflict},
+		{"replica 2", VolumeSpec{Bricks: bricks, Replica: 2, AuthAllow: []string{glAddr}, TLSAllow: tls}, ErrConflict},
+		{"no auth", VolumeSpec{Bricks: bricks, TLSAllow: tls}, ErrInvalid},
+		{"bad auth", VolumeSpec{Bricks: bricks, AuthAllow: []string{"a,b"}, TLSAllow: tls}, ErrInvalid},
+		{"no TLS names", VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}}, ErrInvalid},
+		{"a TLS pattern", VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, TLSAllow: []string{"*"}}, ErrInvalid},
+		{"bad brick", VolumeSpec{Bricks: []string{"-x:/b"}, AuthAllow: []string{glAddr}, TLSAllow: tls}, ErrInvalid},
+		{"relative brick", VolumeSpec{Bricks: []string{glAddr + ":b"}, AuthAllow: []string{glAddr}, TLSAllow: tls}, ErrInvalid},
+		{"odd replica", VolumeSpec{Bricks: bricks[:1], Replica: 2, AuthAllow: []string{glAddr}, TLSAllow: tls}, ErrInvalid},
+		{"ping", VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, TLSAllow: tls, PingTimeout: 42}, ErrInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := c.MakeVolume(ctx, v, tc.spec); !errors.Is(err, tc.want) {
@@ -398,7 +421,9 @@ func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.
 	stageOut := func() (string, error) {
 		var log strings.Builder
 		err := c.Stage(ctx, v, StageRequest{Phase: "stage-out", UID: u.UID, GID: u.GID, User: u.Name, Home: u.Home,
-			Data: disk, Servers: []string{glAddr}}, &log, nil)
+			// In a network namespace of its own, the default: the
+			// copy reaches the volume through its FUSE mount all the same.
+			Data: disk, Servers: []string{glAddr}, Limits: &StageLimits{Network: stage.NetworkNone}}, &log, nil)
 		return log.String(), err
 	}
 	if log, err := stageOut(); err != nil {

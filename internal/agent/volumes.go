@@ -30,6 +30,11 @@ type VolumeSpec struct {
 	// AuthAllow are the addresses that may mount the volume (auth.allow):
 	// required, non-empty.
 	AuthAllow []string `json:"auth_allow"`
+	// TLSAllow are the certificate names (the hosts' names, as `rsa ca
+	// issue` named them) whose TLS clients the bricks admit
+	// (auth.ssl-allow): required, non-empty. Every connection to the
+	// volume is mutual TLS keyed by RSA's CA (client.ssl, server.ssl).
+	TLSAllow []string `json:"tls_allow"`
 	// PingTimeout is how many seconds a client waits for a silent brick
 	// before failing its I/O, 1..10; 0 means 10 (Gluster's 42 stalls a
 	// job for a minute on a dead node).
@@ -77,6 +82,15 @@ func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
 			return nil, failf(ErrInvalid, "volume %s: auth_allow: %w", volume, err)
 		}
 	}
+	if len(spec.TLSAllow) == 0 {
+		return nil, failf(ErrInvalid, "volume %s: tls_allow is empty: name the certificates (hosts) that may reach it (the control host, the RSA nodes, the job's compute nodes)", volume)
+	}
+	for _, n := range spec.TLSAllow {
+		// A DNS name has no character fnmatch(3) reads as a pattern.
+		if err := gluster.CheckHost(n); err != nil {
+			return nil, failf(ErrInvalid, "volume %s: tls_allow: %w", volume, err)
+		}
+	}
 	ping := spec.PingTimeout
 	if ping == 0 {
 		ping = maxPingTimeout
@@ -94,6 +108,13 @@ func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
 		// before fails with ENOENT once the kernel's caches dropped.
 		{"performance.nl-cache", "off"},
 		{"auth.allow", strings.Join(spec.AuthAllow, ",")},
+		// Mutual TLS on every connection to a brick, keyed by RSA's CA,
+		// and only the certificates named: without it a brick believes
+		// whatever uid, gid and pid a client sends, and any process on
+		// an admitted host is such a client (libgfapi).
+		{"client.ssl", "on"},
+		{"server.ssl", "on"},
+		{"auth.ssl-allow", strings.Join(spec.TLSAllow, ",")},
 		// A brick's health check rewrites a file on the brick every
 		// 30 s and takes the brick down when that fails, which on a
 		// full tmpfs it does: one job filling its RAMDISK would lose
@@ -133,6 +154,9 @@ func (s *Server) MakeVolume(ctx context.Context, volume string, spec VolumeSpec)
 	opts, err := volumeOptions(volume, spec)
 	if err != nil {
 		return Volume{}, err
+	}
+	if err := gluster.CheckTLS(s.sslDir); err != nil {
+		return Volume{}, fmt.Errorf("making volume %s: %w", volume, err)
 	}
 	replica := max(spec.Replica, 1)
 	// One check-then-create at a time: two PUTs of a volume (the daemon

@@ -153,6 +153,10 @@ func (c *Cluster) Remember(incarnations map[string]string) {
 }
 
 // StorageNodes are the configured RSA nodes, sorted.
+// Name is the control host's name, as its certificate gives it: what
+// Gluster's TLS knows it by.
+func (c *Cluster) Name() string { return c.id.Certificate().Subject.CommonName }
+
 func (c *Cluster) StorageNodes() []string {
 	return slices.Sorted(maps.Keys(c.storage))
 }

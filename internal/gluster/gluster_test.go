@@ -138,8 +138,8 @@ func TestArgs(t *testing.T) {
 		dir     string
 		want    string
 	}{
-		{[]string{"10.0.0.1"}, "rsa-job-1", "/run/rsa/ramdisk/1/ram", "-t glusterfs 10.0.0.1:/rsa-job-1 /run/rsa/ramdisk/1/ram"},
-		{[]string{"s1", "s2.example.org", "10.0.0.3"}, "rsa-job-1", "/m", "-t glusterfs -o backup-volfile-servers=s2.example.org:10.0.0.3 s1:/rsa-job-1 /m"},
+		{[]string{"10.0.0.1"}, "rsa-job-1", "/run/rsa/ramdisk/1/ram", "-t glusterfs -o nosuid,nodev 10.0.0.1:/rsa-job-1 /run/rsa/ramdisk/1/ram"},
+		{[]string{"s1", "s2.example.org", "10.0.0.3"}, "rsa-job-1", "/m", "-t glusterfs -o nosuid,nodev,backup-volfile-servers=s2.example.org:10.0.0.3 s1:/rsa-job-1 /m"},
 		{nil, "rsa-job-1", "/m", ""},
 		{[]string{"-oexec"}, "rsa-job-1", "/m", ""},
 		{[]string{"s1,exec"}, "rsa-job-1", "/m", ""},

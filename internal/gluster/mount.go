@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
 // MountArgs are the arguments of mount(8) that mount volume from servers
-// at dir: the first server gives the client the volume's layout, the
-// others stand in for it (backup-volfile-servers) if it is down when the
-// client starts; after that the client talks to every brick itself.
+// at dir, nosuid and nodev: the first server gives the client the volume's
+// layout, the others stand in for it (backup-volfile-servers) if it is
+// down when the client starts; after that the client talks to every brick
+// itself.
 func MountArgs(servers []string, volume, dir string) ([]string, error) {
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("mounting volume %s: no servers", volume)
@@ -32,16 +35,19 @@ func MountArgs(servers []string, volume, dir string) ([]string, error) {
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
 		return nil, fmt.Errorf("mounting volume %s: %q is not a clean absolute path below /", volume, dir)
 	}
-	args := []string{"-t", "glusterfs"}
+	opts := "nosuid,nodev"
 	if len(servers) > 1 {
-		args = append(args, "-o", "backup-volfile-servers="+strings.Join(servers[1:], ":"))
+		opts += ",backup-volfile-servers=" + strings.Join(servers[1:], ":")
 	}
-	return append(args, servers[0]+":/"+volume, dir), nil
+	return []string{"-t", "glusterfs", "-o", opts, servers[0] + ":/" + volume, dir}, nil
 }
 
 // Mount mounts volume from servers at dir with the Gluster FUSE client
-// (mount -t glusterfs). The client process runs on after Mount returns,
-// until the volume is unmounted.
+// (mount -t glusterfs), nosuid and nodev: a mount that turns out otherwise
+// is unmounted again and refused. The client process runs on after Mount
+// returns, until the volume is unmounted. The client talks TLS to glusterd
+// and the bricks: the host's Gluster TLS files must be installed
+// (InstallTLS).
 func Mount(ctx context.Context, servers []string, volume, dir string) error {
 	args, err := MountArgs(servers, volume, dir)
 	if err != nil {
@@ -57,6 +63,19 @@ func Mount(ctx context.Context, servers []string, volume, dir string) error {
 		}
 		return fmt.Errorf("mount %s: %s (%v); is the volume started, glusterfs-client installed, and this host in the volume's auth.allow? The client's log is /var/log/glusterfs/%s.log",
 			strings.Join(args, " "), strings.TrimSpace(out.String()), err, strings.ReplaceAll(strings.TrimPrefix(dir, "/"), "/", "-"))
+	}
+	m, ok, err := mount.MountedAt(dir)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("reading the mount table: %w", err)
+	case !ok:
+		err = errors.New("nothing is mounted there afterwards")
+	case !m.Unprivileged():
+		err = fmt.Errorf("the mount has attributes %#x, not nosuid and nodev", m.Attr)
+	}
+	if err != nil {
+		_ = Unmount(dir, true)
+		return fmt.Errorf("mounting volume %s at %s: %w; refused", volume, dir, err)
 	}
 	return nil
 }

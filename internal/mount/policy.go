@@ -117,10 +117,41 @@ func (p Policy) Attach(role string, tree int, target string, uid uint32) error {
 	if err := checkOwner(role, target, tst, uid); err != nil {
 		return err
 	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("making the RAMDISK for %s %s nosuid and nodev (mount_setattr): %w", role, target, err)
+	}
 	if err := unix.MoveMount(tree, "", tfd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return fmt.Errorf("mounting RAMDISK over %s %s: %w", role, target, err)
 	}
+	// Checked once attached (statmount sees no detached mount): a bind
+	// a user can reach that honours set-user-ID bits or devices is
+	// taken down again.
+	m, err := infoOfFD(tree)
+	if err == nil && !m.Unprivileged() {
+		err = fmt.Errorf("it has attributes %#x after mount_setattr, not nosuid and nodev", m.Attr)
+	}
+	if err != nil {
+		if m.ID != 0 {
+			_ = Unmount(m, true)
+		}
+		return fmt.Errorf("checking the RAMDISK over %s %s: %w; it is not shown there", role, target, err)
+	}
 	return nil
+}
+
+// infoOfFD is the mount fd is on, as statmount reports it.
+func infoOfFD(fd int) (Info, error) {
+	id, err := mountIDOf(fd)
+	if err != nil {
+		return Info{}, err
+	}
+	var s statmounter
+	sm, err := s.stat(id, statmountInfo, maxStringsLen)
+	if err != nil {
+		return Info{ID: id}, fmt.Errorf("statmount: %w", err)
+	}
+	return sm.info(), nil
 }
 
 // open checks path itself, opens it without following symbolic links, and

@@ -245,3 +245,63 @@ func TestFindBySource(t *testing.T) {
 		t.Fatal("MountPoint of a mount that never was: no error")
 	}
 }
+
+// TestBindIsUnprivileged: a bind over a job's directory is nosuid and
+// nodev even when the RAMDISK it shows was mounted without them (a Gluster
+// client's mount, whose server may hold a set-user-ID file a client
+// planted as root), and a set-user-ID root program on it runs with the
+// caller's rights only.
+func TestBindIsUnprivileged(t *testing.T) {
+	testutil.RequireRoot(t)
+	u := testutil.EnsureUser(t)
+	dir := testDir(t)
+	src := filepath.Join(dir, "suid-ramdisk")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Neither nosuid nor nodev, on purpose.
+	if err := unix.Mount("rsa-mounttest", src, "tmpfs", 0, "size=16m,mode=0755"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = Unbind(src, true)
+		_ = unix.Unmount(src, unix.MNT_DETACH)
+	})
+	// A copy of id(1), set-user-ID root, as a client trusted with uid 0
+	// could write it.
+	id, err := exec.LookPath("id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(src, "suid-id")
+	if err := os.WriteFile(prog, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(prog, 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	target := testutil.MkdirOwned(t, u, filepath.Join(dir, "job-input"))
+	if err := (Policy{}).Bind("input directory", src, target, u.UID); err != nil {
+		t.Fatal(err)
+	}
+	m, ok, err := MountedAt(target)
+	if err != nil || !ok {
+		t.Fatalf("MountedAt(%s): %v %v", target, ok, err)
+	}
+	if !m.Unprivileged() {
+		t.Fatalf("the bind at %s has attributes %#x: not nosuid and nodev", target, m.Attr)
+	}
+	cmd := exec.Command(filepath.Join(target, "suid-id"), "-u")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("running the set-user-ID program as uid %d: %v", u.UID, err)
+	}
+	if got := strings.TrimSpace(string(out)); got != fmt.Sprint(u.UID) {
+		t.Fatalf("a set-user-ID root program on the bind ran with effective uid %s, want the caller's %d", got, u.UID)
+	}
+}

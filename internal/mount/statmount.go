@@ -46,6 +46,7 @@ const (
 	offMntID       = 40
 	offMntParentID = 48
 	offMntIDOld    = 56
+	offMntAttr     = 64
 	offMntRoot     = 104
 	offMntPoint    = 108
 	offFSSubtype   = 120
@@ -111,6 +112,7 @@ type statmount struct {
 	devMinor        uint32
 	id, parent      uint64
 	oldID           uint32
+	attr            uint64 // MOUNT_ATTR_* of the mount (statmountMntBasic)
 	fsType, subtype string
 	source          string
 	root, point     string
@@ -200,6 +202,7 @@ func parseStatmount(buf []byte, id uint64) (statmount, error) {
 		id:       le.Uint64(buf[offMntID:]),
 		parent:   le.Uint64(buf[offMntParentID:]),
 		oldID:    le.Uint32(buf[offMntIDOld:]),
+		attr:     le.Uint64(buf[offMntAttr:]),
 	}
 	str := func(bit uint64, off int) (string, bool) {
 		if sm.mask&bit == 0 {
@@ -238,7 +241,7 @@ func (sm statmount) fullType() string {
 
 func (sm statmount) info() Info {
 	return Info{ID: sm.id, Parent: sm.parent, Dev: sm.dev(), Root: sm.root, Point: sm.point,
-		FSType: sm.fullType(), Source: sm.source}
+		FSType: sm.fullType(), Source: sm.source, Attr: sm.attr}
 }
 
 // mountIDOf returns the unique ID of the mount fd is on. AT_STATX_DONT_SYNC

@@ -21,6 +21,18 @@ type Info struct {
 	Point  string
 	FSType string // with FUSE's subtype, as mountinfo writes it: "fuse.sshfs"
 	Source string
+	// Attr are the mount's MOUNT_ATTR_* flags (nosuid, nodev, read-only,
+	// ...), as statmount reports them.
+	Attr uint64
+}
+
+// Unprivileged reports whether the mount honours neither set-user-ID bits
+// nor device files (nosuid and nodev): what every mount a user can reach
+// must be, so that a file a user planted there as root (through a file
+// server that trusts its clients) gives no one root.
+func (m Info) Unprivileged() bool {
+	const want = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	return m.Attr&want == want
 }
 
 // statmountInfo is what Info holds besides the mount point.

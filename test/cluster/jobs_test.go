@@ -28,6 +28,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
+	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
 	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
 	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })

@@ -50,6 +50,8 @@ type Nodes interface {
 	// Down reports whether node is lost: its agent silent for
 	// cluster.down_after.
 	Down(node string) bool
+	// Name is the control host's name, as its certificate gives it.
+	Name() string
 	// Unpooled reports whether the last look at glusterd's trusted pool
 	// found a rift in it: some RSA node's glusterd does not see another
 	// as a connected member.
@@ -65,7 +67,10 @@ type Engine struct {
 	Shard   bool
 	// PingTimeout is Gluster's network.ping-timeout.
 	PingTimeout time.Duration
-	Log         *slog.Logger
+	// SSLDir is where Gluster reads this host's TLS files; "" means
+	// gluster.SSLDir's answer.
+	SSLDir string
+	Log    *slog.Logger
 }
 
 // fuseMagic is statfs' f_type of a FUSE file system.
@@ -162,7 +167,10 @@ func (e *Engine) coordinators(r engine.Ramdisk) []string {
 }
 
 // spec is the volume's Gluster layout and options, allowing the control
-// host, the job's RSA nodes and the given compute hosts to mount it.
+// host, the RSA nodes and the given compute hosts to reach it: by address
+// (auth.allow) and by certificate name (auth.ssl-allow; every RSA node,
+// since any of their glusterds may manage the volume, and their
+// self-heal daemons serve a replica).
 func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.VolumeSpec, error) {
 	allow := []string{e.Control}
 	srv, err := e.servers(r)
@@ -181,7 +189,13 @@ func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.
 			allow = append(allow, a)
 		}
 	}
-	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard, AuthAllow: allow,
+	names := []string{e.Nodes.Name()}
+	for _, n := range append(e.Nodes.StorageNodes(), hosts...) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard, AuthAllow: allow, TLSAllow: names,
 		PingTimeout: int(e.PingTimeout / time.Second)}, nil
 }
 
@@ -299,9 +313,10 @@ func (e *Engine) own(r engine.Ramdisk) error {
 	return nil
 }
 
-// Admit lets hosts (the job's compute nodes) mount the volume besides the
-// control host and its RSA nodes: Gluster's auth.allow, set before their
-// agents mount it. Idempotent.
+// Admit lets hosts (the job's compute nodes), and no other compute node,
+// mount the volume besides the control host and the RSA nodes: Gluster's
+// auth.allow and auth.ssl-allow, set before their agents mount it.
+// Idempotent.
 func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) error {
 	// The bricks as glusterd has them: making them again here would give
 	// a node that lost its brick (a reboot) an empty one, unnoticed.
@@ -339,7 +354,17 @@ func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts
 // Servers are the addresses the job's compute nodes mount the volume from.
 func (e *Engine) Servers(r engine.Ramdisk) ([]string, error) { return e.servers(r) }
 
+// Seal fences the job's compute nodes out of the volume, then makes it
+// read-only. The fence: the volume admits the control host and the RSA
+// nodes alone from now on, by address and by certificate, and the bricks
+// close the connections of every client no longer admitted (Gluster checks
+// its clients again when the lists change), so a compute node that kept
+// its mount (out of reach, a process inside) reaches nothing, and the next
+// job on it cannot reach this one's RAMDISK.
 func (e *Engine) Seal(ctx context.Context, r engine.Ramdisk) error {
+	if err := e.Admit(ctx, r, nil); err != nil {
+		return fmt.Errorf("fencing the compute nodes out of volume %s: %w", e.volume(r), err)
+	}
 	co, err := e.coordinator(r)
 	if err != nil {
 		return err
@@ -728,6 +753,15 @@ func jobOfRamdisk(root, p string) (int64, bool) {
 func (e *Engine) Prepare() error {
 	if _, err := engine.NewLocal(e.Root); err != nil {
 		return err
+	}
+	// The control host mounts every volume (staging checks, usage): its
+	// client talks TLS, or it cannot mount at all.
+	dir := e.SSLDir
+	if dir == "" {
+		dir = gcli.SSLDir(context.Background())
+	}
+	if err := gcli.CheckTLS(dir); err != nil {
+		return fmt.Errorf("engine gluster: %w", err)
 	}
 	return nil
 }

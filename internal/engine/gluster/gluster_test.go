@@ -28,6 +28,7 @@ func (f fakeNodes) ComputeNodes() []string { return []string{"c1", "c2"} }
 func (f fakeNodes) Up(string) bool         { return true }
 func (f fakeNodes) Down(string) bool       { return false }
 func (f fakeNodes) Unpooled() bool         { return false }
+func (f fakeNodes) Name() string           { return "ctl" }
 
 // The volume admits the control host, the job's RSA nodes and the hosts
 // named, each once, and nothing else.
