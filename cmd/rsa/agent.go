@@ -4,37 +4,42 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
-	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
-)
-
-// The agent's connection bounds: its only legitimate caller is rsa serve,
-// which holds a few connections per kind of operation; the bounds keep
-// anyone else who reaches the port from taking its file descriptors while
-// they fail the handshake.
-const (
-	agentMaxConns        = 64
-	agentMaxConnsPerHost = 16
 )
 
 // agentCmd is `rsa agent`, the node agent rsa serve dials on every RSA
 // node and compute node.
 func agentCmd() *cobra.Command {
 	var listen, pkiDir, brickRoot, volumeRoot, glusterBin string
+	var control []string
 	var files pki.Files
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent on an RSA node or compute node (root)",
 		Long: `Run the agent that rsa serve drives on this node, in the foreground, until
 SIGTERM or SIGINT. It serves HTTPS with mutual TLS 1.3 on --listen (default
-port ` + strconv.Itoa(agent.DefaultPort) + `) and accepts only the control daemon's certificate.
+port ` + strconv.Itoa(agent.DefaultPort) + ` on every address of the host: give --listen the node's address on the
+cluster's network) and accepts only the control daemon's certificate.
+
+--control names the control host(s), where rsa serve runs: IP addresses or
+CIDR prefixes, repeated or separated by commas (rsa serve's [cluster]
+address, or the address it reaches this node from if that differs). A
+connection from any other address is reset as it is accepted, before it is
+read or counted, so that no one else who reaches the port can take the
+places the daemon's connections need. --control is required; --control any
+accepts every address, and lets anyone who reaches the port lock the daemon
+out (the agent warns of it at start). A connection from the control host
+must finish its TLS handshake within seconds, in places of its own apart
+from those of the daemon's authenticated connections.
 
 What it does depends on the role in its certificate (rsa ca issue --role):
   storage   make and remove jobs' bricks: a tmpfs per job under --brick-root;
@@ -49,6 +54,10 @@ The agent keeps no state: it reads everything back from the kernel, so it
 may be restarted at any time without losing anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctl, err := agent.ParseControl(control)
+			if err != nil {
+				return err
+			}
 			if os.Geteuid() != 0 {
 				return errors.New("rsa agent runs as root: it mounts jobs' bricks and volumes")
 			}
@@ -76,18 +85,26 @@ may be restarted at any time without losing anything.`,
 			if err != nil {
 				return err
 			}
-			ln, err := api.ListenTCP(listen, agentMaxConns, agentMaxConnsPerHost)
+			ln, err := agent.Listen(listen, ctl, log)
 			if err != nil {
-				return fmt.Errorf("agent listening on %s: %w", listen, err)
+				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
 			}
-			log.Info("agent serving", "listen", ln.Addr().String(), "node", id.Certificate().Subject.CommonName,
+			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Certificate().Subject.CommonName,
 				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version)
+			if ctl.Any() {
+				log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")
+			}
+			if addrs, ok := wildcardAddrs(ln.Addr()); ok {
+				log.Info("agent listening on every address of this host (--listen without HOST); give --listen ADDR:PORT to serve on the cluster's network alone",
+					"addresses", addrs)
+			}
 			err = a.Serve(cmd.Context(), ln)
 			log.Info("agent stopped")
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", ":"+strconv.Itoa(agent.DefaultPort), "address to serve on, [HOST]:PORT")
+	cmd.Flags().StringVar(&listen, "listen", ":"+strconv.Itoa(agent.DefaultPort), "address to serve on, [HOST]:PORT; without HOST every address of the host (give the node's address on the cluster's network)")
+	cmd.Flags().StringSliceVar(&control, "control", nil, "IP address or CIDR prefix of the control host (rsa serve), repeated or comma-separated; only connections from there are served (required; \"any\" serves every address)")
 	cmd.Flags().StringVar(&pkiDir, "pki", defaultPKIDir, "directory of ca.crt, node.crt and node.key")
 	cmd.Flags().StringVar(&files.CA, "ca", "", "CA certificate(s) to trust (default DIR/ca.crt of --pki)")
 	cmd.Flags().StringVar(&files.Cert, "cert", "", "this node's certificate (default DIR/node.crt of --pki)")
@@ -96,4 +113,27 @@ may be restarted at any time without losing anything.`,
 	cmd.Flags().StringVar(&volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute): the control host's ramdisk_root")
 	cmd.Flags().StringVar(&glusterBin, "gluster", gluster.DefaultBin, "the gluster command (storage)")
 	return cmd
+}
+
+// wildcardAddrs reports whether a, the address the agent listens on, is
+// the unspecified address (every address of the host), and if so lists the
+// host's addresses with a's port: what the agent can be reached at.
+func wildcardAddrs(a net.Addr) ([]string, bool) {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil || !ap.Addr().IsUnspecified() {
+		return nil, false
+	}
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return []string{fmt.Sprintf("(the host's addresses are unknown: %v)", err)}, true
+	}
+	var out []string
+	for _, ia := range ifs {
+		p, err := netip.ParsePrefix(ia.String())
+		// 0.0.0.0 is every IPv4 address alone; [::] every address.
+		if err == nil && (ap.Addr().Is6() || p.Addr().Is4()) {
+			out = append(out, netip.AddrPortFrom(p.Addr(), ap.Port()).String())
+		}
+	}
+	return out, true
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,23 +33,32 @@ func TestAgentCommand(t *testing.T) {
 		}
 	}
 	roots := []string{"--brick-root", filepath.Join(dir, "bricks"), "--volume-root", filepath.Join(dir, "volumes")}
+	good := []string{"--pki", filepath.Join(dir, "rsa1")}
 
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"control certificate", []string{"--pki", filepath.Join(dir, "ctl1")}, "not an agent's"},
-		{"no certificate", []string{"--pki", filepath.Join(dir, "none")}, filepath.Join(dir, "none", pki.CAFile)},
-		{"bad brick root", []string{"--pki", filepath.Join(dir, "rsa1"), "--brick-root", "bricks"}, "clean absolute path"},
-		{"an argument", []string{"--pki", filepath.Join(dir, "rsa1"), "now"}, "unknown command"},
+		{"control certificate", []string{"--control", "127.0.0.1", "--pki", filepath.Join(dir, "ctl1")}, "not an agent's"},
+		{"no certificate", []string{"--control", "127.0.0.1", "--pki", filepath.Join(dir, "none")}, filepath.Join(dir, "none", pki.CAFile)},
+		{"bad brick root", []string{"--control", "127.0.0.1", "--pki", filepath.Join(dir, "rsa1"), "--brick-root", "bricks"}, "clean absolute path"},
+		{"an argument", []string{"--control", "127.0.0.1", "--pki", filepath.Join(dir, "rsa1"), "now"}, "unknown command"},
+		{"no --control", good, "rsa agent needs --control: give the IP address of the control host"},
+		{"empty --control", append([]string{"--control", ""}, good...), "rsa agent needs --control"},
+		{"a name in --control", append([]string{"--control", "ctl1"}, good...), `--control "ctl1": not an IP address or a CIDR prefix`},
+		{"any with an address", append([]string{"--control", "any", "--control", "10.1.0.2"}, good...), "give it alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := newRoot(&globals{})
 			root.SetOut(&bytes.Buffer{})
 			root.SetErr(&bytes.Buffer{})
 			root.SetArgs(append(append([]string{"agent", "--listen", "127.0.0.1:0"}, roots...), tc.args...))
-			err := root.Execute()
+			// An agent that starts, as it must not, stops at once and
+			// fails the case.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := root.ExecuteContext(ctx)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("rsa agent %s: %v, want an error saying %q", strings.Join(tc.args, " "), err, tc.want)
 			}
@@ -66,7 +76,7 @@ func TestAgentCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRoot(&globals{})
-	root.SetArgs(append([]string{"agent", "--listen", addr, "--pki", filepath.Join(dir, "elsewhere"),
+	root.SetArgs(append([]string{"agent", "--listen", addr, "--control", "127.0.0.1", "--pki", filepath.Join(dir, "elsewhere"),
 		"--ca", filepath.Join(node, pki.CAFile), "--cert", filepath.Join(node, pki.CertFile), "--key", filepath.Join(node, pki.KeyFile)}, roots...))
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -112,5 +122,42 @@ func TestAgentCommand(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("rsa agent did not stop when told to")
+	}
+}
+
+// An agent listening on every address says which: the host's addresses,
+// with the port; one listening on an address says nothing more.
+func TestWildcardAddrs(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		want   bool
+		has    []string
+		hasNot []string
+	}{
+		{"0.0.0.0:9477", true, []string{"127.0.0.1:9477"}, []string{"[::1]:9477"}},
+		{"[::]:9477", true, []string{"127.0.0.1:9477"}, nil},
+		{"127.0.0.1:9477", false, nil, nil},
+		{"[::1]:9477", false, nil, nil},
+	} {
+		t.Run(tc.listen, func(t *testing.T) {
+			a, err := net.ResolveTCPAddr("tcp", tc.listen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addrs, ok := wildcardAddrs(a)
+			if ok != tc.want {
+				t.Fatalf("wildcardAddrs(%s) = %v, %v; want %v", tc.listen, addrs, ok, tc.want)
+			}
+			for _, h := range tc.has {
+				if !slices.Contains(addrs, h) {
+					t.Errorf("wildcardAddrs(%s) = %v, without %s", tc.listen, addrs, h)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if slices.Contains(addrs, h) {
+					t.Errorf("wildcardAddrs(%s) = %v, with %s", tc.listen, addrs, h)
+				}
+			}
+		})
 	}
 }

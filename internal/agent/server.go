@@ -49,6 +49,10 @@ type Config struct {
 	// Self is the rsa binary a storage agent stages with (rsa copy, run
 	// as the job's user); "" means the agent stages nothing.
 	Self string
+	// GlusterSSLDir is where Gluster reads this host's TLS files
+	// (gluster.TLSFilesIn); "" means gluster.SSLDir's answer. No volume
+	// is made or mounted while they are missing (gluster.CheckTLS).
+	GlusterSSLDir string
 }
 
 // Server is an agent. It holds no state of its own beyond its
@@ -66,6 +70,7 @@ type Server struct {
 	incarnation string
 	started     time.Time
 	gl          *gluster.CLI
+	sslDir      string // Gluster's TLS files: Config.GlusterSSLDir
 	// runner runs stages on a storage node; nil if the agent stages
 	// nothing.
 	runner *stage.Runner
@@ -112,6 +117,9 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.gl = &gluster.CLI{Bin: cfg.Gluster, Log: s.log}
+	if s.sslDir = cfg.GlusterSSLDir; s.sslDir == "" {
+		s.sslDir = gluster.SSLDir(context.Background())
+	}
 	for _, r := range []struct {
 		flag, dir string
 		kind      pki.Kind
@@ -416,9 +424,13 @@ func reply(w http.ResponseWriter, v any, err error) {
 
 // Serve serves the agent's operations on ln over TLS until ctx is done,
 // then lets the requests under way finish (for up to 10 s) and returns nil.
-// ln is a plain TCP listener: Serve adds the TLS layer, so every
-// connection is mutual TLS 1.3 from the control daemon or fails in the
-// handshake (logged as a warning). Serve closes ln.
+// ln is a plain TCP listener (Listen's, which admits the control hosts'
+// addresses alone): Serve adds the TLS layer, so every connection is
+// mutual TLS 1.3 from the control daemon or fails in the handshake
+// (logged as a warning, at most once a minute per address). A handshake
+// must complete within handshakeDeadline, and connections still in their
+// handshake are held to places of their own, apart from the daemon's
+// authenticated ones (see tlsListener). Serve closes ln.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -427,15 +439,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    16 << 10,
-		// Failed handshakes (a caller without the daemon's certificate)
-		// are reported here by net/http.
+		// Failed handshakes are the listener's to report (tlsListener);
+		// what net/http has to say on a connection goes here.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context {
 			return context.WithoutCancel(ctx)
 		},
 	}
+	tl := newTLSListener(ln, s.tls, s.log)
+	defer tl.wait()
+	defer tl.Close()
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(tls.NewListener(ln, s.tls)) }()
+	go func() { done <- srv.Serve(tl) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("agent stopped serving: %w", err)
@@ -447,6 +462,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		srv.Close()
 	}
 	<-done
+	if s.runner != nil {
+		// The unit's cgroup outlives the agent (the Gluster clients stay
+		// in it): it must take the next agent's process (see Release).
+		// The stages went with their requests.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := s.runner.Cgroups.Release(rctx); err != nil {
+			s.log.Warn("releasing the staging cgroups: the agent's next start under systemd may fail (status 219/CGROUP) until they are removed", "err", err)
+		}
+	}
 	return nil
 }
 

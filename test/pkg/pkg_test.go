@@ -690,7 +690,7 @@ func TestMaintainerScripts(t *testing.T) {
 func TestAgentUnit(t *testing.T) {
 	text, settings := checkUnit(t, "rsa-agent.service")
 	for k, v := range map[string]string{
-		"ExecStart": installedBin + " agent --pki /etc/rsa/pki",
+		"ExecStart": installedBin + ` agent --pki /etc/rsa/pki --control "${RSA_AGENT_CONTROL}" $RSA_AGENT_ARGS`,
 		"KillMode":  "process",
 		"Delegate":  "yes",
 		"Restart":   "always",
