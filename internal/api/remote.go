@@ -51,7 +51,9 @@ type Encoder interface {
 
 // NewRemoteServer serves the remote part of the API. lim bounds the
 // connections of everyone (Total) and the requests in flight of one user
-// (PerUser).
+// (PerUser). The credentials of one source address are checked
+// maxDecodingPerHost at a time, so that no login node takes every
+// unmunge place.
 func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *http.Server {
 	mux := http.NewServeMux()
 	h := &handler{svc: svc, log: log}
@@ -67,9 +69,20 @@ func NewRemoteServer(svc Service, dec Decoder, lim Limits, log *slog.Logger) *ht
 		h.act(w, r)
 	})
 	a := &munged{next: mux, dec: dec, log: log, perUser: lim.PerUser, inFlight: map[uint32]int{},
-		decoding: make(chan struct{}, 16)}
+		decoding: make(chan struct{}, maxDecoding), hostDecoding: map[string]*hostPlaces{}}
 	return newHTTPServer(a, 16<<10)
 }
+
+// maxDecoding bounds the credentials checked at once (an unmunge process
+// each), and maxDecodingPerHost those of one source address. A request
+// waits for a place of its host before it waits for one of all: one host
+// sending faster than munged answers (a busy login node, or any host
+// sending garbage) queues behind itself, and the others' requests still
+// find most places free.
+const (
+	maxDecoding        = 16
+	maxDecodingPerHost = maxDecoding / 4
+)
 
 // ListenTCP listens on a TCP address, holding at most total connections
 // open at once, and at most perHost of them from one address (0: no
@@ -113,9 +126,16 @@ type munged struct {
 	log      *slog.Logger
 	decoding chan struct{} // bounds the unmunge processes at once
 
-	mu       sync.Mutex
-	perUser  int
-	inFlight map[uint32]int
+	mu           sync.Mutex
+	perUser      int
+	inFlight     map[uint32]int
+	hostDecoding map[string]*hostPlaces // by source address; an entry lives while a request uses it
+}
+
+// hostPlaces are one source address's places among the unmunge processes.
+type hostPlaces struct {
+	places chan struct{} // maxDecodingPerHost
+	users  int           // requests holding or waiting for a place; guarded by munged.mu
 }
 
 func (m *munged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -132,18 +152,14 @@ func (m *munged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	select {
-	case m.decoding <- struct{}{}:
-	case <-r.Context().Done():
-		return
-	}
-	c, err := m.dec.Decode(r.Context(), cred)
-	<-m.decoding
+	c, err := m.decode(r, cred)
 	switch {
 	case errors.Is(err, munge.ErrInvalid):
 		m.log.Warn("remote request refused", "from", r.RemoteAddr, "err", err)
 		h.reply(w, nil, &Error{Status: http.StatusUnauthorized, Msg: err.Error()})
 		return
+	case err != nil && r.Context().Err() != nil:
+		return // the caller went away while its credential waited: no one to answer
 	case err != nil:
 		h.reply(w, nil, err)
 		return
@@ -164,6 +180,45 @@ func (m *munged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer m.leave(c.UID)
 	p := Peer{UID: c.UID, GID: c.GID, Remote: true}
 	m.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), peerKey{}, p)))
+}
+
+// decode checks cred once a place of r's source address and one of all
+// are free (see maxDecodingPerHost), or fails with the request's context
+// error if it ends first.
+func (m *munged) decode(r *http.Request, cred string) (*munge.Cred, error) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	m.mu.Lock()
+	hp := m.hostDecoding[host]
+	if hp == nil {
+		hp = &hostPlaces{places: make(chan struct{}, maxDecodingPerHost)}
+		m.hostDecoding[host] = hp
+	}
+	hp.users++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if hp.users--; hp.users == 0 {
+			delete(m.hostDecoding, host)
+		}
+	}()
+	ctx := r.Context()
+	select {
+	case hp.places <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-hp.places }()
+	select {
+	case m.decoding <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-m.decoding }()
+	return m.dec.Decode(ctx, cred)
 }
 
 func (m *munged) enter(uid uint32) bool {

@@ -3,14 +3,19 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/munge"
 )
 
 type countingEncoder struct{ n atomic.Int32 }
@@ -85,5 +90,103 @@ func TestListenTCPBounds(t *testing.T) {
 		c.Close()
 	case <-time.After(2 * time.Second):
 		t.Error("no place came back when a connection closed")
+	}
+}
+
+// heldDecoder holds every credential until release is closed, telling
+// entered of each it holds, then refuses it.
+type heldDecoder struct {
+	entered chan string
+	release chan struct{}
+}
+
+func (d *heldDecoder) Decode(ctx context.Context, cred string) (*munge.Cred, error) {
+	d.entered <- cred
+	select {
+	case <-d.release:
+	case <-ctx.Done():
+	}
+	return nil, fmt.Errorf("%w: test", munge.ErrInvalid)
+}
+
+// One login node cannot take every place among the credentials checked at
+// once: with its requests waiting on munged, another host's request is
+// still checked, and the first holds at most maxDecodingPerHost places.
+func TestRemoteDecodingBoundPerHost(t *testing.T) {
+	dec := &heldDecoder{entered: make(chan string, 64), release: make(chan struct{})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := NewRemoteServer(nil, dec, Limits{}, slog.New(slog.DiscardHandler))
+	go srv.Serve(l)
+	defer srv.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	release := sync.OnceFunc(func() { close(dec.release) })
+	defer release() // before wg.Wait: the held requests must end first
+
+	// from sends a request from source address ip, signed cred.
+	from := func(ip, cred string) <-chan int {
+		tr := &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}).DialContext}
+		t.Cleanup(tr.CloseIdleConnections)
+		req, err := http.NewRequest(http.MethodGet, "http://"+l.Addr().String()+"/v1/jobs", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", authScheme+" "+cred)
+		status := make(chan int, 1)
+		wg.Go(func() {
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Errorf("request from %s: %v", ip, err)
+				status <- 0
+				return
+			}
+			resp.Body.Close()
+			status <- resp.StatusCode
+		})
+		return status
+	}
+	var first []<-chan int
+	for i := range maxDecoding {
+		first = append(first, from("127.0.0.2", fmt.Sprintf("A-%d", i)))
+	}
+	inA := 0
+	for inA < maxDecodingPerHost {
+		select {
+		case <-dec.entered:
+			inA++
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of one host's requests reached munged", inA)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // room for any more to get in
+	other := from("127.0.0.3", "B")
+	for got := false; !got; {
+		select {
+		case cred := <-dec.entered:
+			if got = cred == "B"; !got {
+				inA++
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("another host's request waited behind %d of one host's: one login node holds every place among the credentials checked at once", inA)
+		}
+	}
+	if inA > maxDecodingPerHost {
+		t.Errorf("one host holds %d places among the credentials checked at once, want at most %d", inA, maxDecodingPerHost)
+	}
+	release()
+	// Every request is answered once its place comes: the places come
+	// back when a check ends.
+	for i, st := range append(first, other) {
+		select {
+		case s := <-st:
+			if s != http.StatusUnauthorized {
+				t.Errorf("request %d: %d, want 401 (the test's refusal)", i, s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d never answered: a place was not given back", i)
+		}
 	}
 }

@@ -80,10 +80,6 @@ func (d *Daemon) ramUse(ctx context.Context) ([]api.NodeView, map[string]int64, 
 	return d.nodeViews(jobs), used, nil
 }
 
-// maxMetricsConns bounds the open connections to the metrics and
-// dashboard address: Prometheus and a few browsers.
-const maxMetricsConns = 64
-
 // phaseOf is the metrics' name of the phase an action is.
 var phaseOf = map[lifecycle.ActionKind]string{
 	lifecycle.Construct: metrics.Construct,
@@ -120,7 +116,7 @@ func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Du
 func (d *Daemon) serveMetrics(ctx context.Context) (*http.Server, error) {
 	// Anyone on the host may connect: connections are bounded in number
 	// and in time, so that none can hold the root daemon's descriptors.
-	ln, err := api.ListenTCP(d.cfg.Metrics.Listen, maxMetricsConns, 0)
+	ln, err := metrics.Listen(d.cfg.Metrics.Listen)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/metrics"
 )
 
 // Job is what the dashboard shows of one job: only what the private-data rule lets anyone see.
@@ -83,15 +85,18 @@ type handler struct {
 
 // Handler serves the dashboard: GET / (the jobs and nodes) and GET
 // /jobs/{id} (one job's timeline). Either answers ?partial=1 with just its
-// content, which the page's script fetches every 2 s to stay live.
-func Handler(src Source) http.Handler { return newHandler(src, time.Now) }
+// content, which the page's script fetches every 2 s to stay live. Only
+// requests that name this server are served (metrics.CheckHost, with
+// hosts the site's other names for it besides its hostname): a page of
+// another site cannot read the dashboard through DNS rebinding.
+func Handler(src Source, hosts ...string) http.Handler { return newHandler(src, time.Now, hosts...) }
 
-func newHandler(src Source, now func() time.Time) http.Handler {
+func newHandler(src Source, now func() time.Time, hosts ...string) http.Handler {
 	h := &handler{src: src, now: now, index: parse("index.html"), job: parse("job.html")}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.serveIndex)
 	mux.HandleFunc("GET /jobs/{id}", h.serveJob)
-	return secure(mux)
+	return secure(metrics.CheckHost(mux, hosts...))
 }
 
 // parse reads the layout and one page's content. The templates are part of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -42,11 +43,25 @@ func (f fakeSource) Events(_ context.Context, id int64) ([]Event, error) {
 	return evs, nil
 }
 
+// request is a request as a browser sends it to the dashboard at
+// 127.0.0.1:9477, with the local address http.Server gives a handler.
+func request(method, target string) *http.Request {
+	return requestTo(method, target, "127.0.0.1:9477")
+}
+
+// requestTo is request with the Host header host.
+func requestTo(method, target, host string) *http.Request {
+	r := httptest.NewRequest(method, target, nil)
+	r.Host = host
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9477}
+	return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+}
+
 // get serves one request and returns the status and body.
 func get(t *testing.T, src Source, target string) (*http.Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	newHandler(src, func() time.Time { return at(30) }).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	newHandler(src, func() time.Time { return at(30) }).ServeHTTP(rec, request(http.MethodGet, target))
 	res := rec.Result()
 	b, _ := io.ReadAll(res.Body)
 	return res, string(b)
@@ -185,9 +200,41 @@ func TestMethods(t *testing.T) {
 	h := Handler(sampleSource())
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(m, "/", nil))
+		h.ServeHTTP(rec, request(m, "/"))
 		if rec.Code != http.StatusMethodNotAllowed {
 			t.Errorf("%s /: %d, want 405: the dashboard is read-only", m, rec.Code)
+		}
+	}
+}
+
+// The dashboard answers only requests that name it: a page of another
+// site, whose name the attacker's DNS points at this address (DNS
+// rebinding), gets 421 and no job, and so does one naming a name not
+// given.
+func TestHostChecked(t *testing.T) {
+	for _, tc := range []struct {
+		host  string
+		hosts []string // Handler's
+		want  int
+	}{
+		{"127.0.0.1:9477", nil, http.StatusOK},
+		{"localhost:9477", nil, http.StatusOK},
+		{"rsa.example.org:9477", []string{"rsa.example.org"}, http.StatusOK},
+		{"evil.example:9477", nil, http.StatusMisdirectedRequest},
+		{"rsa.example.org:9477", nil, http.StatusMisdirectedRequest},
+	} {
+		for _, target := range []string{"/", "/?partial=1", "/jobs/1"} {
+			rec := httptest.NewRecorder()
+			Handler(sampleSource(), tc.hosts...).ServeHTTP(rec, requestTo(http.MethodGet, target, tc.host))
+			if rec.Code != tc.want {
+				t.Errorf("GET %s with Host %s (names %q): %d, want %d", target, tc.host, tc.hosts, rec.Code, tc.want)
+			}
+			if rec.Code != http.StatusOK && strings.ContainsAny(rec.Body.String(), "<") {
+				t.Errorf("GET %s with Host %s: the refusal shows a page:\n%s", target, tc.host, rec.Body)
+			}
+			if got := rec.Header().Get("Content-Security-Policy"); got != csp {
+				t.Errorf("GET %s with Host %s: CSP %q", target, tc.host, got)
+			}
 		}
 	}
 }

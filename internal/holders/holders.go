@@ -2,8 +2,8 @@
 // open file, a working or root directory, a memory mapping inside it, or a
 // mount of it in their mount namespace. A RAMDISK that is unmounted while
 // such a process lives keeps its RAM; RSA finds these processes before it
-// counts the RAM free, and ends them (package daemon decides which, and
-// when).
+// counts the RAM free, and ends them (package daemon decides when; whose
+// they are, root's or a user's, is Holder.Root).
 //
 // It reads /proc only, and never asks the file systems involved: every
 // stat is made with AT_STATX_DONT_SYNC on /proc's magic links, so a user's
@@ -26,14 +26,35 @@ import (
 
 // Holder is one process holding the file system.
 type Holder struct {
-	PID       int
-	UID       uint32
+	PID int
+	// UID is the user whose process it is: its real uid; if that is 0,
+	// its saved uid; if that is 0 too, its effective uid. A process
+	// whose real uid is a user's is the user's to lose: they could signal
+	// it themselves (kill(2) lets a sender whose real or effective uid
+	// is the target's real or saved uid). So a setuid-root program a user started (effective
+	// and saved uid 0) is the user's, or it could keep their job's RAM
+	// after the job ended; and a process root started that is, or may
+	// become again, a user (effective or saved uid the user's) counts as
+	// theirs. 0 means real, effective and saved uids are all root's: the
+	// process is root's (Root).
+	UID uint32
+	// EUID is its effective uid, for the logs: 0 for a setuid-root
+	// program.
+	EUID      uint32
 	Comm      string // its command name, as /proc/PID/comm has it
 	What      string // how it holds it: "cwd", "root", "fd 3", "mapping", "mount namespace"
 	StartTime uint64 // clock ticks after boot: with PID, names the process across pid reuse
 }
 
+// Root reports whether the process is root's: its real, effective and
+// saved uids are all 0. RSA never signals root's processes; every other
+// holder of a finished job's RAMDISK is a user's to lose.
+func (h Holder) Root() bool { return h.UID == 0 }
+
 func (h Holder) String() string {
+	if h.EUID != h.UID {
+		return fmt.Sprintf("pid %d (%s, uid %d, euid %d) by its %s", h.PID, strconv.Quote(h.Comm), h.UID, h.EUID, h.What)
+	}
 	return fmt.Sprintf("pid %d (%s, uid %d) by its %s", h.PID, strconv.Quote(h.Comm), h.UID, h.What)
 }
 
@@ -61,11 +82,20 @@ func Find(ctx context.Context, dev uint64) ([]Holder, error) {
 			continue
 		}
 		h := Holder{PID: pid, What: what}
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+e.Name(), &st) != nil {
-			continue // gone
+		// Whose it is comes from its real uid first, not from the
+		// owner of /proc/PID, which is its effective uid: 0 for a
+		// setuid-root program.
+		ruid, euid, suid, err := uids(pid)
+		if err != nil {
+			continue // gone: the kernel's status file is unreadable only then
 		}
-		h.UID = st.Uid
+		h.EUID = euid
+		for _, id := range []uint32{ruid, suid, euid} {
+			if id != 0 {
+				h.UID = id
+				break
+			}
+		}
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil {
 			h.Comm = strings.TrimSpace(string(b))
 		}
@@ -188,6 +218,37 @@ func eachLine(p string, fn func([]byte) bool) {
 			return
 		}
 	}
+}
+
+// uids reads a process' real, effective and saved uids from the "Uid:"
+// line of /proc/PID/status ("Uid:\treal\teffective\tsaved\tfs"), which
+// the kernel writes (a page at most).
+func uids(pid int) (ruid, euid, suid uint32, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for l := range bytes.Lines(b) {
+		rest, ok := bytes.CutPrefix(l, []byte("Uid:"))
+		if !ok {
+			continue
+		}
+		bad := fmt.Errorf("/proc/%d/status: bad Uid line %q", pid, bytes.TrimSpace(l))
+		f := bytes.Fields(rest)
+		if len(f) < 3 {
+			return 0, 0, 0, bad
+		}
+		var ids [3]uint32
+		for i := range ids {
+			n, err := strconv.ParseUint(string(f[i]), 10, 32)
+			if err != nil {
+				return 0, 0, 0, bad
+			}
+			ids[i] = uint32(n)
+		}
+		return ids[0], ids[1], ids[2], nil
+	}
+	return 0, 0, 0, fmt.Errorf("/proc/%d/status has no Uid line", pid)
 }
 
 // StartTime reads a process' start time (clock ticks after boot) from

@@ -140,9 +140,11 @@ func (m *Metrics) ObserveHook(hook, via string, d time.Duration) {
 	m.hooks.WithLabelValues(hook, via).Observe(d.Seconds())
 }
 
-// Handler serves the metrics in Prometheus' text format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: 10 * time.Second})
+// Handler serves the metrics in Prometheus' text format to the requests
+// that name this server (CheckHost, with hosts the site's other names for
+// it besides its hostname).
+func (m *Metrics) Handler(hosts ...string) http.Handler {
+	return CheckHost(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: 10 * time.Second}), hosts...)
 }
 
 // gauges reads jobs and nodes from the daemon at each scrape.
