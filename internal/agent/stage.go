@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
@@ -53,6 +54,22 @@ type StageRequest struct {
 	// Degraded: the daemon found a part of the volume out of reach, so
 	// a stage-out does not wait for this node's client to reach it.
 	Degraded bool `json:"degraded,omitempty"`
+	// Limits confine the stage's processes: the daemon's limits.stage_*
+	// keys, so that one config says them for every host that stages.
+	// Required: a request without them (from a daemon older than this
+	// agent) is refused rather than run unconfined.
+	Limits *StageLimits `json:"limits"`
+}
+
+// StageLimits are what a stage's processes are held to (stage.Runner's
+// Limits and Network): a count of 0 is no limit of its kind.
+type StageLimits struct {
+	Memory int64 `json:"memory"` // bytes of memory.max
+	Pids   int64 `json:"pids"`   // pids.max
+	// CPU is in thousandths of a CPU (cgroup.Limits.CPU).
+	CPU int64 `json:"cpu"`
+	// Network is stage.NetworkNone or stage.NetworkHost.
+	Network stage.Network `json:"network"`
 }
 
 // StageEvent is one line of a stage's answer.
@@ -93,6 +110,17 @@ func (r StageRequest) check() error {
 	}
 	if r.BWLimit < 0 {
 		return failf(ErrInvalid, "bwlimit %d is negative", r.BWLimit)
+	}
+	l := r.Limits
+	switch {
+	case l == nil:
+		return failf(ErrInvalid, "the request carries no limits for the stage, which this agent does not run unconfined: rsa serve is older than this agent; upgrade it to the agent's version")
+	case l.Memory < 0 || l.Pids < 0 || l.CPU < 0:
+		return failf(ErrInvalid, "stage limits memory %d, pids %d, cpu %d: none may be negative", l.Memory, l.Pids, l.CPU)
+	case l.CPU > 0 && l.CPU < cgroup.MinCPU:
+		return failf(ErrInvalid, "stage cpu limit %d thousandths of a CPU is below the kernel's smallest, %d", l.CPU, cgroup.MinCPU)
+	case l.Network != stage.NetworkNone && l.Network != stage.NetworkHost:
+		return failf(ErrInvalid, "stage network %q is neither %q nor %q", shorten(string(l.Network)), stage.NetworkNone, stage.NetworkHost)
 	}
 	return nil
 }
@@ -148,6 +176,8 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	sw := &streamWriter{enc: json.NewEncoder(w), rc: rc}
 	runner := *s.runner
 	runner.BWLimit = req.BWLimit
+	runner.Limits = cgroup.Limits{Memory: req.Limits.Memory, Pids: req.Limits.Pids, CPU: req.Limits.CPU}
+	runner.Network = req.Limits.Network
 	s.log.Info("stage started", "volume", volume, "phase", req.Phase, "uid", req.UID, "data", req.Data)
 	started := time.Now()
 	// A stage-in's writes fail where this node's client misses a part;

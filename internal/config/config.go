@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -191,6 +192,21 @@ type Limits struct {
 	// cannot take the whole shared file system or network from the
 	// others'. 0: no cap.
 	StageBWLimit int64
+	// StageMemory is the most memory, in bytes, that the processes of one
+	// stage (the built-in copy or a job's own program, and all they
+	// start) may use together: memory.max of the stage's cgroup, which
+	// may not swap. Past it the OOM killer ends the stage, and nothing
+	// outside it: one user's staging cannot make the kernel kill
+	// another job's bricks, glusterd or the agent. 0: no limit.
+	StageMemory int64
+	// StagePids is the most processes and threads one stage may run at
+	// once (pids.max). 0: no limit.
+	StagePids int64
+	// StageCPU is the CPU time one stage may use, in thousandths of a CPU
+	// (cpu.max; 2000: two CPUs' worth). 0: no limit.
+	StageCPU int64
+	// StageNetwork is StageNetworkNone or StageNetworkHost.
+	StageNetwork string
 	// UnstartedExpiry ends a job submitted with `rsa submit` that has not
 	// started this long after it was submitted, releasing its RAM.
 	UnstartedExpiry time.Duration
@@ -250,6 +266,10 @@ type file struct {
 		MaxUserCapacity       *string `toml:"max_user_capacity"`
 		StageTimeout          *string `toml:"stage_timeout"`
 		StageBWLimit          *string `toml:"stage_bwlimit"`
+		StageMemory           *string `toml:"stage_memory"`
+		StagePids             any     `toml:"stage_pids"` // a number, or a string of one
+		StageCPU              any     `toml:"stage_cpu"`
+		StageNetwork          *string `toml:"stage_network"`
 		UnstartedExpiry       *string `toml:"unstarted_expiry"`
 		KillGrace             *string `toml:"kill_grace"`
 		BytesPerInode         *string `toml:"bytes_per_inode"`
@@ -283,6 +303,34 @@ const (
 	DefaultRamdiskRoot = "/run/rsa/ramdisk"
 	DefaultProportion  = 128 // compute nodes per RSA node (App. C)
 	DefaultDelaySecs   = 300 // input-to-output switch (App. C)
+	// A stage's limits: enough for the built-in copy at full speed and
+	// for most stage programs (tar, rsync, a script or two), little
+	// enough that several stages at once leave an RSA node its RAM.
+	DefaultStageMemory = 4 << 30
+	DefaultStagePids   = 1024
+	DefaultStageCPU    = 2000 // thousandths of a CPU: two CPUs
+)
+
+// The values of limits.stage_network.
+const (
+	// StageNetworkNone gives each stage a network namespace of its own
+	// with nothing in it: a stage program reaches no port of the host it
+	// runs on (glusterd, the bricks) nor anything else. Mounted file
+	// systems work all the same.
+	StageNetworkNone = "none"
+	// StageNetworkHost leaves stages on the host's network.
+	StageNetworkHost = "host"
+)
+
+// Bounds of the stage limits: below these no stage could run (or, for
+// CPU, cpu.max's smallest quota, 1 ms in 100 ms); above these the kernel
+// refuses them.
+const (
+	minStageMemory = 16 << 20
+	minStagePids   = 16
+	maxStagePids   = 4194304 // the kernel's PID_MAX_LIMIT
+	minStageCPU    = 10      // 0.01 CPU
+	maxStageCPU    = 65536 * 1000
 )
 
 func defaults() Config {
@@ -302,7 +350,8 @@ func defaults() Config {
 		PrivateData:      true,
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
-			MaxConnections: 1024, MaxConnectionsPerUser: 64},
+			MaxConnections: 1024, MaxConnectionsPerUser: 64,
+			StageMemory: DefaultStageMemory, StagePids: DefaultStagePids, StageCPU: DefaultStageCPU, StageNetwork: StageNetworkNone},
 		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, EstimateWait: 2 * time.Minute, CapacityWait: 5 * time.Minute},
 	}
 }
@@ -537,6 +586,9 @@ func parseLimits(f *file, l *Limits) error {
 		}
 		*d.dst = v
 	}
+	if err := parseStageLimits(fl.StageMemory, fl.StagePids, fl.StageCPU, fl.StageNetwork, l); err != nil {
+		return err
+	}
 	if l.StageBWLimit > 0 && l.StageBWLimit < 1<<20 {
 		return fmt.Errorf("limits.stage_bwlimit: %q is below 1M a second, which would stall staging: give at least \"1M\", or \"0\" for no cap", *fl.StageBWLimit)
 	}
@@ -544,6 +596,66 @@ func parseLimits(f *file, l *Limits) error {
 		l.MaxJobsPerUser = l.MaxActiveJobs
 	}
 	return nil
+}
+
+// parseStageLimits reads the limits each stage's processes are held to.
+// The counts (stage_pids, stage_cpu) may be TOML numbers or strings of
+// them, as the sizes beside them are strings.
+func parseStageLimits(memory *string, pids, cpu any, network *string, l *Limits) error {
+	if memory != nil {
+		n, err := units.ParseSize(*memory)
+		if err != nil || (n != 0 && n < minStageMemory) {
+			return fmt.Errorf("limits.stage_memory: %q must be a size of at least %s, such as \"4G\", or \"0\" for no limit", *memory, units.FormatSize(minStageMemory))
+		}
+		l.StageMemory = n
+	}
+	if pids != nil {
+		n, err := strconv.ParseInt(tomlNumber(pids), 10, 64)
+		if err != nil || (n != 0 && (n < minStagePids || n > maxStagePids)) {
+			return fmt.Errorf("limits.stage_pids: %s must be a whole number of processes from %d to %d, such as 1024, or 0 for no limit", tomlQuote(pids), minStagePids, maxStagePids)
+		}
+		l.StagePids = n
+	}
+	if cpu != nil {
+		f, err := strconv.ParseFloat(tomlNumber(cpu), 64)
+		n := int64(math.Round(f * 1000))
+		if err != nil || math.IsNaN(f) || f < 0 || f > maxStageCPU/1000 || (f != 0 && n < minStageCPU) {
+			return fmt.Errorf("limits.stage_cpu: %s must be a number of CPUs from 0.01 to %d, such as 2 or 0.5, or 0 for no limit", tomlQuote(cpu), maxStageCPU/1000)
+		}
+		l.StageCPU = n
+	}
+	if network != nil {
+		switch *network {
+		case StageNetworkNone, StageNetworkHost:
+		default:
+			return fmt.Errorf("limits.stage_network: %q must be %q (each stage in a network namespace of its own, with no network) or %q (the host's network)", *network, StageNetworkNone, StageNetworkHost)
+		}
+		l.StageNetwork = *network
+	}
+	return nil
+}
+
+// tomlNumber is the text of a TOML value that should be a number: a
+// string as it is, an integer or a float in Go's shortest form, anything
+// else as "" (which no number parses from).
+func tomlNumber(v any) string {
+	switch v := v.(type) {
+	case string:
+		return strings.TrimSpace(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return ""
+}
+
+// tomlQuote shows a TOML value in an error as the file has it.
+func tomlQuote(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%v", v)
 }
 
 // setPath sets *dst to the path p names, if any, which must be clean and

@@ -199,3 +199,71 @@ address = "10.0.1.1"
 		}
 	}
 }
+
+// TestStageLimits: the limits each stage is held to (security issue 41,
+// findings 1 and 8): their defaults, the forms each key takes, "0" for no
+// limit, and errors that name the key and say what it takes.
+func TestStageLimits(t *testing.T) {
+	c, err := Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := c.Limits; l.StageMemory != 4<<30 || l.StagePids != 1024 || l.StageCPU != 2000 || l.StageNetwork != "none" {
+		t.Errorf("defaults: memory %d, pids %d, cpu %d, network %q; want 4G, 1024, 2 CPUs, none", l.StageMemory, l.StagePids, l.StageCPU, l.StageNetwork)
+	}
+	for _, c := range []struct {
+		doc               string
+		memory, pids, cpu int64
+		network           string
+	}{
+		{`stage_memory = "64M"`, 64 << 20, 1024, 2000, "none"},
+		{`stage_memory = "1.5G"`, 3 << 29, 1024, 2000, "none"},
+		{`stage_memory = "0"`, 0, 1024, 2000, "none"},
+		{`stage_pids = 100`, 4 << 30, 100, 2000, "none"},
+		{`stage_pids = "100"`, 4 << 30, 100, 2000, "none"},
+		{`stage_pids = 0`, 4 << 30, 0, 2000, "none"},
+		{`stage_pids = "0"`, 4 << 30, 0, 2000, "none"},
+		{`stage_cpu = 4`, 4 << 30, 1024, 4000, "none"},
+		{`stage_cpu = 0.5`, 4 << 30, 1024, 500, "none"},
+		{`stage_cpu = "1.25"`, 4 << 30, 1024, 1250, "none"},
+		{`stage_cpu = 0.01`, 4 << 30, 1024, 10, "none"},
+		{`stage_cpu = 0`, 4 << 30, 1024, 0, "none"},
+		{`stage_cpu = "0"`, 4 << 30, 1024, 0, "none"},
+		{`stage_network = "host"`, 4 << 30, 1024, 2000, "host"},
+		{`stage_network = "none"`, 4 << 30, 1024, 2000, "none"},
+	} {
+		got, err := Parse([]byte("[limits]\n" + c.doc + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", c.doc, err)
+			continue
+		}
+		if l := got.Limits; l.StageMemory != c.memory || l.StagePids != c.pids || l.StageCPU != c.cpu || l.StageNetwork != c.network {
+			t.Errorf("%s: memory %d, pids %d, cpu %d, network %q; want %d, %d, %d, %q", c.doc, l.StageMemory, l.StagePids, l.StageCPU, l.StageNetwork, c.memory, c.pids, c.cpu, c.network)
+		}
+	}
+	for _, c := range []struct{ doc, want string }{
+		{`stage_memory = "4X"`, `limits.stage_memory: "4X" must be a size of at least 16.0M, such as "4G", or "0" for no limit`},
+		{`stage_memory = "4K"`, `limits.stage_memory: "4K" must be a size of at least 16.0M`},
+		{`stage_memory = "-1G"`, `limits.stage_memory: "-1G" must be a size`},
+		{`stage_memory = 64`, `not valid TOML`},
+		{`stage_pids = 8`, `limits.stage_pids: 8 must be a whole number of processes from 16 to 4194304, such as 1024, or 0 for no limit`},
+		{`stage_pids = -1`, `limits.stage_pids: -1 must be`},
+		{`stage_pids = 1.5`, `limits.stage_pids: 1.5 must be`},
+		{`stage_pids = "many"`, `limits.stage_pids: "many" must be`},
+		{`stage_pids = 5000000`, `limits.stage_pids: 5000000 must be`},
+		{`stage_pids = true`, `limits.stage_pids: true must be`},
+		{`stage_cpu = 0.001`, `limits.stage_cpu: 0.001 must be a number of CPUs from 0.01 to 65536, such as 2 or 0.5, or 0 for no limit`},
+		{`stage_cpu = -2`, `limits.stage_cpu: -2 must be`},
+		{`stage_cpu = "two"`, `limits.stage_cpu: "two" must be`},
+		{`stage_cpu = "nan"`, `limits.stage_cpu: "nan" must be`},
+		{`stage_cpu = "inf"`, `limits.stage_cpu: "inf" must be`},
+		{`stage_cpu = 100000`, `limits.stage_cpu: 100000 must be`},
+		{`stage_network = "bridge"`, `limits.stage_network: "bridge" must be "none" (each stage in a network namespace of its own, with no network) or "host"`},
+		{`stage_network = ""`, `limits.stage_network: "" must be`},
+	} {
+		_, err := Parse([]byte("[limits]\n" + c.doc + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.doc, err, c.want)
+		}
+	}
+}

@@ -75,6 +75,9 @@ func encode(t *testing.T, c *Config) []byte {
 		"stage_timeout": dur(l.StageTimeout), "unstarted_expiry": dur(l.UnstartedExpiry), "kill_grace": dur(l.KillGrace),
 		"bytes_per_inode": size(l.BytesPerInode),
 		"max_connections": l.MaxConnections, "max_connections_per_user": l.MaxConnectionsPerUser,
+		// The stage limits' 0 is "no limit" and is written as such.
+		"stage_memory": size(l.StageMemory), "stage_pids": l.StagePids,
+		"stage_cpu": strconv.FormatFloat(float64(l.StageCPU)/1000, 'f', -1, 64), "stage_network": l.StageNetwork,
 	}
 	// 0 is "no cap", which has no spelling but leaving the key out.
 	if l.MaxJobCapacity != 0 {

@@ -188,6 +188,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
+	limits := cgroup.Limits{Memory: cfg.Limits.StageMemory, Pids: cfg.Limits.StagePids, CPU: cfg.Limits.StageCPU}
+	if hosts.cluster == nil {
+		// Stages run on this host: one that cannot hold them to their
+		// limits stops the daemon now, not each job's stage later. (With
+		// agents, each RSA node's agent checks its own host.)
+		if err := cgroups.Enable(limits); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("staging limits: %w", stage.LimitsHint(err))
+		}
+	}
+	runner := &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit,
+		Limits: limits, Network: stage.Network(cfg.Limits.StageNetwork)}
 	d := &Daemon{
 		cfg:        cfg,
 		store:      st,
@@ -197,7 +209,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		admitHosts: hosts.admit,
 		servers:    hosts.servers,
 		policy:     policy,
-		runner:     &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit},
+		runner:     runner,
 		slurmc:     slurm.Client{Bin: cfg.Slurm.Bin},
 		log:        o.Log,
 		version:    o.Version,

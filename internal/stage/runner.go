@@ -17,7 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/cgroup"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // Identity is who a staging child runs as.
@@ -68,13 +71,37 @@ func PackName(job int64) string { return fmt.Sprintf("rsa-job-%d.tar", job) }
 // BuiltIn reports whether a stage program is one of the built-in modes.
 func BuiltIn(p string) bool { return p == ModePack || p == ModeUnpack }
 
+// Network is what network a staging child has.
+type Network string
+
+const (
+	// NetworkNone gives each stage a network namespace of its own, with
+	// nothing in it but a loopback that is down: a stage program reaches
+	// no daemon of this host (glusterd, the bricks, the agent) and
+	// nothing beyond it. Mounted file systems (the parallel file system,
+	// the RAMDISK, FUSE or not) work all the same: the kernel and the
+	// FUSE servers, not the stage, speak to their servers.
+	NetworkNone Network = "none"
+	// NetworkHost leaves stages on the host's network, for stage programs
+	// that fetch their data over it; they then reach every port of the
+	// host, glusterd's and the bricks' among them.
+	NetworkHost Network = "host"
+)
+
 // Runner starts staging children. Self is the rsa binary, which users can
 // execute (they run `rsa run` with it). Every child and whatever it starts
-// runs in a cgroup of its own below Cgroups, killed whole when the stage
-// ends, however it ends.
+// runs in a cgroup of its own below Cgroups, held to Limits and killed whole
+// when the stage ends, however it ends; with no_new_privs set, so that no
+// setuid or file-capability program it runs gains a privilege the job's
+// user does not have; and in the network Network says.
 type Runner struct {
 	Self    string
 	Cgroups *cgroup.Parent
+	// Limits bound the memory, processes and CPU time of each stage
+	// (its whole cgroup); a zero field is no limit of that kind.
+	Limits cgroup.Limits
+	// Network is the stages' network; "" is NetworkNone.
+	Network Network
 	// BWLimit caps the bytes per second a built-in copy reads (0: no
 	// cap); a job's own program is not held to it.
 	BWLimit int64
@@ -91,6 +118,14 @@ type Runner struct {
 func (r *Runner) Run(ctx context.Context, t Task) error {
 	if r.Cgroups == nil {
 		return errors.New("staging needs a cgroup to run in (Runner.Cgroups)")
+	}
+	var cloneflags uintptr
+	switch r.Network {
+	case "", NetworkNone:
+		cloneflags = syscall.CLONE_NEWNET
+	case NetworkHost:
+	default:
+		return fmt.Errorf("%s: staging network %q is neither %q nor %q", t.Phase, r.Network, NetworkNone, NetworkHost)
 	}
 	var args []string
 	dir := "/"
@@ -117,9 +152,14 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	default:
 		args = append(copyArgs, "--", t.Data, t.Ramdisk)
 	}
-	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase))
+	limits := r.Limits
+	ramdisk := ramdiskCharge(t.Ramdisk)
+	if limits.Memory > 0 {
+		limits.Memory += ramdisk
+	}
+	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase), limits)
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.Phase, err)
+		return fmt.Errorf("%s: %w", t.Phase, LimitsHint(err))
 	}
 	defer cg.Close()
 
@@ -157,6 +197,7 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		Pdeathsig:   syscall.SIGKILL,
 		UseCgroupFD: true,
 		CgroupFD:    cg.FD(),
+		Cloneflags:  cloneflags,
 	}
 	var readers sync.WaitGroup
 	readers.Add(2)
@@ -173,13 +214,31 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		readProgress(outR, t.Progress, capped)
 	}()
 
-	// The parent-death signal fires when the thread that started the child
-	// exits; keep it alive until the child is done.
+	// The child is started from a thread of its own, locked to this
+	// goroutine and never unlocked, for two reasons. The parent-death
+	// signal fires when the thread that started the child exits, so the
+	// thread lives until the child is done. And no_new_privs, which Go's
+	// SysProcAttr cannot set, is set on that thread, so the child inherits
+	// it across fork and execve and neither it nor anything it starts can
+	// gain privileges through a setuid, setgid or file-capability program.
+	// The flag cannot be cleared; since the goroutine exits still locked,
+	// Go ends the thread with it instead of running other goroutines on it,
+	// and the daemon's other threads never carry it.
 	started := make(chan error, 1)
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			started <- fmt.Errorf("setting no_new_privs for the child: %w", err)
+			return
+		}
+		// On a hybrid host the limits cgroup v2 lacks are set in cgroup
+		// v1 hierarchies, which the child enters by being forked from a
+		// thread in them.
+		if err := cg.EnterThread(); err != nil {
+			started <- err
+			return
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
@@ -196,7 +255,9 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		}
 	}
 	// Whatever the child left behind goes with its cgroup; then the pipes
-	// are closed on every end and the readers finish.
+	// are closed on every end and the readers finish. What the kernel did
+	// at the group's limits is read first: the counts go with the group.
+	events := cg.Events()
 	outW.Close()
 	errW.Close()
 	cerr := cg.Close()
@@ -223,17 +284,70 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		return fmt.Errorf("%s stopped: %w", t.Phase, ctx.Err())
 	}
 	msg := strings.TrimSpace(tail.String())
+	if events.OOMKills > 0 && r.Limits.Memory > 0 {
+		// The whole stage was killed (memory.oom.group in cgroup v2,
+		// the group's OOM watch in v1).
+		var beside string
+		if ramdisk > 0 {
+			beside = fmt.Sprintf(", beside the %s of its RAMDISK", units.FormatSize(ramdisk))
+		}
+		return fmt.Errorf("%s killed whole: its processes together needed more than the %s of memory a stage may use%s (limits.stage_memory)%s",
+			t.Phase, units.FormatSize(r.Limits.Memory), beside, lastLine(msg))
+	}
+	var hit string
+	if events.PidsMax > 0 {
+		hit = fmt.Sprintf(", after %d of its forks failed at the %d processes and threads a stage may run (limits.stage_pids)", events.PidsMax, r.Limits.Pids)
+	}
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit) && custom:
-		return fmt.Errorf("%s program %s failed (%v)%s", t.Phase, t.Program, exit, lastLine(msg))
+		return fmt.Errorf("%s program %s failed (%v%s)%s", t.Phase, t.Program, exit, hit, lastLine(msg))
 	case errors.As(err, &exit):
-		return fmt.Errorf("%s failed%s", t.Phase, lastLine(msg))
+		return fmt.Errorf("%s failed%s%s", t.Phase, hit, lastLine(msg))
 	case custom:
-		return fmt.Errorf("%s program %s could not be started as %s: %w", t.Phase, t.Program, t.User.Name, err)
+		return fmt.Errorf("%s program %s could not be started as %s: %w%s", t.Phase, t.Program, t.User.Name, err, netHint(err, cloneflags))
 	default:
-		return fmt.Errorf("%s could not start: %w", t.Phase, err)
+		return fmt.Errorf("%s could not start: %w%s", t.Phase, err, netHint(err, cloneflags))
 	}
+}
+
+// ramdiskCharge is the memory a stage may use for its RAMDISK beside
+// limits.stage_memory: the size of the RAMDISK if it is a tmpfs on this host
+// (engine local). A tmpfs page is charged to the cgroup of the process that
+// writes it, and with no swap it cannot be reclaimed, so a stage-in filling
+// the job's RAMDISK would otherwise be killed at stage_memory; the tmpfs'
+// own size already bounds those pages. 0 for any other file system, such as
+// a Gluster volume's FUSE mount, whose pages the bricks' processes hold.
+func ramdiskCharge(dir string) int64 {
+	var st unix.Statfs_t
+	if dir == "" || unix.Statfs(dir, &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		return 0
+	}
+	return int64(st.Blocks) * st.Bsize
+}
+
+// netHint explains a start refused for want of the privilege a network
+// namespace of its own needs.
+func netHint(err error, cloneflags uintptr) string {
+	if cloneflags&syscall.CLONE_NEWNET == 0 || !errors.Is(err, syscall.EPERM) {
+		return ""
+	}
+	return " (a network namespace of its own for the stage needs CAP_SYS_ADMIN; limits.stage_network = \"host\" does without)"
+}
+
+// LimitsHint adds to an error of cgroup.Parent's Enable or New the config
+// keys that would stage without the limits this host cannot enforce.
+func LimitsHint(err error) error {
+	var ce *cgroup.ControllerError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	key := map[string]string{"cpu": "limits.stage_cpu", "memory": "limits.stage_memory", "pids": "limits.stage_pids"}
+	var keys []string
+	for _, c := range ce.Controllers {
+		keys = append(keys, key[c]+` = "0"`)
+	}
+	return fmt.Errorf("%w; or, to stage without that limit, set %s", err, strings.Join(keys, ", "))
 }
 
 func cmpOr(a, b int) int {

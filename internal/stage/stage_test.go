@@ -163,7 +163,7 @@ func TestKillAllLeftovers(t *testing.T) {
 	testutil.RequireRoot(t)
 	mine, other := testCgroups(t), testCgroups(t, "another daemon")
 	start := func(p *cgroup.Parent, name string) *exec.Cmd {
-		g, err := p.New(context.Background(), name)
+		g, err := p.New(context.Background(), name, cgroup.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
