@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,29 +14,12 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
-
-// syncBuffer is a log's output, read while the agent may still write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // serve runs the agent of node on ln until the test ends, logging to log,
 // and returns its address.
@@ -148,7 +130,7 @@ func TestAgentRefusesOtherSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	ln, err := Listen(listenOn+":0", ctl, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +193,7 @@ func TestAgentHandshakeDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testutil.SyncBuffer
 	ln, err := Listen(listenOn+":0", ctl, slog.New(slog.NewTextHandler(&log, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -369,7 +351,7 @@ func TestRefusalLog(t *testing.T) {
 		{"more than remembered", maxRefusalAddrs + 50, 2, maxRefusalAddrs + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out syncBuffer
+			var out testutil.SyncBuffer
 			r := newRefusalLog(slog.New(slog.NewTextHandler(&out, nil)), "refused")
 			for range tc.each {
 				for i := range tc.addrs {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,32 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
-
-// syncBuffer is a log sink the accepting goroutine writes while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // uidFromAddr is a fake peer function: each test client binds its socket
 // to a name saying which uid it stands for ("uid-1001-3"), so one process
@@ -99,7 +78,7 @@ func TestLimitListener(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs syncBuffer
+			var logs testutil.SyncBuffer
 			l := newLimitListener(raw, c.lim, slog.New(slog.NewTextHandler(&logs, nil)), uidFromAddr)
 			defer l.Close()
 			accepted := make(chan net.Conn)

@@ -97,11 +97,9 @@ func testCgroups(t *testing.T, owner ...string) *cgroup.Parent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Release removes its directories in cgroup v1 hierarchies too.
 	t.Cleanup(func() {
-		if _, err := p.KillAll(context.Background()); err != nil {
-			t.Error(err)
-		}
-		if err := os.Remove(p.Dir); err != nil {
+		if err := p.Release(context.Background()); err != nil {
 			t.Error(err)
 		}
 	})
