@@ -216,14 +216,14 @@ func (c *Client) ReconnectPeers(ctx context.Context) (int, error) {
 	return r.Closed, err
 }
 
-// SealVolume makes volume read-only for every client, mounted already or
-// not (features.read-only); a volume not in the pool fails wrapping
-// ErrNotFound.
-func (c *Client) SealVolume(ctx context.Context, volume string) error {
+// SealVolume admits to volume the hosts spec names alone and makes it
+// read-only for every client, mounted already or not (Server.SealVolume);
+// a volume not in the pool fails wrapping ErrNotFound.
+func (c *Client) SealVolume(ctx context.Context, volume string, spec SealSpec) error {
 	if err := CheckVolume(volume); err != nil {
 		return err
 	}
-	return c.do(ctx, c.storage, http.MethodPost, "/v1/volumes/"+volume+"/seal", nil, nil)
+	return c.do(ctx, c.storage, http.MethodPost, "/v1/volumes/"+volume+"/seal", spec, nil)
 }
 
 // Volumes lists the jobs' volumes of a storage node's trusted pool, by job.

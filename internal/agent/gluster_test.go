@@ -356,8 +356,12 @@ func TestAgentGluster(t *testing.T) {
 
 	testStageOutReach(t, n, c, v, u, ram, filepath.Join(e.dir, "bricks-b"), testutil.MkdirOwned(t, u, filepath.Join(e.dir, "home", "job", "disk")))
 
+	seal := SealSpec{AuthAllow: []string{glAddr}, TLSAllow: tls}
+	if err := c.SealVolume(ctx, v, SealSpec{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("SealVolume without who may reach it after: %v, want ErrInvalid", err)
+	}
 	start = time.Now()
-	if err := c.SealVolume(ctx, v); err != nil {
+	if err := c.SealVolume(ctx, v, seal); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("sealed in %v", time.Since(start).Round(time.Millisecond))
@@ -391,7 +395,7 @@ func TestAgentGluster(t *testing.T) {
 	if err := c.RemoveVolume(ctx, v); err != nil {
 		t.Errorf("RemoveVolume of a removed volume: %v", err)
 	}
-	if err := c.SealVolume(ctx, v); !errors.Is(err, ErrNotFound) {
+	if err := c.SealVolume(ctx, v, seal); !errors.Is(err, ErrNotFound) {
 		t.Errorf("SealVolume of a removed volume: %v, want ErrNotFound", err)
 	}
 	// A one-node pool: no peer, so nothing to close.

@@ -301,7 +301,11 @@ func (s *Server) Handler() http.Handler {
 	}))
 	mux.HandleFunc("POST /v1/stage/{volume}", s.streamOp(pki.KindStorage, s.serveStage))
 	mux.HandleFunc("POST /v1/volumes/{volume}/seal", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
-		return struct{}{}, s.SealVolume(r.Context(), v)
+		var spec SealSpec
+		if err := decode(r, &spec); err != nil {
+			return nil, err
+		}
+		return struct{}{}, s.SealVolume(r.Context(), v, spec)
 	}))
 	return mux
 }

@@ -282,26 +282,48 @@ func (s *Server) ReconnectPeers(ctx context.Context) (Reconnected, error) {
 	return Reconnected{Closed: n}, nil
 }
 
-// SealVolume makes volume read-only for every client (features.read-only):
-// from then on a write fails with EROFS, on clients mounted before as
-// well. A file a process holds open for writing takes writes into the
-// client's write-behind cache, but its fsync and close fail with EROFS
-// and the data never reaches the bricks. A volume not there fails
-// wrapping ErrNotFound.
-func (s *Server) SealVolume(ctx context.Context, volume string) error {
+// SealSpec is what POST /v1/volumes/{volume}/seal asks for: who may still
+// reach the volume once its job has ended.
+type SealSpec struct {
+	// AuthAllow and TLSAllow replace the volume's auth.allow and
+	// auth.ssl-allow, as in VolumeSpec: the control host and the RSA
+	// nodes, no compute node. Both required, non-empty.
+	AuthAllow []string `json:"auth_allow"`
+	TLSAllow  []string `json:"tls_allow"`
+}
+
+// SealVolume fences volume and makes it read-only, in one glusterd
+// transaction. The fence: auth.allow and auth.ssl-allow become spec's, and
+// the bricks close the connection of every client they no longer admit
+// (Gluster checks its clients again when the lists change). Read-only
+// (features.read-only): from then on a write fails with EROFS, on clients
+// mounted before as well. A file a process holds open for writing takes
+// writes into the client's write-behind cache, but its fsync and close
+// fail with EROFS and the data never reaches the bricks. A volume not
+// there fails wrapping ErrNotFound.
+func (s *Server) SealVolume(ctx context.Context, volume string, spec SealSpec) error {
 	if err := CheckVolume(volume); err != nil {
 		return err
 	}
+	if len(spec.AuthAllow) == 0 || len(spec.TLSAllow) == 0 {
+		return failf(ErrInvalid, "sealing volume %s: auth_allow and tls_allow are required: the control host and the RSA nodes, who may still reach it", volume)
+	}
+	for _, h := range append(slices.Clone(spec.AuthAllow), spec.TLSAllow...) {
+		if err := gluster.CheckHost(h); err != nil {
+			return failf(ErrInvalid, "sealing volume %s: %w", volume, err)
+		}
+	}
 	s.vmu.Lock()
 	defer s.vmu.Unlock()
-	err := s.gl.Set(ctx, volume, [2]string{optReadOnly, "on"})
+	err := s.gl.Set(ctx, volume, [2]string{"auth.allow", strings.Join(spec.AuthAllow, ",")},
+		[2]string{"auth.ssl-allow", strings.Join(spec.TLSAllow, ",")}, [2]string{optReadOnly, "on"})
 	if errors.Is(err, gluster.ErrNotFound) {
 		return failf(ErrNotFound, "sealing volume %s: it does not exist in this node's trusted pool", volume)
 	}
 	if err != nil {
 		return fmt.Errorf("sealing volume %s: %w", volume, err)
 	}
-	s.log.Info("volume sealed", "volume", volume)
+	s.log.Info("volume sealed", "volume", volume, "auth_allow", spec.AuthAllow, "tls_allow", spec.TLSAllow)
 	return nil
 }
 

@@ -270,7 +270,7 @@ head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(ho
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := rsa3.MakeVolume(ctx, "rsa-job-999", agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}}); err != nil {
+			if _, err := rsa3.MakeVolume(ctx, "rsa-job-999", agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}, TLSAllow: []string{"ctl", "rsa3"}}); err != nil {
 				t.Fatal(err)
 			}
 			if o, err := c.script(t, time.Minute, "cluster-up", "start-rsa"); err != nil {

@@ -48,7 +48,7 @@ func testVolumeBack(t *testing.T, c *cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rsa3.MakeVolume(ctx, vol, agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}}); err != nil {
+	if _, err := rsa3.MakeVolume(ctx, vol, agent.VolumeSpec{Bricks: []string{c.addr("rsa3") + ":" + b.Dir}, AuthAllow: []string{c.addr("ctl")}, TLSAllow: []string{"ctl", "rsa3"}}); err != nil {
 		t.Fatal(err)
 	}
 	// The cure for a member whose peers lost a volume it lists (see the
@@ -192,7 +192,10 @@ sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
 // released at the end. The batch script itself, which runs on the
 // allocation's first host (c1), holds the file from its first line: a
 // step started with srun could open it after the switch on a loaded
-// machine (one CI run did: INUSE_OUT, never UNMOUNT_BUSY).
+// machine (one CI run did: INUSE_OUT, never UNMOUNT_BUSY). RSA_DELAY
+// counts from the job's start, which the mounts on both compute hosts
+// follow: it must outlast them (10 s under make test's load), or the
+// switch comes as the script starts, before it holds the file.
 func testBusyInput(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "busy")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
@@ -202,7 +205,7 @@ func testBusyInput(t *testing.T, c *cluster, u testutil.User) {
 #SBATCH -o %[1]s/job.out
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
-#RSA_DELAY=4
+#RSA_DELAY=12
 exec 3< %[2]s/f0000
 while [ ! -e %[1]s/go ]; do sleep 0.1; done
 exec 3<&-
@@ -282,7 +285,12 @@ func TestGlusterPoll(t *testing.T) {
 	w := workDir(t, u, "poll")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 	sums := fill(t, u, in, 10, 64<<10)
-	blocker := c.sbatch(t, u, "-N", "2", "--time=1", "-o", filepath.Join(w, "blocker.out"), "--wrap", "sleep 8")
+	// The blocker holds both compute nodes until the test lets it go,
+	// once RSA has staged the waiting job in: a fixed sleep raced the
+	// RAMDISK's construction on a loaded machine.
+	gate := filepath.Join(w, "go")
+	blocker := c.sbatch(t, u, "-N", "2", "--time=1", "-o", filepath.Join(w, "blocker.out"), "--wrap",
+		fmt.Sprintf("for i in $(seq 600); do [ -e %s ] && break; sleep 0.1; done", gate))
 	c.waitJob(t, blocker, 60*time.Second, "RUNNING")
 	// RSA_DELAY: the switch must find the first srun done with the
 	// input (see testDaemonKilled).
@@ -298,6 +306,9 @@ findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname); echo from $(h
 `, w, in, out))
 	id := c.sbatch(t, u, job)
 	c.waitRSA(t, id, 60*time.Second, "READY") // staged in while pending
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c.waitJob(t, id, 120*time.Second, "COMPLETED")
 	if j := c.waitRSA(t, id, 90*time.Second, "RELEASED"); j.Build != 2 {
 		// The output's RAMDISK is a volume of its own: under the

@@ -198,7 +198,10 @@ func sha256Of(p string) (string, error) {
 // metrics is what rsa serve's metrics endpoint (on ctl, port 19477) says.
 func (c *cluster) metrics(t *testing.T) string {
 	t.Helper()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}} // the cluster's own bridge, never a proxy
+	// The cluster's own bridge, never a proxy; one connection a scrape,
+	// closed after it: the server holds 16 of one address at most, and a
+	// Transport per call would leave each one open, idle.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
 	resp, err := hc.Get("http://" + c.addr("ctl") + ":19477/metrics")
 	if err != nil {
 		t.Fatalf("scraping rsa serve's metrics: %v", err)

@@ -354,23 +354,24 @@ func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts
 // Servers are the addresses the job's compute nodes mount the volume from.
 func (e *Engine) Servers(r engine.Ramdisk) ([]string, error) { return e.servers(r) }
 
-// Seal fences the job's compute nodes out of the volume, then makes it
-// read-only. The fence: the volume admits the control host and the RSA
-// nodes alone from now on, by address and by certificate, and the bricks
-// close the connections of every client no longer admitted (Gluster checks
-// its clients again when the lists change), so a compute node that kept
-// its mount (out of reach, a process inside) reaches nothing, and the next
-// job on it cannot reach this one's RAMDISK.
+// Seal fences the job's compute nodes out of the volume and makes it
+// read-only, in one glusterd transaction. The fence: the volume admits the
+// control host and the RSA nodes alone from now on, by address and by
+// certificate, and the bricks close the connections of every client no
+// longer admitted, so a compute node that kept its mount (out of reach, a
+// process inside) reaches nothing, and the next job on it cannot reach
+// this one's RAMDISK.
 func (e *Engine) Seal(ctx context.Context, r engine.Ramdisk) error {
-	if err := e.Admit(ctx, r, nil); err != nil {
-		return fmt.Errorf("fencing the compute nodes out of volume %s: %w", e.volume(r), err)
+	spec, err := e.spec(r, nil, nil)
+	if err != nil {
+		return err
 	}
 	co, err := e.coordinator(r)
 	if err != nil {
 		return err
 	}
-	if err := co.SealVolume(ctx, e.volume(r)); err != nil {
-		return fmt.Errorf("making volume %s read-only: %w", e.volume(r), err)
+	if err := co.SealVolume(ctx, e.volume(r), agent.SealSpec{AuthAllow: spec.AuthAllow, TLSAllow: spec.TLSAllow}); err != nil {
+		return fmt.Errorf("fencing the compute nodes out of volume %s and making it read-only: %w", e.volume(r), err)
 	}
 	return nil
 }
