@@ -257,6 +257,29 @@ func (s *Server) openGate(volume string, uid uint32) error {
 	return nil
 }
 
+// releaseOrphans detaches the binds of volume whose own mount is gone:
+// a Gluster client that its bricks stopped admitting (the seal fences a
+// compute node out) ends and unmounts its own mount point, and the binds
+// made of it stay behind, dead, where Release's search by device no longer
+// finds them. They are found by their source instead, which names the
+// volume; only root makes Gluster client mounts, so none is a user's.
+func releaseOrphans(volume string) error {
+	ms, err := mount.List()
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	var errs []error
+	for i := len(ms) - 1; i >= 0; i-- {
+		if m := ms[i]; m.FSType == "fuse.glusterfs" && SourceVolume(m) == volume {
+			errs = append(errs, mount.Unmount(m, true))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detaching the binds of volume %s left after its client ended: %w", volume, err)
+	}
+	return nil
+}
+
 // mountVolume mounts the Gluster volume from servers at its source and
 // returns its mount.
 func (s *Server) mountVolume(ctx context.Context, volume string, servers []string) (mount.Info, error) {
@@ -314,6 +337,9 @@ func (s *Server) Release(volume string, detach bool) error {
 		return fmt.Errorf("reading the mount table: %w", err)
 	} else if ok {
 		return failf(ErrConflict, "more than %d mounts of volume %s are stacked at %s; leaving them for an administrator", maxStacked, volume, src)
+	}
+	if err := releaseOrphans(volume); err != nil {
+		return err
 	}
 	g := s.volumeGate(volume)
 	if err := gate.Close(g); err != nil {

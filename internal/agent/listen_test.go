@@ -114,6 +114,24 @@ func (e *env) controlTLS(t *testing.T, node string) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pool, ServerName: node, Certificates: []tls.Certificate{cert}}
 }
 
+// serveControlled serves agent both1 on listenOn with --control the
+// address this host dials listenOn from (the test's control host), and
+// returns that address, the agent's address and its log.
+func (e *env) serveControlled(t *testing.T, listenOn string) (control netip.Addr, addr string, log *testutil.SyncBuffer) {
+	t.Helper()
+	control = sourceOf(t, listenOn+":9")
+	ctl, err := ParseControl([]string{control.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log = new(testutil.SyncBuffer)
+	ln, err := Listen(listenOn+":0", ctl, slog.New(slog.NewTextHandler(log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return control, e.serve(t, "both1", ln, log), log
+}
+
 // A connection from an address not in --control is reset as it is
 // accepted: no TLS handshake answer, even to the control daemon's own
 // certificate; 100 of them from 10 addresses (more than the 64 places the
@@ -122,20 +140,10 @@ func (e *env) controlTLS(t *testing.T, node string) *tls.Config {
 func TestAgentRefusesOtherSources(t *testing.T) {
 	e := newEnv(t)
 	const listenOn = "127.0.0.2"
-	control := sourceOf(t, listenOn+":9")
+	control, addr, log := e.serveControlled(t, listenOn)
 	if control.String() == "127.0.0.3" {
 		t.Fatalf("the system dials %s from 127.0.0.3, the test's stranger", listenOn)
 	}
-	ctl, err := ParseControl([]string{control.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log testutil.SyncBuffer
-	ln, err := Listen(listenOn+":0", ctl, slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := e.serve(t, "both1", ln, &log)
 
 	// Not a byte of TLS answers a stranger, not even one with the
 	// daemon's certificate.
@@ -188,17 +196,7 @@ func TestAgentRefusesOtherSources(t *testing.T) {
 func TestAgentHandshakeDeadline(t *testing.T) {
 	e := newEnv(t)
 	const listenOn = "127.0.0.2"
-	control := sourceOf(t, listenOn+":9")
-	ctl, err := ParseControl([]string{control.String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log testutil.SyncBuffer
-	ln, err := Listen(listenOn+":0", ctl, slog.New(slog.NewTextHandler(&log, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := e.serve(t, "both1", ln, &log)
+	control, addr, _ := e.serveControlled(t, listenOn)
 	tc := e.controlTLS(t, "both1")
 
 	// The daemon's connections, authenticated (more than the 16 places of
