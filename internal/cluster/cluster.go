@@ -70,6 +70,9 @@ type Health struct {
 type Loss struct {
 	Node string
 	Why  string
+	// Incarnation is the node's incarnation that ended: parts built on a
+	// later one lost nothing. "" when none was ever seen.
+	Incarnation string
 }
 
 // Cluster holds the agents' clients and health. Safe for concurrent use.
@@ -78,6 +81,8 @@ type Cluster struct {
 	port      int
 	downAfter time.Duration
 	log       *slog.Logger
+	// now is the heartbeat's clock (time.Now but in tests).
+	now func() time.Time
 	// lost receives every Loss, from the heartbeat's goroutine; set
 	// before the first Beat.
 	lost func(Loss)
@@ -104,7 +109,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 	if id.Role() != pki.RoleControl {
 		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
 	}
-	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, lost: func(Loss) {}, noted: func(string, string) {},
+	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, now: time.Now, lost: func(Loss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
 		clients: map[string]*agent.Client{}, health: map[string]Health{}, peers: map[string][]gluster.Peer{}}
 	now := time.Now()
@@ -120,8 +125,10 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 }
 
 // OnLoss has f called, from the heartbeat, for every node that is lost:
-// once when it goes down, and once for each new incarnation. f must not
-// block.
+// once when it goes down, and once for each new incarnation. A rebooted
+// node is placeable again only after f returns, so that what f learns of
+// the jobs on the node (what they hold now) cannot include a RAMDISK built
+// on its new incarnation. f must not block.
 func (c *Cluster) OnLoss(f func(Loss)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -286,6 +293,9 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 			}
 			if loss != nil {
 				lost(*loss)
+				if inc != "" {
+					c.placeable(n, inc)
+				}
 			}
 		}()
 	}
@@ -293,13 +303,15 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 }
 
 // record notes one heartbeat's answer and returns the loss it reveals,
-// if any, and the node's incarnation if it is new.
+// if any, and the node's incarnation if it is new. A node back with a new
+// incarnation is recorded up but not Up (not placeable) until placeable:
+// its loss is published first.
 func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
 	was := h.State
-	now := time.Now()
+	now := c.now()
 	if err != nil {
 		h.Up, h.Err = false, err.Error()
 		if h.Silent.IsZero() {
@@ -317,7 +329,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 		case h.State == StateDown:
 			silent := now.Sub(h.Silent).Round(time.Second)
 			c.log.Error("node lost: its agent has not answered for "+silent.String(), "node", node, "err", err)
-			return &Loss{Node: node, Why: fmt.Sprintf("%s %s has not answered for %s (%s)", kind(h.Role), node, silent, err)}, ""
+			return &Loss{Node: node, Why: fmt.Sprintf("%s %s has not answered for %s (%s)", kind(h.Role), node, silent, err), Incarnation: h.Incarnation}, ""
 		}
 		return nil, ""
 	}
@@ -330,7 +342,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 	if h.Incarnation != "" && h.Incarnation != inc {
 		h.Rebooted++
 		c.log.Error("node lost: it rebooted (a new incarnation); its bricks and mounts are gone", "node", node, "incarnation", inc)
-		loss = &Loss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node)}
+		loss = &Loss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node), Incarnation: h.Incarnation}
 	}
 	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
@@ -338,8 +350,30 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 	h.State, h.Up, h.Err, h.Seen, h.Silent = StateUp, true, "", now, time.Time{}
 	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
+	if loss != nil && noted != "" {
+		h.Up = false // until placeable, once the loss is published
+	}
 	c.health[node] = h
 	return loss, noted
+}
+
+// placeable makes node, back as incarnation inc after a loss that has been
+// published, Up again, unless a later heartbeat said otherwise meanwhile.
+func (c *Cluster) placeable(node, inc string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h := c.health[node]; h.State == StateUp && h.Incarnation == inc {
+		h.Up = true
+		c.health[node] = h
+	}
+}
+
+// Incarnation is node's incarnation as the last heartbeat that reached it
+// said; "" if none did.
+func (c *Cluster) Incarnation(node string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.health[node].Incarnation
 }
 
 // kind names a node by its role in messages.

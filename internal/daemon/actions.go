@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,7 +99,12 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	switch dec.Verdict {
 	case alloc.Assign:
 		d.setWaiting(j.ID, "", "")
-		parts := dec.Parts
+		parts := slices.Clone(dec.Parts)
+		if d.cluster != nil {
+			for i := range parts {
+				parts[i].Incarnation = d.cluster.Incarnation(parts[i].Node)
+			}
+		}
 		d.reserved[j.ID] = parts
 		d.plans.forget() // less is free now
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
@@ -412,13 +418,16 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		return ok(lifecycle.EvBooted)
 	case lifecycle.StageIn:
 		err := d.stage(ctx, j, "stage-in", j.Spec.StageIn, j.Spec.Input, false)
+		var dg engine.Degraded
 		if ctx.Err() == nil {
 			// Input copied into a part out of reach is not there: the
 			// RAMDISK is rebuilt and the input staged in again.
-			dg, cerr := d.engine.Check(ctx, rd)
+			var cerr error
+			dg, cerr = d.engine.Check(ctx, rd)
 			if cerr != nil {
 				// The copy's own errors and the probe still count.
 				d.log.Warn("checking the RAMDISK after its stage-in", "job", j.ID, "err", cerr)
+				dg = engine.Degraded{}
 			} else if dg.Lost || err != nil && len(dg.Nodes) > 0 {
 				// Under replica 2 a copy that failed as a part went out
 				// of reach failed for that (a write meeting the
@@ -432,6 +441,14 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			}
 		}
 		switch {
+		case err == nil && len(dg.Nodes) > 0:
+			// Replicas hold every file of the lost part: READY is
+			// committed with the loss known, so that a later report
+			// of the same node is a duplicate, never a teardown under
+			// a job Slurm may be starting.
+			why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach; its replicas serve every file: the job gets its input from RAM, degraded, and the RAMDISK is rebuilt on live nodes at the switch to output", strings.Join(dg.Nodes, ", "))
+			d.appendStageLog(j, "stage-in: "+why)
+			return lifecycle.Event{Kind: lifecycle.EvStagedIn, Nodes: dg.Nodes, Build: j.Build, Whole: true}
 		case err == nil:
 			return ok(lifecycle.EvStagedIn)
 		case ctx.Err() != nil:

@@ -19,6 +19,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -272,7 +273,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.cluster != nil {
 		// Who is up decides where jobs go and what gc may reach: ask
 		// every agent before either.
-		d.cluster.OnLoss(func(l cluster.Loss) { go d.nodeLost(l) })
+		d.cluster.OnLoss(d.nodeLost)
 		// A node that rebooted while no daemon watched is lost too.
 		if incs, err := d.store.Incarnations(ctx); err != nil {
 			d.log.Error("reading the agents' last incarnations: a node that rebooted while rsa serve was down goes unnoticed until its parts are checked", "err", err)
@@ -553,6 +554,14 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 			return j, nil
 		}
 	}
+	if m.ev.Kind == lifecycle.EvNodeLost {
+		var stale string
+		m.ev.Nodes, stale = lossFor(j, m.ev)
+		if stale != "" {
+			d.log.Info("loss report ignored", "job", j.ID, "why", stale)
+			return j, nil
+		}
+	}
 	out := lifecycle.Step(j.Machine(), m.ev)
 	if out.Ignored {
 		// An event the machine does not take changes nothing, edits
@@ -590,9 +599,11 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.edit != nil {
 		m.edit(&next)
 	}
+	lostMore := false
 	for _, n := range m.ev.Nodes {
 		if !slices.Contains(next.Lost, n) {
 			next.Lost = append(next.Lost, n)
+			lostMore = true
 		}
 	}
 	var evs []job.Event
@@ -600,7 +611,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
 		d.log.Info("transition", "job", j.ID, "event", m.ev.Kind, "change", c.String())
 	}
-	if len(evs) > 0 || m.edit != nil {
+	if len(evs) > 0 || m.edit != nil || lostMore {
 		next.UpdatedAt = time.Now()
 		if err := d.store.Commit(ctx, &next, evs); err != nil {
 			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
@@ -619,6 +630,25 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		d.tick(ctx, m.ev.At)
 	}
 	return &next, nil
+}
+
+// lossFor is the part of a loss report that concerns j's current
+// RAMDISK: its nodes that j holds. A report about another build (one torn
+// down since, or a probe that raced a rebuild) or about nodes j does not
+// hold is stale: stale says why, and the report must change nothing.
+func lossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
+	if ev.Build != j.Build {
+		return nil, fmt.Sprintf("it is about build %d of the RAMDISK, which is build %d now", ev.Build, j.Build)
+	}
+	for _, n := range ev.Nodes {
+		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == n }) {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Sprintf("the job holds none of the nodes %s", strings.Join(ev.Nodes, ", "))
+	}
+	return nodes, ""
 }
 
 func isFailure(k lifecycle.EventKind) bool {

@@ -55,23 +55,54 @@ func (d *Daemon) lost(ctx context.Context, j *job.Job) (msg, bool) {
 }
 
 // nodeLost tells every job holding node that the part of its RAMDISK
-// there is gone. Called from the heartbeat: it posts, it decides nothing.
+// there is gone. Called from the heartbeat before the node is placeable
+// again: which jobs hold a part of the incarnation that ended, and in which
+// build, is read at once; whether the rest of each RAMDISK still serves
+// every file (asking the engine, which takes a while) and the posting
+// happen after. It decides nothing.
 func (d *Daemon) nodeLost(loss cluster.Loss) {
-	var ids []int64
+	var hit []engine.Ramdisk
 	d.store.EachActive(func(j *job.Job) {
 		if !lifecycle.HoldsNodes(j.RSA) || slices.Contains(j.Lost, loss.Node) {
 			return
 		}
-		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == loss.Node }) {
-			ids = append(ids, j.ID)
+		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool {
+			return p.Node == loss.Node && (p.Incarnation == "" || loss.Incarnation == "" || p.Incarnation == loss.Incarnation)
+		}) {
+			hit = append(hit, d.ramdisk(j))
 		}
 	})
-	for _, id := range ids {
-		d.post(msg{id: id, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: loss.Why, Nodes: []string{loss.Node}},
-			edit: func(n *job.Job) {
-				d.appendStageLog(n, fmt.Sprintf("RSA node %s lost (%s): the part of the RAMDISK there is gone; state %s", loss.Node, loss.Why, n.RSA))
-			}})
+	for _, rd := range hit {
+		go func() {
+			whole := d.servesEveryFile(rd, loss.Node)
+			served := "the files there are missing from the RAMDISK"
+			if whole {
+				served = "its replicas serve the files there"
+			}
+			d.post(msg{id: rd.Job, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: loss.Why, Nodes: []string{loss.Node}, Build: rd.Build, Whole: whole},
+				edit: func(n *job.Job) {
+					d.appendStageLog(n, fmt.Sprintf("RSA node %s lost (%s): the part of the RAMDISK there is gone; %s; state %s", loss.Node, loss.Why, served, n.RSA))
+				}})
+		}()
 	}
+}
+
+// lossCheckTimeout bounds the engine's check after a lost node; the check
+// bounds each question to a node itself, this only the whole.
+const lossCheckTimeout = time.Minute
+
+// servesEveryFile reports whether rd, having lost node, still serves every
+// file (its replicas), as the engine's check finds it. Unknown counts as
+// no: that costs the job its input in RAM, never a file.
+func (d *Daemon) servesEveryFile(rd engine.Ramdisk, node string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), lossCheckTimeout)
+	defer cancel()
+	dg, err := d.engine.Check(ctx, rd)
+	if err != nil {
+		d.log.Warn("checking a RAMDISK after a lost node", "job", rd.Job, "node", node, "err", err)
+		return false
+	}
+	return !dg.Lost
 }
 
 // silentAmong are the RSA nodes of parts whose agents did not answer the
@@ -226,7 +257,7 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 				served = "its replicas serve the files there"
 			}
 			d.log.Warn("part of a RAMDISK out of reach", "job", p.rd.Job, "nodes", fresh, "lost", dg.Lost)
-			d.post(msg{id: p.rd.Job, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: why, Nodes: fresh},
+			d.post(msg{id: p.rd.Job, ev: lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: why, Nodes: fresh, Build: p.rd.Build, Whole: !dg.Lost},
 				edit: func(n *job.Job) {
 					d.appendStageLog(n, fmt.Sprintf("RSA node %s out of reach: %s; %s; state %s", strings.Join(fresh, ", "), why, served, n.RSA))
 				}})

@@ -34,6 +34,11 @@ type Spec struct {
 type Part struct {
 	Node  string `json:"node"`
 	Bytes int64  `json:"bytes"`
+	// Incarnation is the node's incarnation (its agent's boot and run
+	// identity) when the part was given to the job: a loss of an earlier
+	// incarnation lost nothing of this part. "" when unknown (engine
+	// local, or a record older than the field).
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Owner identifies the process whose life is the job's run (`rsa run`),

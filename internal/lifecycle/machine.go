@@ -65,6 +65,16 @@ type Event struct {
 	// lost (EvNodeLost, or a stage-in's check): the job counts as having
 	// lost a node from then on.
 	Nodes []string
+	// Build is the RAMDISK build (Job.Build in the daemon's record) the
+	// event observed. Every poster of EvNodeLost sets it: a loss seen in
+	// one build says nothing about the next, which the daemon's apply
+	// enforces before Step.
+	Build int
+	// Whole, with EvNodeLost: the rest of the RAMDISK still serves every
+	// file (the lost parts' replicas are alive). The poster learns it from
+	// the engine; when it cannot, it leaves Whole false, which only ever
+	// costs the job its input in RAM, never a file.
+	Whole bool
 }
 
 // Action is work for the daemon to start.
@@ -132,7 +142,7 @@ func Step(j Job, ev Event) Outcome {
 			out.Changes = append(out.Changes, Change{j.State, j.State, j.RSA, j.RSA, "resumed " + string(a) + " after restart"})
 		}
 	default:
-		if r, i, ok := matchEvent(j, ev.Kind, ev.At); ok {
+		if r, i, ok := matchEvent(j, ev); ok {
 			applied = true
 			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
@@ -197,8 +207,8 @@ type eventRow struct {
 	on  EventKind
 	job []JobState
 	rsa []RSAState
-	// guard, when set, must hold too (the event's time is now).
-	guard   func(j Job, now time.Time) bool
+	// guard, when set, must hold too; it sees the event (its At is now).
+	guard   func(j Job, ev Event) bool
 	nextJob JobState // "" keeps the job-state
 	nextRSA RSAState // "" keeps the rsa-state
 	why     string
@@ -226,9 +236,9 @@ type passRow struct {
 	why   string
 }
 
-func matchEvent(j Job, k EventKind, now time.Time) (eventRow, int, bool) {
+func matchEvent(j Job, ev Event) (eventRow, int, bool) {
 	for i, r := range eventTable {
-		if r.on != k {
+		if r.on != ev.Kind {
 			continue
 		}
 		if len(r.job) > 0 && !slices.Contains(r.job, j.State) {
@@ -237,7 +247,7 @@ func matchEvent(j Job, k EventKind, now time.Time) (eventRow, int, bool) {
 		if len(r.rsa) > 0 && !slices.Contains(r.rsa, j.RSA) {
 			continue
 		}
-		if r.guard != nil && !r.guard(j, now) {
+		if r.guard != nil && !r.guard(j, ev) {
 			continue
 		}
 		return r, i, true

@@ -147,7 +147,17 @@ var cases = []stepCase{
 
 	// An RSA node lost (issue 11): rebuilt elsewhere before the job runs,
 	// degraded while it runs, never verified over a part.
-	{name: "node lost when ready: torn down to rebuild", job: io(OnDeck, Ready), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	// READY is a promise to the scheduler: a loss there never tears down
+	// a RAMDISK that still serves every file, and one that lost files is
+	// never mounted.
+	{name: "node lost when ready, replicas serve every file: stays ready, degraded", job: io(OnDeck, Ready), event: Event{Kind: EvNodeLost, At: t0, Nodes: []string{"rsa2"}, Whole: true}, wantJob: OnDeck, wantRSA: Ready},
+	{name: "node lost when ready with files: never mounted, rebuilt on deck", job: io(OnDeck, Ready), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "degraded ready job starts: its input is mounted", job: lost(io(OnDeck, Ready)), event: ev(EvStarted), wantJob: Running, wantRSA: MountingIn, wantDo: []ActionKind{MountIn}},
+	{name: "degraded input switched: rebuilt on live nodes for output", job: lost(io(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "node lost when built: torn down to rebuild", job: io(OnDeck, Booted), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "node lost when demoted and ready: torn down", job: io(Demoted, Ready), event: Event{Kind: EvNodeLost, At: t0, Whole: true}, wantJob: Demoted, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "stage-in whose check saw a part lost but every file served: ready, degraded", job: io(OnDeck, StagingIn), event: Event{Kind: EvStagedIn, At: t0, Nodes: []string{"rsa2"}}, wantJob: OnDeck, wantRSA: Ready},
+	{name: "node lost during stage-in, replicas hold every file: goes on", job: io(OnDeck, StagingIn), event: Event{Kind: EvNodeLost, At: t0, Nodes: []string{"rsa2"}, Whole: true}, wantJob: OnDeck, wantRSA: StagingIn},
 	{name: "node lost during stage-in: stopped", job: io(OnDeck, StagingIn), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "stage-in stopped after a lost node: rebuilt", job: lost(io(OnDeck, StoppingStagingIn)), event: ev(EvStageInFailed), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "torn down after a lost node: assigned anew", job: lost(io(OnDeck, Teardown)), event: ev(EvDestroyed), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},

@@ -24,7 +24,7 @@ var eventTable = []eventRow{
 	// it: stage-in still running, or the RAMDISK being rebuilt after a
 	// lost node. The job then reads its input where it is, on disk
 	// (§3.2.1); say so, it is the one thing its user needs to know.
-	{on: EvStarted, job: []JobState{OnDeck}, rsa: notYetIn, guard: hasInput, nextJob: Running,
+	{on: EvStarted, job: []JobState{OnDeck}, rsa: notYetIn, guard: jobHas(hasInput), nextJob: Running,
 		why: "job started before its input was in RAM: the job reads its input from disk"},
 	{on: EvStarted, job: []JobState{OnDeck}, nextJob: Running, why: "job started"},
 	// A demoted job that starts before its cleanup ended continues under the
@@ -114,9 +114,26 @@ var eventTable = []eventRow{
 	// The RAM it held is gone, the rest of the RAMDISK is not. Before the
 	// job runs, the RAMDISK is rebuilt on live nodes and the input staged
 	// in again: torn down, and DESTROYED with a lost node re-assigns.
-	{on: EvNodeLost, job: []JobState{OnDeck, Demoted}, rsa: []RSAState{Booted, Ready, Aborted},
+	{on: EvNodeLost, job: []JobState{Demoted}, rsa: []RSAState{Booted, Ready, Aborted},
 		nextRSA: Teardown, why: "an RSA node was lost: rebuilding the RAMDISK on live nodes"},
-	// A stage-in is stopped; it ends ABORTED, which a lost node rebuilds.
+	{on: EvNodeLost, job: []JobState{OnDeck}, rsa: []RSAState{Booted, Aborted},
+		nextRSA: Teardown, why: "an RSA node was lost: rebuilding the RAMDISK on live nodes"},
+	// READY is a promise to the scheduler, which may be starting the job
+	// at this instant: nothing the start cannot undo begins here. A
+	// RAMDISK whose replicas still serve every file stays READY, degraded
+	// (the switch to output rebuilds it on live nodes, as for INUSE_IN).
+	// One that lost files is never mounted: ABORTED, the job reads its
+	// input from disk if it starts now, and the pass rebuilds it while
+	// the job is still on deck.
+	{on: EvNodeLost, job: []JobState{OnDeck}, rsa: []RSAState{Ready}, guard: whole,
+		why: "an RSA node was lost: the RAMDISK is degraded, its replicas serve every file"},
+	{on: EvNodeLost, job: []JobState{OnDeck}, rsa: []RSAState{Ready}, nextRSA: Aborted,
+		why: "an RSA node was lost with part of the input: the RAMDISK is never mounted; the job reads its input from disk should it start before the rebuild"},
+	// A stage-in into a RAMDISK whose replicas hold every file goes on:
+	// its own check at the end finds the same node and commits READY,
+	// degraded. Otherwise it is stopped; it ends ABORTED, which a lost
+	// node rebuilds.
+	{on: EvNodeLost, rsa: []RSAState{StagingIn}, guard: whole, why: "an RSA node was lost during stage-in; its replicas hold every file: the stage-in goes on"},
 	{on: EvNodeLost, rsa: []RSAState{StagingIn}, nextRSA: StoppingStagingIn, why: "an RSA node was lost during stage-in"},
 	// Anywhere else the job goes on with what is left, degraded: its input
 	// is on disk too, the switch to output rebuilds on live nodes, and its
@@ -128,6 +145,14 @@ var eventTable = []eventRow{
 
 // nodeLost: an RSA node of the allocation was lost.
 func nodeLost(j Job, _ time.Time) bool { return j.NodeLost }
+
+// whole: the lost node's files are still served by their replicas.
+func whole(_ Job, ev Event) bool { return ev.Whole }
+
+// jobHas makes a pass guard, which sees only the job, an event row's.
+func jobHas(g func(Job, time.Time) bool) func(Job, Event) bool {
+	return func(j Job, ev Event) bool { return g(j, ev.At) }
+}
 
 func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
 func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
