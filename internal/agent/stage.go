@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,11 @@ type StageRequest struct {
 	// Degraded: the daemon found a part of the volume out of reach, so
 	// a stage-out does not wait for this node's client to reach it.
 	Degraded bool `json:"degraded,omitempty"`
+	// WholeSettle bounds how long a stage-out that is not Degraded waits
+	// for this node's client to reach every part before it lists the
+	// volume (the daemon's cluster.whole_settle; nanoseconds on the wire,
+	// 0: defaultWholeSettle).
+	WholeSettle time.Duration `json:"whole_settle,omitempty"`
 	// Limits confine the stage's processes: the daemon's limits.stage_*
 	// keys, so that one config says them for every host that stages.
 	// Required: a request without them (from a daemon older than this
@@ -110,6 +116,9 @@ func (r StageRequest) check() error {
 	}
 	if r.BWLimit < 0 {
 		return failf(ErrInvalid, "bwlimit %d is negative", r.BWLimit)
+	}
+	if r.WholeSettle < 0 || r.WholeSettle > maxWholeSettle {
+		return failf(ErrInvalid, "whole_settle %v is not 0 to %v", r.WholeSettle, maxWholeSettle)
 	}
 	l := r.Limits
 	switch {
@@ -185,7 +194,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	// error: it is checked.
 	var before gluster.Distribution
 	if req.Phase == "stage-out" {
-		settle := wholeSettle
+		settle := cmp.Or(req.WholeSettle, defaultWholeSettle)
 		if req.Degraded {
 			settle = 0
 		}
@@ -209,11 +218,15 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	return nil
 }
 
-// wholeSettle bounds the wait for this node's client to reach every part
-// of a volume before a stage-out lists it: a client just mounted, or
-// meeting a brick just restarted, connects within a few seconds (it
-// tries every 3).
-const wholeSettle = 10 * time.Second
+// defaultWholeSettle bounds the wait for this node's client to reach
+// every part of a volume before a stage-out lists it, unless the request
+// says otherwise: a client just mounted, or meeting a brick just
+// restarted, connects within a few seconds (it tries every 3).
+// maxWholeSettle is the most a request may ask for.
+const (
+	defaultWholeSettle = 10 * time.Second
+	maxWholeSettle     = 5 * time.Minute
+)
 
 // awaitWhole waits up to settle for this node's Gluster client of
 // volume, mounted at dir, to reach every part of it, and returns its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
@@ -43,5 +44,33 @@ func TestStageRequestLimits(t *testing.T) {
 				t.Fatalf("%v, want ErrInvalid saying %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A stage request may bound the stage-out's wait for this node's client
+// (cluster.whole_settle); 0 is the agent's own default, and a wait no
+// config allows is refused.
+func TestStageRequestWholeSettle(t *testing.T) {
+	good := StageRequest{Phase: "stage-out", UID: 1000, GID: 1000, User: "alice", Home: "/home/alice", Data: "/scratch/out",
+		Servers: []string{"10.0.0.11"}, Limits: &StageLimits{Network: stage.NetworkNone}}
+	for _, c := range []struct {
+		settle time.Duration
+		want   string // "" for accepted
+	}{
+		{0, ""},
+		{3 * time.Second, ""},
+		{maxWholeSettle, ""},
+		{-time.Second, "whole_settle -1s is not 0 to 5m0s"},
+		{maxWholeSettle + 1, "whole_settle 5m0.000000001s is not 0 to 5m0s"},
+	} {
+		req := good
+		req.WholeSettle = c.settle
+		err := req.check()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("whole_settle %v refused: %v", c.settle, err)
+		case c.want != "" && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("whole_settle %v: %v, want ErrInvalid saying %q", c.settle, err, c.want)
+		}
 	}
 }

@@ -62,12 +62,83 @@ func parseNodes(f *file, c *Config) error {
 	return nil
 }
 
+// defaultCluster is [cluster] at its defaults (docs/config.md).
+func defaultCluster() Cluster {
+	return Cluster{
+		PKI:           "/etc/rsa/pki",
+		AgentPort:     9477,
+		Heartbeat:     5 * time.Second,
+		DownAfter:     30 * time.Second,
+		PingTimeout:   10 * time.Second,
+		PoolCheck:     10 * time.Second,
+		PoolTimeout:   8 * time.Second,
+		LeftoverSweep: 20 * time.Second,
+		ProbeTimeout:  10 * time.Second,
+		CheckTimeout:  15 * time.Second,
+		CheckSettle:   15 * time.Second,
+		WholeSettle:   10 * time.Second,
+	}
+}
+
+// glusterRetry is how often a Gluster client tries again to reach a
+// brick: a wait for a client to reconnect shorter than this would take a
+// brick just back for one out of reach.
+const glusterRetry = 3 * time.Second
+
+// parseClusterPeriods reads the daemon's own periods and bounds of
+// [cluster]. Their defaults suit production; the emulated test clusters
+// (scripts/cluster-up) shorten them.
+func parseClusterPeriods(f *file, cl *Cluster) error {
+	fc := f.Cluster
+	for _, d := range []struct {
+		key      string
+		v        *string
+		dst      *time.Duration
+		min, max time.Duration
+		why      string // what a value out of bounds would do
+	}{
+		{"cluster.pool_check", fc.PoolCheck, &cl.PoolCheck, time.Second, time.Hour, ""},
+		{"cluster.pool_timeout", fc.PoolTimeout, &cl.PoolTimeout, time.Second, 5 * time.Minute, ""},
+		{"cluster.leftover_sweep", fc.LeftoverSweep, &cl.LeftoverSweep, time.Second, time.Hour, ""},
+		{"cluster.probe_timeout", fc.ProbeTimeout, &cl.ProbeTimeout, time.Second, 5 * time.Minute, ""},
+		{"cluster.check_timeout", fc.CheckTimeout, &cl.CheckTimeout, time.Second, 5 * time.Minute, ""},
+		{"cluster.check_settle", fc.CheckSettle, &cl.CheckSettle, glusterRetry, 5 * time.Minute,
+			" (a Gluster client tries again every 3s: a shorter wait takes a brick just back for one out of reach)"},
+		{"cluster.whole_settle", fc.WholeSettle, &cl.WholeSettle, glusterRetry, 5 * time.Minute,
+			" (a Gluster client tries again every 3s: a shorter wait fails a stage-out whose client is still connecting)"},
+	} {
+		if d.v == nil {
+			continue
+		}
+		v, err := units.ParseDuration(*d.v)
+		if err != nil || v < d.min || v > d.max {
+			return fmt.Errorf("%s: %q must be a duration between %s and %s%s", d.key, *d.v, shortDuration(d.min), shortDuration(d.max), d.why)
+		}
+		*d.dst = v
+	}
+	return nil
+}
+
+// shortDuration writes a bound as docs/config.md does: "3s", "5m", "1h".
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return d.String()
+	}
+}
+
 // parseCluster reads [cluster] and compute[], which only engine gluster
 // uses.
 func parseCluster(f *file, c *Config) error {
 	fc := f.Cluster
 	given := fc.PKI != nil || fc.Address != nil || fc.AgentPort != nil || fc.Heartbeat != nil || fc.DownAfter != nil ||
-		fc.Replica != nil || fc.Shard != nil || fc.PingTimeout != nil || len(f.Compute) > 0
+		fc.Replica != nil || fc.Shard != nil || fc.PingTimeout != nil || len(f.Compute) > 0 ||
+		fc.PoolCheck != nil || fc.PoolTimeout != nil || fc.LeftoverSweep != nil || fc.ProbeTimeout != nil ||
+		fc.CheckTimeout != nil || fc.CheckSettle != nil || fc.WholeSettle != nil
 	if c.Engine != EngineGluster {
 		if given {
 			return fmt.Errorf("[cluster] and [[compute]] configure engine %q; set engine = %q or remove them", EngineGluster, EngineGluster)
@@ -126,6 +197,9 @@ func parseCluster(f *file, c *Config) error {
 			return fmt.Errorf("cluster.ping_timeout: %q must be whole seconds from 1s to 10s (a dead node stalls I/O that long)", *fc.PingTimeout)
 		}
 		cl.PingTimeout = d
+	}
+	if err := parseClusterPeriods(f, cl); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, n := range c.Nodes {

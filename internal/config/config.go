@@ -73,6 +73,30 @@ type Cluster struct {
 	Shard bool
 	// PingTimeout is how long a Gluster client waits for a silent brick.
 	PingTimeout time.Duration
+	// PoolCheck is how often the daemon asks every RSA node's glusterd
+	// how it sees its trusted pool while the pool is whole (every
+	// heartbeat while it is not), and PoolTimeout how long one answer may
+	// take: glusterd answers after the transaction its agent is running,
+	// which under load takes seconds.
+	PoolCheck   time.Duration
+	PoolTimeout time.Duration
+	// LeftoverSweep is how often the daemon looks for RAMDISKs no job
+	// holds: a volume deleted while one of its nodes was down comes back
+	// with that node's glusterd.
+	LeftoverSweep time.Duration
+	// ProbeTimeout bounds one look at a RAMDISK in use through the control
+	// host's Gluster client, which a hung client would never answer.
+	ProbeTimeout time.Duration
+	// CheckTimeout bounds glusterd's answer when a RAMDISK is checked
+	// after a stage: on a cut link it waits for its peer until TCP gives
+	// up. CheckSettle bounds that check's wait for glusterd and the
+	// control host's client to agree (a client reconnects every 3 s).
+	CheckTimeout time.Duration
+	CheckSettle  time.Duration
+	// WholeSettle bounds how long a stage-out on an RSA node waits for
+	// that node's client to reach every part before it lists the
+	// RAMDISK; the daemon sends it with each stage.
+	WholeSettle time.Duration
 	// Compute are the compute nodes with agents; a node not listed is
 	// dialled by its name.
 	Compute []ComputeNode
@@ -150,6 +174,13 @@ type Slurm struct {
 	// other jobs' stage-ins end: a wait for RAM that one of those jobs
 	// holds would never end.
 	CapacityWait time.Duration
+	// PrologGrace is how long the Slurm prolog and epilog (rsa
+	// slurm-prolog, rsa slurm-epilog) wait out an rsa serve that does not
+	// answer, for a job that is RSA's, before they let the job go on
+	// without RSA: long enough to ride out a restart of the daemon, short
+	// enough that a daemon that stays down does not keep the job's compute
+	// nodes idle. 0: they never wait.
+	PrologGrace time.Duration
 	// NodeNamespaces, if set, holds one pinned mount namespace per
 	// compute node name; RSA mounts inside them (see node.Namespaces).
 	NodeNamespaces string
@@ -255,6 +286,14 @@ type file struct {
 		Replica     *int    `toml:"replica"`
 		Shard       *bool   `toml:"shard"`
 		PingTimeout *string `toml:"ping_timeout"`
+		// The daemon's own periods and bounds (see Cluster).
+		PoolCheck     *string `toml:"pool_check"`
+		PoolTimeout   *string `toml:"pool_timeout"`
+		LeftoverSweep *string `toml:"leftover_sweep"`
+		ProbeTimeout  *string `toml:"probe_timeout"`
+		CheckTimeout  *string `toml:"check_timeout"`
+		CheckSettle   *string `toml:"check_settle"`
+		WholeSettle   *string `toml:"whole_settle"`
 	} `toml:"cluster"`
 	PrivateData    *bool    `toml:"private_data"`
 	AllowedPaths   []string `toml:"allowed_paths"`
@@ -284,6 +323,7 @@ type file struct {
 		StageRate      *string  `toml:"stage_rate"`
 		EstimateWait   *string  `toml:"estimate_wait"`
 		CapacityWait   *string  `toml:"capacity_wait"`
+		PrologGrace    *string  `toml:"prolog_grace"`
 		NodeNamespaces *string  `toml:"node_namespaces"`
 		Bin            *string  `toml:"bin"`
 	} `toml:"slurm"`
@@ -309,6 +349,8 @@ const (
 	DefaultStageMemory = 4 << 30
 	DefaultStagePids   = 1024
 	DefaultStageCPU    = 2000 // thousandths of a CPU: two CPUs
+	// DefaultPrologGrace rides out a restart of rsa serve (slurm.prolog_grace).
+	DefaultPrologGrace = 30 * time.Second
 )
 
 // The values of limits.stage_network.
@@ -340,7 +382,7 @@ func defaults() Config {
 		RamdiskRoot:      DefaultRamdiskRoot,
 		Scheduler:        "none",
 		Engine:           EngineLocal,
-		Cluster:          Cluster{PKI: "/etc/rsa/pki", AgentPort: 9477, Heartbeat: 5 * time.Second, DownAfter: 30 * time.Second, PingTimeout: 10 * time.Second},
+		Cluster:          defaultCluster(),
 		Proportion:       DefaultProportion,
 		DefaultDelay:     DefaultDelaySecs * time.Second,
 		OutputHeadroom:   1 << 30,
@@ -352,7 +394,8 @@ func defaults() Config {
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64,
 			StageMemory: DefaultStageMemory, StagePids: DefaultStagePids, StageCPU: DefaultStageCPU, StageNetwork: StageNetworkNone},
-		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, EstimateWait: 2 * time.Minute, CapacityWait: 5 * time.Minute},
+		Slurm: Slurm{Pool: "rsa", PollInterval: 5 * time.Second, StageInLead: 10 * time.Minute, StageRate: 1 << 30, EstimateWait: 2 * time.Minute, CapacityWait: 5 * time.Minute,
+			PrologGrace: DefaultPrologGrace},
 	}
 }
 
@@ -690,7 +733,7 @@ func parseSlurm(f *file, s *Slurm) error {
 		v   *string
 		dst *time.Duration
 		min time.Duration
-	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}, {"slurm.capacity_wait", fs.CapacityWait, &s.CapacityWait, 0}, {"slurm.estimate_wait", fs.EstimateWait, &s.EstimateWait, 0}} {
+	}{{"slurm.poll_interval", fs.PollInterval, &s.PollInterval, 100 * time.Millisecond}, {"slurm.stage_in_lead", fs.StageInLead, &s.StageInLead, 0}, {"slurm.capacity_wait", fs.CapacityWait, &s.CapacityWait, 0}, {"slurm.estimate_wait", fs.EstimateWait, &s.EstimateWait, 0}, {"slurm.prolog_grace", fs.PrologGrace, &s.PrologGrace, 0}} {
 		if d.v == nil {
 			continue
 		}

@@ -53,6 +53,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[slurm]\nbin = \"usr/bin\"", "slurm.bin"},
 		{"[slurm]\nnode_namespaces = \"/run/../ns\"", "slurm.node_namespaces"},
 		{"[slurm]\npoll_interval = \"1ms\"", "slurm.poll_interval"},
+		{"[slurm]\nprolog_grace = \"-1s\"", "slurm.prolog_grace"},
 		// Found by FuzzParse: "/" contains every directory; a tiny share
 		// of RAM was taken although the same bytes written as a size were
 		// refused.
@@ -266,4 +267,75 @@ func TestStageLimits(t *testing.T) {
 			t.Errorf("%s: %v, want an error with %q", c.doc, err, c.want)
 		}
 	}
+}
+
+// TestClusterPeriods: the daemon's own periods and bounds of [cluster]
+// keep today's values unless given, take any duration within their
+// bounds, and refuse others with an error that names the key and the
+// bounds.
+func TestClusterPeriods(t *testing.T) {
+	const gluster = "engine = \"gluster\"\n[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"\n[cluster]\naddress = \"10.0.0.2\"\n"
+	c, err := Parse([]byte(gluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := periodsOf(c.Cluster)
+	if want := (periods{pool: 10 * time.Second, poolTimeout: 8 * time.Second, leftover: 20 * time.Second, probe: 10 * time.Second,
+		checkTimeout: 15 * time.Second, checkSettle: 15 * time.Second, wholeSettle: 10 * time.Second}); defaults != want {
+		t.Errorf("defaults: %+v, want %+v", defaults, want)
+	}
+	for _, c := range []struct {
+		doc  string
+		want func(*periods) // sets the one period the doc gives
+	}{
+		{`pool_check = "2s"`, func(p *periods) { p.pool = 2 * time.Second }},
+		{`pool_check = "1h"`, func(p *periods) { p.pool = time.Hour }},
+		{`pool_timeout = "1s"`, func(p *periods) { p.poolTimeout = time.Second }},
+		{`leftover_sweep = "4s"`, func(p *periods) { p.leftover = 4 * time.Second }},
+		{`leftover_sweep = "30"`, func(p *periods) { p.leftover = 30 * time.Second }},
+		{`probe_timeout = "5m"`, func(p *periods) { p.probe = 5 * time.Minute }},
+		{`check_timeout = "1500ms"`, func(p *periods) { p.checkTimeout = 1500 * time.Millisecond }},
+		{`check_settle = "3s"`, func(p *periods) { p.checkSettle = 3 * time.Second }},
+		{`whole_settle = "6s"`, func(p *periods) { p.wholeSettle = 6 * time.Second }},
+	} {
+		got, err := Parse([]byte(gluster + c.doc + "\n"))
+		if err != nil {
+			t.Errorf("%s: %v", c.doc, err)
+			continue
+		}
+		want := defaults
+		c.want(&want)
+		if p := periodsOf(got.Cluster); p != want {
+			t.Errorf("%s: %+v, want %+v", c.doc, p, want)
+		}
+	}
+	for _, c := range []struct{ doc, want string }{
+		{`pool_check = "999ms"`, `cluster.pool_check: "999ms" must be a duration between 1s and 1h`},
+		{`pool_check = "61m"`, `cluster.pool_check: "61m" must be a duration between 1s and 1h`},
+		{`pool_timeout = "6m"`, `cluster.pool_timeout: "6m" must be a duration between 1s and 5m`},
+		{`leftover_sweep = "0"`, `cluster.leftover_sweep: "0" must be a duration between 1s and 1h`},
+		{`probe_timeout = "soon"`, `cluster.probe_timeout: "soon" must be a duration between 1s and 5m`},
+		{`check_timeout = "-5s"`, `cluster.check_timeout: "-5s" must be a duration between 1s and 5m`},
+		{`check_settle = "2s"`, `cluster.check_settle: "2s" must be a duration between 3s and 5m (a Gluster client tries again every 3s`},
+		{`whole_settle = "2900ms"`, `cluster.whole_settle: "2900ms" must be a duration between 3s and 5m (a Gluster client tries again every 3s`},
+		{`whole_settle = 3`, `not valid TOML`},
+	} {
+		_, err := Parse([]byte(gluster + c.doc + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.doc, err, c.want)
+		}
+	}
+	// The periods are engine gluster's, as the rest of [cluster] is.
+	if _, err := Parse([]byte("[cluster]\npool_check = \"2s\"\n")); err == nil || !strings.Contains(err.Error(), `configure engine "gluster"`) {
+		t.Errorf("[cluster] pool_check with engine local: %v, want refused", err)
+	}
+}
+
+// periods are the durations of a Cluster TestClusterPeriods looks at.
+type periods struct {
+	pool, poolTimeout, leftover, probe, checkTimeout, checkSettle, wholeSettle time.Duration
+}
+
+func periodsOf(c Cluster) periods {
+	return periods{c.PoolCheck, c.PoolTimeout, c.LeftoverSweep, c.ProbeTimeout, c.CheckTimeout, c.CheckSettle, c.WholeSettle}
 }

@@ -446,8 +446,16 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			// committed with the loss known, so that a later report
 			// of the same node is a duplicate, never a teardown under
 			// a job Slurm may be starting.
-			why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach; its replicas serve every file: the job gets its input from RAM, degraded, and the RAMDISK is rebuilt on live nodes at the switch to output", strings.Join(dg.Nodes, ", "))
-			d.appendStageLog(j, "stage-in: "+why)
+			// A node the heartbeat reported during the copy is in the
+			// log already: the user reads of each loss once.
+			fresh := dg.Nodes
+			if cur, err := d.store.Get(ctx, j.ID); err == nil {
+				fresh = slices.DeleteFunc(slices.Clone(dg.Nodes), func(n string) bool { return slices.Contains(cur.Lost, n) })
+			}
+			if len(fresh) > 0 {
+				why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach; its replicas serve every file: the job gets its input from RAM, degraded, and the RAMDISK is rebuilt on live nodes at the switch to output", strings.Join(fresh, ", "))
+				d.appendStageLog(j, "stage-in: "+why)
+			}
 			return lifecycle.Event{Kind: lifecycle.EvStagedIn, Nodes: dg.Nodes, Build: j.Build, Whole: true}
 		case err == nil:
 			return ok(lifecycle.EvStagedIn)

@@ -286,7 +286,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		})
 		d.cluster.Beat(ctx, 5*time.Second)
-		d.cluster.CheckPool(ctx, poolTimeout)
+		d.cluster.CheckPool(ctx, d.cfg.Cluster.PoolTimeout)
 		for _, h := range d.cluster.Health() {
 			if !h.Up {
 				d.log.Warn("agent not answering", "node", h.Node, "role", h.Role, "err", h.Err)
@@ -299,7 +299,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); every(d.actx, leftoverSweep, d.sweepLeftovers) }()
+		go func() { defer d.wg.Done(); every(d.actx, d.cfg.Cluster.LeftoverSweep, d.sweepLeftovers) }()
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
@@ -307,9 +307,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			every(d.actx, d.cfg.Cluster.Heartbeat, func(ctx context.Context) {
 				// A split pool is looked at every heartbeat until it is
 				// whole: a node kept out takes new RAMDISKs again as soon
-				// as glusterd heals, not up to poolCheck later.
-				if time.Since(last) >= poolCheck || d.cluster.Unpooled() {
-					d.cluster.CheckPool(ctx, poolTimeout)
+				// as glusterd heals, not up to cluster.pool_check later.
+				if time.Since(last) >= d.cfg.Cluster.PoolCheck || d.cluster.Unpooled() {
+					d.cluster.CheckPool(ctx, d.cfg.Cluster.PoolTimeout)
 					last = time.Now()
 				}
 			})
@@ -632,21 +632,23 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	return &next, nil
 }
 
-// lossFor is the part of a loss report that concerns j's current
-// RAMDISK: its nodes that j holds. A report about another build (one torn
-// down since, or a probe that raced a rebuild) or about nodes j does not
-// hold is stale: stale says why, and the report must change nothing.
+// lossFor is the part of a loss report that is news for j's current
+// RAMDISK: its nodes that j holds and has not yet lost. A report about
+// another build (one torn down since, or a probe that raced a rebuild),
+// about nodes j does not hold, or about losses already recorded (a second
+// report of the same loss) is stale: stale says why, and the report must
+// change nothing, its log line included.
 func lossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
 	if ev.Build != j.Build {
 		return nil, fmt.Sprintf("it is about build %d of the RAMDISK, which is build %d now", ev.Build, j.Build)
 	}
 	for _, n := range ev.Nodes {
-		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == n }) {
+		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == n }) && !slices.Contains(j.Lost, n) {
 			nodes = append(nodes, n)
 		}
 	}
 	if len(nodes) == 0 {
-		return nil, fmt.Sprintf("the job holds none of the nodes %s", strings.Join(ev.Nodes, ", "))
+		return nil, fmt.Sprintf("the job holds none of the nodes %s, or has lost them already", strings.Join(ev.Nodes, ", "))
 	}
 	return nodes, ""
 }

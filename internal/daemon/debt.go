@@ -123,21 +123,6 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 	}
 }
 
-// poolCheck is how often the daemon asks every RSA node's glusterd how it
-// sees its trusted pool (cluster.CheckPool) while the pool is whole (every
-// heartbeat while it is not), and poolTimeout how long one
-// answer may take: glusterd answers after the transaction its agent is
-// running, which under load takes seconds.
-const (
-	poolCheck   = 10 * time.Second
-	poolTimeout = 8 * time.Second
-)
-
-// leftoverSweep is how often the daemon looks for RAMDISKs no job holds:
-// each look asks every RSA node's agent once, a small part of what the
-// heartbeat asks.
-const leftoverSweep = 20 * time.Second
-
 // sweepLeftovers is gc while the daemon runs. A leftover can appear long
 // after its job let it go: glusterd deletes a volume on the peers it
 // reaches, and a peer that was down (a rebooted RSA node, whose glusterd

@@ -36,7 +36,8 @@ func newHosts(cfg *config.Config, o Options, policy mount.Policy) (hosts, error)
 			return hosts{}, err
 		}
 		g := &gluster.Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: cfg.Cluster.Address,
-			Replica: cfg.Cluster.Replica, Shard: cfg.Cluster.Shard, PingTimeout: cfg.Cluster.PingTimeout, Log: o.Log}
+			Replica: cfg.Cluster.Replica, Shard: cfg.Cluster.Shard, PingTimeout: cfg.Cluster.PingTimeout,
+			CheckTimeout: cfg.Cluster.CheckTimeout, CheckSettle: cfg.Cluster.CheckSettle, Log: o.Log}
 		if err := g.Prepare(); err != nil {
 			return hosts{}, err
 		}
@@ -86,7 +87,8 @@ func (d *Daemon) stageRemote(ctx context.Context, j *job.Job, t stage.Task) erro
 	}
 	fmt.Fprintf(t.Log, "%s %s on %s\n", time.Now().Format(time.RFC3339), t.Phase, on)
 	req := agent.StageRequest{Phase: t.Phase, UID: j.UID, GID: j.GID, Groups: j.Groups, User: j.User, Home: j.Home,
-		Program: t.Program, Data: t.Data, Servers: servers, BWLimit: d.cfg.Limits.StageBWLimit, Degraded: t.Degraded,
+		Program: t.Program, Data: t.Data, Servers: servers, BWLimit: d.cfg.Limits.StageBWLimit,
+		Degraded: t.Degraded, WholeSettle: d.cfg.Cluster.WholeSettle,
 		Limits: &agent.StageLimits{Memory: d.cfg.Limits.StageMemory, Pids: d.cfg.Limits.StagePids, CPU: d.cfg.Limits.StageCPU,
 			Network: stage.Network(d.cfg.Limits.StageNetwork)}}
 	return cl.Stage(ctx, agent.BuildName(j.ID, j.Build), req, t.Log, t.Progress)

@@ -21,18 +21,20 @@ func TestLossReportsApplyToTheirBuild(t *testing.T) {
 		ev       lifecycle.Event
 		wantLost []string
 	}{
-		{"an earlier build's loss", lifecycle.Event{Build: 2, Nodes: []string{"rsa01"}, Whole: true}, nil},
-		{"a later build's loss", lifecycle.Event{Build: 4, Nodes: []string{"rsa01"}, Whole: true}, nil},
-		{"a node the job does not hold", lifecycle.Event{Build: 3, Nodes: []string{"rsa03"}, Whole: true}, nil},
-		{"the current build, a held node", lifecycle.Event{Build: 3, Nodes: []string{"rsa01"}, Whole: true}, []string{"rsa01"}},
-		{"held and foreign nodes: only the held one counts", lifecycle.Event{Build: 3, Nodes: []string{"rsa03", "rsa02"}, Whole: true}, []string{"rsa02"}},
+		{"an earlier build's loss", lifecycle.Event{Build: 2, Nodes: []string{"rsa01"}, Whole: true}, []string{"rsa00"}},
+		{"a later build's loss", lifecycle.Event{Build: 4, Nodes: []string{"rsa01"}, Whole: true}, []string{"rsa00"}},
+		{"a node the job does not hold", lifecycle.Event{Build: 3, Nodes: []string{"rsa03"}, Whole: true}, []string{"rsa00"}},
+		{"the current build, a held node", lifecycle.Event{Build: 3, Nodes: []string{"rsa01"}, Whole: true}, []string{"rsa00", "rsa01"}},
+		{"held and foreign nodes: only the held one counts", lifecycle.Event{Build: 3, Nodes: []string{"rsa03", "rsa02"}, Whole: true}, []string{"rsa00", "rsa02"}},
+		{"a loss already recorded", lifecycle.Event{Build: 3, Nodes: []string{"rsa00"}, Whole: true}, []string{"rsa00"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := passDaemon(t, 3, 1<<30)
 			ctx := context.Background()
 			j := passJob(0, 1<<30, time.Now())
 			j.RSA, j.Build = lifecycle.Ready, 3
-			j.Alloc = []job.Part{{Node: "rsa01", Bytes: 1 << 29}, {Node: "rsa02", Bytes: 1 << 29}}
+			j.Alloc = []job.Part{{Node: "rsa00", Bytes: 1 << 29}, {Node: "rsa01", Bytes: 1 << 29}, {Node: "rsa02", Bytes: 1 << 29}}
+			j.Lost = []string{"rsa00"}
 			if err := d.store.Create(ctx, j, nil); err != nil {
 				t.Fatal(err)
 			}

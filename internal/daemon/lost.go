@@ -190,10 +190,6 @@ func watched(s lifecycle.RSAState) bool {
 	return false
 }
 
-// probeTimeout bounds one Probe: it reads from the RAMDISK's mount, which a
-// hung client would never answer.
-const probeTimeout = 10 * time.Second
-
 // watchRamdisks probes, every interval until ctx ends, the RAMDISKs in
 // use: a part out of reach of this host's client (a brick process killed,
 // a link cut), which the heartbeat does not see when the node's agent
@@ -266,8 +262,9 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// probe is engine.Probe, given up after probeTimeout; done, when it was
-// given up, closes once the probe returns after all.
+// probe is engine.Probe, given up after cluster.probe_timeout (it reads
+// from the RAMDISK's mount, which a hung client would never answer);
+// done, when it was given up, closes once the probe returns after all.
 func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degraded, done <-chan struct{}, err error) {
 	type result struct {
 		dg  engine.Degraded
@@ -283,8 +280,8 @@ func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degrad
 	select {
 	case r := <-ch:
 		return r.dg, nil, r.err
-	case <-time.After(probeTimeout):
-		return engine.Degraded{}, finished, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, probeTimeout)
+	case <-time.After(d.cfg.Cluster.ProbeTimeout):
+		return engine.Degraded{}, finished, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, d.cfg.Cluster.ProbeTimeout)
 	case <-ctx.Done():
 		return engine.Degraded{}, nil, ctx.Err()
 	}

@@ -1,6 +1,7 @@
 package gluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -20,7 +21,7 @@ import (
 // the brick alone. Brick i of the volume is part i: VOLUME-client-i.
 //
 // Where two witnesses disagree, one of them is behind, and Check waits up
-// to checkSettle for them to agree (judge says when). A brick just
+// to e.CheckSettle for them to agree (judge says when). A brick just
 // restarted is online to glusterd seconds before the client reconnects,
 // and a listing in between leaves its files out; a glusterd just
 // restarted has every brick offline until it has reconnected to the
@@ -40,7 +41,8 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		return engine.Degraded{}, err
 	}
 	asked := time.Now()
-	deadline := time.NewTimer(checkSettle)
+	settle := cmp.Or(e.CheckSettle, defaultCheckSettle)
+	deadline := time.NewTimer(settle)
 	defer deadline.Stop()
 	// Lost to the heartbeat once, lost for this Check: a node back
 	// meanwhile may have rebooted, its part empty.
@@ -65,10 +67,10 @@ func (e *Engine) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, 
 		case <-ctx.Done():
 			return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: %w", r.Job, ctx.Err())
 		case <-deadline.C:
-			// Not certain after checkSettle: out of reach, as far as a
+			// Not certain after settling: out of reach, as far as a
 			// copy's listing can tell.
 			if v.epoch == 0 {
-				return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, checkSettle)
+				return engine.Degraded{}, fmt.Errorf("checking the RAMDISK of job %d: this host's Gluster client did not tell its distribute generation (%s/.meta/graphs/active/%s-dht/private) in %v", r.Job, r.Dir, vol, settle)
 			}
 			for i := range out {
 				out[i] = out[i] || v.parts[i] != reachUp
@@ -106,8 +108,8 @@ type verdict struct {
 }
 
 // judge weighs the witnesses of one part: lost to the heartbeat (down),
-// glusterd's word and this host's client's. Pure, so that every
-// combination is tested (TestJudge).
+// glusterd's word and this host's client's. Pure, so that TestJudge checks
+// every combination (2 x 3 x 3) against the rule stated on its own.
 func judge(down bool, gd glusterdSays, client reach) verdict {
 	switch {
 	case down:
@@ -176,7 +178,7 @@ func (e *Engine) brickStatus(ctx context.Context, r engine.Ramdisk, vol string) 
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+	cctx, cancel := context.WithTimeout(ctx, cmp.Or(e.CheckTimeout, defaultCheckTimeout))
 	states, err := co.BrickStatus(cctx, vol)
 	cancel()
 	if err == nil {
@@ -244,13 +246,15 @@ func (e *Engine) degraded(r engine.Ramdisk, out []bool) engine.Degraded {
 }
 
 const (
-	// checkTimeout bounds glusterd's answer: on a cut link it waits for
-	// its peer until TCP gives up.
-	checkTimeout = 15 * time.Second
-	// checkSettle bounds the wait for this host's client to reconnect to
-	// a brick glusterd has online: it tries every 3 seconds.
-	checkSettle = 15 * time.Second
-	settleStep  = 200 * time.Millisecond
+	// defaultCheckTimeout bounds glusterd's answer unless e.CheckTimeout
+	// says otherwise (config cluster.check_timeout, whose default it is):
+	// on a cut link glusterd waits for its peer until TCP gives up.
+	defaultCheckTimeout = 15 * time.Second
+	// defaultCheckSettle bounds the wait for this host's client to
+	// reconnect to a brick glusterd has online unless e.CheckSettle says
+	// otherwise (config cluster.check_settle): it tries every 3 seconds.
+	defaultCheckSettle = 15 * time.Second
+	settleStep         = 200 * time.Millisecond
 	// reaskStep paces the questions to a glusterd that is behind: each
 	// is a round of its cluster-wide lock.
 	reaskStep = time.Second

@@ -67,6 +67,12 @@ type Engine struct {
 	Shard   bool
 	// PingTimeout is Gluster's network.ping-timeout.
 	PingTimeout time.Duration
+	// CheckTimeout bounds glusterd's answer in Check (0: 15 s): on a cut
+	// link it waits for its peer until TCP gives up.
+	CheckTimeout time.Duration
+	// CheckSettle bounds Check's wait for glusterd and this host's client
+	// to agree (0: 15 s); a client reconnects every 3 seconds.
+	CheckSettle time.Duration
 	// SSLDir is where Gluster reads this host's TLS files; "" means
 	// gluster.SSLDir's answer.
 	SSLDir string
