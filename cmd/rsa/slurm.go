@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
@@ -100,7 +101,7 @@ func slurmNodeCmd(g *globals, name string) *cobra.Command {
 
 // hook calls the daemon, reading the job script where the hook needs it,
 // and for blocking hooks asks again while the answer is BUSY. A daemon
-// that is down is waited for (up to daemonGrace): a restart of rsa serve
+// that does not answer is waited for (downGrace): a restart of rsa serve
 // must not fail jobs.
 func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, error) {
 	if i, ok := scriptArg[r.Hook]; ok {
@@ -122,27 +123,31 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	if err != nil {
 		return nil, err
 	}
-	grace := graceFor(r.Hook)
 	if blockingHooks[r.Hook] {
 		r.Wait = 30 * time.Second
 	}
-	if r.Hook == "prolog" || r.Hook == "epilog" {
-		// These run for every Slurm job. One that is not RSA's has
-		// nothing to wait for while the daemon is down.
-		sock, err := g.socketPath()
-		if err != nil {
-			return nil, err
-		}
-		if !slurm.MarkersFor(sock).Has(arg(r.Args, 0)) {
-			grace = 0
-		}
-	}
+	// Decided when the daemon first fails to answer, and only then: the
+	// prolog's decision may read the job's script from Slurm.
+	var grace *downGrace
 	for {
 		var rep *api.HookReply
-		err := waitOutDaemon(ctx, grace, nil, func() (err error) {
+		call := func() (err error) {
 			rep, err = c.Hook(ctx, r)
 			return err
-		})
+		}
+		err := call()
+		if err != nil && api.Unreachable(err) {
+			if grace == nil {
+				// Deciding counts against the grace it decides.
+				began := time.Now()
+				grace = graceOf(ctx, g, r)
+				grace.wait -= time.Since(began)
+			}
+			err = waitOutDaemon(ctx, grace.wait, nil, call)
+			if err != nil && api.Unreachable(err) {
+				grace.gaveUp(ctx, r)
+			}
+		}
 		if err != nil && api.Unreachable(err) {
 			if rep, ok := withoutDaemon[r.Hook]; ok {
 				// Inside slurmctld, which cannot wait: the job goes on,
@@ -159,6 +164,76 @@ func hook(ctx context.Context, g *globals, r api.HookRequest) (*api.HookReply, e
 	}
 }
 
+// downGrace is how long a hook waits out a daemon that does not answer,
+// and, for the prolog of one of RSA's jobs, how to tell the job's user
+// when it gives up.
+type downGrace struct {
+	wait time.Duration
+	// slurmc and note, when set: the job is RSA's and note, set as its
+	// Slurm comment, says why it runs without RSA.
+	slurmc slurm.Client
+	note   string
+}
+
+// graceOf decides how long hook r waits out a daemon that does not
+// answer. The prolog and the epilog run for every Slurm job: they wait
+// (slurm.prolog_grace) only for RSA's own jobs, known by the markers the
+// daemon keeps beside its socket, or, for the prolog, by the job itself:
+// a script with #RSA lines is one the daemon takes on when the job starts,
+// whether or not its poller has met the job yet.
+func graceOf(ctx context.Context, g *globals, r api.HookRequest) *downGrace {
+	if r.Hook != "prolog" && r.Hook != "epilog" {
+		return &downGrace{wait: graceFor(r.Hook, 0)}
+	}
+	cfg, err := config.Load(config.Resolve(g.config))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rsa %s: %s; slurm.prolog_grace taken as its default, %s\n", r.Hook, textsafe.Line(err.Error()), config.DefaultPrologGrace)
+		cfg = &config.Config{Slurm: config.Slurm{PrologGrace: config.DefaultPrologGrace}}
+	}
+	wait := graceFor(r.Hook, cfg.Slurm.PrologGrace)
+	if wait <= 0 {
+		return &downGrace{}
+	}
+	id := arg(r.Args, 0)
+	slurmc := slurm.Client{Bin: cfg.Slurm.Bin}
+	sock, err := g.socketPath()
+	marked := err == nil && slurm.MarkersFor(sock).Has(id)
+	switch {
+	case r.Hook == "epilog" && marked:
+		return &downGrace{wait: wait}
+	case r.Hook == "prolog" && (marked || asksRSA(ctx, slurmc, id, wait)):
+		return &downGrace{wait: wait, slurmc: slurmc,
+			note: fmt.Sprintf("RSA: rsa serve did not answer within slurm.prolog_grace (%s) when the job started: it runs without RSA, on disk", wait)}
+	}
+	return &downGrace{}
+}
+
+// gaveUp tells the user of an RSA job that its prolog let it go on
+// without RSA. Best effort: the prolog never fails a job.
+func (d *downGrace) gaveUp(ctx context.Context, r api.HookRequest) {
+	if d.note == "" {
+		return
+	}
+	if err := d.slurmc.Comment(ctx, arg(r.Args, 0), d.note); err != nil {
+		fmt.Fprintf(os.Stderr, "rsa %s: setting the job's comment: %s\n", r.Hook, textsafe.Line(err.Error()))
+	}
+}
+
+// asksRSA reports whether Slurm job id's script has #RSA lines RSA takes,
+// read as the daemon reads it (scontrol write batch_script), within wait.
+// A script that cannot be read makes no job of RSA's: the prolog holds up
+// no job on a guess.
+func asksRSA(ctx context.Context, slurmc slurm.Client, id string, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	script, err := slurmc.Script(ctx, id)
+	if err != nil {
+		return false
+	}
+	_, ok, err := slurm.Parse(script)
+	return ok && err == nil
+}
+
 // withoutDaemon is what the hooks that run inside slurmctld, under its
 // locks, answer while the daemon is down (restarting): they must not wait,
 // and failing them would refuse a submission or hold a starting job. Each
@@ -173,16 +248,17 @@ var withoutDaemon = map[string]string{
 // The hooks inside slurmctld (job_process, paths, pools) and bbstat's
 // get_status never wait: slurmctld holds its locks, a user waits at the
 // terminal. A job that is about to run or has run must not wait long:
-// without RSA it uses the disk. Staging hooks wait as long as any client
-// (the job is pending); the other hooks of slurmscriptd (setup, post_run,
+// without RSA it uses the disk; the prolog and the epilog wait prolog
+// (slurm.prolog_grace). Staging hooks wait as long as any client (the job
+// is pending); the other hooks of slurmscriptd (setup, post_run,
 // test_data_in, ...) a while within burst_buffer.conf's OtherTimeout: a
 // failed one holds the job.
-func graceFor(hook string) time.Duration {
+func graceFor(hook string, prolog time.Duration) time.Duration {
 	switch hook {
 	case "job_process", "paths", "pools", "get_status":
 		return 0
 	case "prolog", "epilog":
-		return 30 * time.Second
+		return prolog
 	}
 	if blockingHooks[hook] {
 		return daemonGrace

@@ -2,8 +2,9 @@ package daemon
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,22 +12,22 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
+	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 // pollSlurm is the thesis' integration (ch. 3-4): every poll_interval it
 // reads squeue and turns each job's change into a scheduler event. On deck
 // is pending on Resources; demoted is pending for any other reason (back
-// to Priority, held, ...). The prolog and epilog report starts and ends
-// sooner; both paths send the same events, which apply once.
+// to Priority, held, ...). Starts are the prolog's to report: it holds the
+// job until its mounts are made (slurmStart). The epilog reports ends
+// sooner than a poll; both send the same event, which applies once.
 func (d *Daemon) pollSlurm(ctx context.Context) {
-	// Jobs whose script asks nothing of RSA (or asks wrongly): read once.
-	skip := map[string]bool{}
-	noStart := map[string]int{}
+	p := poller{skip: map[string]bool{}, noStart: map[string]int{}, unheld: map[int64]bool{}}
 	t := time.NewTicker(d.cfg.Slurm.PollInterval)
 	defer t.Stop()
 	var failing onlyChanges
 	for {
-		if err := d.pollOnce(ctx, skip, noStart); ctx.Err() == nil && failing.changed(err) {
+		if err := d.pollOnce(ctx, &p); ctx.Err() == nil && failing.changed(err) {
 			d.logSlurmErr("polling Slurm", err)
 		}
 		select {
@@ -37,7 +38,22 @@ func (d *Daemon) pollSlurm(ctx context.Context) {
 	}
 }
 
-func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map[string]int) error {
+// poller is what the poller remembers from one poll to the next.
+type poller struct {
+	// skip: Slurm jobs whose script asks nothing of RSA (or asks
+	// wrongly), read once.
+	skip map[string]bool
+	// noStart counts the polls that saw a job on Resources without an
+	// expected start.
+	noStart map[string]int
+	// unheld: RSA jobs already found running without RSA (said once).
+	unheld map[int64]bool
+}
+
+func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
+	// squeue before the store: a start the prolog reported is committed
+	// before the prolog ends, so a job squeue shows past its prolog is
+	// one the store then shows started, unless nothing reported it.
 	sjobs, err := d.slurmc.Jobs(ctx)
 	if err != nil {
 		return err
@@ -48,11 +64,13 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 		return err
 	}
 	known := map[string]bool{}
+	live := map[int64]bool{}
 	for _, j := range tracked {
 		if j.Spec.Name == "" || j.Machine().Done() {
 			continue
 		}
 		known[j.Spec.Name] = true
+		live[j.ID] = true
 		sj, ok := bySlurm[j.Spec.Name]
 		var kind lifecycle.EventKind
 		switch {
@@ -61,11 +79,13 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 				kind = lifecycle.EvFinished
 			}
 		case sj.Running():
-			if j.State == lifecycle.OnDeck || j.State == lifecycle.Demoted {
-				id := slurmJob{name: sj.ID, uid: strconv.FormatUint(uint64(sj.UID), 10), gid: strconv.FormatUint(uint64(sj.GID), 10)}
-				if err := d.slurmStart(ctx, id, sj.NodeList); err != nil {
-					d.log.Warn("starting job", "job", j.ID, "slurm", sj.ID, "err", err)
-				}
+			// A start is the prolog's to report: it holds the job in
+			// CONFIGURING until the mounts are made. A job Slurm runs
+			// whose start nothing reported got past its prolog without
+			// RSA.
+			if (j.State == lifecycle.OnDeck || j.State == lifecycle.Demoted) && !heldForStart(sj) {
+				d.startedWithoutRSA(j, sj, !p.unheld[j.ID])
+				p.unheld[j.ID] = true
 			}
 		case sj.Reason == "Resources":
 			if j.State == lifecycle.Demoted {
@@ -82,17 +102,20 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 		}
 	}
 	for _, sj := range sjobs {
-		if known[sj.ID] || skip[sj.ID] || !sj.Pending() || sj.Reason != "Resources" {
+		if known[sj.ID] || p.skip[sj.ID] || !sj.Pending() || sj.Reason != "Resources" {
 			continue
 		}
 		// Backfill sets the expected start a moment after the Reason;
 		// without it a job due tomorrow would be staged in today. Give
 		// it a few polls.
-		if sj.Start.IsZero() && noStart[sj.ID] < 5 {
-			noStart[sj.ID]++
+		if sj.Start.IsZero() && p.noStart[sj.ID] < 5 {
+			p.noStart[sj.ID]++
 			continue
 		}
 		j, err := d.adopt(ctx, sj, false)
+		if errors.Is(err, errAdopted) {
+			continue // its prolog took it on as it started
+		}
 		if err != nil {
 			// Polling cannot refuse a job at submission as
 			// burst_buffer/lua does; it runs without RSA, and its
@@ -103,18 +126,48 @@ func (d *Daemon) pollOnce(ctx context.Context, skip map[string]bool, noStart map
 			}
 		}
 		if j == nil {
-			skip[sj.ID] = true
+			p.skip[sj.ID] = true
 		}
 	}
-	// Forget jobs Slurm has purged, or the maps grow with every job.
-	maps.DeleteFunc(skip, func(id string, _ bool) bool { _, ok := bySlurm[id]; return !ok })
-	maps.DeleteFunc(noStart, func(id string, _ int) bool { _, ok := bySlurm[id]; return !ok })
+	// Forget jobs Slurm has purged and RSA jobs that are done, or the
+	// maps grow with every job.
+	maps.DeleteFunc(p.skip, func(id string, _ bool) bool { _, ok := bySlurm[id]; return !ok })
+	maps.DeleteFunc(p.noStart, func(id string, _ int) bool { _, ok := bySlurm[id]; return !ok })
+	maps.DeleteFunc(p.unheld, func(id int64, _ bool) bool { return !live[id] })
 	return nil
 }
 
+// heldForStart reports whether Slurm keeps a job that has its nodes from
+// running its batch script yet: CONFIGURING, while its PrologSlurmctld runs
+// (or its nodes boot).
+func heldForStart(sj slurm.Job) bool { return sj.State == "CONFIGURING" }
+
+// startedWithoutRSA tells the lifecycle that Slurm runs j's job without
+// RSA (lifecycle.EvStartedWithoutRSA), saying why in the job's log once (first).
+func (d *Daemon) startedWithoutRSA(j *job.Job, sj slurm.Job, first bool) {
+	why := "Slurm started the job without its prolog reaching rsa serve (PrologSlurmctld gave up on a daemon that did not answer, or is not configured): it reads and writes its directories on disk, and RSA mounts nothing over them"
+	if first {
+		d.log.Warn("a Slurm job runs without RSA", "job", j.ID, "slurm", sj.ID, "why", why)
+		d.appendStageLog(j, "runs without RSA: "+why)
+	}
+	now := time.Now()
+	started := sj.Start
+	if started.IsZero() {
+		started = now
+	}
+	hosts, _ := slurm.ExpandHosts(sj.NodeList)
+	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStartedWithoutRSA, At: now, Reason: why},
+		edit: func(n *job.Job) { n.Hosts, n.StartedAt, n.Error = hosts, started, why }})
+}
+
+// errAdopted: the Slurm job has a live RSA job already, made by the poller
+// or by the job's prolog, which may meet the same job at the same moment.
+var errAdopted = errors.New("the Slurm job has an RSA job already")
+
 // adopt creates the RSA job for a Slurm job that RSA first hears of by
 // polling or in its prolog: its script is read through scontrol. A job
-// whose script has no #RSA line gives (nil, nil).
+// whose script has no #RSA line gives (nil, nil); one that has an RSA job
+// not done gives errAdopted.
 func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Job, error) {
 	script, err := d.slurmc.Script(ctx, sj.ID)
 	if err != nil {
@@ -128,6 +181,11 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
 	return d.create(ctx, sj.UID, sj.GID, spec, config.SchedulerSlurmPoll, func(j *job.Job) error {
+		// Under the admission lock, as every creation: one Slurm job
+		// never gets two RSA jobs.
+		if err := d.adoptedAlready(ctx, sj.ID); err != nil {
+			return err
+		}
 		if started {
 			j.State, j.StartedAt, j.Hosts = lifecycle.Running, time.Now(), hosts
 		} else {
@@ -135,6 +193,22 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 		}
 		return nil
 	})
+}
+
+// adoptedAlready is errAdopted when Slurm job name has an RSA job that is
+// not done. One that is done is an earlier run (Slurm requeued the job):
+// this run gets a new one.
+func (d *Daemon) adoptedAlready(ctx context.Context, name string) error {
+	j, err := d.store.FindByName(ctx, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("looking for Slurm job %s's RSA job: %w", name, err)
+	case !j.Machine().Done():
+		return errAdopted
+	}
+	return nil
 }
 
 // reconcileSlurm is burst_buffer/lua mode's safety net: Slurm tells RSA

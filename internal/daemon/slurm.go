@@ -102,7 +102,7 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 		if err := d.slurmStart(ctx, sj, arg(3)); err != nil {
 			return failed("%v", err)
 		}
-		return d.await(ctx, sj, r.Wait, mountVerdict)
+		return d.awaitMount(ctx, sj, r.Wait)
 	case "post_run":
 		return d.finishNamed(ctx, sj, "job ended", r.Wait, nil)
 	case "data_out", "test_data_out":
@@ -428,6 +428,78 @@ func stageInVerdict(j *job.Job) (string, string) {
 	return api.Success, "input staged into RAM"
 }
 
+// awaitMount answers a start hook (pre_run, the prolog) once the started
+// job's RAMDISK is at its paths on the job's compute nodes or RSA has let
+// the job go without one, or Busy when wait has passed. Slurm runs the
+// batch script when the hook returns: an answer before the mounts would
+// let the job write on disk where RSA then mounts.
+//
+// A started job never waits for RSA capacity: when the assignment that
+// runs with its start finds none free, the job is let go without RSA for
+// good (INELIGIBLE), never given a RAMDISK later over directories it
+// already uses. A job still INITIAL that no assignment has turned down is
+// waited for: its assignment is under way.
+func (d *Daemon) awaitMount(ctx context.Context, sj slurmJob, wait time.Duration) (*api.HookReply, error) {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	// An assignment's decision to wait commits nothing, so no commit
+	// wakes this loop for it: it looks again every tick, when the
+	// assignment is tried again.
+	again := time.NewTicker(max(d.cfg.Tick, 100*time.Millisecond))
+	defer again.Stop()
+	for {
+		d.mu.Lock()
+		changed := d.notify
+		d.mu.Unlock()
+		j, err := d.latest(ctx, sj)
+		if err != nil {
+			return nil, err
+		}
+		if j == nil {
+			return done("job %s does not use RSA", sj.name)
+		}
+		if why := d.noCapacityAtStart(j); why != "" {
+			reason := "no RSA capacity was free when the job started (" + why + "), and RSA mounts nothing over a running job's directories later"
+			n, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: time.Now(), Reason: reason}})
+			switch {
+			case err == nil:
+				d.appendStageLog(n, "runs without RSA: "+reason)
+			case lost(err) != nil:
+				return nil, err
+			}
+			continue // an assignment that came first (conflict) goes on
+		}
+		v, m := mountVerdict(j)
+		if v != api.Busy {
+			return &api.HookReply{Verdict: v, Message: m}, nil
+		}
+		select {
+		case <-changed:
+		case <-again.C:
+		case <-deadline.C:
+			return &api.HookReply{Verdict: api.Busy, Message: m}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// noCapacityAtStart is why j, started and holding nothing, waits for RSA
+// capacity, or "" when it does not: the assignment that runs with a start
+// records its decision to wait before the start is answered, so a job still
+// INITIAL without one is being assigned.
+func (d *Daemon) noCapacityAtStart(j *job.Job) string {
+	if j.State != lifecycle.Running || j.RSA != lifecycle.Initial {
+		return ""
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.waiting[j.ID]; w.kind == waitCapacity {
+		return w.why
+	}
+	return ""
+}
+
 // mountVerdict: the started job's RAMDISK is on its compute nodes, or
 // RSA has nothing to mount for it.
 func mountVerdict(j *job.Job) (string, string) {
@@ -442,9 +514,16 @@ func mountVerdict(j *job.Job) (string, string) {
 	if j.State == lifecycle.Finished {
 		return api.Success, "job already ended"
 	}
+	if !j.Machine().HasOutput && j.RSA != lifecycle.Ready && j.RSA != lifecycle.MountingIn {
+		// Nothing will be mounted for it (its input is not in RAM:
+		// not yet staged in, or lost with a node), and it has no output
+		// to catch: its compute nodes do not wait for a teardown.
+		return api.Success, "job reads its input from disk: it is not in RAM"
+	}
 	if j.RSA == lifecycle.Initial {
-		// Waiting for RSA capacity must not hold the job's start.
-		return api.Success, "no RSA capacity free yet; the job starts on disk"
+		// A wait for capacity is let go (awaitMount); this is the
+		// assignment itself, which ends at once.
+		return api.Busy, "assigning RSA nodes"
 	}
 	return api.Busy, "mounting"
 }
@@ -515,33 +594,37 @@ func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait 
 }
 
 // slurmStart tells the lifecycle the Slurm job started on the nodes of
-// nodelist (read from Slurm when empty).
+// nodelist (read from Slurm when empty). In polling mode a job RSA has no
+// record of is read from Slurm (its script's #RSA lines) and taken on here,
+// started: the hook that calls this holds the job until its mounts are
+// made, so a job RSA serves never runs before its RAMDISK is in place,
+// whether or not the poller has met it.
 func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) error {
-	name := sj.name
 	j, err := d.latest(ctx, sj)
 	if err != nil {
 		return err
 	}
-	fresh := j == nil || j.Machine().Done()
-	if fresh && d.cfg.Scheduler != config.SchedulerSlurmPoll {
-		return nil // burst_buffer/lua set up every job that uses RSA
+	if j == nil || j.Machine().Done() {
+		if d.cfg.Scheduler != config.SchedulerSlurmPoll {
+			return nil // burst_buffer/lua set up every job that uses RSA
+		}
+		if err := d.adoptStarted(ctx, sj.name, nodelist); !errors.Is(err, errAdopted) {
+			return err
+		}
+		// The poller took it on meanwhile, on deck: it starts as such.
+		if j, err = d.latest(ctx, sj); err != nil || j == nil {
+			return err
+		}
 	}
-	if !fresh && j.State != lifecycle.OnDeck && j.State != lifecycle.Demoted {
+	if j.State != lifecycle.OnDeck && j.State != lifecycle.Demoted {
 		return nil // started already: pre_run and the prolog both say so
 	}
-	var slj slurm.Job
-	if nodelist == "" || fresh {
-		if slj, err = d.slurmJobPatiently(ctx, name); err != nil {
-			return fmt.Errorf("reading job %s from Slurm: %w", name, err)
+	if nodelist == "" {
+		slj, err := d.slurmJobPatiently(ctx, sj.name)
+		if err != nil {
+			return fmt.Errorf("reading job %s from Slurm: %w", sj.name, err)
 		}
-		nodelist = cmpOr(nodelist, slj.NodeList)
-	}
-	if fresh {
-		// Polling never saw it on deck: it starts without input in RAM,
-		// under the RUNNING rules (App. K l.27).
-		slj.NodeList = nodelist
-		_, err := d.adopt(ctx, slj, true)
-		return err
+		nodelist = slj.NodeList
 	}
 	hosts, err := slurm.ExpandHosts(nodelist)
 	if err != nil {
@@ -550,6 +633,26 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	_, err = d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
 		edit: func(n *job.Job) { n.Hosts = hosts }})
 	return lost(err)
+}
+
+// adoptStarted takes on Slurm job name, which starts on the nodes of
+// nodelist before RSA has met it: it gets a RAMDISK for its output, under
+// the RUNNING rules (App. K l.27); its input is read from disk. A job that
+// cannot be taken on runs without RSA, and its comment tells its user why,
+// as the poller's does for a pending job.
+func (d *Daemon) adoptStarted(ctx context.Context, name, nodelist string) error {
+	slj, err := d.slurmJobPatiently(ctx, name)
+	if err != nil {
+		return fmt.Errorf("reading job %s from Slurm: %w", name, err)
+	}
+	slj.NodeList = cmpOr(nodelist, slj.NodeList)
+	_, err = d.adopt(ctx, slj, true)
+	if err != nil && !errors.Is(err, errAdopted) {
+		if cerr := d.slurmc.Comment(ctx, name, "RSA: "+oneLine(err.Error())); cerr != nil {
+			d.log.Warn("setting the job's comment", "slurm", name, "err", cerr)
+		}
+	}
+	return err
 }
 
 // slurmctldRestart bounds how long a hook that must read a job from Slurm

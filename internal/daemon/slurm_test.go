@@ -26,32 +26,40 @@ func TestHookVerdicts(t *testing.T) {
 		job  js
 		rsa  rs
 		want string
+		// inputOnly: a job without an output directory.
+		inputOnly bool
 	}{
-		{"data_in waits for the copy", stageInVerdict, lifecycle.OnDeck, lifecycle.StagingIn, api.Busy},
-		{"data_in waits for capacity", stageInVerdict, lifecycle.OnDeck, lifecycle.Initial, api.Busy},
-		{"data_in done", stageInVerdict, lifecycle.OnDeck, lifecycle.Ready, api.Success},
-		{"data_in without RSA", stageInVerdict, lifecycle.OnDeck, lifecycle.Ineligible, api.Success},
-		{"data_in failed", stageInVerdict, lifecycle.OnDeck, lifecycle.Aborted, api.Failure},
-		{"data_in for a cancelled job", stageInVerdict, lifecycle.Finished, lifecycle.StagingIn, api.Failure},
-		{"prolog waits for the mount", mountVerdict, lifecycle.Running, lifecycle.MountingIn, api.Busy},
-		{"prolog: mounted", mountVerdict, lifecycle.Running, lifecycle.InUseIn, api.Success},
-		{"prolog: output mounted", mountVerdict, lifecycle.Running, lifecycle.InUseOut, api.Success},
-		{"prolog never waits for capacity", mountVerdict, lifecycle.Running, lifecycle.Initial, api.Success},
-		{"prolog waits for a rebuild", mountVerdict, lifecycle.Running, lifecycle.Teardown, api.Busy},
-		{"data_out waits for the copy", stageOutVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Busy},
-		{"data_out waits for unmounting", stageOutVerdict, lifecycle.Finished, lifecycle.Unmounting, api.Busy},
-		{"data_out failed, output kept", stageOutVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Failure},
-		{"data_out done", stageOutVerdict, lifecycle.Finished, lifecycle.Teardown, api.Success},
-		{"teardown waits", teardownVerdict, lifecycle.Finished, lifecycle.Teardown, api.Busy},
-		{"teardown done", teardownVerdict, lifecycle.Finished, lifecycle.Released, api.Success},
-		{"teardown leaves output to the admin", teardownVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Success},
-		{"epilog waits for unmounting", unmountVerdict, lifecycle.Finished, lifecycle.InUseOut, api.Busy},
-		{"epilog done", unmountVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Success},
-		{"data_out: output lost with its RAMDISK", stageOutVerdict, lifecycle.Finished, lifecycle.OutputLost, api.Failure},
-		{"prolog: output lost, the job goes on", mountVerdict, lifecycle.Running, lifecycle.OutputLost, api.Success},
+		{"data_in waits for the copy", stageInVerdict, lifecycle.OnDeck, lifecycle.StagingIn, api.Busy, false},
+		{"data_in waits for capacity", stageInVerdict, lifecycle.OnDeck, lifecycle.Initial, api.Busy, false},
+		{"data_in done", stageInVerdict, lifecycle.OnDeck, lifecycle.Ready, api.Success, false},
+		{"data_in without RSA", stageInVerdict, lifecycle.OnDeck, lifecycle.Ineligible, api.Success, false},
+		{"data_in failed", stageInVerdict, lifecycle.OnDeck, lifecycle.Aborted, api.Failure, false},
+		{"data_in for a cancelled job", stageInVerdict, lifecycle.Finished, lifecycle.StagingIn, api.Failure, false},
+		{"prolog waits for the mount", mountVerdict, lifecycle.Running, lifecycle.MountingIn, api.Busy, false},
+		{"prolog: mounted", mountVerdict, lifecycle.Running, lifecycle.InUseIn, api.Success, false},
+		{"prolog: output mounted", mountVerdict, lifecycle.Running, lifecycle.InUseOut, api.Success, false},
+		{"prolog waits for the assignment", mountVerdict, lifecycle.Running, lifecycle.Initial, api.Busy, false},
+		{"prolog waits for a rebuild", mountVerdict, lifecycle.Running, lifecycle.Teardown, api.Busy, false},
+		{"data_out waits for the copy", stageOutVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Busy, false},
+		{"data_out waits for unmounting", stageOutVerdict, lifecycle.Finished, lifecycle.Unmounting, api.Busy, false},
+		{"data_out failed, output kept", stageOutVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Failure, false},
+		{"data_out done", stageOutVerdict, lifecycle.Finished, lifecycle.Teardown, api.Success, false},
+		{"teardown waits", teardownVerdict, lifecycle.Finished, lifecycle.Teardown, api.Busy, false},
+		{"teardown done", teardownVerdict, lifecycle.Finished, lifecycle.Released, api.Success, false},
+		{"teardown leaves output to the admin", teardownVerdict, lifecycle.Finished, lifecycle.StageOutFailed, api.Success, false},
+		{"epilog waits for unmounting", unmountVerdict, lifecycle.Finished, lifecycle.InUseOut, api.Busy, false},
+		{"epilog done", unmountVerdict, lifecycle.Finished, lifecycle.StagingOut, api.Success, false},
+		{"data_out: output lost with its RAMDISK", stageOutVerdict, lifecycle.Finished, lifecycle.OutputLost, api.Failure, false},
+		{"prolog: output lost, the job goes on", mountVerdict, lifecycle.Running, lifecycle.OutputLost, api.Success, false},
+		{"prolog: input lost with a node, no output: reads from disk at once", mountVerdict, lifecycle.Running, lifecycle.Teardown, api.Success, true},
+		{"prolog: input still staging, no output: reads from disk at once", mountVerdict, lifecycle.Running, lifecycle.StoppingStagingIn, api.Success, true},
+		{"prolog: input ready, no output: waits for its mount", mountVerdict, lifecycle.Running, lifecycle.MountingIn, api.Busy, true},
 	}
 	for _, c := range cases {
 		j := &job.Job{State: c.job, RSA: c.rsa, Spec: job.Spec{Input: "/in", Output: "/out"}}
+		if c.inputOnly {
+			j.Spec.Output = ""
+		}
 		if got, msg := c.v(j); got != c.want {
 			t.Errorf("%s: %s/%s gives %s (%q), want %s", c.name, c.job, c.rsa, got, msg, c.want)
 		}

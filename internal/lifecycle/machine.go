@@ -15,6 +15,12 @@ const (
 	EvDemoted  EventKind = "demoted"
 	EvStarted  EventKind = "started"
 	EvFinished EventKind = "finished"
+	// EvStartedWithoutRSA: the scheduler runs the job though nothing
+	// held its start until RSA's mounts were made (its prolog gave up on
+	// a daemon that did not answer, or never reached it). The job reads
+	// and writes its directories on disk already: RSA lets go of what it
+	// holds for the job and never mounts over them.
+	EvStartedWithoutRSA EventKind = "started-without-rsa"
 )
 
 // Completion events: an action ended.
@@ -147,7 +153,7 @@ func Step(j Job, ev Event) Outcome {
 			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
 			out.record(r.apply(j, ev), r.why, ev.Reason)
 			switch {
-			case ev.Kind == EvStarted:
+			case ev.Kind == EvStarted || ev.Kind == EvStartedWithoutRSA:
 				out.Job.StartedAt = ev.At
 			case ev.Kind == EvAssigned:
 				out.Job.NodeLost = false // new nodes, all live

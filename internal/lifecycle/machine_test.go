@@ -145,6 +145,12 @@ var cases = []stepCase{
 	{name: "lost after a verified stage-out: released", job: io(Finished, TeardownFailed), event: ev(EvLost), wantJob: Finished, wantRSA: Released},
 	{name: "lost while being built: Construct runs again", job: io(OnDeck, Booting), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, ignored: true},
 
+	// A job its prolog let go runs on disk: never mounted over.
+	{name: "started without RSA, nothing built: runs without RSA", job: io(OnDeck, Initial), event: ev(EvStartedWithoutRSA), wantJob: Running, wantRSA: Ineligible},
+	{name: "started without RSA, input ready: RAMDISK let go", job: io(OnDeck, Ready), event: ev(EvStartedWithoutRSA), wantJob: Running, wantRSA: Abandoning, wantDo: []ActionKind{Destroy}},
+	{name: "started without RSA during stage-in: stopped", job: io(OnDeck, StagingIn), event: ev(EvStartedWithoutRSA), wantJob: OnDeck, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
+	{name: "started without RSA while built: reported again after", job: io(OnDeck, Booting), event: ev(EvStartedWithoutRSA), wantJob: OnDeck, wantRSA: Booting, ignored: true},
+
 	// An RSA node lost (issue 11): rebuilt elsewhere before the job runs,
 	// degraded while it runs, never verified over a part.
 	// READY is a promise to the scheduler: a loss there never tears down

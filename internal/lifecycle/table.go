@@ -33,6 +33,16 @@ var eventTable = []eventRow{
 	{on: EvStarted, job: []JobState{Demoted}, rsa: []RSAState{Released, Ineligible},
 		nextJob: Running, nextRSA: Initial, why: "job started after demotion"},
 	{on: EvStarted, job: []JobState{Demoted}, nextJob: Running, why: "job started while demoted"},
+	// A job that runs without its start held for RSA is never mounted
+	// over: what RSA holds for it is let go. One whose RAMDISK is being
+	// built, filled or torn down waits for that action to end; the
+	// scheduler adapter reports the start again.
+	{on: EvStartedWithoutRSA, job: []JobState{OnDeck, Demoted}, rsa: []RSAState{Initial, Ineligible, Released, Assigned, Destroyed},
+		nextJob: Running, nextRSA: Ineligible, why: "job started without RSA: it runs on disk"},
+	{on: EvStartedWithoutRSA, job: []JobState{OnDeck, Demoted}, rsa: []RSAState{Booted, Ready, Aborted},
+		nextJob: Running, nextRSA: Abandoning, why: "job started without RSA: it runs on disk; its RAMDISK is torn down"},
+	{on: EvStartedWithoutRSA, job: []JobState{OnDeck}, rsa: []RSAState{StagingIn},
+		nextRSA: StoppingStagingIn, why: "job started without RSA: its stage-in is stopped"},
 	{on: EvFinished, job: anyLive, nextJob: Finished, why: "job finished"},
 
 	// --- allocation (App. P) ---
