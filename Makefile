@@ -1,28 +1,55 @@
 # RSA — see README.md. `make demo` and `make test` run on a fresh Debian 12
 # machine as root; they install what they need.
 SHELL := /bin/bash
-GO    ?= go
 BIN   := bin/rsa
 PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
 	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ \
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build deps install man deb test test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
+# Go: GO if given, else the go in PATH if it is 1.21 or later, else
+# bookworm-backports' golang-1.23 (Debian 12's own golang-go, 1.19, cannot
+# read go.mod), which make deps installs. From 1.21 on, go fetches the
+# toolchain go.mod names through the Go module proxy when it is older
+# (GOTOOLCHAIN=auto, unless the environment says otherwise).
+GO_BACKPORT := /usr/lib/go-1.23/bin/go
+ifeq ($(origin GO),undefined)
+GO := $(shell v=$$(cd / && GOTOOLCHAIN=local go env GOVERSION 2>/dev/null) && \
+	[ "$$(printf '%s\n' go1.21 "$$v" | sort -V | head -1)" = go1.21 ] && echo go || echo $(GO_BACKPORT))
+endif
+ifeq ($(GO),$(GO_BACKPORT))
+# The scripts that build rsa themselves (cluster-up, slurm-up) run go.
+export PATH := $(dir $(GO_BACKPORT)):$(PATH)
+endif
+export GOTOOLCHAIN ?= auto
+
+.PHONY: all build deps install man deb test test-long test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
 
 all: build
 
-# Debian packages and Go modules. Go itself comes with the machine image;
-# without it, Debian's golang-go and GOTOOLCHAIN=auto fetch the toolchain
-# go.mod names from the Go module proxy.
+# Debian packages, Go and Go modules. Without a Go of 1.21 or later (GO,
+# above), golang-1.23-go comes from bookworm-backports, added to apt's
+# sources (on the mirror the machine's bookworm comes from) if missing;
+# the first go command then fetches the toolchain go.mod names.
 deps:
 	@missing=$$(for p in $(PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing: $$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $$missing; \
 	fi
-	@command -v $(GO) >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go; }
+	@if [ "$(GO)" = "$(GO_BACKPORT)" ] && [ ! -x "$(GO_BACKPORT)" ]; then \
+		targets=$$(apt-get indextargets --format '$$(REPO_URI) $$(RELEASE) $$(TARGET_OF)'); \
+		if ! grep -q ' bookworm-backports deb$$' <<<"$$targets"; then \
+			mirror=$$(awk '$$2 == "bookworm" && $$3 == "deb" { print $$1; exit }' <<<"$$targets"); \
+			[ -n "$$mirror" ] || { echo "deps: apt has no bookworm source to add bookworm-backports beside: add bookworm-backports, or install Go 1.21 or later"; exit 1; }; \
+			echo "adding bookworm-backports ($$mirror) to apt's sources, for golang-1.23-go"; \
+			echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $$mirror bookworm-backports main" >/etc/apt/sources.list.d/bookworm-backports.list; \
+		fi; \
+		echo "installing: golang-1.23-go (bookworm-backports)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends golang-1.23-go; \
+	fi
 	$(GO) mod download
+	@$(GO) version
 
 build: deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/rsa
@@ -54,8 +81,9 @@ man: build
 # caches the built tool). The Slurm scripts call rsa by path; the package's
 # copies are rewritten to /usr/bin/rsa, and the build fails if one is missed.
 DEB_VERSION    := $(shell echo '$(VERSION)' | sed -E 's/^v([0-9])/\1/; s/-dirty$$/+dirty/; s/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/^([0-9a-f]{7,}([+]dirty)?)$$/0.0~git\1/; s/^([^0-9])/0.0~\1/')
+# Expanded when deb runs, after deps has installed Go.
 DEB_ARCH        = $(shell $(GO) env GOARCH)
-DEB            := bin/rsa_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB             = bin/rsa_$(DEB_VERSION)_$(DEB_ARCH).deb
 DEB_MAINTAINER ?= RSA maintainers <root@localhost>
 NFPM           := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 deb: man
@@ -81,6 +109,14 @@ lint: deps
 test: lint
 	GO=$(GO) scripts/go-test.sh
 
+# make test and the cases it leaves out to stay within its time: the whole
+# node-loss matrix, production Gluster timers, soaks, the load test with a
+# slurmctld restart, the benchmarks at their quick profiles' sizes. Tests
+# read RSA_TEST_LONG (testutil.Long) to choose the cases they register; as
+# in make test, a skip fails the run.
+test-long: lint
+	GO=$(GO) RSA_TEST_LONG=1 scripts/go-test.sh
+
 # Today's Slurm (SchedMD's source in ../shared/tools, SLURM_TARBALL to
 # change), built once into /var/cache/rsa-test (a few minutes), and the
 # whole Slurm test suite against it. make test keeps Debian's 22.05.
@@ -101,8 +137,11 @@ test-load: build
 	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_HOOK_FLOOR=1 RSA_PRESSURE_INPUT=8G \
 		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatency|TestStagingUnderPressure)$$' ./test/slurm/
 
+# The internal packages' tests, through make test's runner: several of them
+# mount and unshare as root, so they run one package at a time, under
+# CI=true (a skip fails).
 unit:
-	$(GO) test -count=1 ./internal/...
+	GO=$(GO) scripts/go-test.sh ./internal/...
 
 # IOR and mdtest (third_party/ior, GPL-2.0, run as separate programs),
 # built once into /var/cache/rsa-bench: about 10 s, plus Debian's Open MPI

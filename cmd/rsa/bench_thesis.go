@@ -350,7 +350,9 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 		if r.atGbit {
 			progress("t52 on ram@1g: the emulated cluster")
 			start := time.Now()
-			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), Net: "10.77.5",
+			// Cluster id 9: a bridge and links of its own, beside the
+			// clusters of scripts/cluster-up's default id 0 and test/cluster's.
+			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
 				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size,
 				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
 			if err != nil {

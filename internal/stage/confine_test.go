@@ -19,6 +19,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // Security issue 41, finding 8: a stage program runs with no_new_privs,
@@ -286,18 +287,12 @@ func mountTmpfs(t *testing.T, sd stageDirs, name, size string) string {
 }
 
 // requireLimits stops a test that checks limits l on a host whose cgroups
-// cannot enforce them: it fails under CI=true, where a skip would hide the
-// gap, and is skipped elsewhere.
+// cannot enforce them (testutil.CannotRun: it fails under CI=true).
 func requireLimits(t *testing.T, p *cgroup.Parent, l cgroup.Limits) {
 	t.Helper()
-	err := p.Enable(l)
-	if err == nil {
-		return
+	if err := p.Enable(l); err != nil {
+		testutil.CannotRun(t, "this host cannot limit stages, which this test checks: %v", err)
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this host cannot limit stages, which this test checks: %v", err)
-	}
-	t.Skipf("this host cannot limit stages: %v", err)
 }
 
 // cgroupRoot is where the cgroup2 hierarchy is mounted.

@@ -4,7 +4,9 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,6 +29,29 @@ func RequireRoot(t testing.TB) {
 		t.Fatal("this test needs root and CI runs as root: run it as root")
 	}
 	t.Skip("needs root (run make test as root)")
+}
+
+// CannotRun stops a test that cannot run on this host, for the reason
+// given: under CI=true it fails, since CI has everything the tests need
+// (make deps installs it) and a skip there would hide a gap; elsewhere
+// (go test by hand, on a machine without a tool) it skips.
+func CannotRun(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// RequireTool returns the path of the program name, which the test runs.
+// Without it the test cannot run (CannotRun): it fails under CI=true.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		CannotRun(t, "%s is not installed (make deps installs it): %v", name, err)
+	}
+	return p
 }
 
 // User is an unprivileged account for tests.
@@ -84,28 +109,21 @@ func EnsureUsers(t testing.TB, n int) []User {
 }
 
 // EnsureNamedUser returns the account name, creating it if it does not
-// exist and then removing it when the test ends.
+// exist and then removing it when the test ends. useradd and userdel take
+// the account files' locks without waiting for them, so while another
+// package creates or removes its own users they fail; they are then run
+// again (runAccountTool).
 func EnsureNamedUser(t testing.TB, name string) User {
 	t.Helper()
 	RequireRoot(t)
 	u, err := user.Lookup(name)
 	if err != nil {
-		out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput()
-		if err != nil {
-			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		if err := runAccountTool("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name); err != nil {
+			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			// A process of the user's that is still exiting blocks
-			// userdel for a moment.
-			for i := 0; ; i++ {
-				out, err := exec.Command("userdel", "--remove", name).CombinedOutput()
-				if err == nil || i == 50 {
-					if err != nil {
-						t.Errorf("removing test user %s: %v\n%s", name, err, out)
-					}
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
+			if err := runAccountTool("userdel", "--remove", name); err != nil {
+				t.Errorf("removing test user %s: %v", name, err)
 			}
 		})
 		if u, err = user.Lookup(name); err != nil {
@@ -115,6 +133,55 @@ func EnsureNamedUser(t testing.TB, name string) User {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
+}
+
+// accountToolPatience bounds how long runAccountTool retries: a lock is
+// held for the milliseconds another useradd or userdel takes, and a
+// process of a user being removed takes a moment to exit.
+const accountToolPatience = 20 * time.Second
+
+// runAccountTool runs useradd or userdel (with the C locale, whose
+// messages it reads) and runs it again, after a pause that doubles up to a
+// second, while it fails for a reason that passes:
+//   - exit status 1 (the passwd or shadow file) or 10 (the group or
+//     gshadow file) with "cannot lock": shadow's tools exit at once when
+//     another of them holds a lock;
+//   - userdel's exit status 8: a process of the user's is still exiting.
+//
+// Any other failure, or one that lasts past accountToolPatience, is
+// returned with the tool's output.
+func runAccountTool(name string, args ...string) error {
+	deadline := time.Now().Add(accountToolPatience)
+	pause := 50 * time.Millisecond
+	for {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "LC_ALL=C")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !accountToolRetries(name, err, out) || time.Now().Add(pause).After(deadline) {
+			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// accountToolRetries reports whether a failure of useradd or userdel
+// (runAccountTool) is one that passes.
+func accountToolRetries(name string, err error, out []byte) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	switch code := exit.ExitCode(); {
+	case (code == 1 || code == 10) && bytes.Contains(out, []byte("cannot lock")):
+		return true
+	case code == 8 && name == "userdel":
+		return true
+	}
+	return false
 }
 
 // MkdirOwned makes dir owned by u with mode 0755.

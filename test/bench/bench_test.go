@@ -1,7 +1,10 @@
-// Package bench runs the quick profile of every rsa bench benchmark once,
-// through the binary, as a test of the tools: each must run to the end on
-// real targets, report well-formed rows beside the seeds' numbers, and
-// leave nothing up. It asserts nothing about speed.
+// Package bench runs every rsa bench benchmark once, through the binary,
+// as a test of the tools: each must run to the end on real targets, report
+// well-formed rows beside the seeds' numbers, and leave nothing up. It
+// asserts nothing about speed. make test runs each at a small size (fewer
+// ranks, files, bytes and grid points: the same code end to end); the long
+// run (make test-long, testutil.Long) runs the quick profiles at their own
+// sizes.
 package bench
 
 import (
@@ -106,7 +109,11 @@ func TestThesisQuick(t *testing.T) {
 			t.Errorf("rsa bench target down: %v\n%s", err, out)
 		}
 	})
-	rows := run(t, "thesis", "--profile", "quick", "--ranks", "64")
+	ranks := "16"
+	if testutil.Long() {
+		ranks = "64"
+	}
+	rows := run(t, "thesis", "--profile", "quick", "--ranks", ranks)
 	r := find(t, rows, "T52", "hold_ratio")
 	if r.SourceValue == nil || *r.SourceValue != 30.9 || r.Value <= 0 {
 		t.Errorf("T52 hold_ratio row %+v: want a positive ratio beside the thesis' 30.9", r)
@@ -150,7 +157,11 @@ func TestThesisRAMAt1g(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := run(t, "thesis", "--profile", "quick", "--case", "t52", "--ranks", "32", "--size", "256K",
+	ranks := "8"
+	if testutil.Long() {
+		ranks = "32"
+	}
+	rows := run(t, "thesis", "--profile", "quick", "--case", "t52", "--ranks", ranks, "--size", "256K",
 		"--ram-at-1g", "--local=false", "--repo", repo)
 	for _, r := range rows {
 		if r.Case == "T52" && r.Target == "ram" {
@@ -177,7 +188,12 @@ func TestThesisRAMAt1g(t *testing.T) {
 
 func TestMetabenchQuick(t *testing.T) {
 	leavesNoHome(t)
-	rows := run(t, "metabench", "--profile", "quick", "--target", "ram")
+	args := []string{"metabench", "--profile", "quick", "--target", "ram"}
+	if !testutil.Long() {
+		// Process counts 1 and 2 both stand beside Table 1's columns.
+		args = append(args, "--files", "200", "--ranks", "1,2")
+	}
+	rows := run(t, args...)
 	withSource := 0
 	for _, r := range rows {
 		if r.Metric == "ops_per_s" && r.Value <= 0 {
@@ -197,7 +213,14 @@ func TestMetabenchQuick(t *testing.T) {
 
 func TestMptioQuick(t *testing.T) {
 	leavesNoHome(t)
-	rows := run(t, "mptio", "--profile", "quick", "--target", "ram")
+	args := []string{"mptio", "--profile", "quick", "--target", "ram"}
+	if !testutil.Long() {
+		// The appendix sample's shape (3 processes of 4 threads, 256 KiB
+		// records; see below) at 4 MiB a process: four records a thread,
+		// so that the random tests draw among several.
+		args = append(args, "--size", "4M")
+	}
+	rows := run(t, args...)
 	for _, c := range []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"} {
 		if r := find(t, rows, c, "rate"); r.Value <= 0 {
 			t.Errorf("%s: rate %v", c, r.Value)
@@ -211,13 +234,19 @@ func TestMptioQuick(t *testing.T) {
 }
 
 // The sweep makes its own loop devices (over tmpfs and over ext4) and
-// removes them; a small grid keeps it short, with fio on every point.
+// removes them; a small grid keeps it short, with fio on every point. The
+// grid itself is unit-tested (internal/bench/sweep): one point a device
+// and direction runs every device and direction end to end.
 func TestSweepQuick(t *testing.T) {
 	leavesNoHome(t)
 	const diskDir = "/var/tmp/rsa-bench/sweep"
 	_, err := os.Stat(diskDir)
 	diskDirBefore := err == nil
-	rows := run(t, "sweep", "--qd", "1,4", "--bs", "64K,1M", "--size", "64M")
+	qd, bs := []string{"1"}, []string{"1M"}
+	if testutil.Long() {
+		qd, bs = []string{"1", "4"}, []string{"64K", "1M"}
+	}
+	rows := run(t, "sweep", "--qd", strings.Join(qd, ","), "--bs", strings.Join(bs, ","), "--size", "64M")
 	points := 0
 	for _, r := range rows {
 		if r.Metric != "rate" {
@@ -228,9 +257,9 @@ func TestSweepQuick(t *testing.T) {
 			t.Errorf("%s %s qd=%s bs=%s: %v MiB/s, fio %v", r.Target, r.Case, r.Params["qd"], r.Params["bs"], r.Value, r.CheckValue)
 		}
 	}
-	// 2 devices × 2 directions × 2 queue depths × 2 block sizes.
-	if points != 16 {
-		t.Errorf("%d rate rows, want 16", points)
+	// 2 devices × 2 directions × the queue depths × the block sizes.
+	if want := 2 * 2 * len(qd) * len(bs); points != want {
+		t.Errorf("%d rate rows, want %d", points, want)
 	}
 	for _, dir := range []string{"/run/rsa-bench/sweep", diskDir} {
 		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {

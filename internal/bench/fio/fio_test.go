@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -96,9 +98,7 @@ func TestParseErrors(t *testing.T) {
 
 func needFio(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("fio"); err != nil {
-		t.Skip("fio is not installed")
-	}
+	testutil.RequireTool(t, "fio")
 }
 
 // TestRun runs fio for real on small files: from arguments and from a

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // jobSections parses a fio job file into its sections' options.
@@ -198,9 +199,7 @@ func TestParseFio(t *testing.T) {
 // stands in for a second mount): every phase gets a check value.
 func TestRunCrossCheck(t *testing.T) {
 	for _, tool := range []string{"fio", "tar", "touch"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	work := t.TempDir()
 	mount2 := filepath.Join(t.TempDir(), "client1")
@@ -271,9 +270,7 @@ func TestRunCrossCheck(t *testing.T) {
 
 // TestRunCrossCheckCleanup: -k removes the checks' files too.
 func TestRunCrossCheckCleanup(t *testing.T) {
-	if _, err := exec.LookPath("fio"); err != nil {
-		t.Skip("fio not installed")
-	}
+	testutil.RequireTool(t, "fio")
 	work := t.TempDir()
 	c := Config{NFile: 20, NByte: 10, Freq: 5, NProc: 2, Create: true, Cleanup: true, CrossCheck: true, Dirs: []string{work}}
 	if _, err := Run(context.Background(), c); err != nil {

@@ -3,7 +3,6 @@ package metabench
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,14 +18,12 @@ import (
 func TestRunSharedClients(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"fio", "glusterd", "mount.glusterfs"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
-		}
+		testutil.RequireTool(t, tool)
 	}
 	// The server's namespace has one name for every shared@1g: one that
 	// is up belongs to another run, which this one must not take down.
 	if _, err := os.Stat("/run/netns/rsab-shared"); err == nil {
-		t.Skip("shared@1g is up for another run (netns rsab-shared)")
+		testutil.CannotRun(t, "shared@1g is up for another run (netns rsab-shared), which this test must not take down")
 	}
 	base := t.TempDir()
 	tc := target.Config{RunDir: filepath.Join(base, "run"), DiskDir: filepath.Join(base, "disk"), Clients: 3, SharedNet: "10.76.7"}

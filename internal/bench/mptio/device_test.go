@@ -8,19 +8,18 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // loopDevice attaches a loop device to a new file of size bytes in a test
-// directory and detaches it when the test ends, failed or not. It skips
-// the test where loop devices cannot be made (not root, no losetup).
+// directory and detaches it when the test ends, failed or not. Where loop
+// devices cannot be made (not root, no losetup, none free) the test cannot
+// run: it fails under CI=true (testutil.CannotRun).
 func loopDevice(t *testing.T, size int64) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("loop devices need root")
-	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		t.Skip("no losetup")
-	}
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "losetup")
 	image := filepath.Join(t.TempDir(), "image")
 	if err := os.WriteFile(image, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -30,7 +29,7 @@ func loopDevice(t *testing.T, size int64) string {
 	}
 	out, err := exec.CommandContext(t.Context(), "losetup", "--find", "--show", image).CombinedOutput()
 	if err != nil {
-		t.Skipf("losetup --find --show: %v: %s", err, out)
+		testutil.CannotRun(t, "losetup --find --show: %v: %s", err, out)
 	}
 	dev := strings.TrimSpace(string(out))
 	t.Cleanup(func() {

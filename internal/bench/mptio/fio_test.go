@@ -3,13 +3,14 @@ package mptio
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // fioSection as a test reads it back from a job file: its name and
@@ -369,9 +370,7 @@ func TestParseFioErrors(t *testing.T) {
 
 func needFio(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("fio"); err != nil {
-		t.Skip("fio is not installed")
-	}
+	testutil.RequireTool(t, "fio")
 }
 
 // TestFioMakesPlanFiles runs fio's sequential write of small plans in

@@ -34,6 +34,7 @@ type ClusterT52 struct {
 	RSA        string // the rsa binary, which every host and the user can run
 	User       string
 	Dir        string // the cluster's directory (RSA_CLUSTER_DIR)
+	ID         int    // the cluster's id (RSA_CLUSTER_ID, 0-9): its bridge rsabrID and links vrsaID-HOST
 	Net        string // the cluster bridge's /24, as three octets
 	SharedNet  string // shared@1g's link, as three octets (its server is .2)
 	SharedPath string // where shared@1g is mounted on every host
@@ -55,7 +56,7 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 	}
 	defer cleanupUser()
 	env := append(os.Environ(), "RSA_CLUSTER_DIR="+t.Dir, "RSA_BIN="+t.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE=1",
-		"RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((int64(t.Ranks)*t.Size*3/4>>30)+1, 10)+"G",
+		"RSA_CLUSTER_ID="+strconv.Itoa(t.ID), "RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((int64(t.Ranks)*t.Size*3/4>>30)+1, 10)+"G",
 		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
 	script := func(timeout time.Duration, args ...string) (string, error) {
 		// cluster-down must run also when the benchmark was interrupted.
@@ -211,7 +212,7 @@ func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...s
 	}
 	undos = append(undos, func() { _, _ = run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24") })
 	tbf := []string{"root", "tbf", "rate", t.Rate, "burst", "128kb", "latency", "50ms"}
-	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", "vrsa0-c1"}, tbf...)...); err != nil {
+	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-c1", t.ID)}, tbf...)...); err != nil {
 		return undo, err
 	}
 	if _, err := script(time.Minute, append([]string{"cluster-up", "exec", "c1", "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
