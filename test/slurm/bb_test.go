@@ -66,10 +66,14 @@ func (c *cluster) input(dir string, n int) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// bbCapacityWait is slurm.capacity_wait in TestBurstBuffer's cluster:
+// long enough for testCapacityWait to see the job wait, short enough not
+// to cost make test much.
+const bbCapacityWait = 8 * time.Second
+
 func TestBurstBuffer(t *testing.T) {
-	c := startCluster(t, "bb", 2)
+	c := startCluster(t, "bb", 2, "RSA_SLURM_CAPACITY_WAIT="+bbCapacityWait.String())
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
-	t.Run("metrics count the hooks", func(t *testing.T) { testHookMetrics(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
 	t.Run("pool full", func(t *testing.T) { testPoolFull(c.in(t)) })
 	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
@@ -306,9 +310,9 @@ echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/task-$SL
 }
 
 // testCapacityWait: a job Slurm does not size waits in data_in for RSA
-// capacity at most slurm.capacity_wait (15s in this cluster), then runs
-// from disk and says why. On 22.05 a longer wait could hold up the job
-// that holds the RAM (config.Slurm.CapacityWait).
+// capacity at most slurm.capacity_wait (bbCapacityWait), then runs from
+// disk and says why. On 22.05 a longer wait could hold up the job that
+// holds the RAM (config.Slurm.CapacityWait).
 func testCapacityWait(c *cluster) {
 	os.Remove(filepath.Join(c.work, "release-blocker"))
 	in := c.mkdir("wait-in")
@@ -378,10 +382,18 @@ func testStageOutFails(c *cluster) {
 }
 
 // testCtldRestart: slurmctld is restarted (or crashes) during a stage-in.
-// After a restart Slurm tears the half-staged RAMDISK down, holds the job
-// back for a minute and stages it in again; after a crash it may have
-// forgotten the job, and RSA lets go of it by itself. Either way nothing
-// is left, and a job Slurm still has gets its input in RAM.
+// After a restart Slurm tears the half-staged RAMDISK down, defers the job
+// by a minute and stages it in again; after a crash it may have forgotten
+// the job, and RSA lets go of it by itself. Either way nothing is left,
+// and a job Slurm still has gets its input in RAM.
+//
+// The minute is Slurm's own, hard-coded "for the teardown"
+// (burst_buffer_lua.c, _recover_job_bb: begin_time = now + 60, from 22.05
+// to 25.11), not RSA's. Once RSA has released the interrupted stage-in the
+// teardown is over, so the test lets the job go at once, as an
+// administrator may: scontrol update StartTime=now sets a pending job's
+// begin_time to now (job_mgr.c, _update_job). It checks that the job is
+// no longer deferred, so that it never waits out the minute unnoticed.
 func testCtldRestart(c *cluster, crash bool) {
 	c.file("release-in", "", 0o644)
 	os.Remove(filepath.Join(c.work, "release-in"))
@@ -393,10 +405,34 @@ func testCtldRestart(c *cluster, crash bool) {
 	id := c.sbatch("restart.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -w n1\n#RSA_DATA_IN=%[1]s\n#RSA_STAGE_IN=%[2]s/gated-in.sh\nsrun %[2]s/node-check.sh %[1]s %[2]s\n", in, c.work))
 	first := c.waitRSA(id, 30*time.Second, "STAGING_IN")
 	c.restart("slurmctld", crash)
+	// slurmctld recovers its burst buffers before it answers (read_slurm_conf
+	// loads them before the RPC thread starts), so the deferral is set by now.
+	deferredTo, known := c.eligibleAt(id)
+	if !crash {
+		if !known {
+			c.t.Fatalf("Slurm lost job %s over a clean restart", id)
+		}
+		// Without the deferral the StartTime update below would prove
+		// nothing.
+		if !deferredTo.After(time.Now()) {
+			c.t.Errorf("after the restart Slurm does not defer job %s (EligibleTime %s): the test's premise is gone", id, deferredTo.Format(time.TimeOnly))
+		}
+	} else {
+		// After a crash Slurm has only what it last saved: it may defer
+		// the job as after a restart, or have forgotten it (then RSA
+		// releases it by itself). What follows checks either.
+		c.t.Logf("after the crash Slurm knows job %s: %v (eligible at %s)", id, known, deferredTo.Format(time.TimeOnly))
+	}
 	c.waitFor("the interrupted stage-in to be released", 60*time.Second, func() bool {
 		j := c.rsaJob(id)
 		return j.ID != first.ID || string(j.RSA) == "RELEASED"
 	})
+	if _, known := c.eligibleAt(id); known {
+		c.root("scontrol", "update", "JobId="+id, "StartTime=now")
+		if at, _ := c.eligibleAt(id); at.After(time.Now()) {
+			c.t.Fatalf("scontrol update StartTime=now left job %s deferred to %s", id, at.Format(time.TimeOnly))
+		}
+	}
 	c.file("release-in", "", 0o644)
 	var st string
 	c.waitFor("Slurm to finish the job or forget it", 120*time.Second, func() bool {
@@ -414,6 +450,39 @@ func testCtldRestart(c *cluster, crash bool) {
 	}
 	c.waitFor("RSA to release the job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 	c.assertNoLeaks()
+}
+
+// eligibleAt is the earliest time Slurm lets job id start (scontrol's
+// EligibleTime: the job's begin_time; zero if it has none), and whether
+// Slurm knows the job at all.
+func (c *cluster) eligibleAt(id string) (at time.Time, known bool) {
+	c.t.Helper()
+	cmd := c.command("scontrol", "show", "job", "-o", id)
+	// Seconds since the epoch: no time zone or format to guess.
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf, "SLURM_TIME_FORMAT=%s")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "Invalid job id") {
+			return time.Time{}, false
+		}
+		c.t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		v, ok := strings.CutPrefix(f, "EligibleTime=")
+		if !ok {
+			continue
+		}
+		if v == "Unknown" || v == "None" { // begin_time 0 or unset
+			return time.Time{}, true
+		}
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			c.t.Fatalf("scontrol show job %s: EligibleTime=%q: %v", id, v, err)
+		}
+		return time.Unix(secs, 0), true
+	}
+	c.t.Fatalf("scontrol show job %s gives no EligibleTime:\n%s", id, out)
+	return time.Time{}, false
 }
 
 // testDaemonCrash: rsa serve is killed while a job stages in. Slurm's
@@ -441,8 +510,10 @@ func testDaemonCrash(c *cluster) {
 
 // testLifecycle: a two-node job reads its input from RAM on both nodes,
 // writes its output into RAM, and its output reaches the disk after the
-// job, while its nodes already run the next job.
+// job, while its nodes already run the next job. The daemon's metrics
+// count each hook that carried it.
 func testLifecycle(c *cluster) {
+	metricsBefore := c.metrics()
 	in, out := c.mkdir("in"), c.mkdir("out")
 	sum := c.input(in, 20)
 	w := c.work
@@ -511,28 +582,34 @@ srun -N2 %[3]s/node-write.sh %[2]s
 		c.t.Errorf("the job's environment has no RSA_RAMDISK:\n%s", o)
 	}
 	c.assertNoLeaks()
+	// The job is COMPLETED, no longer STAGE_OUT: Slurm clears that only
+	// once the teardown hook has returned (burst_buffer_lua.c,
+	// _start_teardown), and the daemon counts a hook before it answers.
+	c.assertHooksCounted(metricsBefore)
 }
 
-// testHookMetrics: after a job went through Slurm, the daemon's metrics
-// count the hooks that carried it, with their latency (issue 17, point 1).
-func testHookMetrics(c *cluster) {
-	b := c.metrics()
-	// The hooks inside slurmctld come over the socket from the Lua itself
-	// (lua-socket), the others through rsa slurm-bb (issue 14, point 1).
+// assertHooksCounted: the daemon's metrics count the hooks that carried
+// one job through Slurm, with their latency (issue 17, point 1), between
+// before (read before the job's sbatch) and now. The hooks inside
+// slurmctld come over the socket from the Lua itself (lua-socket), the
+// others through rsa slurm-bb (issue 14, point 1). pools is slurmctld's,
+// not the job's: it asks at its start and every half minute, so it need
+// only have been counted at all.
+func (c *cluster) assertHooksCounted(before string) {
+	c.t.Helper()
+	after := c.metrics()
 	for _, hook := range []string{"job_process", "setup", "data_in", "paths", "pre_run", "data_out", "teardown", "pools"} {
 		via := "rsa"
 		if hook == "job_process" || hook == "paths" || hook == "pools" {
 			via = "lua-socket"
 		}
-		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + via + `"} `
-		i := strings.Index(b, series)
-		if i < 0 {
-			c.t.Errorf("no latency of hook %s via %s in the metrics", hook, via)
-			continue
-		}
-		rest := b[i+len(series):]
-		if n, err := strconv.ParseFloat(strings.Fields(rest)[0], 64); err != nil || n < 1 {
-			c.t.Errorf("hook %s counted %q times", hook, strings.Fields(rest)[0])
+		series := `rsa_slurm_hook_duration_seconds_count{hook="` + hook + `",via="` + via + `"}`
+		was, now := metricValue(before, series), metricValue(after, series)
+		switch {
+		case hook == "pools" && now < 1:
+			c.t.Errorf("no latency of hook pools via %s in the metrics", via)
+		case hook != "pools" && now <= was:
+			c.t.Errorf("the job's hook %s via %s is not counted: %s went from %v to %v", hook, via, series, was, now)
 		}
 	}
 }

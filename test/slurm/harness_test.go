@@ -334,14 +334,26 @@ func (c *cluster) metrics() string {
 // rsaJob is RSA's newest record of a Slurm job, or nil.
 func (c *cluster) rsaJob(id string) *api.JobView {
 	c.t.Helper()
+	return c.rsaJobs(id)[id]
+}
+
+// rsaJobs is RSA's newest record of each of the Slurm jobs ids, read in
+// one rsa status (so at one moment); a job RSA has no record of is
+// missing from the map.
+func (c *cluster) rsaJobs(ids ...string) map[string]*api.JobView {
+	c.t.Helper()
 	var r struct{ Jobs []api.JobView }
 	if err := json.Unmarshal(c.rsa("status", "--all", "--json"), &r); err != nil {
 		c.t.Fatal(err)
 	}
-	var found *api.JobView
+	found := map[string]*api.JobView{}
 	for i := range r.Jobs {
-		if r.Jobs[i].Spec.Name == id && (found == nil || r.Jobs[i].ID > found.ID) {
-			found = &r.Jobs[i]
+		j := &r.Jobs[i]
+		if !slices.Contains(ids, j.Spec.Name) {
+			continue
+		}
+		if old := found[j.Spec.Name]; old == nil || j.ID > old.ID {
+			found[j.Spec.Name] = j
 		}
 	}
 	return found
