@@ -4,15 +4,23 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -108,12 +116,23 @@ func testTrust(t *testing.T, c *cluster) {
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: "rsa1", MinVersion: tls.VersionTLS13}}}
 	req, _ := http.NewRequest(http.MethodPut, "https://"+c.addr("rsa1")+":9477/v1/bricks/rsa-job-998", strings.NewReader(`{"size":8388608}`))
+	// Refused for its certificate, and for nothing else: by the TLS
+	// handshake (the agent's alert, which a TLS 1.3 client reads after its
+	// own side of the handshake) or by the agent's 403. Any other answer
+	// (a 404 of a route that moved, a connection refused) says nothing of
+	// who may call.
 	resp, err := hc.Do(req)
-	if err == nil {
+	var alert *net.OpError
+	switch {
+	case err == nil:
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Errorf("c1's certificate made a brick on rsa1")
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("c1's certificate asking rsa1's agent for a brick: %s, want 403 Forbidden or a TLS refusal", resp.Status)
 		}
+	case errors.As(err, &alert) && alert.Op == "remote error":
+		t.Logf("c1's certificate refused by rsa1's agent in the TLS handshake: %v", err)
+	default:
+		t.Errorf("c1's certificate asking rsa1's agent for a brick: %v; want 403 Forbidden or a TLS refusal", err)
 	}
 	st, err := c.agentClient(t, ctl, "rsa1", c.addr("rsa1")).Status(ctx)
 	if err != nil {
@@ -213,59 +232,107 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 }
 
 // testDaemonKilled: rsa serve killed (SIGKILL) while a job is BOOTING,
-// MOUNTING_IN, STAGING_OUT and TEARDOWN; each job ends right, its output on
-// disk, and gc at the restart removes only what no job holds (a volume and
-// its brick planted for an unknown job).
+// MOUNTING_IN, STAGING_OUT and TEARDOWN. Each time the state's action is
+// held so that it cannot finish before the kill, and the job's log must
+// say the restarted daemon resumed that very action: a kill that came
+// after the state had passed would test nothing. Each job ends right (its
+// input read in RAM, or its output on disk), and gc at the restart removes
+// only what no job holds (a volume and its brick planted for an unknown
+// job). An input-only job covers the states before the job runs, an
+// output-only one those after it: the switch from input to output is
+// another test's (TwoNodes, WhileRunning, the poll test).
 func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 	ctx := context.Background()
 	rsa3 := c.agentClient(t, filepath.Join(c.dir, "pki", "ctl"), "rsa3", c.addr("rsa3"))
-	for _, state := range []string{"BOOTING", "MOUNTING_IN", "STAGING_OUT", "TEARDOWN"} {
-		t.Run(state, func(t *testing.T) {
-			w := workDir(t, u, "crash-"+strings.ToLower(state))
-			in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
-			sums := fill(t, u, in, 10, 64<<10)
-			// Enough output for the crash to find the stage-out running;
-			// before the job runs, its size does not matter.
-			outputSize := 150_000_000
-			if state == "BOOTING" || state == "MOUNTING_IN" {
-				outputSize = 1_000_000
-			}
-			// The switch to output, RSA_DELAY after the start, must find
-			// the first srun done with the input, or the input is busy
-			// and the output goes to disk: 2 s was too little once in
-			// make test, where the mount alone took 1.9 s.
-			job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
-#SBATCH -N 2
-#SBATCH -o %[1]s/job.out
-#RSA_DATA_IN=%[2]s
-#RSA_DATA_OUT=%[3]s
-#RSA_DELAY=10
-srun -N2 bash -c 'cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
-srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
-head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
-`, w, in, out, outputSize))
-			if state == "MOUNTING_IN" {
-				// Its agent away, the mount waits for c2: long enough to
-				// kill the daemon there.
+	for _, state := range []lifecycle.RSAState{lifecycle.Booting, lifecycle.MountingIn, lifecycle.StagingOut, lifecycle.Teardown} {
+		action, ok := lifecycle.Work(state)
+		if !ok {
+			t.Fatalf("%s runs no action: nothing to resume", state)
+		}
+		t.Run(string(state), func(t *testing.T) {
+			w := workDir(t, u, "crash-"+strings.ToLower(string(state)))
+			var (
+				id        string // the Slurm job
+				rid       int64  // RSA's job
+				output    bool   // an output-only job (else input-only)
+				check     func() // what the job did, once it is released
+				release   func() // ends the hold, the daemon dead
+				restarted func() // after the daemon's restart
+			)
+			switch state {
+			case lifecycle.Booting:
+				// The construct makes the bricks, then waits for
+				// glusterd to make the volume.
+				release = c.freezeGlusterd(t)
+				id, check = c.inputJob(t, u, w)
+				rid = c.waitRSA(t, id, 120*time.Second, string(state)).ID
+			case lifecycle.MountingIn:
+				// Its agent away, the mount on c2 is tried again for a
+				// minute (the daemon's patience with an agent).
 				if o, err := c.script(t, time.Minute, "cluster-up", "kill-agent", "c2"); err != nil {
 					t.Fatalf("kill-agent c2: %v %s", err, o)
 				}
-			}
-			id := c.sbatch(t, u, job)
-			var rid int64
-			waitFor(t, "RSA's job to be "+state, 120*time.Second, func() bool {
-				j := c.rsaJob(t, id)
-				if j != nil {
-					rid = j.ID
+				back := false
+				restarted = func() {
+					if o, err := c.script(t, time.Minute, "cluster-up", "start-agent", "c2"); err != nil {
+						t.Fatalf("start-agent c2: %v %s", err, o)
+					}
+					back = true
 				}
-				return j != nil && string(j.RSA) == state
-			})
+				t.Cleanup(func() {
+					if !back { // the test failed first: the next ones need c2
+						c.script(t, time.Minute, "cluster-up", "start-agent", "c2")
+					}
+				})
+				id, check = c.inputJob(t, u, w)
+				rid = c.waitRSA(t, id, 120*time.Second, string(state)).ID
+			case lifecycle.StagingOut:
+				// The stage-out unmounts the job's compute node, then
+				// waits for glusterd to seal the volume: the output is
+				// in RAM alone.
+				var j *api.JobView
+				id, j = c.dataJob(t, u, w, "#RSA_DELAY=0", 1_000_000)
+				rid, output, check = j.ID, true, func() { checkData(t, w) }
+				release = c.freezeGlusterd(t)
+				letGo(t, w)
+				c.waitRSA(t, id, 120*time.Second, string(state))
+			case lifecycle.Teardown:
+				// A process of the user's, left on the control host in
+				// the RAMDISK, ignores SIGTERM: the teardown waits
+				// limits.kill_grace (10 s) for it before SIGKILL, and
+				// says so in the job's log as it sends SIGTERM.
+				var j *api.JobView
+				id, j = c.dataJob(t, u, w, "#RSA_DELAY=0", 1_000_000)
+				rid, output, check = j.ID, true, func() { checkData(t, w) }
+				var pid int
+				pid, release = c.holdRamdisk(t, u, w, j.Ramdisk)
+				letGo(t, w)
+				term := fmt.Sprintf("by pid %d (", pid)
+				waitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, func() bool {
+					for _, l := range strings.Split(c.stageLog(t, rid), "\n") {
+						if strings.Contains(l, term) && strings.HasSuffix(l, "sending SIGTERM") {
+							return true
+						}
+					}
+					return false
+				})
+			}
 			if o, err := c.script(t, time.Minute, "cluster-up", "stop-rsa", "--crash"); err != nil {
 				t.Fatalf("stop-rsa --crash: %v %s", err, o)
 			}
+			serving := false
+			t.Cleanup(func() {
+				if !serving { // the test failed first: the next ones need rsa serve
+					c.script(t, time.Minute, "cluster-up", "start-rsa")
+				}
+			})
+			if release != nil {
+				release()
+			}
 			// A leftover of a job the daemon never knew, for gc at the
-			// restart. Made while the daemon is down: its sweep, every
-			// 20 s, once removed the volume while it was being made.
+			// restart. Made while the daemon is down: its sweep
+			// (cluster.leftover_sweep) once removed the volume while it
+			// was being made.
 			b, err := rsa3.MakeBrick(ctx, "rsa-job-999", agent.BrickSpec{Size: 8 << 20})
 			if err != nil {
 				t.Fatal(err)
@@ -276,22 +343,13 @@ head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(ho
 			if o, err := c.script(t, time.Minute, "cluster-up", "start-rsa"); err != nil {
 				t.Fatalf("start-rsa: %v %s", err, o)
 			}
-			if state == "MOUNTING_IN" {
-				if o, err := c.script(t, time.Minute, "cluster-up", "start-agent", "c2"); err != nil {
-					t.Fatalf("start-agent c2: %v %s", err, o)
-				}
+			serving = true
+			if restarted != nil {
+				restarted()
 			}
 			c.waitJob(t, id, 180*time.Second, "COMPLETED")
 			c.waitRSA(t, id, 120*time.Second, "RELEASED")
-			for _, h := range c.compute {
-				if got := readFile(t, filepath.Join(w, "sums-"+h)); got != sums {
-					t.Errorf("input read on %s differs from what was staged in", h)
-				}
-				want := strings.TrimSpace(readFile(t, filepath.Join(w, "outsum-"+h)))
-				if got := sha256File(t, filepath.Join(out, "from-"+h)); !strings.HasPrefix(want, got) {
-					t.Errorf("output of %s on disk: sha256 %s, the job wrote %s", h, got, want)
-				}
-			}
+			check()
 			st, err := rsa3.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -301,10 +359,205 @@ head -c %[4]d /dev/urandom > %[3]s/from-$(hostname); sha256sum < %[3]s/from-$(ho
 					t.Error("gc at the restart left the brick of a job the daemon never had")
 				}
 			}
-			if log := c.rsa(t, "log", fmt.Sprint(rid)); !strings.Contains(log, "stage-out done") {
+			log := c.rsa(t, "log", fmt.Sprint(rid))
+			if want := "resumed " + string(action) + " after restart"; !strings.Contains(log, want) {
+				t.Errorf("the job's log lacks %q: rsa serve was not killed in %s:\n%s", want, state, log)
+			}
+			if output && !strings.Contains(log, "stage-out done") {
 				t.Errorf("the job's log lacks its stage-out:\n%s", log)
 			}
 			c.assertNoLeaks(t)
 		})
 	}
+}
+
+// inputJob submits, as u, a job on both compute hosts whose input is
+// w/in (10 files it fills): each host says where it found its input and
+// sums it. check checks, once the job has run, that each read every file
+// whole from its RAMDISK.
+func (c *cluster) inputJob(t *testing.T, u testutil.User, w string) (id string, check func()) {
+	t.Helper()
+	in := filepath.Join(w, "in")
+	sums := fill(t, u, in, 10, 64<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+srun -N2 bash -c 'findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs-$(hostname); cd %[2]s && sha256sum f* > %[1]s/sums-$(hostname)'
+`, w, in))
+	id = c.sbatch(t, u, job)
+	return id, func() {
+		for _, h := range c.compute {
+			if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs-"+h))); got != "fuse.glusterfs" {
+				t.Errorf("input on %s is %q, not the RAMDISK", h, got)
+			}
+			if got := readFile(t, filepath.Join(w, "sums-"+h)); got != sums {
+				t.Errorf("input read on %s differs from what was staged in", h)
+			}
+		}
+	}
+}
+
+// letGo lets an outputJob's job end (w/go).
+func letGo(t *testing.T, w string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdRamdisk starts a process of u's on the control host whose working
+// directory is the RAMDISK at ramdisk and which ignores SIGTERM (its sleeps
+// inherit that), until w/release exists. It returns the process's pid once
+// it is in the RAMDISK, and release, which makes it end by itself and
+// waits for that (idempotent; a cleanup too).
+func (c *cluster) holdRamdisk(t *testing.T, u testutil.User, w, ramdisk string) (pid int, release func()) {
+	t.Helper()
+	pidFile, releaseFile := filepath.Join(w, "holder.pid"), filepath.Join(w, "release")
+	// Not testutil.Command: the hold outlasts its 90 s under load.
+	cmd := exec.Command(filepath.Join(c.root, "scripts", "cluster-up"), "exec", "ctl",
+		"setpriv", "--reuid="+strconv.Itoa(int(u.UID)), "--regid="+strconv.Itoa(int(u.GID)), "--clear-groups",
+		"sh", "-c", `trap '' TERM; cd "$1" || exit 1; echo $$ > "$2"; while [ ! -e "$3" ]; do sleep 0.2; done`,
+		"holder", ramdisk, pidFile, releaseFile)
+	cmd.Env = c.env
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	release = func() {
+		if err := os.WriteFile(releaseFile, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("the holder of %s did not end 30 s after its release: killed", ramdisk)
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	t.Cleanup(release)
+	waitFor(t, "the holder to be in the RAMDISK", 30*time.Second, func() bool {
+		select {
+		case <-done:
+			t.Fatalf("the holder of %s ended before it was in it (%v)", ramdisk, cmd.ProcessState)
+		default:
+		}
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	return pid, release
+}
+
+// testAgentSilentPastDownAfter: the agent of a running job's RSA node is
+// killed and stays away. Silent, the node is suspect, and nothing is
+// undone; silent for cluster.down_after (pollDownAfter), it is down: the
+// heartbeat reports it lost ("has not answered for"), and the job goes on,
+// degraded, its record and its log naming the node. (The brick there still
+// serves, an agent holding no data, but nothing vouches for the node any
+// more.) Once the agent answers again the node is up, and the job ends and
+// is released with nothing left.
+func testAgentSilentPastDownAfter(t *testing.T, c *cluster, u testutil.User) {
+	if got := c.clusterSetting(t, "down_after"); got != pollDownAfter.String() {
+		t.Fatalf("rsa serve's config has cluster.down_after %q, not the %s asked of cluster-up (RSA_CLUSTER_DOWN_AFTER)", got, pollDownAfter)
+	}
+	w := workDir(t, u, "silent")
+	in := filepath.Join(w, "in")
+	sums := fill(t, u, in, 10, 64<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA_DATA_IN=%[2]s
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
+(cd %[2]s && sha256sum f*) > %[1]s/sums
+touch %[1]s/read
+for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums-after
+`, w, in))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
+	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "read"))
+		return err == nil
+	})
+	victim := j.Alloc[0].Node
+	logFrom := len(c.daemonLog(t, 0))
+	if out, err := c.script(t, time.Minute, "cluster-up", "kill-agent", victim); err != nil {
+		t.Fatalf("kill-agent %s: %v %s", victim, err, out)
+	}
+	back := false
+	t.Cleanup(func() {
+		if !back { // the test failed first: leave the cluster whole
+			c.script(t, time.Minute, "cluster-up", "start-agent", victim)
+		}
+	})
+	silenced := time.Now()
+	// The job read first, then the node: a node still suspect now was
+	// suspect when the job was read, so the job must not be degraded
+	// yet. (Suspect lasts down_after, many of these looks.)
+	sawSuspect := false
+	waitFor(t, victim+" to go down", 60*time.Second, func() bool {
+		jv := c.rsaJob(t, id)
+		switch c.agentState(t, victim) {
+		case "suspect":
+			sawSuspect = true
+			if slices.Contains(jv.Lost, victim) {
+				t.Fatalf("the job is degraded (lost %v) while %s is only suspect", jv.Lost, victim)
+			}
+		case "down":
+			return true
+		}
+		return false
+	})
+	t.Logf("%s's agent killed: down %.1fs later (suspect seen before: %v)", victim, time.Since(silenced).Seconds(), sawSuspect)
+	// The daemon's own account, which no look can miss: suspect first,
+	// then lost after down_after of silence.
+	log := c.daemonLog(t, logFrom)
+	suspect := strings.Index(log, `msg="agent not answering" node=`+victim+" ")
+	lost := regexp.MustCompile(`msg="node lost: its agent has not answered for ([^"]+)" node=` + regexp.QuoteMeta(victim) + " ").FindStringSubmatchIndex(log)
+	switch {
+	case suspect < 0 || lost == nil:
+		t.Errorf("rsa serve's log does not say %s went suspect (%v), then was lost for its silence (%v):\n%s", victim, suspect >= 0, lost != nil, log)
+	case suspect > lost[0]:
+		t.Errorf("rsa serve's log says %s was lost before it went suspect:\n%s", victim, log)
+	default:
+		if silent, err := time.ParseDuration(log[lost[2]:lost[3]]); err != nil || silent < pollDownAfter {
+			t.Errorf("rsa serve lost %s after %s of silence, not cluster.down_after (%s) at least", victim, log[lost[2]:lost[3]], pollDownAfter)
+		}
+	}
+	if m := c.metrics(t); !strings.Contains(m, fmt.Sprintf(`rsa_agent_state{node=%q,role="storage",state="down"} 1`, victim)) {
+		t.Errorf("the metrics do not show %s down", victim)
+	}
+	waitFor(t, "the job's record to name "+victim, 60*time.Second, func() bool {
+		return slices.Contains(c.rsaJob(t, id).Lost, victim)
+	})
+	if jv := c.rsaJob(t, id); jv.State != "RUNNING" || jv.RSA != "INUSE_IN" {
+		t.Errorf("the job is %s/%s after losing %s, not running on its input, degraded", jv.State, jv.RSA, victim)
+	}
+	if sl := c.stageLog(t, j.ID); !namesLoss(sl, victim) {
+		t.Errorf("the job's log does not say %s was lost:\n%s", victim, sl)
+	}
+	if out, err := c.script(t, time.Minute, "cluster-up", "start-agent", victim); err != nil {
+		t.Fatalf("start-agent %s: %v %s", victim, err, out)
+	}
+	back = true
+	waitFor(t, victim+" to be up again", 30*time.Second, func() bool { return c.agentState(t, victim) == "up" })
+	letGo(t, w)
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" {
+		t.Errorf("the job read its input from %q, not its RAMDISK", got)
+	}
+	for _, f := range []string{"sums", "sums-after"} {
+		if got := readFile(t, filepath.Join(w, f)); got != sums {
+			t.Errorf("%s: the job read other input than it has on disk", f)
+		}
+	}
+	c.assertNoLeaks(t)
 }

@@ -29,7 +29,10 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
-	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us) })
+	t.Run("FullVolume", func(t *testing.T) { testFullVolumeAlone(t, c, us, false) })
+	if testutil.Long() {
+		t.Run("FullVolumeSoak", func(t *testing.T) { testFullVolumeAlone(t, c, us, true) })
+	}
 	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("GlusterdRestarted", func(t *testing.T) { testGlusterdRestarted(t, c, us[0]) })
@@ -271,17 +274,32 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 }
 
 // TestGlusterPoll: the polling adapter (the thesis' integration) across
-// hosts: a 2-node job, pending behind another, is staged in while it
-// waits; it reads its input on both compute hosts and its output is
-// staged out. On cluster 5, beside the other Gluster tests (see
+// hosts, on cluster 5, beside the other Gluster tests (see
 // TestGlusterNodeLosses): alone, before them, it added half a minute to
-// make test.
+// make test. Its cluster is the one that checks the emulated cluster came
+// up whole, first, and the one where an agent's silence reaches
+// cluster.down_after (8 s here, against 30 s by default), last: no other
+// test of its shares either.
 func TestGlusterPoll(t *testing.T) {
 	// A user of its own, made before t.Parallel (useradd takes a lock and
 	// does not wait for it): the user's maker removes it when it ends.
 	u := testutil.EnsureNamedUser(t, testutil.TestUserName()+"-6")
 	t.Parallel()
-	c := startCluster(t, "RSA_CLUSTER_ID=5", "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_CAPACITY=256M", "RSA_CLUSTER_LEAD=0")
+	c := startCluster(t, "RSA_CLUSTER_ID=5", "RSA_CLUSTER_MODE=poll", "RSA_CLUSTER_CAPACITY=256M", "RSA_CLUSTER_LEAD=0",
+		"RSA_CLUSTER_DOWN_AFTER="+pollDownAfter.String())
+	t.Run("Up", func(t *testing.T) { testUp(t, c, u) })
+	t.Run("StagedInWhilePending", func(t *testing.T) { testStagedInWhilePending(t, c, u) })
+	t.Run("AgentSilentPastDownAfter", func(t *testing.T) { testAgentSilentPastDownAfter(t, c, u) })
+}
+
+// pollDownAfter is TestGlusterPoll's cluster.down_after: short, since its
+// test waits it out, and 8 heartbeats long.
+const pollDownAfter = 8 * time.Second
+
+// testStagedInWhilePending: a 2-node job, pending behind another, is
+// staged in while it waits; it reads its input on both compute hosts and
+// its output is staged out.
+func testStagedInWhilePending(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "poll")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
 	sums := fill(t, u, in, 10, 64<<10)
@@ -333,8 +351,12 @@ findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs-$(hostname); echo from $(h
 }
 
 // testFullVolumeAlone: two jobs whose volumes share RSA hosts; one fills
-// its volume to ENOSPC, the other's output is whole.
-func testFullVolumeAlone(t *testing.T, c *cluster, us []testutil.User) {
+// its volume to ENOSPC, the other's output is whole. A full tmpfs brick
+// fails Gluster's brick health check (docs/failures.md), so job volumes
+// run without it: glusterd must say so. With soak (make test-long) the
+// full volume is kept full past the check's 30 s period, and its files are
+// all still there.
+func testFullVolumeAlone(t *testing.T, c *cluster, us []testutil.User, soak bool) {
 	var ids [2]string
 	var dirs [2]string
 	for i, u := range us {
@@ -347,11 +369,13 @@ func testFullVolumeAlone(t *testing.T, c *cluster, us []testutil.User) {
 		work := fmt.Sprintf(`while [ ! -e %[2]s/go ]; do sleep 0.2; done
 head -c 20000000 /dev/urandom > %[1]s/data; sha256sum < %[1]s/data > %[2]s/sum`, out, w)
 		if i == 0 {
-			// Full, and kept full past a brick health check's
-			// 30 s, which on a full tmpfs would take the bricks
-			// down; then the files are still all there.
+			// Full, then (soaked) kept full; then it lists what it has.
+			wait := ""
+			if soak {
+				wait = "sleep 35; "
+			}
 			work = fmt.Sprintf(`i=0; while head -c 10000000 /dev/zero > %[1]s/fill-$i 2> %[2]s/err; do i=$((i+1)); [ $i -lt 100 ] || break; done; echo $i > %[2]s/count
-sleep 35; ls %[1]s > %[2]s/after 2>&1`, out, w)
+%[3]sls %[1]s > %[2]s/after 2>&1`, out, w, wait)
 		}
 		job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
@@ -372,6 +396,9 @@ exit 0
 		for _, p := range j.Alloc {
 			hosts[i] = append(hosts[i], p.Node)
 		}
+		if v := c.volumeOption(t, j.Alloc[0].Node, volumeOf(j), "storage.health-check-interval"); v != "0" {
+			t.Errorf("job %d's volume %s has storage.health-check-interval %s, want 0 (off)", i, volumeOf(j), v)
+		}
 	}
 	shared := false
 	for _, a := range hosts[0] {
@@ -386,8 +413,8 @@ exit 0
 		t.Fatal(err)
 	}
 	for i, id := range ids {
-		// The filling job writes 600M through FUSE and then sleeps
-		// 35 s: with four clusters on two cores that took 115 s once.
+		// The filling job writes 600M through FUSE (and soaked, sleeps
+		// 35 s): with four clusters on two cores that took 115 s once.
 		c.waitJob(t, id, 240*time.Second, "COMPLETED")
 		c.waitRSA(t, id, 120*time.Second, "RELEASED")
 		if got := strings.TrimSpace(readFile(t, filepath.Join(dirs[i], "outfs"))); got != "fuse.glusterfs" {
@@ -402,7 +429,7 @@ exit 0
 		t.Fatalf("the filling job wrote %d files of 10 MB into 600M (%v)", n, err)
 	}
 	if after := strings.Fields(readFile(t, filepath.Join(dirs[0], "after"))); len(after) < n {
-		t.Errorf("35 s after filling its volume the job saw %d files of its %d: %q", len(after), n, after)
+		t.Errorf("its volume full (soaked: %v), the job saw %d files of its %d: %q", soak, len(after), n, after)
 	}
 	for k := range n {
 		p := filepath.Join(dirs[0], "out", fmt.Sprintf("fill-%d", k))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,11 +23,22 @@ import (
 // goes on.
 //
 // The Gluster tests run side by side on clusters of their own (1 to 5;
-// go test's -parallel 4 in make test starts TestGlusterPoll, the shortest,
-// once one of the others ends): most of their time is spent waiting for
-// timeouts to reveal a loss, so together they take little more than the
-// longest alone. Each has users of its own: the job directories are
-// named by test, not by cluster.
+// make test runs two at a time, scripts/go-test.sh): most of their time is
+// spent waiting for timeouts to reveal a loss, so together they take
+// little more than the longest alone. Each has users of its own: the job
+// directories are named by test, not by cluster.
+//
+// make test runs, of the 3 losses × 3 phases, a Latin square on each
+// volume type: each loss kind once and each phase once per volume type,
+// the two squares pairing them differently (distribute: brick killed at
+// stage-out, reboot during stage-in, link down while running; replica 2:
+// link down at stage-out, brick killed during stage-in, reboot while
+// running). So every loss kind, every phase and every volume type is
+// covered, each loss kind in two phases and each phase by two loss kinds,
+// in 6 jobs instead of 18. Replica2/RebootDuringStageIn runs as well: a
+// loss found as the stage-in ends, which must leave the job READY on its
+// replicas, never torn down under a job Slurm may be starting. make
+// test-long runs all 18.
 func TestGlusterNodeLosses(t *testing.T) {
 	// Before t.Parallel: useradd takes a lock and does not wait for it.
 	us := []testutil.User{
@@ -49,17 +61,27 @@ func TestGlusterNodeLosses(t *testing.T) {
 			for _, s := range []struct {
 				name string
 				test func(*testing.T, *cluster, testutil.User, bool)
+				// In make test on a distribute volume, on replica 2;
+				// the rest in make test-long alone.
+				distribute, replica bool
 			}{
-				{"BrickKilledAtStageOut", testBrickKilledAtStageOut},
-				{"RebootAtStageOut", testRebootAtStageOut},
-				{"LinkDownAtStageOut", testLinkDownAtStageOut},
-				{"RebootDuringStageIn", lossDuringStageIn(lossReboot)},
-				{"BrickKilledDuringStageIn", lossDuringStageIn(lossBrick)},
-				{"LinkDownDuringStageIn", lossDuringStageIn(lossLink)},
-				{"RebootWhileRunning", lossWhileRunning(lossReboot)},
-				{"BrickKilledWhileRunning", lossWhileRunning(lossBrick)},
-				{"LinkDownWhileRunning", lossWhileRunning(lossLink)},
+				{"BrickKilledAtStageOut", testBrickKilledAtStageOut, true, false},
+				{"RebootAtStageOut", testRebootAtStageOut, false, false},
+				{"LinkDownAtStageOut", testLinkDownAtStageOut, false, true},
+				{"RebootDuringStageIn", lossDuringStageIn(lossReboot), true, true},
+				{"BrickKilledDuringStageIn", lossDuringStageIn(lossBrick), false, true},
+				{"LinkDownDuringStageIn", lossDuringStageIn(lossLink), false, false},
+				{"RebootWhileRunning", lossWhileRunning(lossReboot), false, true},
+				{"BrickKilledWhileRunning", lossWhileRunning(lossBrick), false, false},
+				{"LinkDownWhileRunning", lossWhileRunning(lossLink), true, false},
 			} {
+				inMakeTest := s.distribute
+				if volume.replica {
+					inMakeTest = s.replica
+				}
+				if !inMakeTest && !testutil.Long() {
+					continue
+				}
 				t.Run(s.name, func(t *testing.T) { s.test(t, c, u, volume.replica) })
 			}
 		})
@@ -399,10 +421,10 @@ func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 // testLossDuringStageIn: one of a job's RSA hosts loses its part of the
 // RAMDISK (how) while the job's input is staged in. The stage-in's check,
 // the daemon's probe of the control host's client or the heartbeat finds
-// it: the stage-in stops, what is left is torn down (a silent node's part
-// a debt), the job is assigned anew and its input staged in again. Under
-// replica 2 the other copy may carry the stage-in through. Either way the
-// job reads every input file, by content, from its RAMDISK.
+// it. Distribute: the stage-in stops, what is left is torn down (a silent
+// node's part a debt), the job is assigned anew and its input staged in
+// again. Replica 2: the other copy holds every file, and the job reads its
+// input whole from its RAMDISK, the loss reported once.
 func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
 	w := workDir(t, u, "stagein")
 	in := filepath.Join(w, "in")
@@ -431,26 +453,60 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	})
 	t.Logf("%s: %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
 	c.waitJob(t, id, 180*time.Second, "COMPLETED")
-	t.Logf("the job ran, its input whole in RAM, %.1fs after that", time.Since(lost).Seconds())
+	t.Logf("the job ran %.1fs after that", time.Since(lost).Seconds())
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
-	log := c.rsa(t, "log", fmt.Sprint(j.ID))
-	// A loss found only as the job starts leaves it its input on disk.
-	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" && !strings.Contains(log, "the job reads its input from disk") {
-		t.Errorf("the job read its input from %q, not from its RAMDISK, and its log does not say why:\n%s", got, log)
+	log, stageLog := c.rsa(t, "log", fmt.Sprint(j.ID)), c.stageLog(t, j.ID)
+	infs := strings.TrimSpace(readFile(t, filepath.Join(w, "infs")))
+	if replica {
+		// Every file is on the other copy: wherever the loss is found
+		// (during the copy, by the stage-in's check as it ends, or in
+		// READY, which the RAMDISK keeps, degraded), the job reads its
+		// input from RAM, and the loss is reported once: a second
+		// report of the same node is a duplicate, and one that tore the
+		// RAMDISK down under a job Slurm was starting is the READY race.
+		if infs != "fuse.glusterfs" {
+			t.Errorf("the job read its input from %q, not from its RAMDISK, though the other copy held every file:\n%s", infs, log)
+		}
+		if n := lossReports(stageLog, victim); n != 1 {
+			t.Errorf("the job's log reports the loss of %s %d times, want once:\n%s", victim, n, stageLog)
+		}
+	} else {
+		// Two outcomes are right. The loss found before READY (the
+		// stage-in's check, the heartbeat during the copy) has the
+		// RAMDISK rebuilt and the input staged in again: the job reads
+		// from RAM. Found only in READY, as the copy was done, the
+		// RAMDISK lost files and is never mounted: a job Slurm starts
+		// meanwhile reads its input from disk, and its log says so.
+		// Never does it read a listing with files missing.
+		if infs != "fuse.glusterfs" && !strings.Contains(log, "the job reads its input from disk") {
+			t.Errorf("the job read its input from %q, not from its RAMDISK, and its log does not say why:\n%s", infs, log)
+		}
+		if !namesLoss(log, victim) {
+			t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
+		}
 	}
 	if got := readFile(t, filepath.Join(w, "sums")); got != sums {
 		t.Errorf("the job read other input than it has on disk (%d bytes of sums, want %d)", len(got), len(sums))
-	}
-	// Under replica 2 the other copy may serve the whole job before
-	// anything notices.
-	if !replica && !namesLoss(log, victim) {
-		t.Errorf("the job's log does not say %s was lost:\n%s", victim, log)
 	}
 	if how == lossLink {
 		// What the teardown left there is removed once it answers.
 		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
 	}
 	c.assertNoLeaks(t)
+}
+
+// lossReports counts the lines of a job's staging log that report node's
+// part of its RAMDISK lost or out of reach: the stage-in's check, the
+// heartbeat, the probe, the mount's. A teardown's note that it leaves the
+// part there as a debt (the node silent) reports nothing new.
+func lossReports(stageLog, node string) int {
+	n := 0
+	for _, l := range strings.Split(stageLog, "\n") {
+		if _, msg, ok := strings.Cut(l, " "); ok && namesLoss(msg, node) && !strings.HasPrefix(msg, "teardown: ") {
+			n++
+		}
+	}
+	return n
 }
 
 // namesLoss: a job's log says node's part of its RAMDISK was lost or out
@@ -543,15 +599,34 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 	w := workDir(t, u, "fence")
 	out := filepath.Join(w, "out")
 	id, j := c.dataJob(t, u, w, "#SBATCH -w c1", 1000000)
-	// A writer left behind on c1, its file open before the fence.
-	wlog := filepath.Join(w, "writer.log")
-	writer := testutil.Command(t, filepath.Join(c.root, "scripts", "cluster-up"), "exec", "c1", "sh", "-c",
-		fmt.Sprintf(`exec 3>>%s/late; i=0; while [ $i -lt 600 ]; do if echo $i >&3; then echo ok $i; else echo fail $i; fi; i=$((i+1)); sleep 0.1; done > %s 2>&1`, j.Ramdisk, wlog))
+	// A writer left behind on c1, its file open before the fence. It
+	// writes until the test has read what it saw (w/stop): a fixed number
+	// of writes could end before the fence on a loaded machine.
+	// Not testutil.Command, which ends it after 90 s.
+	wlog, stop := filepath.Join(w, "writer.log"), filepath.Join(w, "stop")
+	writer := exec.Command(filepath.Join(c.root, "scripts", "cluster-up"), "exec", "c1", "sh", "-c",
+		fmt.Sprintf(`exec 3>>%s/late; i=0; while [ ! -e %s ]; do if echo $i >&3; then echo ok $i; else echo fail $i; fi; i=$((i+1)); sleep 0.1; done > %s 2>&1`, j.Ramdisk, stop, wlog))
 	writer.Env = c.env
+	writer.WaitDelay = 5 * time.Second
 	if err := writer.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { writer.Process.Kill(); writer.Wait() })
+	writerDone := make(chan struct{})
+	go func() { writer.Wait(); close(writerDone) }()
+	// stopWriter has the writer end by itself, or kills it if a write
+	// hangs; idempotent.
+	stopWriter := func() {
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Error(err)
+		}
+		select {
+		case <-writerDone:
+		case <-time.After(30 * time.Second):
+			writer.Process.Kill()
+			<-writerDone
+		}
+	}
+	t.Cleanup(stopWriter)
 	waitFor(t, "the writer's first write", 30*time.Second, func() bool {
 		b, _ := os.ReadFile(wlog)
 		return strings.Contains(string(b), "ok 0")
@@ -570,6 +645,7 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 	t.Logf("c1 cut off at stage-out: fenced, staged out and released %.1fs after the job ended", time.Since(ended).Seconds())
 	checkData(t, w)
 	time.Sleep(time.Second) // a few more tries of the writer
+	stopWriter()
 	var oks []string
 	failed := false
 	for _, l := range strings.Split(readFile(t, wlog), "\n") {
@@ -595,8 +671,6 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "compute node c1 out of reach") {
 		t.Errorf("the job's log does not say c1 was fenced:\n%s", log)
 	}
-	writer.Process.Kill()
-	writer.Wait()
 	c.exec(t, "c1", "nft", "delete", "table", "inet", "rsafence")
 	waitFor(t, "c1's agent to answer again", 30*time.Second, func() bool {
 		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 1`)

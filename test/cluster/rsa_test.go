@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,4 +213,134 @@ func (c *cluster) metrics(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// stageLog is the staging log of RSA job rid as 'rsa log' shows it: the
+// lines the daemon and the job's staging programs wrote, without the
+// job's events (whose messages repeat the reasons of some of those lines).
+func (c *cluster) stageLog(t *testing.T, rid int64) string {
+	t.Helper()
+	var l struct {
+		StageLog string `json:"stage_log"`
+	}
+	if err := json.Unmarshal([]byte(c.rsa(t, "log", "--json", fmt.Sprint(rid))), &l); err != nil {
+		t.Fatalf("rsa log --json %d: %v", rid, err)
+	}
+	return l.StageLog
+}
+
+// volumeOption is the value glusterd on host gives vol's option opt
+// (gluster volume get), without the "(DEFAULT)" it may add.
+func (c *cluster) volumeOption(t *testing.T, host, vol, opt string) string {
+	t.Helper()
+	out := c.exec(t, host, "gluster", "--mode=script", "volume", "get", vol, opt)
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == opt {
+			return f[1]
+		}
+	}
+	t.Fatalf("gluster volume get %s %s on %s names no value:\n%s", vol, opt, host, out)
+	return ""
+}
+
+// signal sends sig to the process cluster-up started as name, by the pid
+// its pid file records ($DIR/pids/NAME: "PID STARTTIME", as cluster-up's
+// start writes it; every host shares the machine's pid namespace). A pid
+// whose start time differs is another process now: an error, as is one
+// that is gone.
+func (c *cluster) signal(name string, sig syscall.Signal) error {
+	b, err := os.ReadFile(filepath.Join(c.dir, "pids", name))
+	if err != nil {
+		return fmt.Errorf("no pid of %s: %w", name, err)
+	}
+	var pid int
+	var started string
+	if _, err := fmt.Sscan(string(b), &pid, &started); err != nil {
+		return fmt.Errorf("pid file of %s: %q: %w", name, b, err)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Errorf("%s (pid %d) does not run: %w", name, pid, err)
+	}
+	// Field 22, the start time; the command (field 2) may hold spaces.
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndex(s, ") ")+2:])
+	if len(f) < 20 || f[19] != started {
+		return fmt.Errorf("%s (pid %d) does not run: that pid is another process now", name, pid)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("signalling %s (pid %d): %w", name, pid, err)
+	}
+	return nil
+}
+
+// freezeGlusterd stops glusterd on every RSA host (SIGSTOP). Every gluster
+// command an agent runs then waits for it (the CLI gives up after two
+// minutes), so an action that makes, changes or deletes a volume cannot
+// finish; the bricks and the clients, processes of their own, serve on.
+// thaw lets glusterd go on (SIGCONT); a cleanup thaws too.
+func (c *cluster) freezeGlusterd(t *testing.T) (thaw func()) {
+	t.Helper()
+	thaw = func() {
+		for _, h := range c.storage {
+			if err := c.signal("glusterd-"+h, syscall.SIGCONT); err != nil {
+				t.Errorf("thawing glusterd on %s: %v", h, err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
+	for _, h := range c.storage {
+		if err := c.signal("glusterd-"+h, syscall.SIGSTOP); err != nil {
+			t.Fatalf("freezing glusterd on %s: %v", h, err)
+		}
+	}
+	return thaw
+}
+
+// daemonLog is rsa serve's log (stderr) from byte offset from on: every
+// run of it on this cluster, appended.
+func (c *cluster) daemonLog(t *testing.T, from int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.dir, "log", "rsa.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from > len(b) {
+		t.Fatalf("rsa serve's log is %d bytes, shorter than before (%d)", len(b), from)
+	}
+	return string(b[from:])
+}
+
+// clusterSetting is the value of key in the [cluster] table of rsa
+// serve's config as cluster-up wrote it ("" if absent), unquoted.
+func (c *cluster) clusterSetting(t *testing.T, key string) string {
+	t.Helper()
+	in := false
+	for _, l := range strings.Split(readFile(t, c.rsaConf), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			in = l == "[cluster]"
+			continue
+		}
+		if k, v, ok := strings.Cut(l, "="); in && ok && strings.TrimSpace(k) == key {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+// agentState is node's state as rsa nodes gives it: "up", "suspect" or
+// "down" ("" for a node without an agent).
+func (c *cluster) agentState(t *testing.T, node string) string {
+	t.Helper()
+	var nodes struct{ Nodes []api.NodeView }
+	if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Nodes {
+		if n.Name == node && n.Agent != nil {
+			return n.Agent.State
+		}
+	}
+	return ""
 }

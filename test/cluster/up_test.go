@@ -11,14 +11,12 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
-// TestClusterUp: the emulated cluster comes up whole (rsa serve aside):
-// the RSA hosts form one trusted pool, the compute hosts are idle Slurm
-// nodes, each host has its own name, and a user's job runs on both compute
-// hosts.
-func TestClusterUp(t *testing.T) {
-	u := testutil.EnsureUser(t) // before the cluster: it goes after cluster-down
-	c := startCluster(t, "RSA_CLUSTER_NO_RSA=1")
-
+// testUp: the emulated cluster came up whole: the RSA hosts form one
+// trusted pool, the compute hosts are idle Slurm nodes, each host has its
+// own name, and a user's job runs on both compute hosts. Run first on a
+// cluster no job has used yet (every compute host idle); it holds with rsa
+// serve up or not, so it needs no cluster of its own.
+func testUp(t *testing.T, c *cluster, u testutil.User) {
 	for _, h := range c.storage {
 		if n := c.connectedPeers(t, h); n != len(c.storage) {
 			t.Errorf("gluster pool list on %s: %d connected peers, want %d", h, n, len(c.storage))
@@ -33,7 +31,8 @@ func TestClusterUp(t *testing.T) {
 		}
 	}
 
-	out := filepath.Join(u.Home, "cluster-up.%j.out")
+	w := workDir(t, u, "up")
+	out := filepath.Join(w, "hostname.%j.out")
 	id := c.sbatch(t, u, "-N", "2", "-o", out, "--wrap", "srun hostname")
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	b, err := os.ReadFile(strings.ReplaceAll(out, "%j", id))
