@@ -64,6 +64,12 @@ type Mover struct {
 	// readAhead, if set, replaces the archive read-ahead's bound
 	// (readAhead), for tests that make its readers wait.
 	readAhead int64
+	// chunkCopied, if set, is called as each chunk of a chunked file is
+	// in place, with the file's path below SRC, how many lanes copy the
+	// file, the lane that copied the chunk and the chunk's index: tests
+	// see which files are chunked and that Lanes sets the lanes. It may
+	// be called from several goroutines at once.
+	chunkCopied func(rel string, lanes, lane, chunk int64)
 }
 
 // EntryError is one entry that could not be copied.
@@ -624,6 +630,9 @@ func (r *copyRun) copyOpen(d *dirNode, srcFd int, name, rel string, st *unix.Sta
 			for i := lane; i < n && err == nil; i += lanes {
 				off := i * r.chunk
 				err = f.copyRange(off, min(r.chunk, st.Size-off), false)
+				if err == nil && r.m.chunkCopied != nil {
+					r.m.chunkCopied(f.rel, lanes, lane, i)
+				}
 			}
 			f.chunkDone(err)
 		})

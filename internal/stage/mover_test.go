@@ -230,7 +230,7 @@ func TestMoverSocketsSkippedWithWarning(t *testing.T) {
 	fd, _ := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: filepath.Join(src, "sock")}); err != nil {
-		t.Skip("cannot make a socket here:", err)
+		testutil.CannotRun(t, "cannot make a socket here: %v", err)
 	}
 	var warned []string
 	_, err := (&Mover{Warn: func(p, why string) { warned = append(warned, p+": "+why) }}).Copy(context.Background(), src, dst)
@@ -758,7 +758,10 @@ func TestProgressTotalsCountedOnce(t *testing.T) {
 
 // TestMoverChunkLanes copies large files into tmpfs in chunks, one lane a
 // file (tmpfs' own choice) and several, also more lanes than chunks: every
-// lane's chunks land at their offsets and the file is finished once.
+// lane's chunks land at their offsets and the file is finished once. Each
+// file at least BigFile is copied chunk by chunk, every chunk once, in as
+// many lanes as Lanes asks (no more than it has chunks), lane i taking
+// every lanes-th chunk from chunk i; a smaller file is copied whole.
 func TestMoverChunkLanes(t *testing.T) {
 	fss := fileSystems(t)
 	var fs unix.Statfs_t
@@ -780,14 +783,63 @@ func TestMoverChunkLanes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const chunk, big = 1 << 20, 4 << 20
+	// One copy of a chunk: how many lanes its file went in, and which
+	// lane copied it.
+	type chunkCopy struct {
+		lanes, lane int64
+	}
 	for _, lanes := range []int{0, 2, 3, 16} {
 		t.Run(fmt.Sprintf("lanes=%d", lanes), func(t *testing.T) {
 			dst := filepath.Join(fss["tmpfs"], fmt.Sprintf("dst-%d", lanes))
 			os.Mkdir(dst, 0o755)
-			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Lanes: lanes}
+			var mu sync.Mutex
+			copied := map[string]map[int64][]chunkCopy{} // file -> chunk -> its copies
+			m := &Mover{Workers: 4, ChunkSize: chunk, BigFile: big, Lanes: lanes}
+			m.chunkCopied = func(rel string, fileLanes, lane, i int64) {
+				mu.Lock()
+				defer mu.Unlock()
+				if copied[rel] == nil {
+					copied[rel] = map[int64][]chunkCopy{}
+				}
+				copied[rel][i] = append(copied[rel][i], chunkCopy{fileLanes, lane})
+			}
 			st, err := m.Copy(context.Background(), src, dst)
 			if err != nil {
 				t.Fatal(err)
+			}
+			asked := int64(lanes)
+			if lanes == 0 {
+				asked = 1 // tmpfs' own choice, checked above
+			}
+			for name, size := range sizes {
+				chunks := copied[name]
+				if size < big {
+					if len(chunks) > 0 {
+						t.Errorf("%s (%d bytes, below BigFile): copied in %d chunks, want whole", name, size, len(chunks))
+					}
+					continue
+				}
+				n := (int64(size) + chunk - 1) / chunk
+				want := min(asked, n)
+				if int64(len(chunks)) != n {
+					t.Errorf("%s (%d bytes): %d chunks copied, want %d", name, size, len(chunks), n)
+				}
+				lanesUsed := map[int64]bool{}
+				for i := range n {
+					cs := chunks[i]
+					if len(cs) != 1 {
+						t.Errorf("%s: chunk %d copied %d times, want once", name, i, len(cs))
+						continue
+					}
+					if c := cs[0]; c.lanes != want || c.lane != i%want {
+						t.Errorf("%s: chunk %d copied by lane %d of %d, want lane %d of %d", name, i, c.lane, c.lanes, i%want, want)
+					}
+					lanesUsed[cs[0].lane] = true
+				}
+				if int64(len(lanesUsed)) != want {
+					t.Errorf("%s: %d lanes copied its chunks, want %d", name, len(lanesUsed), want)
+				}
 			}
 			if st.Files != int64(len(sizes)) {
 				t.Errorf("%d files copied, want %d", st.Files, len(sizes))

@@ -27,6 +27,7 @@ import (
 // rsa serve refuses a node capacity the host's RAM cannot hold, naming
 // both sizes and the key to change, before it creates anything.
 func TestServeRefusesMoreRAMThanTheHostHas(t *testing.T) {
+	t.Parallel()
 	testutil.RequireRoot(t)
 	dir := testutil.TempDir(t)
 	cfg := filepath.Join(dir, "rsa.toml")
@@ -49,6 +50,7 @@ func TestServeRefusesMoreRAMThanTheHostHas(t *testing.T) {
 // A job argument may be a Slurm job id (slurm:ID); a plain number that is
 // no RSA job says so.
 func TestJobArgumentsTakeSlurmIDs(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	for _, c := range []struct{ args, want []string }{
 		{[]string{"retry", "99"}, []string{"job 99", "write slurm:99"}},
@@ -68,6 +70,7 @@ func TestJobArgumentsTakeSlurmIDs(t *testing.T) {
 // rsa version is a health check: exit 0 while the daemon answers, 1 when
 // it does not.
 func TestVersionIsAHealthCheck(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	if out, _, err := e.rsa(false, "version"); err != nil || !strings.Contains(out, "rsa daemon ") {
 		t.Fatalf("version with the daemon up: %v %q", err, out)
@@ -85,6 +88,7 @@ func TestVersionIsAHealthCheck(t *testing.T) {
 // waits, saying why), the drain outlives a restart, only root may drain,
 // and undrain lets the waiting job in.
 func TestDrain(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	if _, stderr, err := e.rsa(false, "drain", "local", "--reason", "x"); err == nil || !strings.Contains(stderr, "only root") {
 		t.Fatalf("a user drained a node: %v %q", err, stderr)
@@ -98,16 +102,15 @@ func TestDrain(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o1"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
 	if out, stderr, err := e.rsa(true, "drain", "local", "--reason", "memory test"); err != nil || !strings.Contains(out, "draining (memory test, by root") {
 		t.Fatalf("drain: %v %q %q", err, out, stderr)
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 2 to wait for the drained node", func() bool { return strings.Contains(e.job(2).Waiting, "1 of 1 RSA nodes drained") })
-	e.rsa(false, "cancel", "1")
-	e.rsa(false, "wait", "1")
+	waitFor(t, "job 2 to wait for the drained node", step, func() bool { return strings.Contains(e.job(2).Waiting, "1 of 1 RSA nodes drained") })
+	e.cancelAndWait(false, 1)
 	// The drain is kept across a restart; the empty node is "drained".
 	e.kill(syscall.SIGTERM)
 	e.start()
@@ -120,10 +123,20 @@ func TestDrain(t *testing.T) {
 	if out, stderr, err := e.rsa(true, "undrain", "local"); err != nil || !strings.Contains(out, "local: up") {
 		t.Fatalf("undrain: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, "job 2 ready after undrain", func() bool { return e.job(2).RSA == lifecycle.Ready })
-	e.rsa(false, "cancel", "2")
-	e.rsa(false, "wait", "2")
+	waitFor(t, "job 2 ready after undrain", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	e.cancelAndWait(false, 2)
 	e.noLeaks()
+}
+
+// cancelAndWait cancels job id and waits for its end, as its user or as
+// root; either failing fails the test.
+func (e *env) cancelAndWait(root bool, id int) {
+	e.t.Helper()
+	for _, verb := range []string{"cancel", "wait"} {
+		if stdout, stderr, err := e.rsa(root, verb, itoa(id)); err != nil {
+			e.t.Fatalf("rsa %s %d: %v\n%s%s", verb, id, err, stdout, stderr)
+		}
+	}
 }
 
 // Without a scheduler and without --capacity, rsa run sizes the RAMDISK
@@ -131,6 +144,7 @@ func TestDrain(t *testing.T) {
 // in RAM (before: the proportion rule left it on disk). A capacity no RSA
 // node can ever hold is refused before anything happens.
 func TestRunSizesByInput(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `output_headroom = "16M"`)
 	in, out := e.mkdir("in"), e.mkdir("out")
 	e.fill(in, 3, 1<<20)
@@ -156,6 +170,7 @@ func TestRunSizesByInput(t *testing.T) {
 // A job's history belongs to the account, not to the bare uid: a new
 // account given a deleted account's uid reads none of its jobs.
 func TestHistoryBoundToTheAccount(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	// Accounts of this test's own, made and removed here (the removal is
 	// the point).
@@ -164,8 +179,8 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 		exec.Command("userdel", n).Run() // left by a killed run
 		t.Cleanup(func() { exec.Command("userdel", n).Run() })
 	}
-	if b, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", "--user-group", name).CombinedOutput(); err != nil {
-		t.Fatalf("useradd: %v %s", err, b)
+	if _, err := addUser(name, "--no-create-home"); err != nil {
+		t.Fatal(err)
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -178,14 +193,22 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 	if b, err := e.as(gone, rsaBin, "--config", e.cfg, "submit", "--out", out, "--capacity", "16M").CombinedOutput(); err != nil {
 		t.Fatalf("submit: %v %s", err, b)
 	}
-	e.rsa(true, "cancel", "1")
-	e.rsa(true, "wait", "1")
-	// The account goes; another is made with its uid.
-	if b, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
-		t.Fatalf("userdel: %v %s", err, b)
+	e.cancelAndWait(true, 1)
+	// The control: while the account lives, its uid reads the job's log
+	// and sees its paths. Refused below, the uid is refused as the new
+	// account, not as anyone.
+	if b, err := e.as(gone, rsaBin, "--config", e.cfg, "log", "1").CombinedOutput(); err != nil || !strings.Contains(string(b), "submitted by "+name) {
+		t.Fatalf("the account cannot read its own job's log: %v %s", err, b)
 	}
-	if b, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", "--uid", fmt.Sprint(gone.UID), heir).CombinedOutput(); err != nil {
-		t.Fatalf("useradd: %v %s", err, b)
+	if b, err := e.as(gone, rsaBin, "--config", e.cfg, "status", "--all", "--json").CombinedOutput(); err != nil || !strings.Contains(string(b), out) {
+		t.Fatalf("the account does not see its own job's paths: %v %s", err, b)
+	}
+	// The account goes; another is made with its uid.
+	if err := removeUser(name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := addUser(heir, "--no-create-home", "--uid", fmt.Sprint(gone.UID)); err != nil {
+		t.Fatal(err)
 	}
 	b, err := e.as(gone, rsaBin, "--config", e.cfg, "log", "1").CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "belongs to "+name) {
@@ -201,6 +224,7 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 // with its events and its log; a younger one and a job that waits for an
 // administrator stay (issue 16, point 11).
 func TestHistoryRetention(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `history_retention = "1h"`)
 	// Job 1 runs and stages out (so it has a log); job 2 is cancelled.
 	if b := e.runBG("--out", e.mkdir("o1"), "--capacity", "16M", "--", e.script("job.sh", "true\n")); b.wait(t) != 0 {
@@ -256,6 +280,7 @@ func TestHistoryRetention(t *testing.T) {
 // point 3). Before, the job said its output was "kept in RAM" and its RAM
 // stayed allocated until a discard.
 func TestRebootLosesRamdisk(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	out := e.mkdir("out")
 	so := e.script("so.sh", "echo \"archive server unreachable\" >&2; exit 4\n")
@@ -265,14 +290,14 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
-	waitFor(t, "job 1's stage-out to fail", func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
+	waitFor(t, "job 1's stage-out to fail", step, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
 	if j := e.job(1); !strings.Contains(j.Error, "holds 2 files") {
 		t.Errorf("the failed stage-out does not say what RAM holds: %q", j.Error)
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 2 ready", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 ready", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": STAGE_OUT_FAILED: stage-out program")
 
 	e.kill(syscall.SIGKILL)
@@ -290,7 +315,7 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	}
 	e.start()
 
-	waitFor(t, "job 1's output to be reported lost", func() bool { return e.job(1).RSA == lifecycle.OutputLost })
+	waitFor(t, "job 1's output to be reported lost", step, func() bool { return e.job(1).RSA == lifecycle.OutputLost })
 	j := e.job(1)
 	if !strings.Contains(j.Error, "RAMDISK is gone") || !strings.Contains(j.Error, "archive server unreachable") {
 		t.Errorf("job 1's reason does not say what happened: %q", j.Error)
@@ -302,7 +327,7 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	e.logHas(1, "RAMDISK lost", "files only in RAM after the failed stage-out: 2", "result", "second")
 	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": OUTPUT_LOST: its RAMDISK is gone")
 	// Job 2 held nothing unsaved: its RAMDISK is simply built again.
-	waitFor(t, "job 2's RAMDISK to be rebuilt", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	waitFor(t, "job 2's RAMDISK to be rebuilt", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	// Rebuilt once: the lost event starts the construct, and a resume of
 	// the same job would start a second one racing it to the mount point.
 	if log := e.daemonLog(); strings.Contains(log, "job=2 event=resume") {

@@ -3,6 +3,7 @@ package e2e
 // Tests of claims the README and docs make that no other test checked.
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 // A stage-in that runs past limits.stage_timeout is stopped and counts as
 // failed, and rsa run then refuses to run its command on partial input.
 func TestStageTimeoutAndRunRefuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `[limits]
 stage_timeout = "1s"
 `)
@@ -44,6 +46,7 @@ stage_timeout = "1s"
 
 // --out is checked like --in, and input and output must not overlap.
 func TestOutputRefusalsAndOverlap(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in := e.mkdir("in")
 	others := filepath.Join(e.home, "others")
@@ -75,6 +78,7 @@ func TestOutputRefusalsAndOverlap(t *testing.T) {
 // rsa run returns with its command's status as soon as the command ends,
 // while the stage-out still runs; rsa wait then waits for it.
 func TestRunReturnsBeforeStageOut(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	out, ctl := e.mkdir("out"), e.mkdir("ctl")
 	gate := filepath.Join(ctl, "go")
@@ -107,6 +111,7 @@ cp -a "$1/." "$2/"
 // Input files still open at the switch keep the RAMDISK on the input
 // path (UNMOUNT_BUSY); the output then goes to disk, and all is released.
 func TestUnmountBusy(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in, out := e.mkdir("in"), e.mkdir("out")
 	e.fill(in, 1, 10)
@@ -117,8 +122,8 @@ while [ ! -e `+ctl+`/go ]; do sleep 0.05; done
 if ram "$2"; then echo "output in RAM while the input is busy" >&2; exit 10; fi
 echo on-disk > "$2/result"
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "3s", "--", job, in, out)
-	waitFor(t, "UNMOUNT_BUSY", func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.UnmountBusy })
+	b := e.runBG("--in", in, "--out", out, "--delay", switchDelay, "--", job, in, out)
+	waitFor(t, "UNMOUNT_BUSY", step, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.UnmountBusy })
 	e.writeFile(filepath.Join(ctl, "go"), nil, 0o644)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
@@ -133,18 +138,36 @@ echo on-disk > "$2/result"
 	e.noLeaks()
 }
 
-// rsa status --watch redraws until interrupted.
+// rsa status --watch redraws until interrupted: after the first table a
+// second comes (every 2 s; on a loaded box later, so the wait is a step).
 func TestStatusWatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("out")); err != nil {
 		t.Fatal(err, stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), step)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, rsaBin, "--config", e.cfg, "status", "--watch")
-	out, _ := cmd.Output()
-	if n := strings.Count(string(out), "RSA-STATE"); n < 2 {
-		t.Fatalf("status --watch drew %d tables in 5 s, want at least 2:\n%s", n, out)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	tables := 0
+	sc := bufio.NewScanner(stdout)
+	for tables < 2 && sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		tables += strings.Count(sc.Text(), "RSA-STATE")
+	}
+	timedOut := ctx.Err() != nil
+	cancel()
+	cmd.Wait()
+	if tables < 2 {
+		t.Fatalf("status --watch drew %d tables before it ended (killed at the %v deadline: %v), want at least 2:\n%s", tables, step, timedOut, seen.String())
 	}
 	e.rsa(false, "cancel", "1")
 	e.rsa(false, "wait", "1")

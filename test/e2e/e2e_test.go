@@ -19,13 +19,20 @@ import (
 )
 
 // inRAM is shell that fails unless "$1" shows an RSA RAMDISK. Jobs that
-// check their input is in RAM use a switch delay of seconds, so a slow
-// start under load cannot see the input already switched away.
+// check their input is in RAM use switchDelay.
 const inRAM = `ram() { findmnt -n -o FSTYPE,SOURCE --mountpoint "$1" | grep -q '^tmpfs  *rsa-'; }
 waitram() { n=0; until ram "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "$1 never in RAM" >&2; exit 11; }; sleep 0.05; done; }
 `
 
+// switchDelay is the --delay of jobs that read their input in RAM: they do
+// so first thing (a few small files, hashed or held open), and the switch
+// to output must come after that, also when a loaded box starts the job
+// late. Nothing waits on it otherwise: the jobs then wait for their output
+// RAMDISK (waitram) and go on at once.
+const switchDelay = "2s"
+
 func TestRunLifecycle(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in, out := e.mkdir("sim/input"), e.mkdir("sim/results")
 	want := e.fill(in, 64, 4096)
@@ -42,7 +49,7 @@ for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
 mkdir "$2/deep"; echo deep > "$2/deep/x"
 exit 3
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "5s", "--", job, in, out)
+	b := e.runBG("--in", in, "--out", out, "--delay", switchDelay, "--", job, in, out)
 	if code := b.wait(t); code != 3 {
 		t.Fatalf("rsa run exit %d, want the command's 3\n%s", code, b.errb.String())
 	}
@@ -83,6 +90,7 @@ exit 3
 }
 
 func TestBadInputRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	real := e.mkdir("real")
 	link := filepath.Join(e.home, "link")
@@ -158,8 +166,10 @@ func pidGone(t *testing.T, file string) bool {
 // TestKillDaemon kills the daemon with SIGKILL in each phase and restarts
 // it: the job completes, its output arrives intact, nothing leaks.
 func TestKillDaemon(t *testing.T) {
+	t.Parallel()
 	for _, phase := range []string{"stage-in", "running", "stage-out", "built-in stage-out"} {
 		t.Run(phase, func(t *testing.T) {
+			t.Parallel()
 			e := setup(t, "")
 			in, out, ctl := e.mkdir("in"), e.mkdir("out"), e.mkdir("ctl")
 			e.fill(in, 16, 8192)
@@ -167,8 +177,8 @@ func TestKillDaemon(t *testing.T) {
 			orphan, sums := filepath.Join(ctl, "orphan"), filepath.Join(ctl, "sums")
 			pause := `echo $$ > ` + pidf + `; touch ` + started + `; while [ ! -e ` + gate + ` ]; do sleep 0.05; done
 `
-			// A switch delay of seconds: the job checks its input is in RAM.
-			args := []string{"--in", in, "--out", out, "--delay", "5s"}
+			// The job checks its input is in RAM.
+			args := []string{"--in", in, "--out", out, "--delay", switchDelay}
 			files, size := 20, 5000
 			if phase == "built-in stage-out" {
 				files, size = 600, 256<<10 // 150M: a copy long enough to be killed in
@@ -206,25 +216,25 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 				wait = b.waitFor
 			}
 			if phase == "built-in stage-out" {
-				waitFor(t, "the built-in stage-out to copy", func() bool {
+				waitFor(t, "the built-in stage-out to copy", step, func() bool {
 					j, ok := e.maybeJob(1)
 					return ok && j.RSA == lifecycle.StagingOut && j.Progress != nil && j.Progress.Bytes > 0
 				})
 			} else {
-				wait(t, phase+" to pause", func() bool { return exists(started) })
+				wait(t, phase+" to pause", step, func() bool { return exists(started) })
 			}
 			e.kill(syscall.SIGKILL)
 			if phase == "stage-in" || phase == "stage-out" {
-				wait(t, "the staging process to die with the daemon", func() bool { return pidGone(t, pidf) })
+				wait(t, "the staging process to die with the daemon", step, func() bool { return pidGone(t, pidf) })
 			}
 			os.Remove(started)
 			e.start()
 			if phase == "stage-in" || phase == "stage-out" {
 				// The interrupted phase runs again from its start.
-				wait(t, phase+" to be resumed", func() bool { return exists(started) })
+				wait(t, phase+" to be resumed", step, func() bool { return exists(started) })
 			}
 			if phase == "stage-in" {
-				waitFor(t, "the previous daemon's staging grandchild to be killed", func() bool { return pidGone(t, orphan) })
+				waitFor(t, "the previous daemon's staging grandchild to be killed", step, func() bool { return pidGone(t, orphan) })
 			}
 			if phase == "built-in stage-out" && !strings.Contains(e.daemonLog(), "rsa=STAGING_OUT") {
 				t.Fatalf("the daemon did not die during the stage-out (nothing to resume):\n%s", e.daemonLog())
@@ -258,6 +268,7 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 }
 
 func TestStageOutFailureKeepsOutput(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	out := e.mkdir("out")
 	allow := filepath.Join(e.mkdir("ctl"), "allow")
@@ -330,6 +341,7 @@ cp -a "$1/." "$2/"
 }
 
 func TestGCAtStart(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	e.kill(syscall.SIGTERM)
 	stray := filepath.Join(e.root, "999", "ram")
@@ -354,13 +366,14 @@ func TestGCAtStart(t *testing.T) {
 // TestClientKilled: SIGKILL of `rsa run` ends its command and its job; the
 // output written so far is staged out.
 func TestClientKilled(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	out := e.mkdir("out")
 	ready := filepath.Join(e.mkdir("ctl"), "ready")
 	job := e.script("job.sh", inRAM+`waitram "$1"; echo partial > "$1/checkpoint"; touch `+ready+`; exec sleep 300
 `)
 	b := e.runBG("--out", out, "--", job, out)
-	waitFor(t, "the checkpoint", func() bool { return exists(ready) })
+	waitFor(t, "the checkpoint", step, func() bool { return exists(ready) })
 	b.cmd.Process.Kill()
 	b.wait(t)
 	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
@@ -376,6 +389,7 @@ func TestClientKilled(t *testing.T) {
 // is still staging; it reads from disk and the RAM is rebuilt for its
 // output (§3.2.1, App. K).
 func TestStartBeforeStageIn(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in, out := e.mkdir("in"), e.mkdir("out")
 	want := e.fill(in, 4, 100)
@@ -389,7 +403,7 @@ waitram "$2"; echo fine > "$2/result"
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--stage-in", slow, "--out", out); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
-	waitFor(t, "stage-in to run", func() bool { return exists(staging) })
+	waitFor(t, "stage-in to run", step, func() bool { return exists(staging) })
 	b := e.runBG("--job", "1", "--no-wait", "--", job, in, out)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
@@ -406,6 +420,7 @@ waitram "$2"; echo fine > "$2/result"
 }
 
 func TestIneligibleRunsFromDisk(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `[limits]
 max_job_capacity = "1M"
 `)
@@ -429,6 +444,7 @@ cat "$1"/f* > /dev/null
 }
 
 func TestCapacityWait(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in := e.mkdir("in")
 	e.fill(in, 2, 10)
@@ -437,15 +453,15 @@ func TestCapacityWait(t *testing.T) {
 			t.Fatalf("submit: %v %s", err, stderr)
 		}
 	}
-	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
-	waitFor(t, "job 2 waiting", func() bool { return strings.Contains(e.job(2).Waiting, "waiting for 300M") })
+	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 waiting", step, func() bool { return strings.Contains(e.job(2).Waiting, "waiting for 300M") })
 	if j := e.job(2); j.RSA != lifecycle.Initial {
 		t.Fatalf("job 2 is %s", j.RSA)
 	}
 	if _, stderr, err := e.rsa(false, "cancel", "1"); err != nil {
 		t.Fatalf("cancel: %v %s", err, stderr)
 	}
-	waitFor(t, "job 2 ready after job 1 released", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 ready after job 1 released", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	nodes, _, _ := e.rsa(false, "nodes")
 	if !strings.Contains(nodes, "300M") {
 		t.Fatalf("nodes:\n%s", nodes)
@@ -458,6 +474,7 @@ func TestCapacityWait(t *testing.T) {
 }
 
 func TestAuthorisationAndPermissions(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in := e.mkdir("in")
 	e.fill(in, 2, 10)
@@ -465,7 +482,7 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "16M"); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
-	waitFor(t, "job ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
 	nobody := func(args ...string) (string, error) {
 		cmd := e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
@@ -516,6 +533,7 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 // built-in modes: the input's tar is unpacked into RAM; thousands of small
 // results leave RAM as one verified tar.
 func TestPackAndUnpackModes(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in, out, build := e.mkdir("in"), e.mkdir("out"), e.mkdir("build")
 	e.fill(build, 50, 1000)
@@ -532,7 +550,7 @@ func TestPackAndUnpackModes(t *testing.T) {
 	job := e.script("job.sh", inRAM+`ram "$1"; [ -f "$1/f0049" ] && [ "$(cat "$1/extra")" = extra ] || { echo "not unpacked" >&2; exit 10; }
 waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i+1)); done
 `)
-	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", "5s", "--", job, in, out)
+	b := e.runBG("--in", in, "--stage-in", "unpack", "--out", out, "--stage-out", "pack", "--delay", switchDelay, "--", job, in, out)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
@@ -559,6 +577,7 @@ waitram "$2"; i=0; while [ $i -lt 2000 ]; do echo "result $i" > "$2/r$i"; i=$((i
 // TestSecondStartRefused: a job runs one command; starting it again is
 // refused and does not take the job over from the running rsa run.
 func TestSecondStartRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in := e.mkdir("in")
 	e.fill(in, 2, 10)
@@ -569,7 +588,7 @@ func TestSecondStartRefused(t *testing.T) {
 	job := e.script("job.sh", `while [ ! -e `+gate+` ]; do sleep 0.05; done
 `)
 	first := e.runBG("--job", "1", "--", job)
-	waitFor(t, "the first command to run", func() bool { return e.job(1).State == lifecycle.Running })
+	waitFor(t, "the first command to run", step, func() bool { return e.job(1).State == lifecycle.Running })
 	_, stderr, err := e.rsa(false, "run", "--job", "1", "--", "true")
 	if err == nil || !strings.Contains(stderr, "already running") {
 		t.Fatalf("second run: %v %q", err, stderr)

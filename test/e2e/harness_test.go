@@ -1,17 +1,21 @@
 // Package e2e runs the real rsa binary as root against real tmpfs and bind
 // mounts, with jobs submitted by a real unprivileged user. Each test gets
-// its own daemon, state, socket and RAMDISK root, and removes all of them
-// (daemon by pid, mounts innermost first) even when it fails.
+// its own daemon, state, socket, RAMDISK root and listening addresses, and
+// removes all of them (daemon by pid, mounts innermost first) even when it
+// fails; so the tests run in parallel (t.Parallel), except where a comment
+// says why one must run alone.
 package e2e
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,7 +31,86 @@ import (
 
 var rsaBin string
 
-func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+// TestMain builds rsa and creates the package's accounts (testutil.EnsureUser
+// and EnsureOtherUser) once, before any test runs, and removes them once
+// every test has ended. Made by a test instead, an account would be removed
+// when that test ends (testutil removes what it made), under a parallel test
+// still running jobs as it.
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	bin, removeBin, err := testutil.BuildRSA()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer removeBin()
+	rsaBin = bin
+	// Without root the tests skip (or fail, under CI) in RequireRoot, and
+	// no account can be made.
+	if os.Geteuid() == 0 {
+		for _, name := range []string{testutil.TestUserName(), testutil.TestUserName() + "-b"} {
+			made, err := addUser(name, "--create-home")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if made {
+				defer func() {
+					if err := removeUser(name, "--remove"); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+					}
+				}()
+			}
+		}
+	}
+	return m.Run()
+}
+
+// addUser runs useradd for name with a login shell and a group of its own,
+// plus args, unless the account exists; made says whether it made it.
+func addUser(name string, args ...string) (made bool, err error) {
+	if _, err := user.Lookup(name); err == nil {
+		return false, nil
+	}
+	args = append(append([]string{"--shell", "/bin/sh", "--user-group"}, args...), name)
+	if err := accountTool("useradd", args...); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// removeUser runs userdel for name with args.
+func removeUser(name string, args ...string) error {
+	return accountTool("userdel", append(args, name)...)
+}
+
+// accountTool runs useradd or userdel (in the C locale, whose messages it
+// reads), and again for up to 20 s while it fails for a moment only, as
+// testutil.EnsureNamedUser does: another account tool holds a lock (exit
+// status 1 or 10, "cannot lock": shadow's tools do not wait for it), or a
+// process of the user being removed is still exiting (userdel's 8).
+func accountTool(name string, args ...string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cmd := exec.Command(name, args...)
+		cmd.Env = append(os.Environ(), "LC_ALL=C")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		var exit *exec.ExitError
+		code := -1
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		}
+		passing := (code == 1 || code == 10) && bytes.Contains(out, []byte("cannot lock")) || code == 8 && name == "userdel"
+		if !passing || time.Now().After(deadline) {
+			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
 
 type env struct {
 	t      *testing.T
@@ -93,14 +176,14 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	e.daemon = cmd
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(step)
 	c := api.NewClient(filepath.Join(e.dir, "run", "rsa.sock"))
 	for {
 		if _, err := c.Version(context.Background()); err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("daemon did not come up:\n%s", e.daemonLog())
+			e.t.Fatalf("daemon did not answer on its socket within %v:\n%s", step, e.daemonLog())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -295,13 +378,21 @@ func (e *env) logHas(id int, phrases ...string) {
 	}
 }
 
-// waitFor polls cond for up to 20 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// step bounds a wait for what the daemon does at once: an action started
+// within a tick (50 ms here) or a heartbeat (5 s), with the small copies,
+// mounts and processes of these tests. It is generous because a loaded
+// two-core box, running four of these tests at once, must not miss it;
+// only a failing test waits it out. A wait that also waits out a period of
+// the test's config (an expiry, a grace) adds that period to it.
+const step = 60 * time.Second
+
+// waitFor polls cond until it holds, for up to within.
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -342,9 +433,9 @@ func (e *env) runBG(args ...string) *bg {
 
 // waitFor is waitFor for a condition that needs rsa run alive: should it
 // end first, the test fails at once with what it said.
-func (b *bg) waitFor(t *testing.T, what string, cond func() bool) {
+func (b *bg) waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(within)
 	for !cond() {
 		select {
 		case <-b.exited:
@@ -355,12 +446,19 @@ func (b *bg) waitFor(t *testing.T, what string, cond func() bool) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s (rsa run still runs)", what)
+			t.Fatalf("timed out after %v waiting for %s (rsa run still runs)", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// runWithin bounds a whole rsa run of these tests: a stage-in, the
+// command with its switch delay, and in TestKillDaemon a restart of the
+// daemon and the phase it interrupted run again; each a step or less.
+const runWithin = 2 * step
+
+// wait waits for rsa run to end, for up to runWithin, and returns its exit
+// status.
 func (b *bg) wait(t *testing.T) int {
 	t.Helper()
 	select {
@@ -372,9 +470,9 @@ func (b *bg) wait(t *testing.T) int {
 			return ee.ExitCode()
 		}
 		t.Fatalf("rsa run: %v", err)
-	case <-time.After(60 * time.Second):
+	case <-time.After(runWithin):
 		b.cmd.Process.Kill()
-		t.Fatalf("rsa run did not end\nstdout:\n%s\nstderr:\n%s", b.out.String(), b.errb.String())
+		t.Fatalf("rsa run did not end within %v\nstdout:\n%s\nstderr:\n%s", runWithin, b.out.String(), b.errb.String())
 	}
 	return -1
 }

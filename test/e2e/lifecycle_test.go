@@ -17,12 +17,13 @@ import (
 // the daemon and the simulator take the same transitions for the same
 // events.
 func TestDaemonTransitionsAreTheTables(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	in, out := e.mkdir("in"), e.mkdir("out")
 	e.fill(in, 4, 4096)
 	job := e.script("job.sh", inRAM+`waitram "$1"; cat "$1"/f* >/dev/null; waitram "$2"; echo r > "$2/r"
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", "3s", "--", job, in, out)
+	b := e.runBG("--in", in, "--out", out, "--delay", switchDelay, "--", job, in, out)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}

@@ -16,6 +16,7 @@ import (
 // reads its input in RAM and after it, the job and node gauges follow it
 // and the phase, staging and hook counters grow (issue 17, point 1).
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	e := setup(t, fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
 	scrape := func() map[string]float64 {
@@ -63,8 +64,11 @@ func TestMetrics(t *testing.T) {
 while [ ! -e `+gate+` ]; do sleep 0.05; done
 waitram "$2"; echo result > "$2/result"
 `)
-	b := e.runBG("--in", in, "--out", out, "--capacity", "64M", "--delay", "1", "--", job, in, out)
-	waitFor(t, "the job to read in RAM", func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.InUseIn })
+	// The switch to output comes 10 s after the start: the window in which
+	// this test, on a loaded box, must see the job in INUSE_IN and scrape.
+	// The job, let go by the gate, then waits for its output RAMDISK.
+	b := e.runBG("--in", in, "--out", out, "--capacity", "64M", "--delay", "10s", "--", job, in, out)
+	waitFor(t, "the job to read in RAM", step, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.InUseIn })
 	during := scrape()
 	want(during, `rsa_jobs{job_state="RUNNING",rsa_state="INUSE_IN"}`, is(1), "1 while the job reads in RAM")
 	want(during, `rsa_node_allocated_bytes{node="local"}`, is(64<<20), "the job's 64M")

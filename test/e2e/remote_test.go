@@ -19,6 +19,7 @@ import (
 // cancel; never root, no administrator's action, no credential twice or
 // for another request.
 func TestRemoteAccessWithMunge(t *testing.T) {
+	t.Parallel()
 	sock := testutil.StartMunged(t)
 	addr := freeAddr(t)
 	e := setup(t, fmt.Sprintf("[remote]\nlisten = %q\nmunge_socket = %q\n", addr, sock))
@@ -36,7 +37,7 @@ func TestRemoteAccessWithMunge(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("out"), "--capacity", "16M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
 
 	u := e.user
 	if out, err := remote(&u, "status"); err != nil || !strings.Contains(out, "READY") {

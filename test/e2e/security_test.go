@@ -55,6 +55,7 @@ func (e *env) apiPost(path, body string) (int, string) {
 // Finding 1: a user cannot create a job that answers to a scheduler id,
 // and no control character reaches a job's record.
 func TestUserCannotClaimSchedulerID(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	out := e.mkdir("out")
 	for _, c := range []struct{ body, want string }{
@@ -85,6 +86,7 @@ func TestUserCannotClaimSchedulerID(t *testing.T) {
 // by whom the job directory admits, at the job's path) and by no one else;
 // the RAMDISK's root has the job directory's group and mode.
 func TestRamdiskPrivateToItsUser(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	other := testutil.EnsureOtherUser(t)
 	private := e.mkdir("private") // a 0700 home, as Debian makes them
@@ -101,7 +103,7 @@ touch `+ctl+`/running
 while [ ! -e `+ctl+`/done ]; do sleep 0.05; done
 `)
 	b := e.runBG("--in", in, "--delay", "1h", "--", job, in)
-	waitFor(t, "the job to run", func() bool { return exists(filepath.Join(ctl, "running")) })
+	waitFor(t, "the job to run", step, func() bool { return exists(filepath.Join(ctl, "running")) })
 	j := e.job(1)
 	for _, p := range []string{filepath.Join(j.Ramdisk, "secret"), filepath.Join(in, "secret")} {
 		if out, err := e.as(other, "cat", p).CombinedOutput(); err == nil {
@@ -121,6 +123,7 @@ while [ ! -e `+ctl+`/done ]; do sleep 0.05; done
 // never exceeds the capacity, at any commit: checked against the daemon's
 // own event log, whose ids order every transition.
 func TestNoRAMGivenTwice(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	const jobs = 8
 	outs := make([]string, jobs)
@@ -210,6 +213,7 @@ func TestNoRAMGivenTwice(t *testing.T) {
 // that succeeded is on disk, and the RAM counts as held until the RAMDISK
 // is really gone.
 func TestLeftoversAndLateWrites(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `[limits]
 kill_grace = "1s"
 `)
@@ -228,7 +232,7 @@ while [ ! -s `+ctl+`/written ]; do sleep 0.01; done
 	if stdout, stderr, err := e.rsa(false, "wait", "1"); err != nil {
 		t.Fatalf("rsa wait: %v %s %s", err, stdout, stderr)
 	}
-	waitFor(t, "the leftover writer to be ended", func() bool { return pidGone(t, filepath.Join(ctl, "pid")) })
+	waitFor(t, "the leftover writer to be ended", step, func() bool { return pidGone(t, filepath.Join(ctl, "pid")) })
 	written, _ := os.ReadFile(filepath.Join(ctl, "written"))
 	for _, name := range strings.Fields(string(written)) {
 		if !exists(filepath.Join(out, name)) {
@@ -245,7 +249,7 @@ while [ ! -s `+ctl+`/written ]; do sleep 0.01; done
 while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 `)
 	b = e.runBG("--out", out2, "--delay", "0", "--", job2, out2)
-	waitFor(t, "job 2 to run", func() bool { return exists(filepath.Join(ctl, "ran2")) })
+	waitFor(t, "job 2 to run", step, func() bool { return exists(filepath.Join(ctl, "ran2")) })
 	ramdisk := e.job(2).Ramdisk
 	hold := exec.Command("sh", "-c", "while [ ! -e "+ctl+"/release ]; do sleep 0.05; done")
 	hold.Dir = ramdisk
@@ -255,7 +259,7 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 	defer func() { os.WriteFile(filepath.Join(ctl, "release"), nil, 0o644); hold.Wait() }()
 	os.WriteFile(filepath.Join(ctl, "inside"), nil, 0o644)
 	b.wait(t)
-	waitFor(t, "teardown to fail", func() bool { return e.job(2).RSA == lifecycle.TeardownFailed })
+	waitFor(t, "teardown to fail", step, func() bool { return e.job(2).RSA == lifecycle.TeardownFailed })
 	if j := e.job(2); !strings.Contains(j.Error, "root's") || j.Capacity() == 0 {
 		t.Fatalf("job 2: %s %q capacity %d", j.RSA, j.Error, j.Capacity())
 	}
@@ -274,19 +278,21 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 	if _, stderr, err := e.rsa(true, "retry", "2"); err != nil {
 		t.Fatalf("retry: %v %s", err, stderr)
 	}
-	waitFor(t, "job 2 released", func() bool { return e.job(2).RSA == lifecycle.Released })
+	waitFor(t, "job 2 released", step, func() bool { return e.job(2).RSA == lifecycle.Released })
 	e.noLeaks()
 }
 
 // Finding 8: one user's jobs cannot lock others out, INELIGIBLE jobs take
 // no place, a job that never runs expires, and the per-job cap holds.
 func TestLimitsPerUser(t *testing.T) {
-	e := setup(t, `[limits]
+	t.Parallel()
+	const expiry = 8 * time.Second
+	e := setup(t, fmt.Sprintf(`[limits]
 max_jobs_per_user = 2
 max_active_jobs = 3
-unstarted_expiry = "8s"
+unstarted_expiry = %q
 max_job_capacity = "100M"
-`)
+`, expiry))
 	other := testutil.EnsureOtherUser(t)
 	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
 	// INELIGIBLE jobs (sized by an input larger than max_job_capacity)
@@ -297,7 +303,7 @@ max_job_capacity = "100M"
 		if _, stderr, err := e.rsa(false, "submit", "--in", big, "--out", e.mkdir("ineligible"+itoa(i))); err != nil {
 			t.Fatalf("ineligible submit: %v %s", err, stderr)
 		}
-		waitFor(t, "an INELIGIBLE job", func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
+		waitFor(t, "an INELIGIBLE job", step, func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("big"), "--capacity", "2G"); err == nil || !strings.Contains(stderr, "max_job_capacity") {
 		t.Fatalf("capacity above the cap: %v %q", err, stderr)
@@ -319,8 +325,9 @@ max_job_capacity = "100M"
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "max_active_jobs") {
 		t.Fatalf("a fourth active job: %v %s", err, out)
 	}
-	// Never run: expired, RAM released, the user told why.
-	waitFor(t, "job 4 to expire", func() bool { return e.job(4).RSA == lifecycle.Released })
+	// Never run: expired, RAM released, the user told why. Its clock
+	// started at its last change, before this wait.
+	waitFor(t, fmt.Sprintf("job 4 to expire (unstarted_expiry %v)", expiry), expiry+step, func() bool { return e.job(4).RSA == lifecycle.Released })
 	if j := e.job(4); !strings.Contains(j.Error, "unstarted_expiry") {
 		t.Fatalf("expired job's error: %q", j.Error)
 	}
@@ -330,6 +337,7 @@ max_job_capacity = "100M"
 // Finding 10: a user learns nothing from RSA's checks that they could not
 // see themselves, and sees only the public part of others' jobs.
 func TestNoOracleAndPrivateData(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	secret := filepath.Join(e.dir, "secret")
 	os.MkdirAll(filepath.Join(secret, "exists"), 0o755)
@@ -368,6 +376,7 @@ func TestNoOracleAndPrivateData(t *testing.T) {
 // (their own /proc/PID, say) is never mounted over, and with allowed_paths
 // only the site's trees are.
 func TestPseudoFSTargetsRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t, "")
 	sleeper := e.userCmd("sleep", "60")
 	if err := sleeper.Start(); err != nil {
@@ -401,6 +410,7 @@ func TestPseudoFSTargetsRefused(t *testing.T) {
 // Finding 8, at once: many submissions of one user in parallel get no
 // more places than the limit gives.
 func TestLimitsHoldUnderConcurrentSubmissions(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `[limits]
 max_jobs_per_user = 2
 `)
@@ -435,6 +445,7 @@ max_jobs_per_user = 2
 // at once: a job that would pass it waits (and says why) while another
 // user's job is served, and gets its RAM when the first is released.
 func TestUserCapacityLimit(t *testing.T) {
+	t.Parallel()
 	e := setup(t, `[limits]
 max_user_capacity = "100M"
 `)
@@ -446,19 +457,19 @@ max_user_capacity = "100M"
 			t.Fatalf("submit: %v %s", err, stderr)
 		}
 	}
-	waitFor(t, "job 1 ready", func() bool { return e.job(1).RSA == lifecycle.Ready })
-	waitFor(t, "job 2 to wait for the user limit", func() bool { return strings.Contains(e.job(2).Waiting, "max_user_capacity") })
+	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 to wait for the user limit", step, func() bool { return strings.Contains(e.job(2).Waiting, "max_user_capacity") })
 	other := testutil.EnsureOtherUser(t)
 	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
 	if out, err := e.as(other, rsaBin, "--config", e.cfg, "submit", "--out", otherOut, "--capacity", "64M").CombinedOutput(); err != nil {
 		t.Fatalf("another user: %v %s", err, out)
 	}
-	waitFor(t, "the other user's job ready", func() bool { return e.job(3).RSA == lifecycle.Ready })
+	waitFor(t, "the other user's job ready", step, func() bool { return e.job(3).RSA == lifecycle.Ready })
 	if j := e.job(2); j.RSA != lifecycle.Initial {
 		t.Fatalf("job 2 is %s while job 1 holds the user's limit", j.RSA)
 	}
 	e.rsa(false, "cancel", "1")
-	waitFor(t, "job 2 ready once job 1 is released", func() bool { return e.job(2).RSA == lifecycle.Ready })
+	waitFor(t, "job 2 ready once job 1 is released", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	for _, id := range []string{"2", "3"} {
 		e.rsa(true, "cancel", id)
 		e.rsa(true, "wait", id)

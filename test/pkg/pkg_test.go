@@ -54,22 +54,6 @@ func repoRoot(t *testing.T) string {
 	return ""
 }
 
-// requireTool returns the path of a program the test needs. Missing, it
-// skips the test, except under CI=true, where a skip would hide a gap (as
-// testutil.RequireRoot): make deps installs every one of them.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed (make deps installs it): %v", name, err)
-	}
-	t.Skipf("%s is not installed (make deps installs it)", name)
-	return ""
-}
-
 // run runs a command with a deadline and returns its combined output; a
 // failure fails the test with that output.
 func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
@@ -161,7 +145,7 @@ func makeVars(t *testing.T, root string) (version, debVersion string) {
 func TestPackage(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, tool := range []string{"make", "dpkg", "dpkg-deb", "dpkg-query", "gzip"} {
-		requireTool(t, tool)
+		testutil.RequireTool(t, tool)
 	}
 	root := repoRoot(t)
 	refuseExisting(t, installedBin, confDir)
@@ -273,14 +257,14 @@ func TestPackage(t *testing.T) {
 		}
 		run(t, time.Minute, "bash", "-n", "/usr/share/rsa/slurm/prolog")
 		run(t, time.Minute, "bash", "-n", "/usr/share/rsa/slurm/epilog")
-		if luac, err := exec.LookPath("luac5.1"); err == nil {
-			run(t, time.Minute, luac, "-p", "/usr/share/rsa/slurm/burst_buffer.lua")
-		}
 		for _, p := range []string{"/usr/share/rsa/slurm/prolog", "/usr/share/rsa/slurm/epilog"} {
 			if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o755 {
 				t.Errorf("%s: %v, want mode 0755 (Slurm executes it)", p, st)
 			}
 		}
+		// Last: without luac5.1 (outside CI) the subtest skips here, after
+		// every other check of the scripts.
+		run(t, time.Minute, testutil.RequireTool(t, "luac5.1"), "-p", "/usr/share/rsa/slurm/burst_buffer.lua")
 	})
 	t.Run("unit", func(t *testing.T) {
 		// The installed unit, with its binary and man page in place:
@@ -565,7 +549,7 @@ func readinessScript(t *testing.T, unit, cfg string, pid int) string {
 // once the package installed them).
 func verifyUnit(t *testing.T, unit string, withMan bool) {
 	t.Helper()
-	sa := requireTool(t, "systemd-analyze")
+	sa := testutil.RequireTool(t, "systemd-analyze")
 	args := []string{"verify"}
 	if !withMan {
 		args = append(args, "--man=no")
@@ -617,7 +601,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	// systemd-analyze verify drops a misspelt capability silently; each
 	// must be one systemd knows, and have its comment.
-	sa := requireTool(t, "systemd-analyze")
+	sa := testutil.RequireTool(t, "systemd-analyze")
 	for _, c := range caps {
 		if out, err := runErr(time.Minute, sa, "capability", c); err != nil {
 			t.Errorf("%s: %v\n%s", c, err, out)
@@ -633,7 +617,7 @@ func TestSystemdUnit(t *testing.T) {
 // temporary root, not on the host.
 func TestTmpfiles(t *testing.T) {
 	testutil.RequireRoot(t) // the entries chown to root
-	tf := requireTool(t, "systemd-tmpfiles")
+	tf := testutil.RequireTool(t, "systemd-tmpfiles")
 	dir := t.TempDir()
 	run(t, time.Minute, tf, "--create", "--root="+dir, filepath.Join(repoRoot(t), "contrib", "tmpfiles.d", "rsa.conf"))
 	for p, mode := range map[string]os.FileMode{"/run/rsa": 0o755, "/var/lib/rsa": 0o700} {
@@ -668,7 +652,7 @@ func TestShippedConfig(t *testing.T) {
 // The package's maintainer scripts are bash with set -euo pipefail, and
 // shellcheck-clean like the rest of the shell in the repository.
 func TestMaintainerScripts(t *testing.T) {
-	sc := requireTool(t, "shellcheck")
+	sc := testutil.RequireTool(t, "shellcheck")
 	root := repoRoot(t)
 	var scripts []string
 	for _, s := range []string{"postinst", "prerm", "postrm"} {
@@ -699,7 +683,7 @@ func TestAgentUnit(t *testing.T) {
 			t.Errorf("%s=%q, want %q", k, got, v)
 		}
 	}
-	sa := requireTool(t, "systemd-analyze")
+	sa := testutil.RequireTool(t, "systemd-analyze")
 	for _, c := range strings.Fields(strings.Join(settings["CapabilityBoundingSet"], " ")) {
 		if out, err := runErr(time.Minute, sa, "capability", c); err != nil {
 			t.Errorf("%s: %v\n%s", c, err, out)

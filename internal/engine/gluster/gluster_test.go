@@ -99,7 +99,28 @@ func TestConnection(t *testing.T) {
 // judge: a witness that says a part is gone for certain is believed at
 // once; where glusterd and the client disagree, Check waits, and asks
 // glusterd again when it is glusterd that may be behind (restarted).
+// TestJudge checks judge on every combination of its witnesses (2 down
+// states x 3 words of glusterd x 3 reaches of the client) against the rule
+// stated apart, in judgeRule; the named cases are the situations behind the
+// rule, each checked against its own verdict too.
 func TestJudge(t *testing.T) {
+	downs := []bool{false, true}
+	says := []glusterdSays{glusterdUnlisted, glusterdOnline, glusterdOffline}
+	reaches := []reach{reachUnknown, reachUp, reachDown}
+	n := 0
+	for _, down := range downs {
+		for _, gd := range says {
+			for _, client := range reaches {
+				n++
+				if got, want := judge(down, gd, client), judgeRule(down, gd, client); got != want {
+					t.Errorf("judge(down %v, glusterd %v, client %v) = %+v, the rule says %+v", down, gd, client, got, want)
+				}
+			}
+		}
+	}
+	if n != 18 {
+		t.Errorf("checked %d combinations, want all 18", n)
+	}
 	for _, c := range []struct {
 		name   string
 		down   bool
@@ -121,6 +142,31 @@ func TestJudge(t *testing.T) {
 		if got := judge(c.down, c.gd, c.client); got != c.want {
 			t.Errorf("%s: judge(%v, %v, %v) = %+v, want %+v", c.name, c.down, c.gd, c.client, got, c.want)
 		}
+		if rule := judgeRule(c.down, c.gd, c.client); rule != c.want {
+			t.Errorf("%s: the rule says %+v, the case %+v", c.name, rule, c.want)
+		}
+	}
+}
+
+// judgeRule is judge's rule, stated by witness rather than by case:
+//   - A node lost to the heartbeat is out, for certain: nothing to wait for.
+//   - Otherwise a part is out when either witness says so: the client has
+//     lost its connection, or glusterd has the brick offline.
+//   - The verdict waits (pending) while the client is not sure, or while
+//     glusterd, listing the brick, disagrees with the client.
+//   - glusterd is asked again (reask) when it alone says out: a brick
+//     that died resets the client's connection, so glusterd is behind.
+func judgeRule(down bool, gd glusterdSays, client reach) verdict {
+	if down {
+		return verdict{out: true}
+	}
+	clientOut := client == reachDown
+	glusterdOut := gd == glusterdOffline
+	listed := gd != glusterdUnlisted
+	return verdict{
+		out:     clientOut || glusterdOut,
+		pending: client == reachUnknown || listed && glusterdOut != clientOut,
+		reask:   glusterdOut && !clientOut,
 	}
 }
 
