@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rsa-hpc/rsa/internal/slurm"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +23,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
 	"github.com/rsa-hpc/rsa/internal/munge"
+	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
@@ -40,6 +41,14 @@ type globals struct {
 	server string
 	json   bool
 }
+
+// The main thread runs the main goroutine alone. The stage runner forks a
+// stage from a thread it first moves into the stage's cgroup v1
+// directories and marks no_new_privs, and ends that thread by letting its
+// goroutine exit locked to it; the main thread cannot end (Go parks it
+// instead), so it would stay in the stage's cgroup, which then can never
+// be removed, and keep the flag.
+func init() { runtime.LockOSThread() }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

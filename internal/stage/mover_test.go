@@ -9,6 +9,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -523,7 +524,12 @@ var rsaBin string
 // TestMain builds the rsa binary where the test user can run it: the
 // failure and security tests run `rsa copy --user` exactly as the daemon's
 // staging does.
-func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+// TestMain keeps the main thread to the main goroutine, as rsa's main
+// package does: the stage runner refuses to fork a stage from it.
+func TestMain(m *testing.M) {
+	runtime.LockOSThread()
+	testutil.RunWithRSA(m, &rsaBin)
+}
 
 func runCmd(name string, args ...string) (string, error) {
 	out, err := osexec.Command(name, args...).CombinedOutput()

@@ -228,6 +228,13 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// Go never ends the main thread: marked and moved into
+			// the stage's cgroup v1 directories, it would stay there.
+			runtime.UnlockOSThread()
+			started <- errors.New("starting a stage: the goroutine runs on the process's main thread, which must run the main goroutine alone (runtime.LockOSThread in package main's init)")
+			return
+		}
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			started <- fmt.Errorf("setting no_new_privs for the child: %w", err)
 			return

@@ -480,7 +480,18 @@ touch %[1]s/read
 for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 (cd %[2]s && sha256sum f*) > %[1]s/sums-after
 `, w, in))
+	// In polling mode RSA stages in a job it sees pending on deck; one
+	// that starts at once gets RAM for output only. A blocker holds
+	// every compute node until the input is in RAM.
+	gate := filepath.Join(w, "blocker-go")
+	blocker := c.sbatch(t, u, "-N", "2", "--time=1", "-o", filepath.Join(w, "blocker.out"), "--wrap",
+		fmt.Sprintf("for i in $(seq 600); do [ -e %s ] && break; sleep 0.1; done", gate))
+	c.waitJob(t, blocker, 60*time.Second, "RUNNING")
 	id := c.sbatch(t, u, job)
+	c.waitRSA(t, id, 90*time.Second, "READY")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
 	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(w, "read"))
