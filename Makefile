@@ -135,7 +135,7 @@ test-slurm-latest: build
 LOAD_JOBS ?= 1000
 test-load: build
 	CI=true RSA_LOAD_JOBS=$(LOAD_JOBS) RSA_HOOK_BURST=500 RSA_HOOK_FLOOR=1 RSA_PRESSURE_INPUT=8G \
-		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatency|TestStagingUnderPressure)$$' ./test/slurm/
+		$(GO) test -count=1 -v -timeout 5h -run '^(TestLoad|TestHookLatencyLong|TestStagingUnderPressure)$$' ./test/slurm/
 
 # The internal packages' tests, through make test's runner: several of them
 # mount and unshare as root, so they run one package at a time, under

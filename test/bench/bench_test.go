@@ -146,8 +146,11 @@ func TestThesisQuick(t *testing.T) {
 // T52 on ram@1g: the emulated cluster (scripts/cluster-up) of RSA hosts
 // on the gluster engine and a compute host behind a 1 Gbit/s link, both
 // jobs real sbatch jobs of a real user; the cluster, its routes and the
-// host's forwarding are gone afterwards.
-func TestThesisRAMAt1g(t *testing.T) {
+// host's forwarding are gone afterwards. A whole emulated cluster for one
+// benchmark: its name ends in Long, so make test-long runs it
+// (scripts/go-test.sh); make test's TestThesisQuick runs T52 through the
+// same lifecycle on one host, and test/cluster every part of the cluster.
+func TestThesisRAMAt1gLong(t *testing.T) {
 	leavesNoHome(t)
 	fwd, err := os.ReadFile("/proc/sys/net/ipv4/ip_forward")
 	if err != nil {
