@@ -578,6 +578,9 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.ev.Kind == lifecycle.EvStarted {
 		next.StartedAt = out.Job.StartedAt
 	}
+	if !out.Job.InputAt.Equal(j.InputAt) {
+		next.InputAt = out.Job.InputAt
+	}
 	if next.RSA == lifecycle.Booting && j.RSA != lifecycle.Booting {
 		// Every RAMDISK built is new, under a name of its own, also
 		// the one rebuilt for output on the same nodes: a Gluster

@@ -91,8 +91,10 @@ type Job struct {
 	// Error is the last failure's reason, shown until the job ends.
 	Error string `json:"error,omitempty"`
 
-	CreatedAt  time.Time `json:"created_at"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// InputAt is when the input was mounted at its path (lifecycle.Job).
+	InputAt    time.Time `json:"input_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	// Version increases with every committed change; clients wait on it.
@@ -108,6 +110,7 @@ func (j *Job) Machine() lifecycle.Job {
 		HasOutput: j.Spec.Output != "",
 		Delay:     j.Spec.Delay,
 		StartedAt: j.StartedAt,
+		InputAt:   j.InputAt,
 		NodeLost:  len(j.Lost) > 0,
 	}
 }

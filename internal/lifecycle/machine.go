@@ -155,6 +155,8 @@ func Step(j Job, ev Event) Outcome {
 			switch {
 			case ev.Kind == EvStarted || ev.Kind == EvStartedWithoutRSA:
 				out.Job.StartedAt = ev.At
+			case ev.Kind == EvMounted && j.RSA == MountingIn:
+				out.Job.InputAt = ev.At
 			case ev.Kind == EvAssigned:
 				out.Job.NodeLost = false // new nodes, all live
 			case ev.Kind == EvNodeLost || len(ev.Nodes) > 0:

@@ -267,15 +267,25 @@ func TestScenarios(t *testing.T) {
 		j := Job{State: OnDeck, RSA: Initial, HasInput: true, HasOutput: true, Delay: 10 * time.Second}
 		j = run(t, j, sec(EvAssigned, 0), sec(EvBooted, 1), sec(EvStagedIn, 2), sec(EvStarted, 3), sec(EvMounted, 4))
 		want(t, j, Running, InUseIn)
-		j = run(t, j, sec(EvTick, 12))
-		want(t, j, Running, InUseIn)
-		j = run(t, j, sec(EvTick, 13), sec(EvUnmounted, 14), sec(EvDestroyed, 15), sec(EvBooted, 16), sec(EvMounted, 17))
+		j = run(t, j, sec(EvTick, 13))
+		want(t, j, Running, InUseIn) // the delay counts from the mount (4 s)
+		j = run(t, j, sec(EvTick, 14), sec(EvUnmounted, 15), sec(EvDestroyed, 16), sec(EvBooted, 17), sec(EvMounted, 18))
 		want(t, j, Running, InUseOut)
 		j = run(t, j, sec(EvFinished, 20), sec(EvStagedOut, 30), sec(EvDestroyed, 31))
 		want(t, j, Finished, Released)
 		if !j.Done() {
 			t.Fatal("not done")
 		}
+	})
+	t.Run("mounts that outlast the delay: the job reads its input for the whole delay", func(t *testing.T) {
+		j := io(OnDeck, Ready)
+		j.Delay = 10 * time.Second
+		j = run(t, j, sec(EvStarted, 0), sec(EvMounted, 15))
+		want(t, j, Running, InUseIn)
+		j = run(t, j, sec(EvTick, 24))
+		want(t, j, Running, InUseIn)
+		j = run(t, j, sec(EvTick, 25))
+		want(t, j, Running, Unmounting)
 	})
 	t.Run("job starts before stage-in ends (App. K)", func(t *testing.T) {
 		j := io(OnDeck, StagingIn)

@@ -173,6 +173,10 @@ type Job struct {
 	HasOutput bool          // an output directory was given
 	Delay     time.Duration // input-to-output switch delay after start
 	StartedAt time.Time     // set by the Started event
+	// InputAt is when the input was mounted at its path (the Mounted
+	// event in MOUNTING_IN): the delay counts from then, since the
+	// scheduler holds the job until its mounts are made.
+	InputAt time.Time
 	// NodeLost: an RSA node of its allocation was lost since it was
 	// assigned (set by NodeLost, cleared by Assigned).
 	NodeLost bool

@@ -170,9 +170,17 @@ func hasOutput(j Job, _ time.Time) bool { return j.HasOutput }
 func noOutput(j Job, _ time.Time) bool  { return !j.HasOutput }
 
 // switchDue: the job has run for its delay and has an output directory
-// (App. A l.189-199).
+// (App. A l.189-199). The delay counts from when the input was mounted:
+// the scheduler holds the job until then (a prolog, pre_run), so that is
+// when it starts to read; counted from the scheduler's start, mounts that
+// took longer than the delay would switch the input away before the job
+// ever saw it. (A record from before InputAt counts from its start.)
 func switchDue(j Job, now time.Time) bool {
-	return j.HasOutput && !j.StartedAt.IsZero() && !now.Before(j.StartedAt.Add(j.Delay))
+	from := j.InputAt
+	if from.IsZero() {
+		from = j.StartedAt
+	}
+	return j.HasOutput && !from.IsZero() && !now.Before(from.Add(j.Delay))
 }
 
 var passTable = []passRow{

@@ -259,7 +259,13 @@ func RunWithRSA(m *testing.M, bin *string) {
 // ends): a hung client fails its test, which then cleans up, instead of
 // running into the package's timeout, which cleans up nothing.
 func Command(t testing.TB, name string, args ...string) *exec.Cmd {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	return CommandWithin(t, 90*time.Second, name, args...)
+}
+
+// CommandWithin is Command for a program whose work takes longer: killed
+// if it still runs limit on.
+func CommandWithin(t testing.TB, limit time.Duration, name string, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.WaitDelay = 5 * time.Second
