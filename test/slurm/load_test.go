@@ -137,7 +137,7 @@ type load struct {
 // four users through real Slurm (burst_buffer/lua) at once, once
 // undisturbed ("steady") and once with rsa serve killed with SIGKILL three
 // times ("crashes"), with the same end checks. In make test-long and make
-// test-load (more than 40 jobs) the crash run also restarts slurmctld
+// test-load (more jobs than make test's) the crash run also restarts slurmctld
 // once, and the seed is drawn anew. make test leaves the restart out:
 // Slurm defers every job it was staging in by a minute after it (see
 // testCtldRestart), which TestBurstBuffer covers for RSA with one job.
@@ -145,9 +145,9 @@ type load struct {
 // The jobs are a seeded mix: input and output, input only (the job writes
 // its result to disk itself), output only; sizes from 32M to 640M of the
 // cluster's 1G pool, so that Slurm queues some on RSA capacity
-// (BurstBufferResources); one in ten, drawn at random, cancelled with
-// scancel in one of four phases in turn (pending, staging in, running,
-// staging out); one in twenty with a stage-out program that fails until an
+// (BurstBufferResources); one in ten (at least one in each phase), drawn
+// at random, cancelled with scancel in one of four phases in turn
+// (pending, staging in, running, staging out); one in twenty with a stage-out program that fails until an
 // administrator fixes it and runs rsa retry; and array jobs. At the end
 // every job must be in its expected Slurm state, every RSA record of it
 // FINISHED/RELEASED, every output file that should exist on disk with the
@@ -158,7 +158,7 @@ type load struct {
 // releases it, as an administrator would, to check the rest of the load.
 //
 // RSA_LOAD_JOBS sets the number of Slurm jobs (array tasks count one by
-// one; default 40, make test-load 1000), RSA_LOAD_SEED the seed (logged,
+// one; default 24, make test-long 40, make test-load 1000), RSA_LOAD_SEED the seed (logged,
 // to replay a run's mix of jobs and moments of the crashes; make test
 // uses loadSeed), RSA_LOAD_WINDOW how many jobs are submitted and not yet
 // ended at most (default 32: a queue that keeps the four compute nodes
@@ -166,10 +166,18 @@ type load struct {
 // Each run logs one line to grep:
 //
 //	load: name=steady jobs=40 users=4 ... throughput=... jobs/min ...
+// defaultLoadJobs is make test's load: every kind of job and each cancel
+// phase at least once (plan), on two cores beside test/cluster.
+const defaultLoadJobs = 24
+
 func TestLoad(t *testing.T) {
-	jobs := loadEnvInt(t, "RSA_LOAD_JOBS", 40)
+	def := defaultLoadJobs
+	if testutil.Long() {
+		def = 40
+	}
+	jobs := loadEnvInt(t, "RSA_LOAD_JOBS", def)
 	window := loadEnvInt(t, "RSA_LOAD_WINDOW", 32)
-	long := testutil.Long() || jobs > 40
+	long := testutil.Long() || jobs > defaultLoadJobs
 	seed := uint64(loadSeed)
 	if long {
 		seed = uint64(time.Now().UnixNano())
@@ -316,7 +324,7 @@ func (l *load) plan(n int) {
 		specs = append(specs, j)
 		units += max(j.tasks, 1)
 	}
-	for i := range n / 10 {
+	for i := range max(len(cancelPhases), n/10) {
 		add(&loadJob{kind: kindInOut, capacity: size(), cancel: cancelPhases[i%len(cancelPhases)]})
 	}
 	for range max(1, n/20) {
