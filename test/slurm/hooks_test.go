@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // TestHookLatencyLong (issue 14, point 1): the hooks slurmctld runs under its

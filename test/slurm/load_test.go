@@ -166,6 +166,7 @@ type load struct {
 // Each run logs one line to grep:
 //
 //	load: name=steady jobs=40 users=4 ... throughput=... jobs/min ...
+//
 // defaultLoadJobs is make test's load: every kind of job and each cancel
 // phase at least once (plan), on two cores beside test/cluster.
 const defaultLoadJobs = 24
