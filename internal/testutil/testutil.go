@@ -112,17 +112,17 @@ func EnsureUsers(t testing.TB, n int) []User {
 // exist and then removing it when the test ends. useradd and userdel take
 // the account files' locks without waiting for them, so while another
 // package creates or removes its own users they fail; they are then run
-// again (runAccountTool).
+// again (RunAccountTool).
 func EnsureNamedUser(t testing.TB, name string) User {
 	t.Helper()
 	RequireRoot(t)
 	u, err := user.Lookup(name)
 	if err != nil {
-		if err := runAccountTool("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name); err != nil {
+		if err := RunAccountTool("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			if err := runAccountTool("userdel", "--remove", name); err != nil {
+			if err := RunAccountTool("userdel", "--remove", name); err != nil {
 				t.Errorf("removing test user %s: %v", name, err)
 			}
 		})
@@ -135,12 +135,12 @@ func EnsureNamedUser(t testing.TB, name string) User {
 	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
 }
 
-// accountToolPatience bounds how long runAccountTool retries: a lock is
+// accountToolPatience bounds how long RunAccountTool retries: a lock is
 // held for the milliseconds another useradd or userdel takes, and a
 // process of a user being removed takes a moment to exit.
 const accountToolPatience = 20 * time.Second
 
-// runAccountTool runs useradd or userdel (with the C locale, whose
+// RunAccountTool runs useradd or userdel (with the C locale, whose
 // messages it reads) and runs it again, after a pause that doubles up to a
 // second, while it fails for a reason that passes:
 //   - exit status 1 (the passwd or shadow file) or 10 (the group or
@@ -150,7 +150,7 @@ const accountToolPatience = 20 * time.Second
 //
 // Any other failure, or one that lasts past accountToolPatience, is
 // returned with the tool's output.
-func runAccountTool(name string, args ...string) error {
+func RunAccountTool(name string, args ...string) error {
 	deadline := time.Now().Add(accountToolPatience)
 	pause := 50 * time.Millisecond
 	for {
@@ -169,7 +169,7 @@ func runAccountTool(name string, args ...string) error {
 }
 
 // accountToolRetries reports whether a failure of useradd or userdel
-// (runAccountTool) is one that passes.
+// (RunAccountTool) is one that passes.
 func accountToolRetries(name string, err error, out []byte) bool {
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {

@@ -54,7 +54,7 @@ func TestAccountToolRetries(t *testing.T) {
 }
 
 // TestRunAccountToolRetriesTheLock runs a stand-in useradd from PATH that
-// finds the group file locked on its first two runs: runAccountTool runs
+// finds the group file locked on its first two runs: RunAccountTool runs
 // it three times and succeeds. One that fails otherwise is run once.
 func TestRunAccountToolRetriesTheLock(t *testing.T) {
 	bin := t.TempDir()
@@ -81,14 +81,14 @@ esac
 		return strings.TrimSpace(string(b))
 	}
 
-	if err := runAccountTool("useradd", "locked"); err != nil {
+	if err := RunAccountTool("useradd", "locked"); err != nil {
 		t.Errorf("a lock held for two runs: %v", err)
 	}
 	if n := runs(); n != "3" {
 		t.Errorf("a lock held for two runs: useradd ran %s times, want 3", n)
 	}
 
-	err := runAccountTool("useradd", "taken")
+	err := RunAccountTool("useradd", "taken")
 	if err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("a name taken: %v, want the tool's error with its output", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -74,7 +73,7 @@ func addUser(name string, args ...string) (made bool, err error) {
 		return false, nil
 	}
 	args = append(append([]string{"--shell", "/bin/sh", "--user-group"}, args...), name)
-	if err := accountTool("useradd", args...); err != nil {
+	if err := testutil.RunAccountTool("useradd", args...); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -82,34 +81,7 @@ func addUser(name string, args ...string) (made bool, err error) {
 
 // removeUser runs userdel for name with args.
 func removeUser(name string, args ...string) error {
-	return accountTool("userdel", append(args, name)...)
-}
-
-// accountTool runs useradd or userdel (in the C locale, whose messages it
-// reads), and again for up to 20 s while it fails for a moment only, as
-// testutil.EnsureNamedUser does: another account tool holds a lock (exit
-// status 1 or 10, "cannot lock": shadow's tools do not wait for it), or a
-// process of the user being removed is still exiting (userdel's 8).
-func accountTool(name string, args ...string) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "LC_ALL=C")
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			return nil
-		}
-		var exit *exec.ExitError
-		code := -1
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		}
-		passing := (code == 1 || code == 10) && bytes.Contains(out, []byte("cannot lock")) || code == 8 && name == "userdel"
-		if !passing || time.Now().After(deadline) {
-			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testutil.RunAccountTool("userdel", append(args, name)...)
 }
 
 type env struct {
