@@ -299,7 +299,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); every(d.actx, d.cfg.Cluster.LeftoverSweep, d.sweepLeftovers) }()
+		go func() {
+			defer d.wg.Done()
+			seen := map[engine.Found]bool{}
+			every(d.actx, d.cfg.Cluster.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
+		}()
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -127,8 +128,20 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 // after its job let it go: glusterd deletes a volume on the peers it
 // reaches, and a peer that was down (a rebooted RSA node, whose glusterd
 // keeps its store on disk) brings it back to all of them when it returns.
-func (d *Daemon) sweepLeftovers(ctx context.Context) {
-	if _, err := d.gc(ctx); err != nil && ctx.Err() == nil {
+//
+// A leftover goes when two sweeps in a row find it: one found once may be
+// in the making by someone else (a volume glusterd lists between its
+// create and its start), which a sweep must not pull from under it. seen
+// holds what the last sweep found and is the sweep's alone.
+func (d *Daemon) sweepLeftovers(ctx context.Context, seen map[engine.Found]bool) {
+	found := map[engine.Found]bool{}
+	_, err := d.gcWhere(ctx, func(f engine.Found) bool {
+		found[f] = true
+		return seen[f]
+	})
+	clear(seen)
+	maps.Copy(seen, found)
+	if err != nil && ctx.Err() == nil {
 		d.log.Warn("removing RAMDISKs no job holds", "err", err)
 	}
 }

@@ -651,6 +651,12 @@ func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
 // directory are its live RAMDISK's too. One a debt is owed for is left to
 // the debt's payer.
 func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
+	return d.gcWhere(ctx, func(engine.Found) bool { return true })
+}
+
+// gcWhere is gc of the leftovers remove accepts; remove sees only
+// RAMDISKs no job holds.
+func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*api.GCReport, error) {
 	found, err := d.engine.List(ctx)
 	if err != nil {
 		return nil, err
@@ -669,6 +675,9 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 			return rep, err
 		}
 		if slices.ContainsFunc(debts, func(db store.Debt) bool { return db.Job == f.Job && max(db.Build, 1) == f.Build }) {
+			continue
+		}
+		if !remove(f) {
 			continue
 		}
 		// One leftover that cannot go (a process of root's holds it)

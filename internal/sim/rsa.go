@@ -140,8 +140,8 @@ func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 	}
 	if j.m.RSA == lifecycle.InUseIn && before.RSA != lifecycle.InUseIn {
 		// The daemon's tick re-evaluates INUSE_IN jobs; the switch
-		// is due RSA_DELAY after the start.
-		s.clock.at(j.start+j.m.Delay, event{fn: func() {
+		// is due RSA_DELAY after the input was mounted (now).
+		s.clock.at(now+j.m.Delay, event{fn: func() {
 			if j.m.State == lifecycle.Running && j.m.RSA == lifecycle.InUseIn {
 				s.apply(j, lifecycle.EvTick)
 			}
