@@ -114,9 +114,8 @@ func TestThesisQuick(t *testing.T) {
 	})
 	// make test: fewer ranks, no fio cross-checks (internal/bench/crosscheck
 	// tests how they are read) and no t55, bonnie++ on three targets, a
-	// minute and a half of disk beside test/cluster (internal/bench/target
-	// brings ram-blk up and down); make test-long runs the quick profile
-	// whole.
+	// minute and a half of disk beside test/cluster; make test-long runs
+	// the quick profile whole.
 	cases := []struct {
 		c, m string
 		src  float64
