@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -387,10 +388,30 @@ func (s *Server) unmountAfterStage(volume string) {
 	if err == nil && len(binds) > 0 {
 		return
 	}
-	if err := s.Release(volume, false); err != nil {
+	// The stage's processes are killed with its cgroup, but the kernel
+	// may still be closing their files: the mount is asked again for a
+	// while, then detached (the stage is over; nothing of RSA's or the
+	// user's belongs there any more, and the client ends with its last
+	// reference).
+	err = s.Release(volume, false)
+	for try := 0; errors.Is(err, ErrBusy) && try < stageUnmountTries; try++ {
+		time.Sleep(stageUnmountPause)
+		err = s.Release(volume, false)
+	}
+	if errors.Is(err, ErrBusy) {
+		s.log.Warn("a staging mount still in use after its stage: detaching it", "volume", volume, "err", err)
+		err = s.Release(volume, true)
+	}
+	if err != nil {
 		s.log.Warn("unmounting a staging mount", "volume", volume, "err", err)
 	}
 }
+
+// How unmountAfterStage waits for a staging mount's last files to close.
+const (
+	stageUnmountTries = 20
+	stageUnmountPause = 250 * time.Millisecond
+)
 
 // streamOp is op for an operation that writes its own answer: fn returns
 // an error only before it has written anything.
