@@ -74,7 +74,9 @@ func (d *Daemon) nodeLost(loss cluster.Loss) {
 	})
 	for _, rd := range hit {
 		go func() {
-			whole := d.servesEveryFile(rd, loss.Node)
+			// Without replicas a lost node's files are gone: said at
+			// once, as a stage-in into that part is failing meanwhile.
+			whole := d.cfg.Cluster.Replica >= 2 && d.servesEveryFile(rd, loss.Node)
 			served := "the files there are missing from the RAMDISK"
 			if whole {
 				served = "its replicas serve the files there"
