@@ -31,9 +31,8 @@ import (
 // the seconds-long switch delays the other tests' jobs depend on.
 func TestDashboard(t *testing.T) {
 	chrome := chromiumPath(t)
-	addr := freeAddr(t)
-	e := setup(t, fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
-	base := "http://" + addr + "/"
+	e := setup(t, "[metrics]\nlisten = \"127.0.0.1:0\"\n")
+	base := "http://" + e.metricsAddr() + "/"
 
 	in, out, ctl := e.mkdir("in"), e.mkdir("out"), e.mkdir("ctl")
 	e.fill(in, 20, 4096)

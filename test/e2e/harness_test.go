@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -133,6 +134,19 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// metricsAddr is where the daemon, told to listen on port 0, serves its
+// metrics: the port the kernel chose, from the daemon's log. A port picked
+// free by the test and bound later by the daemon can be taken meanwhile by
+// a parallel test's connection.
+func (e *env) metricsAddr() string {
+	e.t.Helper()
+	m := regexp.MustCompile(`msg="metrics for Prometheus and the dashboard" listen=(\S+)`).FindStringSubmatch(e.daemonLog())
+	if m == nil {
+		e.t.Fatalf("the daemon's log does not say where it serves its metrics:\n%s", e.daemonLog())
+	}
+	return m[1]
 }
 
 func (e *env) start() {

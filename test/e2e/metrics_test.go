@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -17,8 +16,8 @@ import (
 // and the phase, staging and hook counters grow (issue 17, point 1).
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
-	e := setup(t, fmt.Sprintf("[metrics]\nlisten = %q\n", addr))
+	e := setup(t, "[metrics]\nlisten = \"127.0.0.1:0\"\n")
+	addr := e.metricsAddr()
 	scrape := func() map[string]float64 {
 		t.Helper()
 		resp, err := http.Get("http://" + addr + "/metrics")
