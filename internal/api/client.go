@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,7 +47,11 @@ func Unreachable(err error) bool {
 	var e *Error
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		(errors.As(err, &e) && e.Status == http.StatusServiceUnavailable)
+		(errors.As(err, &e) && e.Status == http.StatusServiceUnavailable) ||
+		// A connection the daemon closed before the request went out
+		// (past its limits, at once): net/http reports it by this text
+		// alone (its error value is not exported).
+		err != nil && strings.Contains(err.Error(), "http: server closed idle connection")
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
