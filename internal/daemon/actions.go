@@ -705,8 +705,10 @@ func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error 
 // evict ends the processes that still hold a finished job's RAMDISK, the
 // policy docs/security.md states: every process not root's gets SIGTERM,
 // and SIGKILL limits.kill_grace later; root's processes are never
-// signalled, and while one holds the RAMDISK it stays (and counts as
-// held) until an administrator ends it and retries. Each signal is
+// signalled but are waited for as long, since many hold it only for a
+// moment (a new mount namespace copies every mount until its maker drops
+// RSA's). One still there after that keeps the RAMDISK (counted as held)
+// until an administrator ends it and retries. Each signal is
 // written to the job's log and the daemon's.
 func (d *Daemon) evict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
 	dev, ok, err := d.engine.Device(rd)
@@ -743,11 +745,11 @@ func (d *Daemon) evict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error
 				return err
 			}
 		}
-		if len(roots) > 0 && live == 0 {
-			return fmt.Errorf("RAMDISK held by root's %s; RSA never signals root's processes: end them, then rsa retry %d", strings.Join(roots, ", "), j.ID)
-		}
-		if live == 0 {
+		if live == 0 && len(roots) == 0 {
 			return nil
+		}
+		if live == 0 && time.Since(started) >= grace {
+			return fmt.Errorf("RAMDISK held by root's %s; RSA never signals root's processes: end them, then rsa retry %d", strings.Join(roots, ", "), j.ID)
 		}
 		if time.Since(started) > grace+10*time.Second {
 			return fmt.Errorf("RAMDISK still held %s after SIGKILL (a process stuck in the kernel?); rsa retry %d when it is gone", time.Since(started).Round(time.Second), j.ID)
