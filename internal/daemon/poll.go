@@ -75,30 +75,27 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 		var kind lifecycle.EventKind
 		switch {
 		case !ok || sj.Ended():
-			if j.State != lifecycle.Finished {
-				kind = lifecycle.EvFinished
-			}
+			kind = lifecycle.EvFinished
 		case sj.Running():
 			// A start is the prolog's to report: it holds the job in
 			// CONFIGURING until the mounts are made. A job Slurm runs
 			// whose start nothing reported got past its prolog without
 			// RSA.
-			if (j.State == lifecycle.OnDeck || j.State == lifecycle.Demoted) && !heldForStart(sj) {
+			if j.Machine().Pending() && !heldForStart(sj) {
 				d.startedWithoutRSA(j, sj, !p.unheld[j.ID])
 				p.unheld[j.ID] = true
 			}
 		case sj.Reason == "Resources":
-			if j.State == lifecycle.Demoted {
-				kind = lifecycle.EvOnDeck
-			}
+			kind = lifecycle.EvOnDeck
 			d.refreshStart(j, sj)
 		case sj.Pending():
-			if j.State == lifecycle.OnDeck {
-				kind = lifecycle.EvDemoted
-			}
+			kind = lifecycle.EvDemoted
 		}
-		if kind != "" {
-			d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: kind, At: time.Now(), Reason: "Slurm: " + sj.State + " " + sj.Reason}})
+		// Only what changes the job is posted: Slurm repeats itself every
+		// poll. A change this snapshot missed is seen at the next poll.
+		ev := lifecycle.Event{Kind: kind, At: time.Now(), Reason: "Slurm: " + sj.State + " " + sj.Reason}
+		if kind != "" && lifecycle.Applies(j.Machine(), ev) {
+			d.post(msg{id: j.ID, ev: ev})
 		}
 	}
 	for _, sj := range sjobs {
@@ -239,7 +236,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 	}
 	var open []*job.Job
 	for _, j := range tracked {
-		if j.Spec.Name != "" && j.State != lifecycle.Finished {
+		if j.Spec.Name != "" && !j.Machine().Ended() {
 			open = append(open, j)
 		}
 	}
@@ -260,7 +257,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 		switch {
 		case !ok:
 			why = "Slurm no longer knows the job"
-		case sj.Ended() && j.State != lifecycle.Running:
+		case sj.Ended() && j.Machine().Pending():
 			why = "the job ended (" + sj.State + ") before it ran"
 		default:
 			continue
@@ -274,7 +271,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 // refreshStart moves a waiting job's stage-in time when Slurm's estimate of
 // its start moves (backfill revises it every cycle).
 func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
-	if j.RSA != lifecycle.Initial || j.State != lifecycle.OnDeck {
+	if m := j.Machine(); !m.Pending() || !m.AwaitsNodes() {
 		return
 	}
 	if awaitingEstimate(j, sj) {

@@ -290,7 +290,7 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 	// and it was another user's): this run gets a new one.
 	if j, err := d.latest(ctx, slurmJob{name: name}); err != nil {
 		return failed("RSA: %v", err)
-	} else if j != nil && j.State != lifecycle.Finished {
+	} else if j != nil && !j.Machine().Ended() {
 		if err := d.checkSlurmUser(j, sj); err != nil {
 			return failed("RSA: %v", err)
 		}
@@ -404,28 +404,48 @@ func (d *Daemon) await(ctx context.Context, sj slurmJob, wait time.Duration, v v
 	return rep, nil
 }
 
-func stageInVerdict(j *job.Job) (string, string) {
-	if len(j.Lost) > 0 && j.State != lifecycle.Finished {
-		switch j.RSA {
-		case lifecycle.Aborted, lifecycle.StoppingStagingIn, lifecycle.Teardown, lifecycle.Destroyed:
-			return api.Busy, fmt.Sprintf("RSA node %s lost: the RAMDISK is rebuilt on live nodes and the input staged in again", strings.Join(j.Lost, ", "))
-		}
-	}
-	switch j.RSA {
-	case lifecycle.Initial, lifecycle.Assigned, lifecycle.Booting, lifecycle.Booted, lifecycle.StagingIn, lifecycle.Abandoning:
-		if j.State == lifecycle.Finished {
-			return api.Failure, "RSA: the job ended before its stage-in"
-		}
-		return api.Busy, "staging in"
-	case lifecycle.Ineligible:
-		return api.Success, "runs without RSA: " + j.Error
-	case lifecycle.Aborted, lifecycle.StoppingStagingIn, lifecycle.Teardown, lifecycle.Destroyed, lifecycle.Released:
+func stageInVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStageIn, j) }
+
+// gateVerdict is the lifecycle's verdict at gate g for j, as a Slurm hook
+// answers it: Slurm's verdict and a message that words why with what the
+// record knows.
+func gateVerdict(g lifecycle.Gate, j *job.Job) (string, string) {
+	a, why := lifecycle.Verdict(g, j.Machine())
+	v := map[lifecycle.Answer]string{lifecycle.Wait: api.Busy, lifecycle.Pass: api.Success, lifecycle.Refuse: api.Failure}[a]
+	return v, wordVerdict(why, j)
+}
+
+// wordVerdict says why in the words Slurm shows the job's user (scontrol,
+// the job's comment) and its admin (slurmctld.log).
+func wordVerdict(why lifecycle.Why, j *job.Job) string {
+	switch why {
+	case lifecycle.WhyRebuilding:
+		return fmt.Sprintf("RSA node %s lost: the RAMDISK is rebuilt on live nodes and the input staged in again", strings.Join(j.Lost, ", "))
+	case lifecycle.WhyEndedBeforeInput:
+		return "RSA: the job ended before its stage-in"
+	case lifecycle.WhyWithoutRSA:
+		return "job runs without RSA: " + j.Error
+	case lifecycle.WhyStageInFailed:
 		if j.Error != "" {
-			return api.Failure, "RSA stage-in failed: " + j.Error
+			return "RSA stage-in failed: " + j.Error
 		}
-		return api.Failure, "RSA: the stage-in was stopped"
+		return "RSA: the stage-in was stopped"
+	case lifecycle.WhyMountedIn:
+		return fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Input, hostsOf(j))
+	case lifecycle.WhyMountedOut:
+		return fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Output, hostsOf(j))
+	case lifecycle.WhyStageOutFailed:
+		return fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.Name, j.Spec.Name)
+	case lifecycle.WhyOutputLost:
+		return fmt.Sprintf("RSA lost the output (RSA job %d): %s", j.ID, j.Error)
+	case lifecycle.WhyKeptForAdmin:
+		return fmt.Sprintf("RSA keeps job %d's RAMDISK for an administrator (%s): %s", j.ID, j.RSA, j.Error)
+	case lifecycle.WhyAdminTeardownWait:
+		return fmt.Sprintf("%s (RSA job %d, %s: %s)", why, j.ID, j.RSA, j.Error)
+	case lifecycle.WhyNoVerdict:
+		return fmt.Sprintf("RSA has no verdict for a job %s/%s; waiting", j.State, j.RSA)
 	}
-	return api.Success, "input staged into RAM"
+	return string(why)
 }
 
 // awaitMount answers a start hook (pre_run, the prolog) once the started
@@ -489,7 +509,7 @@ func (d *Daemon) awaitMount(ctx context.Context, sj slurmJob, wait time.Duration
 // records its decision to wait before the start is answered, so a job still
 // INITIAL without one is being assigned.
 func (d *Daemon) noCapacityAtStart(j *job.Job) string {
-	if j.State != lifecycle.Running || j.RSA != lifecycle.Initial {
+	if m := j.Machine(); !m.Runs() || !m.AwaitsNodes() {
 		return ""
 	}
 	d.mu.Lock()
@@ -502,31 +522,7 @@ func (d *Daemon) noCapacityAtStart(j *job.Job) string {
 
 // mountVerdict: the started job's RAMDISK is on its compute nodes, or
 // RSA has nothing to mount for it.
-func mountVerdict(j *job.Job) (string, string) {
-	switch j.RSA {
-	case lifecycle.InUseIn:
-		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Input, hostsOf(j))
-	case lifecycle.InUseOut:
-		return api.Success, fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Output, hostsOf(j))
-	case lifecycle.Ineligible, lifecycle.Released, lifecycle.UnmountBusy, lifecycle.OutputLost:
-		return api.Success, "job runs without RSA: " + j.Error
-	}
-	if j.State == lifecycle.Finished {
-		return api.Success, "job already ended"
-	}
-	if !j.Machine().HasOutput && j.RSA != lifecycle.Ready && j.RSA != lifecycle.MountingIn {
-		// Nothing will be mounted for it (its input is not in RAM:
-		// not yet staged in, or lost with a node), and it has no output
-		// to catch: its compute nodes do not wait for a teardown.
-		return api.Success, "job reads its input from disk: it is not in RAM"
-	}
-	if j.RSA == lifecycle.Initial {
-		// A wait for capacity is let go (awaitMount); this is the
-		// assignment itself, which ends at once.
-		return api.Busy, "assigning RSA nodes"
-	}
-	return api.Busy, "mounting"
-}
+func mountVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStart, j) }
 
 func hostsOf(j *job.Job) string {
 	if len(j.Hosts) == 0 {
@@ -535,42 +531,11 @@ func hostsOf(j *job.Job) string {
 	return strings.Join(j.Hosts, ",")
 }
 
-func unmountVerdict(j *job.Job) (string, string) {
-	switch j.RSA {
-	case lifecycle.MountingIn, lifecycle.Mounting, lifecycle.InUseIn, lifecycle.InUseOut, lifecycle.UnmountNeeded, lifecycle.Unmounting:
-		return api.Busy, "unmounting"
-	}
-	return api.Success, ""
-}
+func unmountVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateUnmount, j) }
 
-func stageOutVerdict(j *job.Job) (string, string) {
-	if j.RSA == lifecycle.StageOutFailed {
-		return api.Failure, fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.Name, j.Spec.Name)
-	}
-	if j.RSA == lifecycle.OutputLost {
-		return api.Failure, fmt.Sprintf("RSA lost the output (RSA job %d): %s", j.ID, j.Error)
-	}
-	if v, msg := unmountVerdict(j); v == api.Busy {
-		return v, msg
-	}
-	if lifecycle.HoldsOutput(j.RSA) {
-		return api.Busy, "staging out"
-	}
-	if j.Spec.Output != "" && (j.RSA == lifecycle.DoneStagingOut || j.RSA == lifecycle.Teardown || j.RSA == lifecycle.Destroyed || j.RSA == lifecycle.Released) {
-		return api.Success, "output staged out and verified"
-	}
-	return api.Success, ""
-}
+func stageOutVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStageOut, j) }
 
-func teardownVerdict(j *job.Job) (string, string) {
-	switch {
-	case j.Machine().Done():
-		return api.Success, "RAMDISK released"
-	case lifecycle.NeedsAdmin(j.RSA):
-		return api.Success, fmt.Sprintf("RSA keeps job %d's RAMDISK for an administrator (%s): %s", j.ID, j.RSA, j.Error)
-	}
-	return api.Busy, "tearing down"
-}
+func teardownVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateTeardown, j) }
 
 // finishNamed tells the lifecycle the Slurm job ended, then answers by v
 // (or at once when v is nil).
@@ -582,7 +547,7 @@ func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait 
 	if j == nil {
 		return done("job %s does not use RSA", sj.name)
 	}
-	if j.State != lifecycle.Finished {
+	if !j.Machine().Ended() {
 		if _, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}}); lost(err) != nil {
 			return nil, err
 		}
@@ -616,7 +581,7 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 			return err
 		}
 	}
-	if j.State != lifecycle.OnDeck && j.State != lifecycle.Demoted {
+	if !j.Machine().Pending() {
 		return nil // started already: pre_run and the prolog both say so
 	}
 	if nodelist == "" {

@@ -199,6 +199,13 @@ func Step(j Job, ev Event) Outcome {
 	return out
 }
 
+// Applies reports whether ev would change j: some row of the event table
+// takes it. Ticks, resumes and events no row takes do not apply.
+func Applies(j Job, ev Event) bool {
+	_, _, ok := matchEvent(j, ev)
+	return ok
+}
+
 func (o *Outcome) record(next Job, why, reason string) {
 	prev := o.Job
 	if reason != "" {

@@ -185,3 +185,18 @@ type Job struct {
 // Done reports whether nothing more will ever happen to the job.
 // OUTPUT_LOST is such an end too: RSA holds nothing more for the job.
 func (j Job) Done() bool { return j.State == Finished && (j.RSA == Released || j.RSA == OutputLost) }
+
+// Pending reports whether the batch system has not started the job yet
+// (on deck, or pushed back).
+func (j Job) Pending() bool { return j.State == OnDeck || j.State == Demoted }
+
+// Runs reports whether the job holds its compute nodes.
+func (j Job) Runs() bool { return j.State == Running }
+
+// Ended reports whether the job left its compute nodes, or was cancelled
+// before it got them. RSA's work for it may go on (stage-out, teardown).
+func (j Job) Ended() bool { return j.State == Finished }
+
+// AwaitsNodes reports whether the job, not ended, holds no RSA nodes yet
+// and waits for an assignment.
+func (j Job) AwaitsNodes() bool { return j.RSA == Initial && j.State != Finished }
