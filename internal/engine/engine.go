@@ -1,8 +1,8 @@
 // Package engine builds and destroys RAMDISKs. An Engine turns a job's
 // allocation (shares of RSA nodes' RAM) into one file system that the control
-// host sees at a directory; the local engine does it with a tmpfs on this
-// host, a multi-node engine will aggregate several nodes into one parallel
-// file system. Engines own the RAMDISK's life only: they must not mount
+// host sees at a directory: engine local with a tmpfs on this host, engine
+// gluster by aggregating several RSA nodes' RAM into one parallel file
+// system. Engines own the RAMDISK's life only: they must not mount
 // anything at a job's own paths (package mount and node access do that) nor
 // read or write job data.
 package engine
@@ -143,8 +143,10 @@ type Engine interface {
 	Construct(ctx context.Context, r Ramdisk) error
 	// Seal makes the RAMDISK read-only for everyone, root included, on
 	// every mount of it: a later write fails with EROFS instead of landing
-	// in RAM that is about to go. It fails, wrapping ErrBusy, while a file
-	// in it is open for writing.
+	// in RAM that is about to go. An engine whose file system refuses to
+	// turn read-only under a writer (local: the remount) fails, wrapping
+	// ErrBusy, while a file in it is open for writing; one that can
+	// (gluster) seals it, and the writer's next write fails with EROFS.
 	Seal(ctx context.Context, r Ramdisk) error
 	// Revoke closes the gate: from now on no one but root reaches r.Dir.
 	Revoke(ctx context.Context, r Ramdisk) error

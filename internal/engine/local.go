@@ -30,6 +30,8 @@ type Local struct {
 	Root string // directory holding one gate per job, root-owned
 }
 
+var _ Engine = (*Local)(nil)
+
 // defaultBytesPerInode sizes the inode table when the Ramdisk does not say.
 const defaultBytesPerInode = 8 << 10
 

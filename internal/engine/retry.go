@@ -19,6 +19,8 @@ type retrying struct {
 	pause    time.Duration
 }
 
+var _ Engine = (*retrying)(nil)
+
 func (r *retrying) try(ctx context.Context, fn func() error) error {
 	var err error
 	p := r.pause

@@ -36,6 +36,8 @@ type Agents struct {
 	Patience time.Duration // default one minute
 }
 
+var _ Access = Agents{}
+
 // silentTry bounds the one try at an agent the heartbeat found silent.
 const silentTry = 10 * time.Second
 

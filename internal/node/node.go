@@ -59,6 +59,8 @@ type Local struct {
 	Policy mount.Policy
 }
 
+var _ Access = Local{}
+
 // OutputRole is the role of the output directory: its mounts are never
 // rolled back (see Access).
 const OutputRole = "output directory"
@@ -93,6 +95,8 @@ type Namespaces struct {
 	Self   string // the rsa binary
 	Policy mount.Policy
 }
+
+var _ Access = Namespaces{}
 
 // PolicyArgs passes p to `rsa node attach`.
 func PolicyArgs(p mount.Policy) []string {

@@ -79,6 +79,8 @@ type Engine struct {
 	Log    *slog.Logger
 }
 
+var _ engine.Engine = (*Engine)(nil)
+
 // fuseMagic is statfs' f_type of a FUSE file system.
 const fuseMagic = 0x65735546
 
