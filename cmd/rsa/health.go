@@ -98,7 +98,7 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 		return critical(err)
 	}
 	for _, j := range recent {
-		if j.RSA == lifecycle.OutputLost && j.Machine().Done() { // not done: in jobs already
+		if lifecycle.PhaseOf(j.RSA) == lifecycle.PhaseOutputLost && j.Machine().Done() { // not done: in jobs already
 			jobs = append(jobs, j)
 		}
 	}
@@ -125,7 +125,7 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 		if !j.Machine().Done() {
 			active++
 		}
-		lost := j.RSA == lifecycle.OutputLost && time.Since(j.UpdatedAt) < lostWithin
+		lost := lifecycle.PhaseOf(j.RSA) == lifecycle.PhaseOutputLost && time.Since(j.UpdatedAt) < lostWithin
 		if lifecycle.NeedsAdmin(j.RSA) || lost {
 			rep.Jobs = append(rep.Jobs, fmt.Sprintf("%s of %s: %s: %s", jobName(&j), textsafe.Line(j.User), j.RSA, textsafe.Line(j.Error)))
 		}

@@ -263,24 +263,21 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		r.say("job %d: RAMDISK of %s", id, textsafe.Line(j.Spec.Sized))
 	}
 	if !noWait {
-		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
-			// Ready, or nothing more to wait for: not eligible, stage-in
-			// failed, or the job was already started or ended elsewhere.
-			return j.State == lifecycle.Finished || j.State == lifecycle.Running ||
-				j.RSA == lifecycle.Ready || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted
-		})
+		// Ready, or nothing more to wait for: not eligible, stage-in
+		// failed, or the job was already started or ended elsewhere.
+		j, err = poll(ctx, c, j, r, func(j *api.JobView) bool { return lifecycle.SettledBeforeStart(j.Machine()) })
 		if err != nil {
 			return interrupted(ctx, r, c, id, err)
 		}
-		switch {
-		case j.State == lifecycle.Finished:
+		switch m, phase := j.Machine(), lifecycle.PhaseOf(j.RSA); {
+		case m.Ended():
 			return fmt.Errorf("job %d ended before its command started: %s", j.ID, textsafe.Line(j.Error))
-		case j.State == lifecycle.Running:
+		case m.Runs():
 			return fmt.Errorf("job %d is already running a command; a job runs one (submit another)", j.ID)
-		case j.RSA == lifecycle.Aborted:
+		case phase == lifecycle.PhaseAborted:
 			cancelJob(c, j.ID, r, "stage-in failed")
 			return fmt.Errorf("job %d: %s; the command was not run (fix the input or stage-in program, or use --no-wait to read from disk)", j.ID, textsafe.Line(j.Error))
-		case j.RSA == lifecycle.Ineligible:
+		case phase == lifecycle.PhaseWithoutRSA:
 			r.say("job %d runs without RSA: %s", j.ID, j.Error)
 		default:
 			r.say("job %d: input staged in RAM", j.ID)
@@ -292,16 +289,15 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 	}); err != nil {
 		return interrupted(ctx, r, c, id, err)
 	}
-	j, err = poll(ctx, c, j, r, func(j *api.JobView) bool {
-		return j.RSA != lifecycle.MountingIn && j.RSA != lifecycle.Mounting
-	})
+	j, err = poll(ctx, c, j, r, func(j *api.JobView) bool { return !lifecycle.BeingMounted(j.RSA) })
 	if err != nil {
 		return interrupted(ctx, r, c, id, err)
 	}
-	switch j.RSA {
-	case lifecycle.InUseIn:
+	inRAM := lifecycle.InRAM(j.RSA)
+	switch {
+	case inRAM && lifecycle.PhaseOf(j.RSA) == lifecycle.PhaseInUseIn:
 		r.say("job %d: RAM serves %s", j.ID, j.Spec.Input)
-	case lifecycle.InUseOut:
+	case inRAM:
 		r.say("job %d: RAM catches %s", j.ID, j.Spec.Output)
 	default:
 		if j.Error != "" {
@@ -309,7 +305,6 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		}
 	}
 
-	inRAM := j.RSA == lifecycle.InUseIn || j.RSA == lifecycle.InUseOut
 	status, ran, err := runCommand(sig, args, j.ID)
 	if err != nil {
 		return interrupted(ctx, r, c, j.ID, err)
@@ -582,7 +577,7 @@ func printJobs(js []api.JobView) {
 			nodes = "-"
 		}
 		note := j.ProgressLine()
-		if note == "" && (lifecycle.NeedsAdmin(j.RSA) || j.RSA == lifecycle.Ineligible || j.RSA == lifecycle.Aborted) {
+		if phase := lifecycle.PhaseOf(j.RSA); note == "" && (lifecycle.NeedsAdmin(j.RSA) || phase == lifecycle.PhaseWithoutRSA || phase == lifecycle.PhaseAborted) {
 			note = j.Error
 		}
 		row := []string{strconv.FormatInt(j.ID, 10)}
@@ -628,7 +623,7 @@ the reason).`,
 				return fmt.Errorf("job %d is %s: %s; its RAM is kept at %s until an administrator runs 'rsa retry %d' or 'rsa discard %d'",
 					id, textsafe.Line(string(j.RSA)), textsafe.Line(j.Error), textsafe.Line(j.Ramdisk), id, id)
 			}
-			if j.RSA == lifecycle.OutputLost {
+			if lifecycle.PhaseOf(j.RSA) == lifecycle.PhaseOutputLost {
 				return fmt.Errorf("job %d ended, but RSA lost its output: %s", id, textsafe.Line(j.Error))
 			}
 			evs, _, _ := c.Events(cmd.Context(), id)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
@@ -49,6 +50,18 @@ type JobView struct {
 	// Private says the caller sees only the public part of another
 	// user's job (private_data): its paths, errors and log are left out.
 	Private bool `json:"private,omitempty"`
+
+	// Phase, InRAM and Terminal say what the job's states mean, as the
+	// lifecycle defines it (NewJobView). Clients read these rather than
+	// the raw states, which grow with the lifecycle.
+
+	// Phase is the part of its life the job's RAMDISK is in.
+	Phase lifecycle.Phase `json:"phase"`
+	// InRAM: the job works in RAM now (its input is served from its
+	// RAMDISK, or its output goes into it).
+	InRAM bool `json:"in_ram"`
+	// Terminal: nothing more will happen to the job.
+	Terminal bool `json:"terminal"`
 }
 
 // NodeView is one RSA node's use.

@@ -4,9 +4,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
+
+// NewJobView is the view of j with what its states mean (Phase, InRAM,
+// Terminal); the daemon adds what it knows beyond the record.
+func NewJobView(j job.Job) *JobView {
+	return &JobView{Job: j, Phase: lifecycle.PhaseOf(j.RSA), InRAM: lifecycle.InRAM(j.RSA), Terminal: j.Machine().Done()}
+}
 
 // ProgressLine says in one line what a job waits for or how its staging
 // goes: phase, files and bytes (of the total when known), rate and ETA. It
@@ -16,7 +23,7 @@ func (v *JobView) ProgressLine() string {
 		return v.Waiting
 	}
 	p := v.Progress
-	if p == nil || (v.RSA != lifecycle.StagingIn && v.RSA != lifecycle.StagingOut) {
+	if p == nil || !lifecycle.Staging(v.RSA) {
 		return ""
 	}
 	s := fmt.Sprintf("%s %d", p.Phase, p.Files)

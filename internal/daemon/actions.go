@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
-	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -67,7 +66,9 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 }
 
 // assign decides on capacity (App. P). Waiting is not a transition: the job
-// stays INITIAL and is tried again on the next tick or release.
+// stays INITIAL and is tried again on the next tick or release; its first
+// wait for capacity is an event (EvWaitCapacity) that starts the wait's
+// clock in its record, which the lifecycle bounds (Job.CapacityWait).
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	if now := time.Now(); j.State == lifecycle.OnDeck && now.Before(j.NotBefore) {
 		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
@@ -124,16 +125,10 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
 		}
-		// Only jobs Slurm does not size: one with capacity= waits in
-		// Slurm's queue for pool space, not in data_in.
-		if limit := d.cfg.Slurm.CapacityWait; limit > 0 && d.cfg.Scheduler == config.SchedulerSlurm && j.Spec.Capacity == 0 &&
-			j.Spec.Name != "" && j.State == lifecycle.OnDeck && now.Sub(d.waitingSince(j.ID)) >= limit {
-			// Slurm blocks in data_in while the job waits; on 22.05
-			// that wait can hold up the very job whose RAM it waits for
-			// (config.Slurm.CapacityWait). Without RAM the job still runs.
-			d.setWaiting(j.ID, "", "")
-			why := fmt.Sprintf("no RSA capacity came free within %s (slurm.capacity_wait): runs from disk; last: %s", limit, dec.Reason)
-			return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: why}}, true
+		if j.WaitingSince.IsZero() {
+			// The wait's clock is the record's: a restart neither
+			// restarts nor stops it (Job.CapacityWait).
+			return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvWaitCapacity, At: now}}, true
 		}
 		return msg{}, false
 	}
@@ -288,37 +283,28 @@ const (
 	waitCapacity = "capacity" // free RAM on RSA nodes
 )
 
-// setWaiting records what a job waits for and why ("": nothing); it
-// reports whether the reason changed. The wait's start is kept while the
-// job goes on waiting for the same kind of thing, whatever the reason's
-// wording (free bytes change with every release).
+// setWaiting records what a job waits for and why ("": nothing), for
+// its view and its start hook; it reports whether the reason changed. How
+// long it has waited is the record's (Job.WaitingSince), not this.
 func (d *Daemon) setWaiting(id int64, kind, why string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w := d.waiting[id]
-	if w.why == why {
+	if d.waiting[id].why == why {
 		return false
 	}
 	if why == "" {
 		delete(d.waiting, id)
 		return true
 	}
-	if w.kind != kind {
-		w.kind, w.since = kind, time.Now()
-	}
-	w.why = why
-	d.waiting[id] = w
+	d.waiting[id] = wait{kind: kind, why: why}
 	return true
 }
 
-// waitingSince is when the job began to wait, or now if it does not.
-func (d *Daemon) waitingSince(id int64) time.Time {
+// waitingFor is what the job waits for now, or "".
+func (d *Daemon) waitingFor(id int64) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if w, ok := d.waiting[id]; ok {
-		return w.since
-	}
-	return time.Now()
+	return d.waiting[id].why
 }
 
 // allocated sums the RAM held on each node by the jobs whose state holds it

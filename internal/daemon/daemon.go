@@ -102,10 +102,9 @@ type Daemon struct {
 	metrics *metrics.Metrics
 }
 
-// wait is what a job waits for, why, and since when.
+// wait is what a job waits for, and why.
 type wait struct {
 	kind, why string
-	since     time.Time
 }
 
 // msg is one event for one job, with an optional edit of the record that is
@@ -489,13 +488,14 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 				edit: func(n *job.Job) { n.Error = why }})
 			return
 		}
-		if j.RSA != lifecycle.Initial && (j.State != lifecycle.Running || j.RSA != lifecycle.InUseIn) {
+		m := j.Machine()
+		if !lifecycle.TimeSensitive(m) {
 			return
 		}
 		ev := lifecycle.Event{Kind: lifecycle.EvTick, At: now}
 		// Step is pure and cheap: a job the tick leaves as it is (most
 		// running jobs, most of the time) costs no read of its record.
-		if out := lifecycle.Step(j.Machine(), ev); len(out.Changes) > 0 || len(out.Actions) > 0 {
+		if out := lifecycle.Step(m, ev); len(out.Changes) > 0 || len(out.Actions) > 0 {
 			due = append(due, msg{id: j.ID, ev: ev})
 		}
 	})
@@ -578,26 +578,24 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		return j, nil
 	}
 	next := *j
+	// The record change is the machine's (Step): states, times, build,
+	// the wait for capacity. Build counts every RAMDISK built, also one
+	// rebuilt for output on the same nodes, so that a Gluster client of
+	// the new volume never meets a brick of the old one (glusterd's port
+	// map can still name the old brick's port for the same brick path,
+	// whose process refuses the client as "volume-id changed").
 	next.State, next.RSA = out.Job.State, out.Job.RSA
-	if m.ev.Kind == lifecycle.EvStarted {
-		next.StartedAt = out.Job.StartedAt
+	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
+	next.Build, next.WaitingSince = out.Job.Build, out.Job.WaitingSince
+	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince)
+	if out.Error != "" {
+		d.metrics.Failure(string(lifecycle.EvIneligible))
+		next.Error = out.Error
+		if why := d.waitingFor(j.ID); why != "" {
+			next.Error += "; last: " + why
+		}
 	}
-	if !out.Job.InputAt.Equal(j.InputAt) {
-		next.InputAt = out.Job.InputAt
-	}
-	if next.RSA == lifecycle.Booting && j.RSA != lifecycle.Booting {
-		// Every RAMDISK built is new, under a name of its own, also
-		// the one rebuilt for output on the same nodes: a Gluster
-		// client of the new volume must never meet a brick of the old
-		// one (glusterd's port map can still name the old brick's port
-		// for the same brick path, whose process refuses the client as
-		// "volume-id changed").
-		next.Build++
-	}
-	if next.State == lifecycle.Finished && j.State != lifecycle.Finished {
-		next.FinishedAt = m.ev.At
-	}
-	if isFailure(m.ev.Kind) {
+	if m.ev.Kind.IsFailure() {
 		d.metrics.Failure(string(m.ev.Kind))
 		if m.ev.Reason != "" {
 			next.Error = m.ev.Reason
@@ -618,7 +616,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
 		d.log.Info("transition", "job", j.ID, "event", m.ev.Kind, "change", c.String())
 	}
-	if len(evs) > 0 || m.edit != nil || lostMore {
+	if len(evs) > 0 || m.edit != nil || lostMore || recorded {
 		next.UpdatedAt = time.Now()
 		if err := d.store.Commit(ctx, &next, evs); err != nil {
 			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
@@ -658,15 +656,6 @@ func lossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
 		return nil, fmt.Sprintf("the job holds none of the nodes %s, or has lost them already", strings.Join(ev.Nodes, ", "))
 	}
 	return nodes, ""
-}
-
-func isFailure(k lifecycle.EventKind) bool {
-	switch k {
-	case lifecycle.EvIneligible, lifecycle.EvBootFailed, lifecycle.EvStageInFailed, lifecycle.EvMountFailed,
-		lifecycle.EvUnmountBusy, lifecycle.EvStageOutFailed, lifecycle.EvDestroyFailed, lifecycle.EvLost, lifecycle.EvNodeLost:
-		return true
-	}
-	return false
 }
 
 // changed wakes every long-polling reader and drops what the holdings

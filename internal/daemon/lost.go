@@ -182,16 +182,6 @@ func (d *Daemon) appendStageLog(j *job.Job, line string, more ...string) {
 	}
 }
 
-// watched: in state s a RAMDISK serves its job and nothing else looks at
-// its parts (a stage checks them itself when it ends).
-func watched(s lifecycle.RSAState) bool {
-	switch s {
-	case lifecycle.Booted, lifecycle.Ready, lifecycle.InUseIn, lifecycle.InUseOut:
-		return true
-	}
-	return false
-}
-
 // watchRamdisks probes, every interval until ctx ends, the RAMDISKs in
 // use: a part out of reach of this host's client (a brick process killed,
 // a link cut), which the heartbeat does not see when the node's agent
@@ -215,7 +205,7 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 		}
 		var probes []probe
 		d.store.EachActive(func(j *job.Job) {
-			if watched(j.RSA) && j.Ramdisk != "" {
+			if lifecycle.Watched(j.RSA) && j.Ramdisk != "" {
 				probes = append(probes, probe{d.ramdisk(j), slices.Clone(j.Lost)})
 			}
 		})

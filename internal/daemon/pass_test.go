@@ -52,7 +52,7 @@ func TestPassMemoDecidesAsEachJobAlone(t *testing.T) {
 	slices.SortFunc(initial, func(a, b job.Job) int { return int(a.ID - b.ID) })
 	var want []int64
 	for _, j := range initial {
-		if _, ok := alone.assign(&j); ok {
+		if m, ok := alone.assign(&j); ok && m.ev.Kind == lifecycle.EvAssigned {
 			want = append(want, j.ID)
 		}
 	}

@@ -130,13 +130,6 @@ func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*j
 	return nil
 }
 
-// counts reports whether a job takes a place under the job limits: it
-// holds RAM or waits for it. INELIGIBLE, released and finished jobs hold
-// nothing and wait for nothing, so they never lock anyone out.
-func counts(j *job.Job) bool {
-	return !j.Machine().Done() && j.RSA != lifecycle.Ineligible && j.RSA != lifecycle.Released && j.RSA != lifecycle.OutputLost
-}
-
 // admit applies the job limits, the site's and the user's, before a new
 // job of uid is created.
 func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
@@ -146,7 +139,7 @@ func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
 	}
 	var all, mine int
 	for _, j := range active {
-		if counts(j) {
+		if lifecycle.CountsTowardLimits(j.Machine()) {
 			all++
 			if j.UID == uid {
 				mine++
@@ -402,7 +395,7 @@ func (d *Daemon) totalCapacity() int64 {
 // the scheduler's users; for anyone else, with private_data, only the id,
 // user, states, size and progress (like Slurm's PrivateData=jobs).
 func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
-	v := &api.JobView{Job: *j}
+	v := api.NewJobView(*j)
 	d.mu.Lock()
 	if pr, ok := d.progress[j.ID]; ok {
 		v.Progress = &pr
@@ -566,11 +559,11 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 	case !owner:
 		return nil, api.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
 	}
-	if m.ev.Kind == lifecycle.EvFinished && j.State == lifecycle.Finished {
+	if m.ev.Kind == lifecycle.EvFinished && j.Machine().Ended() {
 		return d.view(j, p), nil // finishing twice is harmless
 	}
 	if m.ev.Kind == lifecycle.EvRetry || m.ev.Kind == lifecycle.EvDiscard {
-		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && j.RSA != lifecycle.StageOutFailed) {
+		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && !lifecycle.Discardable(j.RSA)) {
 			return nil, api.Errorf(http.StatusConflict, "job %d is %s: %s applies only to a failed stage-out%s", id, j.RSA, verb,
 				map[bool]string{true: " or teardown", false: ""}[verb == api.VerbRetry])
 		}
@@ -582,7 +575,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 	if m.edit != nil {
 		d.watchOwner(got)
 	}
-	if got.State == lifecycle.Finished && verb != api.VerbFinish {
+	if got.Machine().Ended() && verb != api.VerbFinish {
 		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
 	}
 	return d.view(got, p), nil
@@ -668,7 +661,7 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 		// Read after the listing: a RAMDISK is built only after its
 		// job's record says so.
 		j, err := d.store.Get(ctx, f.Job)
-		if err == nil && (lifecycle.HoldsNodes(j.RSA) || j.RSA == lifecycle.Initial && j.State != lifecycle.Finished) {
+		if err == nil && lifecycle.KeepsRamdisk(j.Machine()) {
 			continue
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -316,6 +316,13 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 	notBefore, expected := d.setupStart(ctx, spec, slj)
 	j, err := d.create(ctx, uid, gid, spec, config.SchedulerSlurm, func(j *job.Job) error {
 		j.NotBefore, j.Expected = notBefore, expected
+		// Slurm blocks in data_in while the job waits for RSA; on 22.05
+		// that wait can hold up the very job whose RAM it waits for
+		// (config.Slurm.CapacityWait). One with capacity= waits in
+		// Slurm's queue for pool space instead, never in data_in.
+		if spec.Capacity == 0 {
+			j.CapacityWait = d.cfg.Slurm.CapacityWait
+		}
 		return nil
 	})
 	if err != nil {

@@ -320,6 +320,18 @@ func TestBars(t *testing.T) {
 			evs:  evs(10, "ONDECK", "STAGING_IN", 8, "ONDECK", "READY", 12, "RUNNING", "READY"),
 			want: []want{{"job-run", 12, 100}, {"stage-in", 10, 10}, {"ready", 8, 100}},
 		},
+		{
+			name: "the rebuild for output failed: giving RSA up is a teardown, not the switch", now: 100,
+			evs: evs(0, "RUNNING", "INUSE_IN", 5, "RUNNING", "UNMOUNT_NEEDED", 6, "RUNNING", "UNMOUNTING",
+				7, "RUNNING", "UNMOUNTED", 8, "RUNNING", "TEARDOWN", 9, "RUNNING", "DESTROYED", 10, "RUNNING", "BOOTING",
+				11, "RUNNING", "ABANDONING", 12, "RUNNING", "INELIGIBLE", 20, "FINISHED", "INELIGIBLE", 21, "FINISHED", "RELEASED"),
+			want: []want{{"job-run", 0, 20}, {"inuse-in", 0, 5}, {"switch", 5, 11}, {"teardown", 11, 12}},
+		},
+		{
+			name: "a teardown that failed mid-switch is a teardown", now: 100,
+			evs:  evs(0, "RUNNING", "UNMOUNTED", 1, "RUNNING", "TEARDOWN", 2, "RUNNING", "TEARDOWN_FAILED"),
+			want: []want{{"job-run", 0, 100}, {"switch", 0, 2}, {"teardown", 2, 100}},
+		},
 		{name: "one event, waiting", evs: evs(0, "ONDECK", "INITIAL"), now: 5},
 	}
 	for _, tc := range tests {

@@ -11,19 +11,10 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
-// Phase groups: the rows of a job's timeline, as the thesis' figures draw
-// a RAMDISK's life. They are also the bars' data-phase values.
-const (
-	phaseBuild    = "build"     // BOOTING..BOOTED
-	phaseStageIn  = "stage-in"  // STAGING_IN
-	phaseReady    = "ready"     // READY: staged, waiting for the job to start
-	phaseInUseIn  = "inuse-in"  // MOUNTING_IN, INUSE_IN: the job reads its input in RAM
-	phaseSwitch   = "switch"    // UNMOUNT_NEEDED..MOUNTING: from input to output
-	phaseInUseOut = "inuse-out" // INUSE_OUT: the job writes its output in RAM
-	phaseStageOut = "stage-out" // STAGING_OUT
-	phaseTeardown = "teardown"  // TEARDOWN..DESTROYED
-	phaseRun      = "job-run"   // job-state RUNNING: the job holds its compute nodes
-)
+// phaseRun is the row of job-state RUNNING: the job holds its compute
+// nodes. The other rows are the lifecycle's phases of the job's RAMDISK;
+// every row's name is also its bars' data-phase value.
+const phaseRun = "job-run"
 
 // row is one line of the chart.
 type row struct{ phase, label string }
@@ -33,14 +24,14 @@ type row struct{ phase, label string }
 func rows() []row {
 	return []row{
 		{phaseRun, "job running"},
-		{phaseBuild, "build"},
-		{phaseStageIn, "stage-in"},
-		{phaseReady, "ready"},
-		{phaseInUseIn, "in use: input"},
-		{phaseSwitch, "switch"},
-		{phaseInUseOut, "in use: output"},
-		{phaseStageOut, "stage-out"},
-		{phaseTeardown, "teardown"},
+		{string(lifecycle.PhaseBuild), "build"},
+		{string(lifecycle.PhaseStageIn), "stage-in"},
+		{string(lifecycle.PhaseReady), "ready"},
+		{string(lifecycle.PhaseInUseIn), "in use: input"},
+		{string(lifecycle.PhaseSwitch), "switch"},
+		{string(lifecycle.PhaseInUseOut), "in use: output"},
+		{string(lifecycle.PhaseStageOut), "stage-out"},
+		{string(lifecycle.PhaseTeardown), "teardown"},
 	}
 }
 
@@ -90,10 +81,11 @@ func bars(ivs []interval) []bar {
 	var phases, runs []bar
 	switching := false
 	for _, iv := range ivs {
+		running := lifecycle.Job{State: lifecycle.JobState(iv.JobState)}.Runs()
 		var phase string
-		phase, switching = phaseOf(iv, switching)
+		phase, switching = phaseOf(lifecycle.RSAState(iv.RSAState), running, switching)
 		phases = extend(phases, phase, iv, iv.RSAState)
-		if iv.JobState == string(lifecycle.Running) {
+		if running {
 			runs = extend(runs, phaseRun, iv, iv.JobState)
 		} else {
 			runs = extend(runs, "", iv, "")
@@ -127,46 +119,29 @@ func drop(bs []bar) []bar {
 	return out
 }
 
-// phaseOf is the group of an interval's rsa-state. The switch from input
-// to output tears the input RAMDISK down and builds the output one, so
-// TEARDOWN..BOOTED belong to the switch when they follow an unmount while
-// the job runs; elsewhere they are the job's own build and teardown.
-func phaseOf(iv interval, switching bool) (phase string, stillSwitching bool) {
-	s := lifecycle.RSAState(iv.RSAState)
-	running := iv.JobState == string(lifecycle.Running)
-	switch s {
-	case lifecycle.UnmountNeeded, lifecycle.Unmounting, lifecycle.Unmounted:
-		return phaseSwitch, running
-	case lifecycle.Mounting:
-		return phaseSwitch, false
-	case lifecycle.Teardown, lifecycle.Destroyed, lifecycle.Booting, lifecycle.Booted:
-		if switching && running {
-			return phaseSwitch, true
-		}
+// phaseOf is the row of rsa-state s, "" for a state without one. The
+// switch from input to output tears the input RAMDISK down and builds the
+// output one, so the rebuilding states that follow an unmount while the
+// job runs belong to the switch, which the mount for output ends;
+// elsewhere they are the job's own build and teardown.
+func phaseOf(s lifecycle.RSAState, running, switching bool) (phase string, stillSwitching bool) {
+	p := lifecycle.PhaseOf(s)
+	switch {
+	case p == lifecycle.PhaseSwitch:
+		return string(p), running && !lifecycle.BeingMounted(s)
+	case switching && running && lifecycle.Rebuilding(s):
+		return string(lifecycle.PhaseSwitch), true
 	}
-	return groupOf(s), false
+	return charted(p), false
 }
 
-// groupOf is the phase group of a state outside a switch; "" for states
-// with no row (waiting for nodes, aborted, ended).
-func groupOf(s lifecycle.RSAState) string {
-	switch s {
-	case lifecycle.Booting, lifecycle.Booted:
-		return phaseBuild
-	case lifecycle.StagingIn, lifecycle.StoppingStagingIn:
-		return phaseStageIn
-	case lifecycle.Ready:
-		return phaseReady
-	case lifecycle.MountingIn, lifecycle.InUseIn, lifecycle.UnmountBusy:
-		// UNMOUNT_BUSY: the input stays mounted, in use, until the job ends.
-		return phaseInUseIn
-	case lifecycle.InUseOut:
-		return phaseInUseOut
-	case lifecycle.StagingOut, lifecycle.DoneStagingOut, lifecycle.StageOutFailed:
-		// A failed stage-out keeps the output in RAM, waiting to be staged.
-		return phaseStageOut
-	case lifecycle.Teardown, lifecycle.Abandoning, lifecycle.TeardownFailed, lifecycle.Destroyed:
-		return phaseTeardown
+// charted is p's row: "" for phases the chart has no row for (waiting
+// for nodes, without RSA, aborted, ended).
+func charted(p lifecycle.Phase) string {
+	for _, r := range rows() {
+		if r.phase == string(p) {
+			return r.phase
+		}
 	}
 	return ""
 }

@@ -90,6 +90,10 @@ type Job struct {
 	Expected time.Time `json:"expected,omitzero"`
 	// Error is the last failure's reason, shown until the job ends.
 	Error string `json:"error,omitempty"`
+	// CapacityWait and WaitingSince are the job's bound on its wait for
+	// RSA capacity and when that wait began (lifecycle.Job).
+	CapacityWait time.Duration `json:"capacity_wait,omitempty"`
+	WaitingSince time.Time     `json:"waiting_since,omitzero"`
 
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
@@ -112,6 +116,11 @@ func (j *Job) Machine() lifecycle.Job {
 		StartedAt: j.StartedAt,
 		InputAt:   j.InputAt,
 		NodeLost:  len(j.Lost) > 0,
+
+		Build:        j.Build,
+		FinishedAt:   j.FinishedAt,
+		CapacityWait: j.CapacityWait,
+		WaitingSince: j.WaitingSince,
 	}
 }
 

@@ -27,8 +27,11 @@ const (
 const (
 	EvAssigned   EventKind = "assigned"
 	EvIneligible EventKind = "ineligible"
-	EvBooted     EventKind = "booted"
-	EvBootFailed EventKind = "boot-failed"
+	// EvWaitCapacity: the assignment found no RSA capacity free; the job
+	// stays INITIAL, and its wait's clock starts (Job.WaitingSince).
+	EvWaitCapacity EventKind = "wait-capacity"
+	EvBooted       EventKind = "booted"
+	EvBootFailed   EventKind = "boot-failed"
 	// EvBootLost: building the RAMDISK failed on RSA nodes that do not
 	// answer (Event.Nodes): it is built anew on live nodes, not given up.
 	EvBootLost       EventKind = "boot-node-lost"
@@ -125,6 +128,9 @@ type Outcome struct {
 	// Rows names the table rows Step took, in order: "event N" for
 	// eventTable[N], "pass N" for passTable[N] (for tests and debugging).
 	Rows []string
+	// Error is the job's new error when a pass row that fails was taken
+	// (a failure event's own reason is the caller's to record).
+	Error string
 }
 
 // maxPasses bounds the chain of immediate transitions after one event; the
@@ -135,8 +141,8 @@ const maxPasses = 16
 // Step applies ev to j and then lets the job advance, as one pass of the
 // thesis scheduler would, until it reaches a state that waits for an action
 // or for another event. It is pure: same input, same output.
-func Step(j Job, ev Event) Outcome {
-	out := Outcome{Job: j}
+func Step(j Job, ev Event) (out Outcome) {
+	out = Outcome{Job: j}
 	applied := false
 	switch ev.Kind {
 	case EvTick:
@@ -161,6 +167,8 @@ func Step(j Job, ev Event) Outcome {
 				out.Job.NodeLost = false // new nodes, all live
 			case ev.Kind == EvNodeLost || len(ev.Nodes) > 0:
 				out.Job.NodeLost = true
+			case ev.Kind == EvWaitCapacity:
+				out.Job.WaitingSince = ev.At
 			}
 			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
 				out.Actions = append(out.Actions, Action{Kind: a})
@@ -171,7 +179,9 @@ func Step(j Job, ev Event) Outcome {
 		out.Ignored = true
 		return out
 	}
-	if len(out.Actions) > 0 {
+	defer func() { out.settle(j, ev.At) }()
+	if len(out.Actions) > 0 || ev.Kind == EvWaitCapacity {
+		// A wait is tried again at the next tick, not at once.
 		return out
 	}
 	for range maxPasses {
@@ -184,6 +194,9 @@ func Step(j Job, ev Event) Outcome {
 		next := prev
 		next.RSA = r.next
 		out.record(next, r.why, "")
+		if r.fails {
+			out.Error = r.why
+		}
 		if r.do != "" {
 			out.Actions = append(out.Actions, Action{Kind: r.do})
 			break
@@ -197,6 +210,21 @@ func Step(j Job, ev Event) Outcome {
 		}
 	}
 	return out
+}
+
+// settle completes the record change of a Step from j: a new build on
+// entering BOOTING, the time the job ended, and the end of a wait for
+// capacity once the job leaves INITIAL.
+func (o *Outcome) settle(j Job, at time.Time) {
+	if o.Job.RSA == Booting && j.RSA != Booting {
+		o.Job.Build++
+	}
+	if o.Job.State == Finished && j.State != Finished {
+		o.Job.FinishedAt = at
+	}
+	if o.Job.RSA != Initial {
+		o.Job.WaitingSince = time.Time{}
+	}
 }
 
 // Applies reports whether ev would change j: some row of the event table
@@ -249,6 +277,9 @@ type passRow struct {
 	next  RSAState
 	do    ActionKind
 	why   string
+	// fails: taking the row gives the job less of RSA than it asked
+	// for; why becomes the job's error (Outcome.Error).
+	fails bool
 }
 
 func matchEvent(j Job, ev Event) (eventRow, int, bool) {

@@ -21,6 +21,13 @@ func outOnly(s JobState, r RSAState) Job { j := io(s, r); j.HasInput = false; re
 // lost is j after one of its RSA nodes was lost.
 func lost(j Job) Job { j.NodeLost = true; return j }
 
+// waitedFor is j with a capacity wait of limit, waiting since ago before
+// the events of ev.
+func waitedFor(j Job, limit, ago time.Duration) Job {
+	j.CapacityWait, j.WaitingSince = limit, t0.Add(time.Second-ago)
+	return j
+}
+
 func ev(k EventKind) Event { return Event{Kind: k, At: t0.Add(time.Second)} }
 
 type stepCase struct {
@@ -39,6 +46,8 @@ var cases = []stepCase{
 	// ONDECK (Figure 3.2, App. A l.122-165)
 	{name: "new on-deck job is assigned (l.137)", job: io(OnDeck, Initial), event: ev(EvTick), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "assigned job boots (l.142)", job: io(OnDeck, Initial), event: ev(EvAssigned), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "no capacity free: the job waits, INITIAL", job: io(OnDeck, Initial), event: ev(EvWaitCapacity), wantJob: OnDeck, wantRSA: Initial},
+	{name: "capacity wait over: the job runs from disk", job: waitedFor(io(OnDeck, Initial), time.Minute, 2*time.Minute), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "job too small is ineligible (App. P l.12)", job: io(OnDeck, Initial), event: ev(EvIneligible), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "ineligible job waits (l.161)", job: io(OnDeck, Ineligible), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "booted job stages in (l.149)", job: io(OnDeck, Booting), event: ev(EvBooted), wantJob: OnDeck, wantRSA: StagingIn, wantDo: []ActionKind{StageIn}},
@@ -479,5 +488,43 @@ func TestStartedBeforeInputInRAM(t *testing.T) {
 				t.Errorf("log says %q: %v, want %v (%v)", disk, said, c.want, out.Changes)
 			}
 		})
+	}
+}
+
+// The record changes Step owns: the wait's clock, the build, the end.
+func TestStepRecordChanges(t *testing.T) {
+	j := io(OnDeck, Initial)
+	j.CapacityWait = time.Minute
+	out := Step(j, ev(EvWaitCapacity))
+	if !out.Job.WaitingSince.Equal(t0.Add(time.Second)) || len(out.Actions) > 0 {
+		t.Fatalf("a first wait: since %v, actions %v; want since the event, nothing started", out.Job.WaitingSince, out.Actions)
+	}
+	again := Step(out.Job, Event{Kind: EvWaitCapacity, At: t0.Add(time.Hour)})
+	if !again.Ignored || !again.Job.WaitingSince.Equal(out.Job.WaitingSince) {
+		t.Errorf("a second wait moved the clock: %v (ignored %v)", again.Job.WaitingSince, again.Ignored)
+	}
+	before := Step(out.Job, Event{Kind: EvTick, At: t0.Add(time.Second + time.Minute - time.Millisecond)})
+	if before.Job.RSA != Initial || before.Error != "" {
+		t.Errorf("a tick before the wait is over: %s (%q), want INITIAL, assigning", before.Job.RSA, before.Error)
+	}
+	over := Step(out.Job, Event{Kind: EvTick, At: t0.Add(time.Second + time.Minute)})
+	if over.Job.RSA != Ineligible || !strings.Contains(over.Error, "capacity wait") || !over.Job.WaitingSince.IsZero() {
+		t.Errorf("a tick when the wait is over: %s (%q, since %v), want INELIGIBLE with the reason, the clock stopped", over.Job.RSA, over.Error, over.Job.WaitingSince)
+	}
+	unbounded := out.Job
+	unbounded.CapacityWait = 0
+	if got := Step(unbounded, Event{Kind: EvTick, At: t0.Add(1000 * time.Hour)}); got.Job.RSA != Initial {
+		t.Errorf("a job without a capacity wait gave up waiting: %s", got.Job.RSA)
+	}
+	assigned := Step(out.Job, ev(EvAssigned))
+	if !assigned.Job.WaitingSince.IsZero() || assigned.Job.Build != 1 || assigned.Job.RSA != Booting {
+		t.Errorf("assigned: %s, since %v, build %d; want BOOTING, the clock stopped, build 1", assigned.Job.RSA, assigned.Job.WaitingSince, assigned.Job.Build)
+	}
+	done := Step(io(Running, InUseOut), ev(EvFinished))
+	if !done.Job.FinishedAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("finished at %v, want the event's time", done.Job.FinishedAt)
+	}
+	if again := Step(done.Job, Event{Kind: EvStagedOut, At: t0.Add(time.Hour)}); !again.Job.FinishedAt.Equal(done.Job.FinishedAt) {
+		t.Errorf("the end moved to %v", again.Job.FinishedAt)
 	}
 }

@@ -180,6 +180,20 @@ type Job struct {
 	// NodeLost: an RSA node of its allocation was lost since it was
 	// assigned (set by NodeLost, cleared by Assigned).
 	NodeLost bool
+	// Build counts the RAMDISKs built for the job: each entry into
+	// BOOTING starts a new one, under a name of its own.
+	Build int
+	// FinishedAt is when the job-state became FINISHED.
+	FinishedAt time.Time
+	// CapacityWait bounds how long a job on deck waits for RSA capacity
+	// before it runs without RSA (0: as long as it takes). It is the
+	// job's policy, fixed when it is created.
+	CapacityWait time.Duration
+	// WaitingSince is when the job, INITIAL, began to wait for RSA
+	// capacity (EvWaitCapacity); zero when it does not. Kept in the
+	// record, so a restart of the daemon neither restarts nor stops the
+	// clock.
+	WaitingSince time.Time
 }
 
 // Done reports whether nothing more will ever happen to the job.

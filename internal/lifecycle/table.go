@@ -46,6 +46,8 @@ var eventTable = []eventRow{
 	{on: EvFinished, job: anyLive, nextJob: Finished, why: "job finished"},
 
 	// --- allocation (App. P) ---
+	// Waiting is not a transition; only the first wait starts the clock.
+	{on: EvWaitCapacity, job: anyLive, rsa: []RSAState{Initial}, guard: jobHas(notWaiting), why: "waiting for RSA capacity"},
 	{on: EvAssigned, rsa: []RSAState{Initial}, nextRSA: Assigned, why: "RSA nodes assigned"},
 	{on: EvIneligible, rsa: []RSAState{Initial}, nextRSA: Ineligible, why: "not eligible for RSA"},
 
@@ -164,6 +166,15 @@ func jobHas(g func(Job, time.Time) bool) func(Job, Event) bool {
 	return func(j Job, ev Event) bool { return g(j, ev.At) }
 }
 
+// notWaiting: the job's wait for capacity has not begun.
+func notWaiting(j Job, _ time.Time) bool { return j.WaitingSince.IsZero() }
+
+// capacityWaitOver: the job has waited for RSA capacity as long as its
+// policy lets it.
+func capacityWaitOver(j Job, now time.Time) bool {
+	return j.CapacityWait > 0 && !j.WaitingSince.IsZero() && !now.Before(j.WaitingSince.Add(j.CapacityWait))
+}
+
 func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
 func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
 func hasOutput(j Job, _ time.Time) bool { return j.HasOutput }
@@ -185,6 +196,12 @@ func switchDue(j Job, now time.Time) bool {
 
 var passTable = []passRow{
 	// --- ONDECK (Figure 3.2; App. A l.122-165) ---
+	// Not in the thesis: a batch system may block in its stage-in hook
+	// while the job waits for RSA, and so hold up the very job whose RAM
+	// it waits for (Slurm 22.05). A bounded wait lets the job run from
+	// disk instead.
+	{job: OnDeck, rsa: []RSAState{Initial}, guard: capacityWaitOver, next: Ineligible, fails: true,
+		why: "no RSA capacity came free within the job's capacity wait (slurm.capacity_wait): it runs from disk"},
 	{job: OnDeck, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"}, // l.137
 	// Not in the thesis: a RAMDISK that lost a node is rebuilt elsewhere.
 	{job: OnDeck, rsa: []RSAState{Destroyed}, guard: nodeLost, next: Initial, why: "an RSA node was lost: assigning anew"},
