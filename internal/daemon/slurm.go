@@ -370,20 +370,12 @@ func awaitingEstimate(j *job.Job, sj slurm.Job) bool {
 // stageInTime is when a stage-in for a job expected to start at start
 // should begin: the lead time plus the time to fill its RAMDISK.
 func (d *Daemon) stageInTime(spec job.Spec, start time.Time) time.Time {
-	lead := d.cfg.Slurm.StageInLead
-	if start.IsZero() || lead <= 0 {
-		return time.Time{}
+	var nodeCapacity int64
+	if len(d.cfg.Nodes) > 0 {
+		nodeCapacity = d.cfg.Nodes[0].Capacity
 	}
-	size := spec.Capacity
-	if size == 0 && len(d.cfg.Nodes) > 0 {
-		size = d.cfg.Nodes[0].Capacity // at most one node's share per RSA node, copied in parallel
-	}
-	est := time.Duration(float64(size) / float64(d.cfg.Slurm.StageRate) * float64(time.Second))
-	at := start.Add(-lead - est)
-	if !at.After(time.Now()) {
-		return time.Time{}
-	}
-	return at
+	size := lifecycle.StageInSize(spec.Capacity, nodeCapacity)
+	return lifecycle.StageInTime(start, time.Now(), d.cfg.Slurm.StageInLead, size, float64(d.cfg.Slurm.StageRate))
 }
 
 // verdict reads a hook's answer off a job's committed state.

@@ -24,10 +24,10 @@ func (s *sim) startJob(j *simJob) {
 		j.g.Start = secs(now)
 	}
 	s.started(j)
-	if j.tracked && j.m.RSA == lifecycle.MountingIn {
-		// The input is staged: the job reads RAM once it is mounted
-		// over its input directory (the prolog does this before the
-		// job's first instruction, App. K).
+	if a, _ := lifecycle.Work(j.m.RSA); j.tracked && a == lifecycle.MountIn {
+		// The input is staged and being mounted over the job's input
+		// directory: the job reads RAM once the mount is made (the
+		// prolog makes it before the job's first instruction, App. K).
 		j.readRAM = true
 		j.phase = mountWait
 		return
@@ -65,7 +65,7 @@ func (s *sim) writeOutput(j *simJob) {
 	}
 	j.phase = writing
 	toRAM := false
-	if j.out > 0 && j.tracked && j.m.RSA == lifecycle.InUseOut {
+	if j.out > 0 && j.tracked && lifecycle.PhaseOf(j.m.RSA) == lifecycle.PhaseInUseOut {
 		if j.out <= j.capacity {
 			toRAM = true
 		} else {

@@ -8,22 +8,23 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
-// RSA's side, as the daemon does it: scheduler events and action
-// completions go through lifecycle.Step, and the actions Step returns
-// start work whose end is the next event. Nothing here decides a
-// transition; it only times the work.
+// RSA's side: scheduler events and action completions go through
+// lifecycle.Step, and the actions Step returns start work whose end is the
+// next event. Nothing here decides a transition or what a state means (the
+// lifecycle's predicates do), nor when a stage-in begins
+// (lifecycle.StageInTime); it only times the work.
 
 // track starts the lifecycle of a job RSA first hears of: on deck (the
 // thesis' poll finds it pending on Resources), or already running (it
-// started without ever being on deck; the daemon adopts such a job in
-// Slurm's prolog the same way).
+// started without ever being on deck). Either way it enters the machine
+// INITIAL, in the job-state st, with no RSA nodes yet.
 func (s *sim) track(j *simJob, st lifecycle.JobState) {
 	j.tracked = true
 	j.m = lifecycle.Job{State: st, RSA: lifecycle.Initial, HasInput: j.in > 0, HasOutput: j.out > 0, Delay: s.cfg.RSA.Delay}
-	if st == lifecycle.Running {
+	if j.m.Runs() {
 		j.m.StartedAt = s.wall(s.clock.now)
 	}
-	s.apply(j, lifecycle.EvTick) // the daemon's first pass over a new job
+	s.apply(j, lifecycle.EvTick) // Step's first pass over the new job
 }
 
 // promote: j became head of the queue.
@@ -48,43 +49,41 @@ func (s *sim) demote(j *simJob) {
 	}
 }
 
-// refresh: the on-deck job's reservation moved; so does its stage-in time
-// (the daemon's refreshStart).
+// refresh: the on-deck job's reservation moved; so does its stage-in time,
+// while the job waits for RSA nodes. A stage-in time that moves by less
+// than a second keeps its old value and costs the job no tick.
 func (s *sim) refresh(j *simJob, shadow time.Duration) {
 	if shadow == j.shadow {
 		return
 	}
 	j.shadow = shadow
-	if !s.rsa || !j.tracked || j.m.State != lifecycle.OnDeck || j.m.RSA != lifecycle.Initial {
+	if !s.rsa || !j.tracked || !j.m.Pending() || !j.m.AwaitsNodes() {
 		return
 	}
 	nb := s.stageInTime(j, shadow)
 	if d := nb - j.notBefore; d > -time.Second && d < time.Second {
-		return // the daemon ignores changes under a second
+		return
 	}
 	j.notBefore = nb
 	s.apply(j, lifecycle.EvTick)
 }
 
-// stageInTime is when the daemon begins the stage-in of j, expected to
-// start at shadow: its lead plus the time to fill its RAMDISK at the
-// mover's speed before (daemon.stageInTime): the capacity j asks for with
-// --alloc capacity, else one node's RAM (the nodes fill in parallel).
-// 0: at once.
+// stageInTime is when the stage-in of j, expected to start at shadow,
+// begins: lifecycle.StageInTime for the size lifecycle.StageInSize budgets
+// (the capacity j asks for with --alloc capacity, else one node's RAM), in
+// simulated time. 0: at once.
 func (s *sim) stageInTime(j *simJob, shadow time.Duration) time.Duration {
 	r := s.cfg.RSA
-	if r.StageInLead <= 0 {
-		return 0
-	}
-	size := r.RAM
+	var capacity int64
 	if r.ByCapacity {
-		size = s.wantCapacity(j, false)
+		capacity = s.wantCapacity(j, false)
 	}
-	at := shadow - r.StageInLead - durationCeil(float64(size)/r.StageInRate)
-	if at <= s.clock.now {
+	size := lifecycle.StageInSize(capacity, r.RAM)
+	at := lifecycle.StageInTime(s.wall(shadow), s.wall(s.clock.now), r.StageInLead, size, r.StageInRate)
+	if at.IsZero() {
 		return 0
 	}
-	return at
+	return at.Sub(s.epoch)
 }
 
 // started: the scheduler started j.
@@ -96,12 +95,14 @@ func (s *sim) started(j *simJob) {
 		s.track(j, lifecycle.Running)
 		return
 	}
+	// Counted for a job started from on deck only: a demoted one had its
+	// stage-in given up when it lost its place, not overtaken.
 	if j.in > 0 && j.m.State == lifecycle.OnDeck {
-		switch j.m.RSA {
-		case lifecycle.Assigned, lifecycle.Booting, lifecycle.Booted, lifecycle.StagingIn:
-			s.res.LateStageIns++
-		case lifecycle.Initial:
+		switch {
+		case j.m.AwaitsNodes():
 			s.res.NotStagedInYet++
+		case !lifecycle.SettledBeforeStart(j.m):
+			s.res.LateStageIns++
 		}
 	}
 	s.apply(j, lifecycle.EvStarted)
@@ -115,7 +116,8 @@ func (s *sim) finished(j *simJob) {
 }
 
 // apply feeds one event to lifecycle.Step, keeps its outcome, and starts
-// the actions it returns: the daemon's apply, without the store.
+// the actions it returns. No state changes but through Step
+// (TestTransitionsAreLifecycleStep).
 func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 	now := s.clock.now
 	ev := lifecycle.Event{Kind: kind, At: s.wall(now)}
@@ -135,26 +137,32 @@ func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 	case held && !holds:
 		s.hold(j, -1)
 	}
-	if j.m.RSA != lifecycle.Initial {
+	if !j.m.AwaitsNodes() {
 		s.unwait(j)
 	}
-	if j.m.RSA == lifecycle.InUseIn && before.RSA != lifecycle.InUseIn {
-		// The daemon's tick re-evaluates INUSE_IN jobs; the switch
-		// is due RSA_DELAY after the input was mounted (now).
+	if lifecycle.TimeSensitive(j.m) && !j.m.InputAt.Equal(before.InputAt) {
+		// The input was mounted just now (Step stamps InputAt), and
+		// the job waits for time, not for an event: its switch to
+		// output is due RSA_DELAY after the mount. Only a tick moves
+		// it then, if it still waits for time.
 		s.clock.at(now+j.m.Delay, event{fn: func() {
-			if j.m.State == lifecycle.Running && j.m.RSA == lifecycle.InUseIn {
+			if lifecycle.TimeSensitive(j.m) {
 				s.apply(j, lifecycle.EvTick)
 			}
 		}})
 	}
-	if kind == lifecycle.EvMounted && before.RSA == lifecycle.MountingIn && j.phase == mountWait {
+	if kind == lifecycle.EvMounted && j.phase == mountWait {
+		// A job waits in mountWait only while its input is being
+		// mounted (startJob): the mount's end is its cue to read.
 		s.readInput(j)
 	}
 	for _, a := range out.Actions {
 		s.act(j, a)
 	}
-	if j.m.State == lifecycle.Demoted && j.m.RSA == lifecycle.Released && s.onDeck == j {
-		s.apply(j, lifecycle.EvOnDeck) // on deck again, and now clean
+	if s.onDeck == j && lifecycle.Applies(j.m, lifecycle.Event{Kind: lifecycle.EvOnDeck, At: ev.At}) {
+		// Demoted, the job ignored being on deck again until its
+		// cleanup ended; now it ended, the event applies.
+		s.apply(j, lifecycle.EvOnDeck)
 	}
 	if held && !holds {
 		s.retry() // capacity came free: waiting jobs try now, in order
@@ -245,14 +253,15 @@ func closeSpan(spans []Span, now time.Duration) {
 	}
 }
 
-// assign is the daemon's assign: not before the stage-in time, then
-// alloc.Plan on the capacity the tracked jobs hold.
+// assign carries out the Assign action: a job not started yet waits for
+// its stage-in time (stageInTime), then alloc.Plan decides on the capacity
+// the tracked jobs hold.
 func (s *sim) assign(j *simJob) {
-	if j.m.State == lifecycle.OnDeck && s.clock.now < j.notBefore {
+	if j.m.Pending() && s.clock.now < j.notBefore {
 		if at := j.notBefore; j.tickAt != at {
 			j.tickAt = at
 			s.clock.at(at, event{fn: func() {
-				if j.m.State == lifecycle.OnDeck && j.m.RSA == lifecycle.Initial {
+				if j.m.Pending() && j.m.AwaitsNodes() {
 					s.apply(j, lifecycle.EvTick)
 				}
 			}})
@@ -281,7 +290,7 @@ func (s *sim) assign(j *simJob) {
 }
 
 func (s *sim) plan(j *simJob) alloc.Decision {
-	req := alloc.Request{ComputeNodes: j.nodes, Running: j.m.State == lifecycle.Running,
+	req := alloc.Request{ComputeNodes: j.nodes, Running: j.m.Runs(),
 		HasInput: j.m.HasInput, HasOutput: j.m.HasOutput}
 	if s.cfg.RSA.ByCapacity {
 		req.Capacity = s.wantCapacity(j, req.Running)
@@ -332,9 +341,9 @@ func (s *sim) unwait(j *simJob) {
 	}
 }
 
-// retry lets the waiting jobs try again, as the daemon's tick does after a
-// release. A job Plan would still tell to wait is skipped: its tick would
-// change nothing.
+// retry lets the waiting jobs try again once capacity came free: each gets
+// a tick, in arrival order. A job Plan would still tell to wait is
+// skipped: its tick would change nothing.
 func (s *sim) retry() {
 	if s.retrying {
 		return
