@@ -365,8 +365,24 @@ func TestAgentGluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("sealed in %v", time.Since(start).Round(time.Millisecond))
-	if o, err := asUser(fmt.Sprintf("echo more > %s/g", out)); err == nil || !strings.Contains(o, "Read-only file system") {
-		t.Errorf("writing a sealed volume through a client mounted before: %q, %v; want EROFS", o, err)
+	// The seal is a new volfile: the client switches graphs and connects
+	// to the bricks anew, one of them restarted a moment ago
+	// (testStageOutReach). Until it reaches the brick the file hashes
+	// to, a write fails with EIO: refused too, but not yet by the seal.
+	// Only EROFS ends the wait; a write that succeeds fails the test.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		o, err := asUser(fmt.Sprintf("echo more > %s/g", out))
+		if err == nil || strings.Contains(o, "Read-only file system") {
+			if err == nil {
+				t.Errorf("writing a sealed volume through a client mounted before succeeded; want EROFS")
+			}
+			break
+		}
+		if !strings.Contains(o, "I/O error") || time.Now().After(deadline) {
+			t.Errorf("writing a sealed volume through a client mounted before: %q, %v; want EROFS", o, err)
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if o, err := asUser(fmt.Sprintf("cat %s/f", out)); err != nil || strings.TrimSpace(o) != "written" {
 		t.Errorf("reading a sealed volume: %q, %v", o, err)
