@@ -261,6 +261,9 @@ type Error struct {
 	Status int    // the HTTP status
 	Code   string // the agent's code: "invalid", "busy", ...
 	Msg    string // the agent's message: the problem and the fix
+	// Gluster is the gluster command's failure behind it, if the agent
+	// said so; nil otherwise.
+	Gluster *gluster.Error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("agent on %s: %s", e.Node, e.Msg) }
@@ -270,6 +273,26 @@ func (e *Error) Error() string { return fmt.Sprintf("agent on %s: %s", e.Node, e
 func (e *Error) Is(target error) bool {
 	k := kindOf(e.Code)
 	return k != nil && k == target
+}
+
+// Unwrap is the gluster command's failure behind the answer, so that
+// errors.Is and errors.As reach it (gluster.ErrPeersDown,
+// *gluster.Error); nil when the agent named none.
+func (e *Error) Unwrap() error {
+	if e.Gluster == nil {
+		return nil
+	}
+	return e.Gluster
+}
+
+// answerError is the *Error of node's agent's answer resp, other than
+// 200, to method path, whose body is data.
+func answerError(node, method, path string, resp *http.Response, data []byte) *Error {
+	var eb errorBody
+	if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
+		eb = errorBody{Error: fmt.Sprintf("%s %s: %s", method, path, resp.Status), Code: codeInternal}
+	}
+	return &Error{Node: node, Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error, Gluster: eb.Gluster}
 }
 
 // do sends one request and decodes the answer into out (if not nil).
@@ -302,11 +325,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, i
 		return fmt.Errorf("agent on %s: %s %s: reading the answer: %w", c.node, method, req.URL.Path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var eb errorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
-			eb = errorBody{Error: fmt.Sprintf("%s %s: %s", method, req.URL.Path, resp.Status), Code: codeInternal}
-		}
-		return &Error{Node: c.node, Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		return answerError(c.node, method, req.URL.Path, resp, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

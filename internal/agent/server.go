@@ -378,6 +378,10 @@ func decode(r *http.Request, v any) error {
 type errorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// Gluster is the gluster command's failure behind the error, if
+	// any: the daemon tells glusterd's refusals apart by it
+	// (gluster.ErrPeersDown, gluster.Error.FailedOn).
+	Gluster *gluster.Error `json:"gluster,omitempty"`
 }
 
 // codeInternal is the code of every failure that is none of the kinds:
@@ -419,6 +423,9 @@ func reply(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		code, status := codeOf(err)
 		body := errorBody{Error: err.Error(), Code: code}
+		if ge := (*gluster.Error)(nil); errors.As(err, &ge) {
+			body.Gluster = ge
+		}
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
 		return

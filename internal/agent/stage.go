@@ -336,11 +336,7 @@ func (c *Client) stream(ctx context.Context, hc *http.Client, path string, in an
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
-		var eb errorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == "" {
-			eb = errorBody{Error: fmt.Sprintf("POST %s: %s", path, resp.Status), Code: codeInternal}
-		}
-		return &Error{Node: c.node, Status: resp.StatusCode, Code: eb.Code, Msg: eb.Error}
+		return answerError(c.node, http.MethodPost, path, resp, data)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)

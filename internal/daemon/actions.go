@@ -101,9 +101,9 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	case alloc.Assign:
 		d.setWaiting(j.ID, "", "")
 		parts := slices.Clone(dec.Parts)
-		if d.cluster != nil {
+		if nodes, ok := d.engineNodes(); ok {
 			for i := range parts {
-				parts[i].Incarnation = d.cluster.Incarnation(parts[i].Node)
+				parts[i].Incarnation = nodes.Incarnation(parts[i].Node)
 			}
 		}
 		d.reserved[j.ID] = parts
@@ -119,8 +119,8 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		if drains > 0 {
 			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", drains, len(d.cfg.Nodes))
 		}
-		if down > 0 {
-			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes down or split from glusterd's pool; rsa nodes)", down, len(d.cfg.Nodes))
+		if nodes, ok := d.engineNodes(); ok && down > 0 {
+			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes %s; rsa nodes)", down, len(d.cfg.Nodes), nodes.Unplaceable())
 		}
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
@@ -164,10 +164,9 @@ func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains
 	for _, n := range d.cfg.Nodes {
 		if _, ok := drained[n.Name]; ok {
 			used[n.Name] = n.Capacity
-		} else if d.cluster != nil && !d.cluster.Placeable(n.Name) {
-			// Its agent did not answer the last heartbeat, or its
-			// glusterd is split from the pool: no brick can be made
-			// there now, or no volume over it.
+		} else if !d.placeable(n.Name) {
+			// The engine makes no part there now: its node did not
+			// answer, or something else keeps new parts off it.
 			used[n.Name] = n.Capacity
 			down++
 		}
@@ -645,8 +644,8 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", rfd), st.Mode&0o7777); err != nil {
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
 	}
-	if d.admitHosts != nil {
-		if err := d.admitHosts(ctx, d.ramdisk(j), j.Hosts); err != nil {
+	if a, ok := engine.As[engine.ClientAdmitter](d.engine); ok {
+		if err := a.AdmitClients(ctx, d.ramdisk(j), j.Hosts); err != nil {
 			return err
 		}
 	}
@@ -789,17 +788,19 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 	d.setProgress(j.ID, job.Progress{Phase: phase, Started: started, Updated: started})
 	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
-		// A local RAMDISK is one tmpfs here: lost, it is gone whole.
-		Private:  d.cluster == nil,
 		Degraded: degraded,
 		Progress: func(p stage.Progress) {
 			d.setProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})
 		},
 	}
-	if d.cluster != nil {
-		err = d.stageRemote(ctx, j, task)
+	if s, ok := engine.As[engine.Stager](d.engine); ok {
+		err = s.Stage(ctx, d.ramdisk(j), task)
 	} else {
+		// The engine's RAMDISK is one file system here, which nobody
+		// looks into before the stage-in ends and whose loss the daemon
+		// sees whole (engine.Stager).
+		task.Private = true
 		err = d.runner.Run(ctx, task)
 	}
 	if err != nil {

@@ -5,6 +5,15 @@
 // loop as events. After a crash the loop resumes each job's in-progress
 // action. The package must not hold lifecycle state outside the store: maps
 // here only track running processes and progress, which die with the daemon.
+//
+// The daemon knows its engine through engine.Engine and engine's optional
+// interfaces alone (engine.As), and never a backend: package engine/all
+// opens the engine the config names, with its node access, and the
+// engine does what its backend needs besides RAMDISKs. An engine with
+// nodes of its own watches them and tells the daemon of losses
+// (engine.Watcher), says which take new parts (engine.Nodes), stages on
+// them (engine.Stager) and admits a job's compute nodes
+// (engine.ClientAdmitter); the stages of any other engine run here.
 package daemon
 
 import (
@@ -12,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,9 +39,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
-	"github.com/rsa-hpc/rsa/internal/cluster"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/engine/all"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
@@ -46,20 +56,15 @@ import (
 
 // Daemon is the running service.
 type Daemon struct {
-	cfg    *config.Config
-	store  *store.Store
-	engine engine.Engine
-	access node.Access
-	// cluster reaches the agents of RSA's hosts (engine gluster); nil
-	// with the local engine.
-	cluster *cluster.Cluster
-	// admit lets a job's compute nodes mount its RAMDISK before they are
-	// asked to (the gluster engine's auth.allow); nil if every host may.
-	admitHosts func(ctx context.Context, rd engine.Ramdisk, hosts []string) error
-	// servers are where a job's volume is mounted from (engine gluster).
-	servers   func(rd engine.Ramdisk) ([]string, error)
-	policy    mount.Policy // which directories may be mounted over
-	runner    *stage.Runner
+	cfg   *config.Config
+	store *store.Store
+	// engine builds the RAMDISKs, and does what else its backend needs
+	// through engine's optional interfaces (engine.As): watching its
+	// nodes, staging on them, admitting compute nodes.
+	engine    engine.Engine
+	access    node.Access
+	policy    mount.Policy  // which directories may be mounted over
+	runner    *stage.Runner // runs the stages of an engine that is no engine.Stager
 	slurmc    slurm.Client
 	admitting sync.Mutex // held from the job limits' check to the job's creation
 	// slurmVer caches whether Slurm's get_status names its caller.
@@ -183,16 +188,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	policy := mount.Policy{RefuseFSTypes: cfg.RefusedFSTypes, AllowedPaths: cfg.AllowedPaths}
-	hosts, err := newHosts(cfg, o, policy)
+	eng, access, err := all.Open(cfg, all.Options{Log: o.Log, Self: o.Self, Policy: policy})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	limits := cgroup.Limits{Memory: cfg.Limits.StageMemory, Pids: cfg.Limits.StagePids, CPU: cfg.Limits.StageCPU}
-	if hosts.cluster == nil {
+	if _, ok := engine.As[engine.Stager](eng); !ok {
 		// Stages run on this host: one that cannot hold them to their
-		// limits stops the daemon now, not each job's stage later. (With
-		// agents, each RSA node's agent checks its own host.)
+		// limits stops the daemon now, not each job's stage later. (An
+		// engine that stages on its own nodes checks those: each RSA
+		// node's agent its own host.)
 		if err := cgroups.Enable(limits); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("staging limits: %w", stage.LimitsHint(err))
@@ -201,27 +207,24 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	runner := &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit,
 		Limits: limits, Network: stage.Network(cfg.Limits.StageNetwork)}
 	d := &Daemon{
-		cfg:        cfg,
-		store:      st,
-		engine:     hosts.engine,
-		access:     hosts.access,
-		cluster:    hosts.cluster,
-		admitHosts: hosts.admit,
-		servers:    hosts.servers,
-		policy:     policy,
-		runner:     runner,
-		slurmc:     slurm.Client{Bin: cfg.Slurm.Bin},
-		log:        o.Log,
-		version:    o.Version,
-		inbox:      make(chan msg, 256),
-		stopped:    make(chan struct{}),
-		staging:    map[int64]context.CancelFunc{},
-		reserved:   map[int64][]job.Part{},
-		notify:     make(chan struct{}),
-		progress:   map[int64]job.Progress{},
-		drains:     drains,
-		debts:      debts,
-		waiting:    map[int64]wait{},
+		cfg:      cfg,
+		store:    st,
+		engine:   eng,
+		access:   access,
+		policy:   policy,
+		runner:   runner,
+		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
+		log:      o.Log,
+		version:  o.Version,
+		inbox:    make(chan msg, 256),
+		stopped:  make(chan struct{}),
+		staging:  map[int64]context.CancelFunc{},
+		reserved: map[int64][]job.Part{},
+		notify:   make(chan struct{}),
+		progress: map[int64]job.Progress{},
+		drains:   drains,
+		debts:    debts,
+		waiting:  map[int64]wait{},
 	}
 	if cfg.Scheduler != config.SchedulerNone {
 		m := slurm.MarkersFor(cfg.Socket)
@@ -269,30 +272,27 @@ func (d *Daemon) Run(ctx context.Context) error {
 	} else if n > 0 {
 		d.log.Warn("killed staging processes left by a previous daemon", "cgroups", n)
 	}
-	if d.cluster != nil {
-		// Who is up decides where jobs go and what gc may reach: ask
-		// every agent before either.
-		d.cluster.OnLoss(d.nodeLost)
-		// A node that rebooted while no daemon watched is lost too.
-		if incs, err := d.store.Incarnations(ctx); err != nil {
+	if w, ok := engine.As[engine.Watcher](d.engine); ok {
+		// Who is up decides where jobs go and what gc may reach: the
+		// engine looks at every node before either. A node that
+		// rebooted while no daemon watched is lost too.
+		incs, err := d.store.Incarnations(ctx)
+		if err != nil {
 			d.log.Error("reading the agents' last incarnations: a node that rebooted while rsa serve was down goes unnoticed until its parts are checked", "err", err)
-		} else {
-			d.cluster.Remember(incs)
+			incs = nil
 		}
-		d.cluster.OnIncarnation(func(node, inc string) {
+		w.Start(ctx, engine.NodeEvents{Known: incs, Lost: d.nodeLost, Incarnation: func(node, inc string) {
 			if err := d.store.SetIncarnation(context.WithoutCancel(ctx), node, inc, time.Now()); err != nil {
 				d.log.Error("recording an agent's incarnation", "node", node, "err", err)
 			}
-		})
-		d.cluster.Beat(ctx, 5*time.Second)
-		d.cluster.CheckPool(ctx, d.cfg.Cluster.PoolTimeout)
-		for _, h := range d.cluster.Health() {
-			if !h.Up {
-				d.log.Warn("agent not answering", "node", h.Node, "role", h.Role, "err", h.Err)
-			}
-		}
+		}})
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.cluster.Watch(d.actx, d.cfg.Cluster.Heartbeat) }()
+		go func() { defer d.wg.Done(); w.Watch(d.actx) }()
+	}
+	if _, ok := d.engineNodes(); ok {
+		// Parts on nodes apart from this host can be left behind by a
+		// teardown (debts), go out of reach while a job uses them, and
+		// come back after their RAMDISK was destroyed (leftovers).
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); every(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second), d.payDebts) }()
 		d.wg.Add(1)
@@ -302,20 +302,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 			defer d.wg.Done()
 			seen := map[engine.Found]bool{}
 			every(d.actx, d.cfg.Cluster.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
-		}()
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			last := time.Now()
-			every(d.actx, d.cfg.Cluster.Heartbeat, func(ctx context.Context) {
-				// A split pool is looked at every heartbeat until it is
-				// whole: a node kept out takes new RAMDISKs again as soon
-				// as glusterd heals, not up to cluster.pool_check later.
-				if time.Since(last) >= d.cfg.Cluster.PoolCheck || d.cluster.Unpooled() {
-					d.cluster.CheckPool(ctx, d.cfg.Cluster.PoolTimeout)
-					last = time.Now()
-				}
-			})
 		}()
 	}
 	if rep, err := d.gc(ctx); err != nil {
@@ -383,8 +369,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	<-loopDone
 	d.cancel()
 	waitTimeout(&d.wg, 15*time.Second)
-	if d.cluster != nil {
-		d.cluster.Close()
+	if c, ok := engine.As[io.Closer](d.engine); ok {
+		if err := c.Close(); err != nil {
+			d.log.Error("closing the engine", "err", err)
+		}
 	}
 	os.Remove(d.cfg.Socket)
 	d.store.Close()
@@ -580,10 +568,8 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	next := *j
 	// The record change is the machine's (Step): states, times, build,
 	// the wait for capacity. Build counts every RAMDISK built, also one
-	// rebuilt for output on the same nodes, so that a Gluster client of
-	// the new volume never meets a brick of the old one (glusterd's port
-	// map can still name the old brick's port for the same brick path,
-	// whose process refuses the client as "volume-id changed").
+	// rebuilt for output on the same nodes, which an engine must not
+	// confuse with the old one (engine.Ramdisk.Build).
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
 	next.Build, next.WaitingSince = out.Job.Build, out.Job.WaitingSince
@@ -752,6 +738,18 @@ func (d *Daemon) resume(ctx context.Context) error {
 		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
 	}
 	return nil
+}
+
+// engineNodes is the engine's view of the nodes its RAMDISKs have parts
+// on; ok is false for an engine whose parts are all on this host.
+func (d *Daemon) engineNodes() (engine.Nodes, bool) { return engine.As[engine.Nodes](d.engine) }
+
+// placeable reports whether a new RAMDISK may have a part on RSA node n
+// now, as far as the engine knows: always, on an engine whose parts are
+// all on this host.
+func (d *Daemon) placeable(n string) bool {
+	nodes, ok := d.engineNodes()
+	return !ok || nodes.Placeable(n)
 }
 
 // ramdisk describes j's RAMDISK for the engine.

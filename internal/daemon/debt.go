@@ -73,14 +73,18 @@ func (d *Daemon) owed() []store.Debt {
 // payDebts destroys again, node by node, what teardowns left on nodes
 // that answer now, and forgets each debt its node confirmed.
 func (d *Daemon) payDebts(ctx context.Context) {
+	nodes, ok := d.engineNodes()
+	if !ok {
+		return // nothing is owed where every part is on this host
+	}
 	paid := false
 	for _, db := range d.owed() {
-		if d.cluster == nil || !d.cluster.Up(db.Node) {
+		if !nodes.Up(db.Node) {
 			continue
 		}
 		rd := engine.Ramdisk{Job: db.Job, Build: db.Build, Dir: engine.DirFor(d.cfg.RamdiskRoot, db.Job),
 			Parts: []job.Part{{Node: db.Node, Bytes: db.Bytes}}}
-		if slices.Contains(d.cluster.ComputeNodes(), db.Node) {
+		if slices.Contains(nodes.ComputeNodes(), db.Node) {
 			// A client mount: the node's agent lets go of it.
 			rd.Parts = nil
 			if err := d.access.Unbind(ctx, []string{db.Node}, rd, true); err != nil {
@@ -125,14 +129,14 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 }
 
 // sweepLeftovers is gc while the daemon runs. A leftover can appear long
-// after its job let it go: glusterd deletes a volume on the peers it
-// reaches, and a peer that was down (a rebooted RSA node, whose glusterd
-// keeps its store on disk) brings it back to all of them when it returns.
+// after its job let it go: an engine whose nodes keep their own record of
+// RAMDISKs may find one again when a node that was down returns
+// (engine gluster's List says when).
 //
 // A leftover goes when two sweeps in a row find it: one found once may be
-// in the making by someone else (a volume glusterd lists between its
-// create and its start), which a sweep must not pull from under it. seen
-// holds what the last sweep found and is the sweep's alone.
+// in the making by someone else (one the engine lists while it builds
+// it), which a sweep must not pull from under it. seen holds what the
+// last sweep found and is the sweep's alone.
 func (d *Daemon) sweepLeftovers(ctx context.Context, seen map[engine.Found]bool) {
 	found := map[engine.Found]bool{}
 	_, err := d.gcWhere(ctx, func(f engine.Found) bool {

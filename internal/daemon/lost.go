@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/cluster"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -55,12 +54,12 @@ func (d *Daemon) lost(ctx context.Context, j *job.Job) (msg, bool) {
 }
 
 // nodeLost tells every job holding node that the part of its RAMDISK
-// there is gone. Called from the heartbeat before the node is placeable
-// again: which jobs hold a part of the incarnation that ended, and in which
-// build, is read at once; whether the rest of each RAMDISK still serves
-// every file (asking the engine, which takes a while) and the posting
-// happen after. It decides nothing.
-func (d *Daemon) nodeLost(loss cluster.Loss) {
+// there is gone. Called from the engine's watch before the node is
+// placeable again (engine.NodeEvents): which jobs hold a part of the
+// incarnation that ended, and in which build, is read at once; whether
+// the rest of each RAMDISK still serves every file (asking the engine,
+// which takes a while) and the posting happen after. It decides nothing.
+func (d *Daemon) nodeLost(loss engine.NodeLoss) {
 	var hit []engine.Ramdisk
 	d.store.EachActive(func(j *job.Job) {
 		if !lifecycle.HoldsNodes(j.RSA) || slices.Contains(j.Lost, loss.Node) {
@@ -107,15 +106,16 @@ func (d *Daemon) servesEveryFile(rd engine.Ramdisk, node string) bool {
 	return !dg.Lost
 }
 
-// silentAmong are the RSA nodes of parts whose agents did not answer the
-// last heartbeat, sorted.
+// silentAmong are the RSA nodes of parts that did not answer the engine's
+// last look, sorted.
 func (d *Daemon) silentAmong(parts []job.Part) []string {
 	var silent []string
-	if d.cluster == nil {
+	nodes, ok := d.engineNodes()
+	if !ok {
 		return nil
 	}
 	for _, p := range parts {
-		if !d.cluster.Up(p.Node) && !slices.Contains(silent, p.Node) {
+		if !nodes.Up(p.Node) && !slices.Contains(silent, p.Node) {
 			silent = append(silent, p.Node)
 		}
 	}

@@ -34,12 +34,13 @@ func (s metricsSource) Jobs(ctx context.Context) ([]metrics.JobCount, error) {
 }
 
 func (s metricsSource) Agents(context.Context) []metrics.AgentHealth {
-	if s.d.cluster == nil {
+	nodes, ok := s.d.engineNodes()
+	if !ok {
 		return nil
 	}
 	var out []metrics.AgentHealth
-	for _, h := range s.d.cluster.Health() {
-		out = append(out, metrics.AgentHealth{Node: h.Node, Role: h.Role, Up: h.Up, State: h.State, Seen: h.Seen, Rebooted: h.Rebooted, Unpooled: h.Unpooled != ""})
+	for _, h := range nodes.Health() {
+		out = append(out, metrics.AgentHealth{Node: h.Node, Role: h.Role, Up: h.Up, State: h.State, Seen: h.Seen, Rebooted: h.Rebooted, Unpooled: h.Unplaceable != ""})
 	}
 	return out
 }

@@ -593,10 +593,10 @@ func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) 
 func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	drained := d.drained()
 	agents := map[string]api.AgentView{}
-	if d.cluster != nil {
-		for _, h := range d.cluster.Health() {
-			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Bricks, Error: h.Err,
-				Unpooled: h.Unpooled, PoolError: h.PoolErr}
+	if nodes, ok := d.engineNodes(); ok {
+		for _, h := range nodes.Health() {
+			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Parts, Error: h.Err,
+				Unpooled: h.Unplaceable, PoolError: h.CheckErr}
 		}
 	}
 	var out []api.NodeView
@@ -638,8 +638,8 @@ func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
 }
 
 // gc destroys RAMDISKs that no job in the store holds: leftovers of a
-// previous run or of a lost state directory, or a volume glusterd brought
-// back. A RAMDISK of a job that holds RSA nodes, or may again (one waiting
+// previous run or of a lost state directory, or one the engine's nodes
+// brought back (sweepLeftovers). A RAMDISK of a job that holds RSA nodes, or may again (one waiting
 // to be assigned, as after a lost node), is never touched: its gate and
 // directory are its live RAMDISK's too. One a debt is owed for is left to
 // the debt's payer.

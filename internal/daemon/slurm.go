@@ -212,13 +212,13 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	for _, n := range d.cfg.Nodes {
 		total += n.Capacity
 		_, isDrained := drained[n.Name]
-		if isDrained || d.cluster != nil && !d.cluster.Placeable(n.Name) {
-			// Nothing new fits on a drained node, nor on one whose agent
-			// does not answer or whose glusterd is split from the pool
-			// (cluster.CheckPool): all of it but what Slurm's own pool jobs
-			// hold (Slurm counts those) is taken. The quantity keeps it,
-			// so that a job bigger than the live nodes waits for them
-			// rather than being refused.
+		if isDrained || !d.placeable(n.Name) {
+			// Nothing new fits on a drained node, nor on one the engine
+			// makes no part on now (engine.Nodes.Placeable): all of it
+			// but what Slurm's own pool jobs hold (Slurm counts those)
+			// is taken. The quantity keeps it, so that a job bigger
+			// than the live nodes waits for them rather than being
+			// refused.
 			held += n.Capacity - (all[n.Name] - unaccounted[n.Name])
 			continue
 		}

@@ -1,10 +1,18 @@
 // Package engine builds and destroys RAMDISKs. An Engine turns a job's
 // allocation (shares of RSA nodes' RAM) into one file system that the control
-// host sees at a directory: engine local with a tmpfs on this host, engine
-// gluster by aggregating several RSA nodes' RAM into one parallel file
-// system. Engines own the RAMDISK's life only: they must not mount
-// anything at a job's own paths (package mount and node access do that) nor
-// read or write job data.
+// host sees at a directory: engine local (Local) with a tmpfs on this host,
+// engine gluster (package engine/gluster) by aggregating several RSA nodes'
+// RAM into one parallel file system.
+//
+// An engine owns the RAMDISK's life and everything its backend needs
+// besides: the nodes it watches (Nodes, Watcher), stages run on those
+// nodes (Stager), which compute nodes may mount a RAMDISK
+// (ClientAdmitter). Those are optional interfaces, found with As through
+// the wrappers that add behaviours (WithRetry). An engine must not mount
+// anything at a job's own paths (package mount and node access do that),
+// and reaches job data only through a stage run as the job's user.
+// Package engine/all opens the engine a config names, with the node
+// access that goes with it.
 package engine
 
 import (
@@ -23,8 +31,9 @@ type Ramdisk struct {
 	Dir   string // where the control host sees it; staging reads and writes here
 	Parts []job.Part
 	// Build counts the job's RAMDISKs (0 or 1: its first): one rebuilt
-	// after a lost node is a new one, which an engine must not confuse
-	// with what is left of the old (engine gluster: a volume of its own).
+	// after a lost node, or for output on the same nodes, is a new one,
+	// which an engine must not confuse with what is left of the old
+	// (engine gluster: a volume of its own, agent.BuildName says why).
 	Build int
 	UID   uint32 // its root directory belongs to the job's user, mode 0700
 	GID   uint32

@@ -8,7 +8,8 @@ import (
 
 // WithRetry wraps e so that Construct and Destroy, both idempotent, are tried
 // up to attempts times with a doubling pause, for transient failures such as
-// a busy mount table. The last error is returned.
+// a busy mount table. The last error is returned. It adds nothing to e's
+// optional interfaces, which As finds through it (Unwrap).
 func WithRetry(e Engine, attempts int, pause time.Duration) Engine {
 	return &retrying{Engine: e, attempts: attempts, pause: pause}
 }
@@ -19,7 +20,12 @@ type retrying struct {
 	pause    time.Duration
 }
 
-var _ Engine = (*retrying)(nil)
+var (
+	_ Engine    = (*retrying)(nil)
+	_ Unwrapper = (*retrying)(nil)
+)
+
+func (r *retrying) Unwrap() Engine { return r.Engine }
 
 func (r *retrying) try(ctx context.Context, fn func() error) error {
 	var err error

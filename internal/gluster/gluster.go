@@ -34,6 +34,11 @@ const (
 // does not exist.
 var ErrNotFound = errors.New("no such volume")
 
+// ErrPeersDown is wrapped by the errors of transactions glusterd refused
+// because members of the pool are down or out of its reach: a volume is
+// deleted only through a pool whose every member answers.
+var ErrPeersDown = errors.New("some peers of the trusted pool are down")
+
 // CLI runs the gluster command line. Its zero value is ready to use; it
 // must not be copied after first use.
 type CLI struct {
@@ -57,12 +62,13 @@ type Volume struct {
 }
 
 // Error is a gluster command that failed: glusterd's refusal (Ret -1 and
-// its message), or a CLI that gave no answer.
+// its message), or a CLI that gave no answer. It travels as JSON (an
+// agent's answer carries it to the daemon).
 type Error struct {
-	Args  []string // the command's arguments after --mode=script --xml
-	Ret   int      // opRet
-	Errno int      // opErrno
-	Msg   string   // opErrstr, or the CLI's own output
+	Args  []string `json:"args"`  // the command's arguments after --mode=script --xml
+	Ret   int      `json:"ret"`   // opRet
+	Errno int      `json:"errno"` // opErrno
+	Msg   string   `json:"msg"`   // opErrstr, or the CLI's own output
 }
 
 func (e *Error) Error() string {
@@ -70,9 +76,33 @@ func (e *Error) Error() string {
 }
 
 // Is makes errors.Is(err, ErrNotFound) hold for glusterd's "does not
-// exist".
+// exist", and errors.Is(err, ErrPeersDown) for its "Some of the peers are
+// down".
 func (e *Error) Is(target error) bool {
-	return target == ErrNotFound && strings.HasPrefix(e.Msg, "Volume ") && strings.Contains(e.Msg, "does not exist")
+	switch target {
+	case ErrNotFound:
+		return strings.HasPrefix(e.Msg, "Volume ") && strings.Contains(e.Msg, "does not exist")
+	case ErrPeersDown:
+		return strings.Contains(e.Msg, "peers are down")
+	}
+	return false
+}
+
+// FailedOn is the member of the pool whose glusterd failed the
+// transaction in its staging phase, as glusterd names it ("Staging failed
+// on PEER. Error: ..."); ok is false when none did. glusterd answers a
+// question about a volume for every member or for none, so the others are
+// not the cause.
+func (e *Error) FailedOn() (peer string, ok bool) {
+	_, rest, ok := strings.Cut(e.Msg, "Staging failed on ")
+	if !ok {
+		return "", false
+	}
+	peer, _, ok = strings.Cut(rest, ". Error:")
+	if !ok || peer == "" {
+		return "", false
+	}
+	return peer, true
 }
 
 // transientMarks are the messages of failures that pass without anyone

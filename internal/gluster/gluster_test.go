@@ -87,6 +87,36 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// glusterd's refusals name their kind in their text alone; Error says it
+// as errors.Is and FailedOn do.
+func TestErrorKinds(t *testing.T) {
+	for _, tc := range []struct {
+		msg       string
+		notFound  bool
+		peersDown bool
+		failedOn  string // "": none
+	}{
+		{"Volume rsa-job-99 does not exist", true, false, ""},
+		{"Some of the peers are down", false, true, ""},
+		{"Staging failed on rsa2. Error: Volume rsa-job-8 is not started", false, false, "rsa2"},
+		{"Staging failed on 10.0.0.12. Error: x", false, false, "10.0.0.12"},
+		{"Staging failed on . Error: x", false, false, ""},
+		{"Staging failed on rsa2 without saying why", false, false, ""},
+		{"Another transaction is in progress for rsa-job-7. Please try again after some time.", false, false, ""},
+	} {
+		err := fmt.Errorf("reading the bricks of volume v from glusterd: %w", &Error{Args: []string{"volume", "status", "v"}, Ret: -1, Msg: tc.msg})
+		var ge *Error
+		if !errors.As(err, &ge) {
+			t.Fatalf("%q: no *Error in %v", tc.msg, err)
+		}
+		peer, ok := ge.FailedOn()
+		if errors.Is(err, ErrNotFound) != tc.notFound || errors.Is(err, ErrPeersDown) != tc.peersDown || peer != tc.failedOn || ok != (tc.failedOn != "") {
+			t.Errorf("%q: not found %v, peers down %v, failed on %q %v; want %v, %v, %q",
+				tc.msg, errors.Is(err, ErrNotFound), errors.Is(err, ErrPeersDown), peer, ok, tc.notFound, tc.peersDown, tc.failedOn)
+		}
+	}
+}
+
 func TestTransient(t *testing.T) {
 	for _, tc := range []struct {
 		msg  string

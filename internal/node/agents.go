@@ -11,7 +11,8 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
-// Clients hands out the agent client of a node (package cluster).
+// Clients hands out the agent client of a node (package
+// engine/gluster/cluster).
 type Clients interface {
 	Client(node string) (*agent.Client, error)
 	// Up reports whether node's agent answered the last heartbeat: one
@@ -30,7 +31,7 @@ type Clients interface {
 type Agents struct {
 	Clients Clients
 	// Servers are the addresses the job's compute nodes mount its volume
-	// from (the gluster engine's RSA nodes).
+	// from (the gluster engine's RSA nodes; the engine's Open sets it).
 	Servers  func(rd engine.Ramdisk) ([]string, error)
 	Policy   mount.Policy
 	Patience time.Duration // default one minute

@@ -1,8 +1,11 @@
 // Package node performs RSA's privileged work on a job's compute nodes:
 // making its RAMDISK appear at the job's own paths and taking it away again.
 // Local does it on this host (the single-host case, where the thesis' I/O
-// nodes and the control host are one); agents on remote nodes come later
-// behind the same interface. It must not create or destroy RAMDISKs.
+// nodes and the control host are one), Namespaces in mount namespaces
+// standing in for compute nodes, Agents through each compute node's agent
+// (engine gluster, whose package builds it). Package engine/all picks the
+// access that goes with the engine. It must not create or destroy
+// RAMDISKs.
 package node
 
 import (

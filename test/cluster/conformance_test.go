@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	rsacluster "github.com/rsa-hpc/rsa/internal/cluster"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/enginetest"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster"
+	rsacluster "github.com/rsa-hpc/rsa/internal/engine/gluster/cluster"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )

@@ -3,6 +3,7 @@ package gluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -188,7 +189,7 @@ func (e *Engine) brickStatus(ctx context.Context, r engine.Ramdisk, vol string) 
 	// question (a rebooted node's glusterd has the volume stopped) is out
 	// of reach, and the others are taken as online, left to the client's
 	// view.
-	host, ok := stagingFailedOn(err)
+	host, ok := failedOn(err)
 	if !ok {
 		return nil, fmt.Errorf("checking the RAMDISK of job %d: asking glusterd: %w", r.Job, err)
 	}
@@ -260,15 +261,14 @@ const (
 	reaskStep = time.Second
 )
 
-// stagingFailedOn reads the peer glusterd names in "Staging failed on
-// HOST. Error: ...".
-func stagingFailedOn(err error) (string, bool) {
-	_, rest, ok := strings.Cut(err.Error(), "Staging failed on ")
-	if !ok {
+// failedOn is the peer whose glusterd failed the gluster command behind
+// err (gluster.Error.FailedOn), which an agent's answer carries.
+func failedOn(err error) (string, bool) {
+	var ge *gcli.Error
+	if !errors.As(err, &ge) {
 		return "", false
 	}
-	host, _, ok := strings.Cut(rest, ". Error:")
-	return host, ok && host != ""
+	return ge.FailedOn()
 }
 
 // reach is what this host's Gluster client says of one part.

@@ -8,6 +8,14 @@
 // Everything is keyed by the job's volume name (agent.VolumeName), and
 // every step is idempotent on the agents' side, so a Construct or Destroy
 // cut short by a crash is simply sent again.
+//
+// Besides engine.Engine the engine is everything the daemon needs of a
+// cluster of hosts, through engine's optional interfaces: it watches its
+// nodes (engine.Nodes and engine.Watcher: agent heartbeats and glusterd's
+// trusted pool, package cluster below this one), runs stages on an RSA
+// node's agent (engine.Stager), and lets a job's compute nodes mount its
+// volume (engine.ClientAdmitter). Open builds it from the config, with
+// the node access (node.Agents) that mounts its volumes on compute nodes.
 package gluster
 
 import (
@@ -15,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -33,8 +42,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 )
 
-// Nodes is the engine's reach into the RSA nodes: their agents and
-// addresses (package cluster).
+// Nodes is the engine's reach into the RSA nodes and compute nodes: their
+// agents and addresses, and what the heartbeat and the checks of
+// glusterd's trusted pool found of them (package cluster's *Cluster).
 type Nodes interface {
 	// Client is the agent client of node.
 	Client(node string) (*agent.Client, error)
@@ -56,6 +66,20 @@ type Nodes interface {
 	// found a rift in it: some RSA node's glusterd does not see another
 	// as a connected member.
 	Unpooled() bool
+	// Placeable reports whether a new volume may have a brick on node:
+	// its agent answered the last heartbeat and no rift in glusterd's
+	// pool keeps it out.
+	Placeable(node string) bool
+	// Incarnation is node's incarnation as the last heartbeat that
+	// reached it said; "" if none did.
+	Incarnation(node string) string
+	// Health is every known agent's health, by node name.
+	Health() []engine.NodeHealth
+	// Start and Watch are engine.Watcher's, for the agents and the pool.
+	Start(ctx context.Context, ev engine.NodeEvents)
+	Watch(ctx context.Context)
+	// Close closes the agents' clients' idle connections.
+	Close()
 }
 
 // Engine is the gluster engine.
@@ -76,10 +100,26 @@ type Engine struct {
 	// SSLDir is where Gluster reads this host's TLS files; "" means
 	// gluster.SSLDir's answer.
 	SSLDir string
-	Log    *slog.Logger
+	// BWLimit caps a stage's built-in copy's reads in bytes per second
+	// (0: none): the daemon's limits.stage_bwlimit.
+	BWLimit int64
+	// StageLimits confine a stage's processes on the RSA node that runs
+	// it: the daemon's limits.stage_*.
+	StageLimits agent.StageLimits
+	// WholeSettle bounds a stage-out's wait for its RSA node's client to
+	// reach every part (cluster.whole_settle; 0: the agent's default).
+	WholeSettle time.Duration
+	Log         *slog.Logger
 }
 
-var _ engine.Engine = (*Engine)(nil)
+var (
+	_ engine.Engine         = (*Engine)(nil)
+	_ engine.Nodes          = (*Engine)(nil)
+	_ engine.Watcher        = (*Engine)(nil)
+	_ engine.Stager         = (*Engine)(nil)
+	_ engine.ClientAdmitter = (*Engine)(nil)
+	_ io.Closer             = (*Engine)(nil)
+)
 
 // fuseMagic is statfs' f_type of a FUSE file system.
 const fuseMagic = 0x65735546
@@ -321,11 +361,11 @@ func (e *Engine) own(r engine.Ramdisk) error {
 	return nil
 }
 
-// Admit lets hosts (the job's compute nodes), and no other compute node,
-// mount the volume besides the control host and the RSA nodes: Gluster's
-// auth.allow and auth.ssl-allow, set before their agents mount it.
-// Idempotent.
-func (e *Engine) Admit(ctx context.Context, r engine.Ramdisk, hosts []string) error {
+// AdmitClients lets hosts (the job's compute nodes), and no other compute
+// node, mount the volume besides the control host and the RSA nodes:
+// Gluster's auth.allow and auth.ssl-allow, set before their agents mount
+// it. Idempotent.
+func (e *Engine) AdmitClients(ctx context.Context, r engine.Ramdisk, hosts []string) error {
 	// The bricks as glusterd has them: making them again here would give
 	// a node that lost its brick (a reboot) an empty one, unnoticed.
 	co, err := e.coordinator(r)
@@ -358,9 +398,6 @@ func (e *Engine) makeVolume(ctx context.Context, r engine.Ramdisk, bricks, hosts
 	_, err = co.MakeVolume(ctx, e.volume(r), spec)
 	return err
 }
-
-// Servers are the addresses the job's compute nodes mount the volume from.
-func (e *Engine) Servers(r engine.Ramdisk) ([]string, error) { return e.servers(r) }
 
 // Seal fences the job's compute nodes out of the volume and makes it
 // read-only, in one glusterd transaction. The fence: the volume admits the
@@ -478,7 +515,7 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	// split (RSA nodes cut off from each other). The stops, asked of
 	// every side in turn, stopped every brick, so the RAM can go; the
 	// volume's definition stays until the pool is whole.
-	split := volErr != nil && len(owed) == 0 && strings.Contains(volErr.Error(), "peers are down")
+	split := volErr != nil && len(owed) == 0 && errors.Is(volErr, gcli.ErrPeersDown)
 	if volErr != nil && len(owed) == 0 && !split {
 		return volErr
 	}
@@ -672,7 +709,12 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 
 // List finds every job's volume RSA made, known or not: the control host's
 // client mounts, the pool's volumes, the bricks on every RSA node and the
-// mounts on every compute node that answers.
+// mounts on every compute node that answers. A volume can be found long
+// after Destroy: glusterd deletes a volume on the peers it reaches, and a
+// peer that was down (a rebooted RSA node, whose glusterd keeps its store
+// on disk) brings it back to all of them when it returns. One is also
+// found while Construct makes it: the pool lists a volume between its
+// create and its start.
 func (e *Engine) List(ctx context.Context) ([]engine.Found, error) {
 	type build struct {
 		job   int64

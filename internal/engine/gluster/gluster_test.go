@@ -10,31 +10,31 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	gcli "github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/job"
 )
 
-// fakeNodes resolves names to addresses; the rest is not used by spec.
-type fakeNodes map[string]string
+// fakeNodes resolves names to addresses, which is all spec asks of
+// Nodes: any other method panics (the embedded Nodes is nil).
+type fakeNodes struct {
+	Nodes
+	addrs map[string]string
+}
 
-func (f fakeNodes) Client(string) (*agent.Client, error) { return nil, errors.New("no agents here") }
 func (f fakeNodes) Address(n string) (string, error) {
-	if a, ok := f[n]; ok {
+	if a, ok := f.addrs[n]; ok {
 		return a, nil
 	}
 	return "", errors.New("unknown node " + n)
 }
 func (f fakeNodes) StorageNodes() []string { return []string{"rsa1", "rsa2"} }
-func (f fakeNodes) ComputeNodes() []string { return []string{"c1", "c2"} }
-func (f fakeNodes) Up(string) bool         { return true }
-func (f fakeNodes) Down(string) bool       { return false }
-func (f fakeNodes) Unpooled() bool         { return false }
 func (f fakeNodes) Name() string           { return "ctl" }
 
 // The volume admits the control host, the job's RSA nodes and the hosts
 // named, each once, and nothing else.
 func TestSpecAuthAllow(t *testing.T) {
-	e := &Engine{Root: "/run/rsa/ramdisk", Control: "10.0.0.2", Replica: 2, Nodes: fakeNodes{
-		"rsa1": "10.0.0.11", "rsa2": "10.0.0.12", "rsa3": "10.0.0.13", "c1": "10.0.1.1", "c2": "10.0.1.2"}}
+	e := &Engine{Root: "/run/rsa/ramdisk", Control: "10.0.0.2", Replica: 2, Nodes: fakeNodes{addrs: map[string]string{
+		"rsa1": "10.0.0.11", "rsa2": "10.0.0.12", "rsa3": "10.0.0.13", "c1": "10.0.1.1", "c2": "10.0.1.2"}}}
 	r := engine.Ramdisk{Job: 7, Parts: []job.Part{{Node: "rsa1", Bytes: 1 << 30}, {Node: "rsa2", Bytes: 1 << 30}}}
 	for _, c := range []struct {
 		hosts []string
@@ -234,20 +234,26 @@ func TestClientView(t *testing.T) {
 	}
 }
 
-// A status question one peer fails names that peer.
-func TestStagingFailedOn(t *testing.T) {
+// A status question one peer fails names that peer, as the gluster
+// command's failure an agent's answer carries says; the text of an error
+// names nothing.
+func TestFailedOn(t *testing.T) {
+	const refusal = "Staging failed on rsa2. Error: Volume rsa-job-8 is not started"
 	for _, c := range []struct {
-		err  string
+		name string
+		err  error
 		host string
 		ok   bool
 	}{
-		{"agent on rsa1: reading the bricks of volume rsa-job-8 from glusterd: gluster volume status rsa-job-8: Staging failed on rsa2. Error: Volume rsa-job-8 is not started", "rsa2", true},
-		{"gluster volume status v: Staging failed on 10.0.0.12. Error: x", "10.0.0.12", true},
-		{"gluster volume status v: Another transaction is in progress", "", false},
+		{"through an agent", &agent.Error{Node: "rsa1", Code: "internal", Msg: "reading the bricks of volume rsa-job-8 from glusterd: gluster volume status rsa-job-8: " + refusal,
+			Gluster: &gcli.Error{Args: []string{"volume", "status", "rsa-job-8"}, Ret: -1, Msg: refusal}}, "rsa2", true},
+		{"wrapped", fmt.Errorf("asking: %w", &gcli.Error{Msg: "Staging failed on 10.0.0.12. Error: x"}), "10.0.0.12", true},
+		{"another refusal", &gcli.Error{Msg: "Another transaction is in progress"}, "", false},
+		{"text alone", errors.New("agent on rsa1: gluster volume status rsa-job-8: " + refusal), "", false},
 	} {
-		host, ok := stagingFailedOn(errors.New(c.err))
+		host, ok := failedOn(c.err)
 		if host != c.host || ok != c.ok {
-			t.Errorf("stagingFailedOn(%q) = %q, %v; want %q, %v", c.err, host, ok, c.host, c.ok)
+			t.Errorf("%s: failedOn(%v) = %q, %v; want %q, %v", c.name, c.err, host, ok, c.host, c.ok)
 		}
 	}
 }

@@ -1,8 +1,10 @@
-// Package cluster is the control daemon's view of RSA's hosts: a client of
+// Package cluster is the gluster engine's view of RSA's hosts: a client of
 // the agent on every RSA node and compute node, dialled with the daemon's
-// identity, and the health each agent last reported (a heartbeat). It
-// decides nothing: the allocator asks it which RSA nodes are up, the
-// gluster engine and node access ask it for clients and addresses.
+// identity, the health each agent last reported (a heartbeat), and how
+// each RSA node's glusterd sees the trusted pool (CheckPool). It decides
+// nothing: the gluster engine asks it for clients and addresses and
+// answers the daemon's questions about its nodes (engine.Nodes) from it,
+// and node access (node.Agents) asks it for clients.
 package cluster
 
 import (
@@ -19,6 +21,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
@@ -30,8 +33,8 @@ const (
 	StateDown    = "down"    // silent for DownAfter or longer: lost
 )
 
-// Health is what the daemon last learnt of one agent.
-type Health struct {
+// health is what the daemon last learnt of one agent.
+type health struct {
 	Node string
 	Role string // "storage" or "compute": what RSA asks of it
 	// State is StateUp, StateSuspect or StateDown.
@@ -65,36 +68,30 @@ type Health struct {
 	PoolErr string
 }
 
-// Loss is a node that is lost to the jobs on it: silent for DownAfter, or
-// back with a new incarnation (its bricks and mounts went with the old).
-type Loss struct {
-	Node string
-	Why  string
-	// Incarnation is the node's incarnation that ended: parts built on a
-	// later one lost nothing. "" when none was ever seen.
-	Incarnation string
-}
-
 // Cluster holds the agents' clients and health. Safe for concurrent use.
 type Cluster struct {
 	id        *pki.Identity
 	port      int
 	downAfter time.Duration
-	log       *slog.Logger
+	// heartbeat paces the heartbeat and the looks at a split pool,
+	// poolCheck the looks at a whole one, each bounded by poolTimeout
+	// (cluster.heartbeat, pool_check, pool_timeout).
+	heartbeat, poolCheck, poolTimeout time.Duration
+	log                               *slog.Logger
 	// now is the heartbeat's clock (time.Now but in tests).
 	now func() time.Time
-	// lost receives every Loss, from the heartbeat's goroutine; set
-	// before the first Beat.
-	lost func(Loss)
+	// lost receives every loss, from the heartbeat's goroutine; set
+	// before the first Beat (Start).
+	lost func(engine.NodeLoss)
 	// noted receives each node's incarnation when first seen or changed,
-	// from the heartbeat's goroutine; set before the first Beat.
+	// from the heartbeat's goroutine; set before the first Beat (Start).
 	noted     func(node, incarnation string)
 	storage   map[string]string // RSA node → address
 	computeAt map[string]string // listed compute node → address
 
 	mu      sync.Mutex
 	clients map[string]*agent.Client
-	health  map[string]Health
+	health  map[string]health
 	// peers is what each RSA node's glusterd last said of its pool.
 	peers map[string][]gluster.Peer
 }
@@ -109,46 +106,54 @@ func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
 	if id.Role() != pki.RoleControl {
 		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
 	}
-	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter, log: log, now: time.Now, lost: func(Loss) {}, noted: func(string, string) {},
+	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter,
+		heartbeat: cfg.Cluster.Heartbeat, poolCheck: cfg.Cluster.PoolCheck, poolTimeout: cfg.Cluster.PoolTimeout,
+		log: log, now: time.Now, lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
-		clients: map[string]*agent.Client{}, health: map[string]Health{}, peers: map[string][]gluster.Peer{}}
+		clients: map[string]*agent.Client{}, health: map[string]health{}, peers: map[string][]gluster.Peer{}}
 	now := time.Now()
 	for _, n := range cfg.Nodes {
 		c.storage[n.Name] = n.Address
-		c.health[n.Name] = Health{Node: n.Name, Role: "storage", State: StateSuspect, Silent: now}
+		c.health[n.Name] = health{Node: n.Name, Role: "storage", State: StateSuspect, Silent: now}
 	}
 	for _, n := range cfg.Cluster.Compute {
 		c.computeAt[n.Name] = n.Address
-		c.health[n.Name] = Health{Node: n.Name, Role: "compute", State: StateSuspect, Silent: now}
+		c.health[n.Name] = health{Node: n.Name, Role: "compute", State: StateSuspect, Silent: now}
 	}
 	return c, nil
 }
 
-// OnLoss has f called, from the heartbeat, for every node that is lost:
-// once when it goes down, and once for each new incarnation. A rebooted
-// node is placeable again only after f returns, so that what f learns of
-// the jobs on the node (what they hold now) cannot include a RAMDISK built
-// on its new incarnation. f must not block.
-func (c *Cluster) OnLoss(f func(Loss)) {
+// firstBeat bounds each agent's answer to Start's heartbeat.
+const firstBeat = 5 * time.Second
+
+// Start has ev told, from the heartbeat, of every node lost and every
+// incarnation seen (engine.NodeEvents says when), remembers ev.Known,
+// and beats and checks the pool once before it returns, so that Up and
+// Placeable answer from a look at every node. Called once, before Watch.
+func (c *Cluster) Start(ctx context.Context, ev engine.NodeEvents) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lost = f
+	if ev.Lost != nil {
+		c.lost = ev.Lost
+	}
+	if ev.Incarnation != nil {
+		c.noted = ev.Incarnation
+	}
+	c.mu.Unlock()
+	c.remember(ev.Known)
+	c.Beat(ctx, firstBeat)
+	c.CheckPool(ctx, c.poolTimeout)
+	for _, h := range c.Health() {
+		if !h.Up {
+			c.log.Warn("agent not answering", "node", h.Node, "role", h.Role, "err", h.Err)
+		}
+	}
 }
 
-// OnIncarnation has f called, from the heartbeat, with a node's
-// incarnation when it is first seen and each time it changes: what
-// Remember wants after a restart. f must not block for long.
-func (c *Cluster) OnIncarnation(f func(node, incarnation string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.noted = f
-}
-
-// Remember gives, before the first Beat, the incarnations (node →
+// remember takes, before the first Beat, the incarnations (node →
 // incarnation) a previous daemon saw: a node that answers with another
 // rebooted while no daemon watched, and is lost as one that reboots while
 // it runs. Unknown nodes are ignored.
-func (c *Cluster) Remember(incarnations map[string]string) {
+func (c *Cluster) remember(incarnations map[string]string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, inc := range incarnations {
@@ -159,11 +164,11 @@ func (c *Cluster) Remember(incarnations map[string]string) {
 	}
 }
 
-// StorageNodes are the configured RSA nodes, sorted.
 // Name is the control host's name, as its certificate gives it: what
 // Gluster's TLS knows it by.
 func (c *Cluster) Name() string { return c.id.Certificate().Subject.CommonName }
 
+// StorageNodes are the configured RSA nodes, sorted.
 func (c *Cluster) StorageNodes() []string {
 	return slices.Sorted(maps.Keys(c.storage))
 }
@@ -227,7 +232,7 @@ func (c *Cluster) Client(node string) (*agent.Client, error) {
 	}
 	c.clients[node] = cl
 	if _, ok := c.health[node]; !ok {
-		c.health[node] = Health{Node: node, Role: "compute", State: StateSuspect, Silent: time.Now()}
+		c.health[node] = health{Node: node, Role: "compute", State: StateSuspect, Silent: time.Now()}
 	}
 	return cl, nil
 }
@@ -255,11 +260,15 @@ func (c *Cluster) Down(node string) bool {
 }
 
 // Health is every known agent's health, by node name.
-func (c *Cluster) Health() []Health {
+func (c *Cluster) Health() []engine.NodeHealth {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := slices.Collect(maps.Values(c.health))
-	slices.SortFunc(out, func(a, b Health) int { return strings.Compare(a.Node, b.Node) })
+	out := make([]engine.NodeHealth, 0, len(c.health))
+	for _, h := range c.health {
+		out = append(out, engine.NodeHealth{Node: h.Node, Role: h.Role, State: h.State, Up: h.Up, Seen: h.Seen, Rebooted: h.Rebooted,
+			BootID: h.BootID, MemAvailable: h.MemAvailable, Parts: h.Bricks, Err: h.Err, Unplaceable: h.Unpooled, CheckErr: h.PoolErr})
+	}
+	slices.SortFunc(out, func(a, b engine.NodeHealth) int { return strings.Compare(a.Node, b.Node) })
 	return out
 }
 
@@ -306,7 +315,7 @@ func (c *Cluster) Beat(ctx context.Context, timeout time.Duration) {
 // if any, and the node's incarnation if it is new. A node back with a new
 // incarnation is recorded up but not Up (not placeable) until placeable:
 // its loss is published first.
-func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, string) {
+func (c *Cluster) record(node string, st *agent.Status, err error) (*engine.NodeLoss, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
@@ -329,11 +338,11 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 		case h.State == StateDown:
 			silent := now.Sub(h.Silent).Round(time.Second)
 			c.log.Error("node lost: its agent has not answered for "+silent.String(), "node", node, "err", err)
-			return &Loss{Node: node, Why: fmt.Sprintf("%s %s has not answered for %s (%s)", kind(h.Role), node, silent, err), Incarnation: h.Incarnation}, ""
+			return &engine.NodeLoss{Node: node, Why: fmt.Sprintf("%s %s has not answered for %s (%s)", kind(h.Role), node, silent, err), Incarnation: h.Incarnation}, ""
 		}
 		return nil, ""
 	}
-	var loss *Loss
+	var loss *engine.NodeLoss
 	inc := cmp.Or(st.Incarnation, st.BootID) // an agent of before incarnations: its boot id
 	noted := ""
 	if h.Incarnation != inc {
@@ -342,7 +351,7 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*Loss, strin
 	if h.Incarnation != "" && h.Incarnation != inc {
 		h.Rebooted++
 		c.log.Error("node lost: it rebooted (a new incarnation); its bricks and mounts are gone", "node", node, "incarnation", inc)
-		loss = &Loss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node), Incarnation: h.Incarnation}
+		loss = &engine.NodeLoss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node), Incarnation: h.Incarnation}
 	}
 	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
@@ -384,8 +393,19 @@ func kind(role string) string {
 	return "RSA node"
 }
 
-// Watch beats every interval until ctx ends.
-func (c *Cluster) Watch(ctx context.Context, interval time.Duration) {
+// Watch beats every heartbeat and checks the pool every pool_check (every
+// heartbeat while it is split) until ctx ends, and returns when both
+// have stopped.
+func (c *Cluster) Watch(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.beatEvery(ctx, c.heartbeat) }()
+	go func() { defer wg.Done(); c.checkPoolEvery(ctx, c.heartbeat) }()
+	wg.Wait()
+}
+
+// beatEvery beats every interval until ctx ends.
+func (c *Cluster) beatEvery(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -394,6 +414,27 @@ func (c *Cluster) Watch(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// checkPoolEvery looks, every interval until ctx ends, whether the pool
+// is due a check: pool_check after the last one, or at once while it is
+// split, so that a node kept out takes new RAMDISKs again as soon as
+// glusterd heals, not up to pool_check later.
+func (c *Cluster) checkPoolEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if time.Since(last) >= c.poolCheck || c.Unpooled() {
+			c.CheckPool(ctx, c.poolTimeout)
+			last = time.Now()
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/engine"
 )
 
 // heartbeat is a Cluster of one RSA node, rsa1, whose clock the test
@@ -21,15 +22,15 @@ type heartbeat struct {
 func newHeartbeat(downAfter time.Duration) *heartbeat {
 	hb := &heartbeat{now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	hb.c = &Cluster{downAfter: downAfter, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		now: func() time.Time { return hb.now }, lost: func(Loss) {}, noted: func(string, string) {},
+		now: func() time.Time { return hb.now }, lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
 		storage: map[string]string{"rsa1": "10.0.0.1"}, computeAt: map[string]string{},
-		health: map[string]Health{"rsa1": {Node: "rsa1", Role: "storage", State: StateSuspect, Silent: hb.now}}}
+		health: map[string]health{"rsa1": {Node: "rsa1", Role: "storage", State: StateSuspect, Silent: hb.now}}}
 	return hb
 }
 
 // answer is one heartbeat answered by incarnation inc ("" for silence),
 // after step.
-func (hb *heartbeat) answer(step time.Duration, inc string) (*Loss, string) {
+func (hb *heartbeat) answer(step time.Duration, inc string) (*engine.NodeLoss, string) {
 	hb.now = hb.now.Add(step)
 	if inc == "" {
 		return hb.c.record("rsa1", nil, errors.New("connection refused"))
@@ -52,7 +53,7 @@ func TestHeartbeatStates(t *testing.T) {
 	}
 
 	// Silent: suspect at once, down (a loss, once) after down_after.
-	var losses []*Loss
+	var losses []*engine.NodeLoss
 	for _, step := range []time.Duration{time.Second, 3 * time.Second, 3 * time.Second} {
 		loss, _ := hb.answer(step, "")
 		if loss != nil {
