@@ -184,7 +184,8 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 			return err
 		}
 		if started {
-			j.State, j.StartedAt, j.Hosts = lifecycle.Running, time.Now(), hosts
+			m := lifecycle.NewJob(true, time.Now())
+			j.State, j.StartedAt, j.Hosts = m.State, m.StartedAt, hosts
 		} else {
 			j.NotBefore, j.Expected = d.stageInTime(spec, sj.Start), sj.Start
 		}

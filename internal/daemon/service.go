@@ -88,7 +88,9 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	}
 	now := time.Now()
 	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: who.Groups, Scheduler: scheduler,
-		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now}
+	m := lifecycle.NewJob(false, now)
+	j.State, j.RSA = m.State, m.RSA
 	by := u.Username
 	if scheduler != "" {
 		by += " through " + scheduler

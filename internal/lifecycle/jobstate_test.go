@@ -47,3 +47,17 @@ func TestApplies(t *testing.T) {
 		}
 	}
 }
+
+func TestNewJob(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		j := NewJob(started, t0)
+		if !j.AwaitsNodes() || j.Runs() != started || j.Pending() == started || j.StartedAt.IsZero() == started {
+			t.Errorf("NewJob(started %v) = %s/%s since %v", started, j.State, j.RSA, j.StartedAt)
+		}
+		// Its first tick asks for RSA nodes.
+		j.HasInput, j.HasOutput = true, true
+		if out := Step(j, ev(EvTick)); len(out.Actions) != 1 || out.Actions[0].Kind != Assign {
+			t.Errorf("NewJob(started %v): a tick starts %v, want assign", started, out.Actions)
+		}
+	}
+}

@@ -214,3 +214,13 @@ func (j Job) Ended() bool { return j.State == Finished }
 // AwaitsNodes reports whether the job, not ended, holds no RSA nodes yet
 // and waits for an assignment.
 func (j Job) AwaitsNodes() bool { return j.RSA == Initial && j.State != Finished }
+
+// NewJob is a job RSA takes on at at: on deck, or, when the batch system
+// started it before RSA met it (started), running since at. Either way RSA
+// holds nothing for it yet; its first Step (a tick) decides what next.
+func NewJob(started bool, at time.Time) Job {
+	if started {
+		return Job{State: Running, RSA: Initial, StartedAt: at}
+	}
+	return Job{State: OnDeck, RSA: Initial}
+}

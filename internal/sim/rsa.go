@@ -17,13 +17,11 @@ import (
 // track starts the lifecycle of a job RSA first hears of: on deck (the
 // thesis' poll finds it pending on Resources), or already running (it
 // started without ever being on deck). Either way it enters the machine
-// INITIAL, in the job-state st, with no RSA nodes yet.
-func (s *sim) track(j *simJob, st lifecycle.JobState) {
+// INITIAL (lifecycle.NewJob), with no RSA nodes yet.
+func (s *sim) track(j *simJob, started bool) {
 	j.tracked = true
-	j.m = lifecycle.Job{State: st, RSA: lifecycle.Initial, HasInput: j.in > 0, HasOutput: j.out > 0, Delay: s.cfg.RSA.Delay}
-	if j.m.Runs() {
-		j.m.StartedAt = s.wall(s.clock.now)
-	}
+	j.m = lifecycle.NewJob(started, s.wall(s.clock.now))
+	j.m.HasInput, j.m.HasOutput, j.m.Delay = j.in > 0, j.out > 0, s.cfg.RSA.Delay
 	s.apply(j, lifecycle.EvTick) // Step's first pass over the new job
 }
 
@@ -34,7 +32,7 @@ func (s *sim) promote(j *simJob) {
 	}
 	j.notBefore = s.stageInTime(j, j.shadow)
 	if !j.tracked {
-		s.track(j, lifecycle.OnDeck)
+		s.track(j, false)
 		return
 	}
 	// A demoted job whose cleanup has not ended ignores this; apply
@@ -92,7 +90,7 @@ func (s *sim) started(j *simJob) {
 		return
 	}
 	if !j.tracked {
-		s.track(j, lifecycle.Running)
+		s.track(j, true)
 		return
 	}
 	// Counted for a job started from on deck only: a demoted one had its
