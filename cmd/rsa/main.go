@@ -1,5 +1,8 @@
 // Command rsa is the RAMDISK Storage Accelerator: `rsa serve` is the daemon
-// (root), every other subcommand is a thin client of its socket.
+// (root); the job and admin commands and the Slurm hooks are thin clients
+// of its socket. The tools beside them run on their own: `rsa agent` on
+// RSA and compute nodes, `rsa ca`, the mover `rsa copy`, and the lab's
+// `rsa sim` and `rsa bench`.
 package main
 
 import (

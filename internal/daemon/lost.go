@@ -239,7 +239,7 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 			if !slices.Equal(seen[p.rd.Job], fresh) {
 				continue
 			}
-			why := "its brick is out of reach of the control host's Gluster client (its process gone, or the link cut)"
+			why := "its part is out of reach of this host's view of the RAMDISK (the part's process gone, or the link to its node cut)"
 			served := "the files there are missing from the RAMDISK"
 			if !dg.Lost {
 				served = "its replicas serve the files there"

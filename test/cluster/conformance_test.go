@@ -39,8 +39,9 @@ const (
 // identity. A Go process cannot enter another mount namespace (setns
 // refuses a process with more than one thread), so the test runs this
 // test binary again inside ctl (cluster-up exec), told so by
-// conformanceDirEnv, and there it builds the engine as the daemon does
-// and runs the suite in-process. To silence an RSA node the inner run asks
+// conformanceDirEnv, and there it builds a gluster engine from the
+// cluster's config over one view of the RSA nodes that it asks on demand
+// (so that a silenced node is seen at once), and runs the suite in-process. To silence an RSA node the inner run asks
 // this one, in the root namespace, to kill the node's agent and to start
 // it again (cluster-up kill-agent, start-agent: ctl does not see the
 // namespace files they need), over a unix socket in the cluster's
