@@ -142,11 +142,17 @@ func freeAddr(t *testing.T) string {
 // a parallel test's connection.
 func (e *env) metricsAddr() string {
 	e.t.Helper()
-	m := regexp.MustCompile(`msg="metrics for Prometheus and the dashboard" listen=(\S+)`).FindStringSubmatch(e.daemonLog())
-	if m == nil {
-		e.t.Fatalf("the daemon's log does not say where it serves its metrics:\n%s", e.daemonLog())
+	// The socket may answer a moment before the metrics listener's line
+	// is written: both start as rsa serve starts.
+	line := regexp.MustCompile(`msg="metrics for Prometheus and the dashboard" listen=(\S+)`)
+	for deadline := time.Now().Add(step); ; time.Sleep(20 * time.Millisecond) {
+		if m := line.FindStringSubmatch(e.daemonLog()); m != nil {
+			return m[1]
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the daemon's log does not say where it serves its metrics:\n%s", e.daemonLog())
+		}
 	}
-	return m[1]
 }
 
 func (e *env) start() {
