@@ -12,7 +12,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -65,15 +64,13 @@ func passDaemon(tb testing.TB, n int, capacity int64) *Daemon {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	cfg := &config.Config{Tick: time.Second}
+	// Scheduler none: no Slurm job markers, which a pass never touches
+	// and a resume would write for every job.
+	cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerNone}
 	for i := range n {
 		cfg.Nodes = append(cfg.Nodes, config.Node{Name: fmt.Sprintf("rsa%02d", i+1), Capacity: capacity})
 	}
-	d := &Daemon{cfg: cfg, store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		reserved: map[int64][]job.Part{}, waiting: map[int64]wait{}, progress: map[int64]job.Progress{},
-		notify: make(chan struct{})}
-	d.metrics = metrics.New(metricsSource{d}, "bench")
-	return d
+	return newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "bench"})
 }
 
 // passJob is the i-th of a site's Slurm jobs, on deck for capacity bytes.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -30,13 +30,10 @@ func TestCapacityWaitSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The Slurm job markers go beside the socket: in dir.
 		cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
-			Nodes: []config.Node{{Name: "rsa01", Capacity: gib}}}
-		d := &Daemon{cfg: cfg, store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			reserved: map[int64][]job.Part{}, waiting: map[int64]wait{}, progress: map[int64]job.Progress{},
-			notify: make(chan struct{})}
-		d.metrics = metrics.New(metricsSource{d}, "test")
-		return d
+			Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: gib}}}
+		return newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
 	}
 	// handleAll is the loop's work for one tick at now: the tick, then
 	// the events its actions posted.

@@ -187,8 +187,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
-	policy := mount.Policy{RefuseFSTypes: cfg.RefusedFSTypes, AllowedPaths: cfg.AllowedPaths}
-	eng, access, err := all.Open(cfg, all.Options{Log: o.Log, Self: o.Self, Policy: policy})
+	eng, access, err := all.Open(cfg, all.Options{Log: o.Log, Self: o.Self, Policy: policyOf(cfg)})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -206,13 +205,38 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	runner := &stage.Runner{Self: o.Self, Cgroups: cgroups, BWLimit: cfg.Limits.StageBWLimit,
 		Limits: limits, Network: stage.Network(cfg.Limits.StageNetwork)}
+	return newDaemon(cfg, deps{store: st, engine: eng, access: access, runner: runner, drains: drains, debts: debts}, o), nil
+}
+
+// deps are what a Daemon works through besides its config. New opens
+// them as root, after its checks; the package's unit tests hand in their
+// own (an engine.Stager from memengine, a node.Access of their own) and
+// run as a normal user.
+type deps struct {
+	store  *store.Store
+	engine engine.Engine
+	access node.Access
+	// runner runs the stages of an engine that is no engine.Stager; it
+	// may be nil beside an engine that is one.
+	runner *stage.Runner
+	// drains and debts are the store's, as New read them; nil: none.
+	drains map[string]store.Drain
+	debts  []store.Debt
+}
+
+// newDaemon builds the Daemon for cfg on dp, its loop and actions not
+// started and their bookkeeping empty. It checks nothing: New does.
+func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
+	if dp.drains == nil {
+		dp.drains = map[string]store.Drain{}
+	}
 	d := &Daemon{
 		cfg:      cfg,
-		store:    st,
-		engine:   eng,
-		access:   access,
-		policy:   policy,
-		runner:   runner,
+		store:    dp.store,
+		engine:   dp.engine,
+		access:   dp.access,
+		policy:   policyOf(cfg),
+		runner:   dp.runner,
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		version:  o.Version,
@@ -222,8 +246,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		reserved: map[int64][]job.Part{},
 		notify:   make(chan struct{}),
 		progress: map[int64]job.Progress{},
-		drains:   drains,
-		debts:    debts,
+		drains:   dp.drains,
+		debts:    dp.debts,
 		waiting:  map[int64]wait{},
 	}
 	if cfg.Scheduler != config.SchedulerNone {
@@ -232,7 +256,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
 	d.actx, d.cancel = context.WithCancel(context.Background())
-	return d, nil
+	return d
+}
+
+// policyOf is which directories cfg lets RSA mount over.
+func policyOf(cfg *config.Config) mount.Policy {
+	return mount.Policy{RefuseFSTypes: cfg.RefusedFSTypes, AllowedPaths: cfg.AllowedPaths}
 }
 
 // Run recovers, then serves the socket until ctx ends.

@@ -29,7 +29,6 @@ func startDaemon(t *testing.T, nodes int, capacity int64, tick time.Duration) *D
 	}
 	d.cfg.Tick = tick
 	d.cfg.Scheduler = config.SchedulerSlurmPoll
-	d.inbox, d.stopped, d.staging = make(chan msg, 16), make(chan struct{}), map[int64]context.CancelFunc{}
 	return d
 }
 

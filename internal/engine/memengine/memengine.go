@@ -18,6 +18,10 @@
 // is the size of the files in it, not the blocks they take; Device is a
 // number of its own, on which no file's stat agrees.
 //
+// It is no engine.Stager: the daemon runs its stages on this host as the
+// job's user, which takes root. WithStager makes it one, whose stages a
+// test carries out, so that the daemon's actions run as a normal user.
+//
 // A test makes any method fail next with FailNext, makes Check and Probe
 // report a part out of reach with Degrade, and reads what was asked of
 // the engine with Calls and State.
@@ -34,6 +38,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/engine"
 )
 
@@ -48,7 +54,14 @@ const (
 	Check     = "Check"
 	Probe     = "Probe"
 	List      = "List"
+	// Stage is engine.Stager's method, which a Stager has.
+	Stage = "Stage"
 )
+
+// fakeMajor is the major number of the Devices: Linux's majors have 12
+// bits, so no file system's device has it, and a search of /proc for the
+// processes holding a RAMDISK (package holders) never finds one.
+const fakeMajor = 1 << 12
 
 // ErrSilent is why Destroy left a part on a silent node (the Err of its
 // *engine.DebtError).
@@ -96,6 +109,7 @@ type Call struct {
 	Method string
 	Job    int64 // 0 for List
 	Build  int
+	Phase  string // a Stage's stage.Task.Phase; "" for the other methods
 }
 
 // State is what the engine keeps of one RAMDISK.
@@ -115,12 +129,12 @@ func New(root string) *Engine {
 	return &Engine{root: root, disks: map[key]*disk{}, failures: map[string][]error{}, silent: map[string]bool{}}
 }
 
-// FailNext makes the next call of method (Construct, Seal, ...) return
-// err and do nothing else; several queue up, one per call. An unknown
-// method panics: the test is wrong.
+// FailNext makes the next call of method (Construct, Seal, ..., and a
+// Stager's Stage) return err and do nothing else; several queue up, one
+// per call. An unknown method panics: the test is wrong.
 func (e *Engine) FailNext(method string, err error) {
-	if !slices.Contains([]string{Construct, Seal, Revoke, Device, Destroy, Usage, Check, Probe, List}, method) {
-		panic(fmt.Sprintf("memengine: FailNext of %q, which is no method of engine.Engine", method))
+	if !slices.Contains([]string{Construct, Seal, Revoke, Device, Destroy, Usage, Check, Probe, List, Stage}, method) {
+		panic(fmt.Sprintf("memengine: FailNext of %q, which is no method of engine.Engine or engine.Stager", method))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -248,7 +262,7 @@ func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
 		e.disks[k] = d
 	}
 	// A debt of an earlier Destroy stays owed: that RAM is still held.
-	d.r, d.dev, d.present, d.sealed, d.revoked, d.degraded = r, e.lastDev, true, false, false, engine.Degraded{}
+	d.r, d.dev, d.present, d.sealed, d.revoked, d.degraded = r, unix.Mkdev(fakeMajor, uint32(e.lastDev)), true, false, false, engine.Degraded{}
 	return nil
 }
 

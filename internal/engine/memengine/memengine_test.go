@@ -1,15 +1,23 @@
 package memengine_test
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/enginetest"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
 // twoNodes spreads size over two RSA nodes, so that one can be silent.
@@ -57,6 +65,9 @@ func TestFailNext(t *testing.T) {
 		{memengine.Check, func(m *memengine.Engine, r engine.Ramdisk) error { _, err := m.Check(t.Context(), r); return err }},
 		{memengine.Probe, func(m *memengine.Engine, r engine.Ramdisk) error { _, err := m.Probe(r); return err }},
 		{memengine.List, func(m *memengine.Engine, r engine.Ramdisk) error { _, err := m.List(t.Context()); return err }},
+		{memengine.Stage, func(m *memengine.Engine, r engine.Ramdisk) error {
+			return memengine.WithStager(m, nil).Stage(t.Context(), r, stage.Task{Phase: "stage-in"})
+		}},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			root := t.TempDir()
@@ -183,5 +194,94 @@ func TestRebuild(t *testing.T) {
 	want := []engine.Found{{Job: 7, Build: 1, Dir: first.Dir}, {Job: 7, Build: 2, Dir: first.Dir}}
 	if err != nil || !slices.Equal(found, want) {
 		t.Errorf("List = %+v, %v; want %+v", found, err, want)
+	}
+}
+
+// WithStager makes the engine an engine.Stager, found through wrappers:
+// each Stage is recorded with its phase and runs the test's function,
+// unless FailNext failed it or its RAMDISK is not there.
+func TestStager(t *testing.T) {
+	root := t.TempDir()
+	m := memengine.New(root)
+	r := ramdisk(root, 7)
+	var staged []stage.Task
+	s, ok := engine.As[engine.Stager](engine.WithRetry(memengine.WithStager(m, func(_ context.Context, got engine.Ramdisk, task stage.Task) error {
+		if got.Job != r.Job || got.Build != r.Build {
+			t.Errorf("staged into %+v, want %+v", got, r)
+		}
+		staged = append(staged, task)
+		return nil
+	}), 3, 0))
+	if !ok {
+		t.Fatal("WithStager gives no engine.Stager through WithRetry")
+	}
+	if _, ok := engine.As[engine.Stager](m); ok {
+		t.Error("the engine itself is an engine.Stager")
+	}
+	if err := s.Stage(t.Context(), r, stage.Task{Phase: "stage-in"}); !errors.Is(err, fs.ErrNotExist) || len(staged) != 0 {
+		t.Errorf("Stage into a RAMDISK not built: %v, %d stages run; want an error wrapping fs.ErrNotExist, none run", err, len(staged))
+	}
+	if err := m.Construct(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, phase := range []string{"stage-in", "stage-out"} {
+		if err := s.Stage(t.Context(), r, stage.Task{Phase: phase}); err != nil {
+			t.Errorf("%s: %v", phase, err)
+		}
+	}
+	if len(staged) != 2 || staged[0].Phase != "stage-in" || staged[1].Phase != "stage-out" {
+		t.Errorf("stages run: %+v; want stage-in, then stage-out", staged)
+	}
+	want := []memengine.Call{
+		{Method: memengine.Stage, Job: 7, Build: 1, Phase: "stage-in"},
+		{Method: memengine.Construct, Job: 7, Build: 1},
+		{Method: memengine.Stage, Job: 7, Build: 1, Phase: "stage-in"},
+		{Method: memengine.Stage, Job: 7, Build: 1, Phase: "stage-out"},
+	}
+	if got := m.Calls(); !slices.Equal(got, want) {
+		t.Errorf("Calls = %+v; want %+v", got, want)
+	}
+}
+
+// No file system has a RAMDISK's Device: a search of /proc for the
+// processes that hold one (as the daemon's teardown makes, and signals
+// what it finds) finds none, however many RAMDISKs were built.
+func TestDeviceIsNoFileSystems(t *testing.T) {
+	mounted := map[uint64]bool{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// "ID PARENT MAJ:MIN ..."
+		fields := strings.Fields(sc.Text())
+		var major, minor uint32
+		if len(fields) < 3 {
+			continue
+		}
+		if _, err := fmt.Sscanf(fields[2], "%d:%d", &major, &minor); err != nil {
+			t.Fatalf("mountinfo line %q: %v", sc.Text(), err)
+		}
+		mounted[unix.Mkdev(major, minor)] = true
+	}
+	if err := sc.Err(); err != nil || len(mounted) == 0 {
+		t.Fatalf("reading the mount table: %d devices, %v", len(mounted), err)
+	}
+	root := t.TempDir()
+	m := memengine.New(root)
+	for id := range int64(256) {
+		r := ramdisk(root, id+1)
+		if err := m.Construct(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		dev, ok, err := m.Device(r)
+		if err != nil || !ok {
+			t.Fatalf("Device of job %d: %v, %v", r.Job, ok, err)
+		}
+		if mounted[dev] {
+			t.Fatalf("job %d's RAMDISK has device %d:%d, a mounted file system's", r.Job, unix.Major(dev), unix.Minor(dev))
+		}
 	}
 }
