@@ -596,42 +596,32 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	}
 	next := *j
 	// The record change is the machine's (Step): states, times, build,
-	// the wait for capacity. Build counts every RAMDISK built, also one
+	// the wait for capacity, lost nodes, the last failure. Build counts every RAMDISK built, also one
 	// rebuilt for output on the same nodes, which an engine must not
 	// confuse with the old one (engine.Ramdisk.Build).
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
 	next.Build, next.WaitingSince = out.Job.Build, out.Job.WaitingSince
-	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince)
+	next.Lost, next.Error = out.Job.Lost, out.Job.Error
+	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || len(next.Lost) != len(j.Lost)
 	if out.Error != "" {
 		d.metrics.Failure(string(lifecycle.EvIneligible))
-		next.Error = out.Error
 		if why := d.waitingFor(j.ID); why != "" {
 			next.Error += "; last: " + why
 		}
 	}
 	if m.ev.Kind.IsFailure() {
 		d.metrics.Failure(string(m.ev.Kind))
-		if m.ev.Reason != "" {
-			next.Error = m.ev.Reason
-		}
 	}
 	if m.edit != nil {
 		m.edit(&next)
-	}
-	lostMore := false
-	for _, n := range m.ev.Nodes {
-		if !slices.Contains(next.Lost, n) {
-			next.Lost = append(next.Lost, n)
-			lostMore = true
-		}
 	}
 	var evs []job.Event
 	for _, c := range out.Changes {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
 		d.log.Info("transition", "job", j.ID, "event", m.ev.Kind, "change", c.String())
 	}
-	if len(evs) > 0 || m.edit != nil || lostMore || recorded {
+	if len(evs) > 0 || m.edit != nil || recorded {
 		next.UpdatedAt = time.Now()
 		if err := d.store.Commit(ctx, &next, evs); err != nil {
 			return j, fmt.Errorf("committing job %d: %w", j.ID, err)

@@ -116,6 +116,8 @@ func (j *Job) Machine() lifecycle.Job {
 		StartedAt: j.StartedAt,
 		InputAt:   j.InputAt,
 		NodeLost:  len(j.Lost) > 0,
+		Lost:      j.Lost,
+		Error:     j.Error,
 
 		Build:        j.Build,
 		FinishedAt:   j.FinishedAt,

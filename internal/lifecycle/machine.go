@@ -128,8 +128,8 @@ type Outcome struct {
 	// Rows names the table rows Step took, in order: "event N" for
 	// eventTable[N], "pass N" for passTable[N] (for tests and debugging).
 	Rows []string
-	// Error is the job's new error when a pass row that fails was taken
-	// (a failure event's own reason is the caller's to record).
+	// Error is set when a pass row that fails was taken: its reason,
+	// which Job.Error holds too (a caller may add what only it knows).
 	Error string
 }
 
@@ -164,11 +164,20 @@ func Step(j Job, ev Event) (out Outcome) {
 			case ev.Kind == EvMounted && j.RSA == MountingIn:
 				out.Job.InputAt = ev.At
 			case ev.Kind == EvAssigned:
-				out.Job.NodeLost = false // new nodes, all live
+				out.Job.NodeLost, out.Job.Lost = false, nil // new nodes, all live
 			case ev.Kind == EvNodeLost || len(ev.Nodes) > 0:
 				out.Job.NodeLost = true
+				out.Job.Lost = slices.Clone(out.Job.Lost)
+				for _, n := range ev.Nodes {
+					if !slices.Contains(out.Job.Lost, n) {
+						out.Job.Lost = append(out.Job.Lost, n)
+					}
+				}
 			case ev.Kind == EvWaitCapacity:
 				out.Job.WaitingSince = ev.At
+			}
+			if ev.Kind.IsFailure() && ev.Reason != "" {
+				out.Job.Error = ev.Reason
 			}
 			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
 				out.Actions = append(out.Actions, Action{Kind: a})
@@ -195,7 +204,7 @@ func Step(j Job, ev Event) (out Outcome) {
 		next.RSA = r.next
 		out.record(next, r.why, "")
 		if r.fails {
-			out.Error = r.why
+			out.Error, out.Job.Error = r.why, r.why
 		}
 		if r.do != "" {
 			out.Actions = append(out.Actions, Action{Kind: r.do})

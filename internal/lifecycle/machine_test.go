@@ -528,3 +528,27 @@ func TestStepRecordChanges(t *testing.T) {
 		t.Errorf("the end moved to %v", again.Job.FinishedAt)
 	}
 }
+
+// Lost nodes and the last failure are the record change of Step too.
+func TestStepLostAndError(t *testing.T) {
+	j := io(OnDeck, StagingIn)
+	out := Step(j, Event{Kind: EvNodeLost, At: t0, Nodes: []string{"rsa2"}, Whole: true, Reason: "rsa2 silent"})
+	if !slices.Equal(out.Job.Lost, []string{"rsa2"}) || out.Job.Error != "rsa2 silent" {
+		t.Fatalf("a node lost: lost %v, error %q", out.Job.Lost, out.Job.Error)
+	}
+	again := Step(out.Job, Event{Kind: EvStagedIn, At: t0, Nodes: []string{"rsa2", "rsa3"}})
+	if !slices.Equal(again.Job.Lost, []string{"rsa2", "rsa3"}) || again.Job.Error != "rsa2 silent" {
+		t.Errorf("a stage-in that found another: lost %v (want each once), error %q (a success keeps it)", again.Job.Lost, again.Job.Error)
+	}
+	if len(out.Job.Lost) != 1 {
+		t.Errorf("Step changed the Lost of the job it was given: %v", out.Job.Lost)
+	}
+	failed := Step(io(OnDeck, StagingIn), Event{Kind: EvStageInFailed, At: t0, Reason: "no such file"})
+	if failed.Job.Error != "no such file" {
+		t.Errorf("a failure's reason: error %q", failed.Job.Error)
+	}
+	reassigned := Step(Job{State: OnDeck, RSA: Initial, HasInput: true, NodeLost: true, Lost: []string{"rsa2"}}, Event{Kind: EvAssigned, At: t0})
+	if reassigned.Job.Lost != nil || reassigned.Job.NodeLost {
+		t.Errorf("assigned anew: lost %v", reassigned.Job.Lost)
+	}
+}

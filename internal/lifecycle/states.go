@@ -180,6 +180,12 @@ type Job struct {
 	// NodeLost: an RSA node of its allocation was lost since it was
 	// assigned (set by NodeLost, cleared by Assigned).
 	NodeLost bool
+	// Lost names those nodes: every node an event reported lost
+	// (Event.Nodes) since the assignment, each once.
+	Lost []string
+	// Error is the last failure's reason: a failure event's, or a
+	// failing pass row's.
+	Error string
 	// Build counts the RAMDISKs built for the job: each entry into
 	// BOOTING starts a new one, under a name of its own.
 	Build int

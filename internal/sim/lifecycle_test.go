@@ -36,7 +36,7 @@ func TestTransitionsAreLifecycleStep(t *testing.T) {
 			t.Fatalf("job %d entered the lifecycle as %s/%s, not ONDECK or RUNNING/INITIAL", id, j.State, j.RSA)
 		}
 		for i, s := range steps {
-			if s.before != j {
+			if !reflect.DeepEqual(s.before, j) {
 				t.Fatalf("job %d step %d: the simulator changed the job outside Step: %+v, Step left %+v", id, i, s.before, j)
 			}
 			direct := lifecycle.Step(j, s.ev)
