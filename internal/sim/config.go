@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
@@ -21,9 +22,11 @@ type Config struct {
 
 	// Gantt keeps the timelines of a window of jobs for the Gantt chart.
 	Gantt GanttWindow
-	// Observe, if set, sees every lifecycle.Step the simulator takes: the
-	// job before, the event and the outcome (ignored ones included).
-	Observe func(id int64, before lifecycle.Job, ev lifecycle.Event, out lifecycle.Outcome) `json:"-"`
+	// Observe, if set, sees every lifecycle.Step the simulator takes, in
+	// the order it takes them: the job before, the event, the outcome
+	// (ignored ones included), and the RAM on RSA nodes the job holds
+	// after the step (nil: none), which is alloc.Plan's decision.
+	Observe func(id int64, before lifecycle.Job, ev lifecycle.Event, out lifecycle.Outcome, parts []job.Part) `json:"-"`
 }
 
 // Workload is the I/O each job does, per compute node. A job reads its

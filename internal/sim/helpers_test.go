@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
@@ -59,7 +60,7 @@ type stepRec struct {
 // recorder collects every Step per job.
 type recorder map[int64][]stepRec
 
-func (r recorder) observe(id int64, before lifecycle.Job, ev lifecycle.Event, out lifecycle.Outcome) {
+func (r recorder) observe(id int64, before lifecycle.Job, ev lifecycle.Event, out lifecycle.Outcome, _ []job.Part) {
 	r[id] = append(r[id], stepRec{before, ev, out})
 }
 

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
+	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
@@ -20,6 +22,8 @@ import (
 // INITIAL (lifecycle.NewJob), with no RSA nodes yet.
 func (s *sim) track(j *simJob, started bool) {
 	j.tracked = true
+	s.met++
+	j.met = s.met
 	j.m = lifecycle.NewJob(started, s.wall(s.clock.now))
 	j.m.HasInput, j.m.HasOutput, j.m.Delay = j.in > 0, j.out > 0, s.cfg.RSA.Delay
 	s.apply(j, lifecycle.EvTick) // Step's first pass over the new job
@@ -122,7 +126,11 @@ func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 	before := j.m
 	out := lifecycle.Step(before, ev)
 	if s.cfg.Observe != nil {
-		s.cfg.Observe(j.id, before, ev, out)
+		var parts []job.Part
+		if lifecycle.HoldsNodes(out.Job.RSA) {
+			parts = slices.Clone(j.parts)
+		}
+		s.cfg.Observe(j.id, before, ev, out, parts)
 	}
 	if out.Ignored {
 		return
@@ -157,13 +165,16 @@ func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 	for _, a := range out.Actions {
 		s.act(j, a)
 	}
-	if s.onDeck == j && lifecycle.Applies(j.m, lifecycle.Event{Kind: lifecycle.EvOnDeck, At: ev.At}) {
-		// Demoted, the job ignored being on deck again until its
-		// cleanup ended; now it ended, the event applies.
-		s.apply(j, lifecycle.EvOnDeck)
-	}
 	if held && !holds {
 		s.retry() // capacity came free: waiting jobs try now, in order
+	}
+	if s.onDeck == j && lifecycle.Applies(j.m, lifecycle.Event{Kind: lifecycle.EvOnDeck, At: ev.At}) {
+		// Demoted, the job ignored being on deck again until its
+		// cleanup ended; now it ended, the event applies. It comes
+		// after the jobs waiting for the RAM the cleanup released, as
+		// the daemon's next poll comes after the tick its release
+		// gave them.
+		s.apply(j, lifecycle.EvOnDeck)
 	}
 }
 
@@ -319,13 +330,16 @@ func (s *sim) hold(j *simJob, sign int64) {
 	}
 }
 
-// wait and unwait keep the jobs Plan told to wait, in arrival order.
+// wait and unwait keep the jobs Plan told to wait in the order RSA met
+// them, which is the daemon's: it numbers its jobs as it creates them and
+// its tick lets waiting jobs try in that order. A job started by backfill
+// is met before the jobs queued ahead of it.
 func (s *sim) wait(j *simJob) {
 	if j.waiting {
 		return
 	}
 	j.waiting = true
-	i, _ := slices.BinarySearchFunc(s.waiting, j, func(a, b *simJob) int { return int(a.seq - b.seq) })
+	i, _ := slices.BinarySearchFunc(s.waiting, j, func(a, b *simJob) int { return cmp.Compare(a.met, b.met) })
 	s.waiting = slices.Insert(s.waiting, i, j)
 }
 
@@ -340,8 +354,8 @@ func (s *sim) unwait(j *simJob) {
 }
 
 // retry lets the waiting jobs try again once capacity came free: each gets
-// a tick, in arrival order. A job Plan would still tell to wait is
-// skipped: its tick would change nothing.
+// a tick, in the order RSA met them (wait). A job Plan would still tell to
+// wait is skipped: its tick would change nothing.
 func (s *sim) retry() {
 	if s.retrying {
 		return

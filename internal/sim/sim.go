@@ -39,7 +39,8 @@ type simJob struct {
 	phase  phase
 
 	// RSA.
-	tracked    bool // known to the lifecycle machine
+	tracked    bool  // known to the lifecycle machine
+	met        int64 // the order RSA met the job in, as the daemon numbers its jobs
 	m          lifecycle.Job
 	parts      []job.Part
 	rsaNodes   int
@@ -86,7 +87,8 @@ type sim struct {
 	rsaList  []config.Node
 	used     map[string]int64
 	held     int64
-	waiting  []*simJob // in arrival order
+	waiting  []*simJob // in the order RSA met them
+	met      int64     // jobs RSA met so far
 	retrying bool
 	onDeck   *simJob
 
