@@ -228,8 +228,7 @@ func actionCases() []actionCase {
 			send: []lifecycle.EventKind{lifecycle.EvStarted}, call: "Bind input directory",
 			event: lifecycle.EvMounted, after: lifecycle.InUseIn, restState: running, restRSA: lifecycle.InUseIn,
 			check: func(t *testing.T, u *unit, created, _ *job.Job) {
-				want := "Bind input directory " + u.in
-				if !slices.ContainsFunc(u.callsOf(created.ID), func(c unitCall) bool { return c.what == want }) {
+				if want := "Bind input directory " + u.in; !u.called(created.ID, want) {
 					t.Errorf("no %q: %+v", want, u.callsOf(created.ID))
 				}
 			}},
@@ -262,8 +261,7 @@ func actionCases() []actionCase {
 			send: []lifecycle.EventKind{lifecycle.EvTick}, call: "Bind output directory",
 			event: lifecycle.EvMounted, after: lifecycle.InUseOut, restState: running, restRSA: lifecycle.InUseOut,
 			check: func(t *testing.T, u *unit, created, _ *job.Job) {
-				want := "Bind output directory " + u.out
-				if !slices.ContainsFunc(u.callsOf(created.ID), func(c unitCall) bool { return c.what == want }) {
+				if want := "Bind output directory " + u.out; !u.called(created.ID, want) {
 					t.Errorf("no %q: %+v", want, u.callsOf(created.ID))
 				}
 			}},

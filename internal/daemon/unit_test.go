@@ -252,6 +252,11 @@ func (u *unit) callsOf(id int64) []unitCall {
 	return slices.DeleteFunc(slices.Clone(u.calls), func(c unitCall) bool { return c.job != id })
 }
 
+// called reports whether job id's calls include one that is exactly what.
+func (u *unit) called(id int64, what string) bool {
+	return slices.ContainsFunc(u.callsOf(id), func(c unitCall) bool { return c.what == what })
+}
+
 // recording is the test's engine: it notes each Construct, Destroy and
 // Stage with its job's committed state. Its other optional interfaces are
 // found through it (Unwrap).
