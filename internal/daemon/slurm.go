@@ -410,7 +410,13 @@ func stageInVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.
 // record knows.
 func gateVerdict(g lifecycle.Gate, j *job.Job) (string, string) {
 	a, why := lifecycle.Verdict(g, j.Machine())
-	v := map[lifecycle.Answer]string{lifecycle.Wait: api.Busy, lifecycle.Pass: api.Success, lifecycle.Refuse: api.Failure}[a]
+	v := api.Busy
+	switch a {
+	case lifecycle.Pass:
+		v = api.Success
+	case lifecycle.Refuse:
+		v = api.Failure
+	}
 	return v, wordVerdict(why, j)
 }
 
