@@ -65,21 +65,12 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 	}()
 }
 
-// assign decides on capacity (App. P). Waiting is not a transition: the job
+// assign decides on capacity (App. P); the lifecycle asks for it only once
+// the job's stage-in time has come. Waiting is not a transition: the job
 // stays INITIAL and is tried again on the next tick or release; its first
 // wait for capacity is an event (EvWaitCapacity) that starts the wait's
 // clock in its record, which the lifecycle bounds (Job.CapacityWait).
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
-	if now := time.Now(); j.State == lifecycle.OnDeck && now.Before(j.NotBefore) {
-		why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
-		if j.Expected.IsZero() {
-			why = fmt.Sprintf("Slurm has not yet estimated when the job starts, and its nodes are busy: stage-in waits for the estimate, until %s at the latest", j.NotBefore.Format(time.DateTime))
-		}
-		if d.setWaiting(j.ID, waitStart, why) {
-			d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
-		}
-		return msg{}, false
-	}
 	m := j.Machine()
 	req := alloc.Request{
 		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
@@ -281,6 +272,18 @@ const (
 	waitStart    = "start"    // its stage-in time
 	waitCapacity = "capacity" // free RAM on RSA nodes
 )
+
+// waitForStageIn says why j, held for its stage-in time
+// (lifecycle.HoldStageInTime), waits.
+func (d *Daemon) waitForStageIn(j *job.Job) {
+	why := fmt.Sprintf("stage-in starts at %s, %s before the job's expected start", j.NotBefore.Format(time.DateTime), d.cfg.Slurm.StageInLead)
+	if j.Expected.IsZero() {
+		why = fmt.Sprintf("Slurm has not yet estimated when the job starts, and its nodes are busy: stage-in waits for the estimate, until %s at the latest", j.NotBefore.Format(time.DateTime))
+	}
+	if d.setWaiting(j.ID, waitStart, why) {
+		d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
+	}
+}
 
 // setWaiting records what a job waits for and why ("": nothing), for
 // its view and its start hook; it reports whether the reason changed. How

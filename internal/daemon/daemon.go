@@ -498,13 +498,8 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 	d.plans = &planMemo{commits: d.commitCount(), waits: map[alloc.Request]planned{}}
 	defer func() { d.plans = nil }()
 	var due []msg
+	var held []*job.Job
 	d.store.EachActive(func(j *job.Job) {
-		if why := d.expired(j, now); why != "" {
-			d.log.Warn("job expired", "job", j.ID, "user", j.User, "why", why)
-			due = append(due, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: now, Reason: why},
-				edit: func(n *job.Job) { n.Error = why }})
-			return
-		}
 		m := j.Machine()
 		if !lifecycle.TimeSensitive(m) {
 			return
@@ -512,31 +507,22 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 		ev := lifecycle.Event{Kind: lifecycle.EvTick, At: now}
 		// Step is pure and cheap: a job the tick leaves as it is (most
 		// running jobs, most of the time) costs no read of its record.
-		if out := lifecycle.Step(m, ev); len(out.Changes) > 0 || len(out.Actions) > 0 {
+		out := lifecycle.Step(m, ev)
+		switch {
+		case len(out.Changes) > 0 || len(out.Actions) > 0:
 			due = append(due, msg{id: j.ID, ev: ev})
+		case out.Hold == lifecycle.HoldStageInTime:
+			held = append(held, new(*j))
 		}
 	})
+	for _, j := range held {
+		d.waitForStageIn(j)
+	}
 	// In order of submission: the first waiting job gets the RAM first.
 	slices.SortFunc(due, func(a, b msg) int { return cmp.Compare(a.id, b.id) })
 	for _, m := range due {
 		d.handle(ctx, m)
 	}
-}
-
-// expired says why an rsa submit job that never started ends now, or "".
-// Only jobs no scheduler drives and no rsa run owns expire, and only while
-// no action of theirs runs: their clock starts at their last change (the
-// submission, or the moment the input was ready).
-func (d *Daemon) expired(j *job.Job, now time.Time) string {
-	limit := d.cfg.Limits.UnstartedExpiry
-	if limit <= 0 || j.Scheduler != "" || j.Owner.PID != 0 || j.State != lifecycle.OnDeck {
-		return ""
-	}
-	if _, busy := lifecycle.Work(j.RSA); busy || now.Sub(j.UpdatedAt) < limit {
-		return ""
-	}
-	return fmt.Sprintf("expired: submitted at %s and not started within %s (limits.unstarted_expiry); its RAM is released. Submit again when you can run it (rsa run --job ID right after rsa submit)",
-		j.CreatedAt.Format(time.DateTime), limit)
 }
 
 // handle applies one event: Step, commit, then start the actions.
@@ -601,13 +587,17 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	// confuse with the old one (engine.Ramdisk.Build).
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
-	next.Build, next.WaitingSince = out.Job.Build, out.Job.WaitingSince
+	next.Build, next.WaitingSince, next.NotBefore = out.Job.Build, out.Job.WaitingSince, out.Job.NotBefore
 	next.Lost, next.Error = out.Job.Lost, out.Job.Error
-	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || len(next.Lost) != len(j.Lost)
-	if out.Error != "" {
-		d.metrics.Failure(string(lifecycle.EvIneligible))
+	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
+		len(next.Lost) != len(j.Lost)
+	if out.Failure != "" {
+		d.metrics.Failure(out.Failure)
 		if why := d.waitingFor(j.ID); why != "" {
 			next.Error += "; last: " + why
+		}
+		if out.Failure == lifecycle.FailureExpired {
+			d.log.Warn("job expired", "job", j.ID, "user", j.User, "why", out.Error)
 		}
 	}
 	if m.ev.Kind.IsFailure() {
@@ -631,6 +621,9 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if next.Machine().Done() {
 		d.forget(next.ID)
 		d.unmark(ctx, &next)
+	}
+	if out.Hold == lifecycle.HoldStageInTime {
+		d.waitForStageIn(&next)
 	}
 	for _, a := range out.Actions {
 		d.start(&next, a)
@@ -749,7 +742,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 			if _, busy := lifecycle.Work(j.RSA); busy {
 				d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
 			}
-			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}})
+			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}, edit: d.expiryOf(j)})
 		}
 		d.watchOwner(j)
 	}
@@ -757,6 +750,17 @@ func (d *Daemon) resume(ctx context.Context) error {
 		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
 	}
 	return nil
+}
+
+// expiryOf gives an unstarted rsa submit job whose record has no expiry
+// of its own (one an older rsa serve wrote) the site's, or is nil. The edit
+// restarts the job's clock once: it ends no sooner than it would have.
+func (d *Daemon) expiryOf(j *job.Job) func(*job.Job) {
+	limit := d.cfg.Limits.UnstartedExpiry
+	if j.Scheduler != "" || j.UnstartedExpiry != 0 || limit <= 0 || !j.Machine().Pending() {
+		return nil
+	}
+	return func(n *job.Job) { n.UnstartedExpiry = limit }
 }
 
 // engineNodes is the engine's view of the nodes its RAMDISKs have parts

@@ -283,7 +283,7 @@ func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
 	if diff := at.Sub(j.NotBefore); diff > -time.Second && diff < time.Second && !held {
 		return
 	}
-	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, edit: func(n *job.Job) { n.NotBefore, n.Expected = at, sj.Start }})
+	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStageInTime, At: time.Now(), NotBefore: at}, edit: func(n *job.Job) { n.Expected = sj.Start }})
 }
 
 // oneLine keeps a message fit for a Slurm comment.

@@ -89,6 +89,10 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	now := time.Now()
 	j := &job.Job{Spec: spec, UID: uid, GID: gid, User: u.Username, Home: u.HomeDir, Groups: who.Groups, Scheduler: scheduler,
 		CreatedAt: now, UpdatedAt: now}
+	if scheduler == "" {
+		// No scheduler will ever start it: its user does, or it ends.
+		j.UnstartedExpiry = d.cfg.Limits.UnstartedExpiry
+	}
 	m := lifecycle.NewJob(false, now)
 	j.State, j.RSA = m.State, m.RSA
 	by := u.Username

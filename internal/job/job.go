@@ -94,6 +94,10 @@ type Job struct {
 	// RSA capacity and when that wait began (lifecycle.Job).
 	CapacityWait time.Duration `json:"capacity_wait,omitempty"`
 	WaitingSince time.Time     `json:"waiting_since,omitzero"`
+	// UnstartedExpiry ends the job if it stays unstarted and unchanged
+	// this long while no client holds it (rsa submit's jobs;
+	// limits.unstarted_expiry when it was submitted). 0: never.
+	UnstartedExpiry time.Duration `json:"unstarted_expiry,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	StartedAt time.Time `json:"started_at,omitzero"`
@@ -123,7 +127,19 @@ func (j *Job) Machine() lifecycle.Job {
 		FinishedAt:   j.FinishedAt,
 		CapacityWait: j.CapacityWait,
 		WaitingSince: j.WaitingSince,
+		NotBefore:    j.NotBefore,
+		ExpireAfter:  j.expireAfter(),
+		ChangedAt:    j.UpdatedAt,
 	}
+}
+
+// expireAfter is how long the job may stay unstarted: a job an rsa run
+// holds (Owner) ends with its client, not by time.
+func (j *Job) expireAfter() time.Duration {
+	if j.Owner.PID != 0 {
+		return 0
+	}
+	return j.UnstartedExpiry
 }
 
 // CheckText refuses a user-given value that could change meaning where RSA

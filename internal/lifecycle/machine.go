@@ -21,6 +21,10 @@ const (
 	// and writes its directories on disk already: RSA lets go of what it
 	// holds for the job and never mounts over them.
 	EvStartedWithoutRSA EventKind = "started-without-rsa"
+	// EvStageInTime: the scheduler's estimate of the start of a job on
+	// deck moved, and with it when its stage-in is to begin
+	// (Event.NotBefore; Job.NotBefore).
+	EvStageInTime EventKind = "stage-in-time"
 )
 
 // Completion events: an action ended.
@@ -70,6 +74,8 @@ type Event struct {
 	Kind   EventKind
 	At     time.Time
 	Reason string // why, for failures; shown to users
+	// NotBefore is the job's new stage-in time (EvStageInTime).
+	NotBefore time.Time
 	// Nodes are RSA nodes whose part of the RAMDISK the event found
 	// lost (EvNodeLost, or a stage-in's check): the job counts as having
 	// lost a node from then on.
@@ -128,10 +134,30 @@ type Outcome struct {
 	// Rows names the table rows Step took, in order: "event N" for
 	// eventTable[N], "pass N" for passTable[N] (for tests and debugging).
 	Rows []string
-	// Error is set when a pass row that fails was taken: its reason,
-	// which Job.Error holds too (a caller may add what only it knows).
-	Error string
+	// Error is set when a row that fails was taken: its reason, which
+	// Job.Error holds too (a caller may add what only it knows), and
+	// Failure names the failure for counting ("ineligible", "expired").
+	Error   string
+	Failure string
+	// Hold, when set, is what keeps the job where it is: a row that waits
+	// for time was taken (the job moves on at a later tick).
+	Hold Hold
 }
+
+// Failures rows of the table name (Outcome.Failure).
+const (
+	// FailureIneligible: the job runs without RSA, as after EvIneligible.
+	FailureIneligible = string(EvIneligible)
+	// FailureExpired: the job never started, and RSA let it go.
+	FailureExpired = "expired"
+)
+
+// Hold is a wait a row of the table takes.
+type Hold string
+
+// HoldStageInTime: a job on deck waits for its stage-in time
+// (Job.NotBefore).
+const HoldStageInTime Hold = "stage-in time"
 
 // maxPasses bounds the chain of immediate transitions after one event; the
 // table has no cycle without an action (TestNoSilentCycles), so this is only
@@ -147,6 +173,13 @@ func Step(j Job, ev Event) (out Outcome) {
 	switch ev.Kind {
 	case EvTick:
 		applied = true
+		// A tick is an event of its own only for a wait that ends with
+		// time (an unstarted job's expiry); else it lets the job advance.
+		if r, i, ok := matchEvent(j, ev); ok {
+			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
+			out.record(r.apply(j, ev), r.why, "")
+			out.fail(r.fails, r.why)
+		}
 	case EvResume:
 		applied = true
 		if a, ok := work[j.RSA]; ok {
@@ -175,6 +208,8 @@ func Step(j Job, ev Event) (out Outcome) {
 				}
 			case ev.Kind == EvWaitCapacity:
 				out.Job.WaitingSince = ev.At
+			case ev.Kind == EvStageInTime:
+				out.Job.NotBefore = ev.NotBefore
 			}
 			if ev.Kind.IsFailure() && ev.Reason != "" {
 				out.Job.Error = ev.Reason
@@ -203,8 +238,9 @@ func Step(j Job, ev Event) (out Outcome) {
 		next := prev
 		next.RSA = r.next
 		out.record(next, r.why, "")
-		if r.fails {
-			out.Error, out.Job.Error = r.why, r.why
+		out.fail(r.fails, r.why)
+		if r.holds != "" {
+			out.Hold = r.holds
 		}
 		if r.do != "" {
 			out.Actions = append(out.Actions, Action{Kind: r.do})
@@ -236,6 +272,14 @@ func (o *Outcome) settle(j Job, at time.Time) {
 	}
 }
 
+// fail records the failure a row that fails (failure != "") gives the job:
+// why becomes its error.
+func (o *Outcome) fail(failure, why string) {
+	if failure != "" {
+		o.Failure, o.Error, o.Job.Error = failure, why, why
+	}
+}
+
 // Applies reports whether ev would change j: some row of the event table
 // takes it. Ticks, resumes and events no row takes do not apply.
 func Applies(j Job, ev Event) bool {
@@ -264,6 +308,9 @@ type eventRow struct {
 	nextJob JobState // "" keeps the job-state
 	nextRSA RSAState // "" keeps the rsa-state
 	why     string
+	// fails, when set, names the failure that taking the row gives the
+	// job; why becomes its error (Outcome.Error).
+	fails string
 }
 
 func (r eventRow) apply(j Job, ev Event) Job {
@@ -286,9 +333,12 @@ type passRow struct {
 	next  RSAState
 	do    ActionKind
 	why   string
-	// fails: taking the row gives the job less of RSA than it asked
-	// for; why becomes the job's error (Outcome.Error).
-	fails bool
+	// fails, when set, names the failure: taking the row gives the job
+	// less of RSA than it asked for; why becomes the job's error
+	// (Outcome.Error).
+	fails string
+	// holds: the row waits (next is the state it is in) for what it names.
+	holds Hold
 }
 
 func matchEvent(j Job, ev Event) (eventRow, int, bool) {

@@ -30,6 +30,17 @@ func waitedFor(j Job, limit, ago time.Duration) Job {
 
 func ev(k EventKind) Event { return Event{Kind: k, At: t0.Add(time.Second)} }
 
+// stageInAt is j held on deck until its stage-in time at, after the
+// events of ev.
+func stageInAt(j Job, at time.Duration) Job { j.NotBefore = t0.Add(time.Second + at); return j }
+
+// idleFor is j, which may expire after limit unstarted, last changed ago
+// before the events of ev.
+func idleFor(j Job, limit, ago time.Duration) Job {
+	j.ExpireAfter, j.ChangedAt = limit, t0.Add(time.Second-ago)
+	return j
+}
+
 type stepCase struct {
 	name    string
 	job     Job
@@ -48,6 +59,13 @@ var cases = []stepCase{
 	{name: "assigned job boots (l.142)", job: io(OnDeck, Initial), event: ev(EvAssigned), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
 	{name: "no capacity free: the job waits, INITIAL", job: io(OnDeck, Initial), event: ev(EvWaitCapacity), wantJob: OnDeck, wantRSA: Initial},
 	{name: "capacity wait over: the job runs from disk", job: waitedFor(io(OnDeck, Initial), time.Minute, 2*time.Minute), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ineligible},
+	{name: "stage-in time not come: the job waits, INITIAL", job: stageInAt(io(OnDeck, Initial), time.Minute), event: ev(EvTick), wantJob: OnDeck, wantRSA: Initial},
+	{name: "stage-in time come: the job is assigned", job: stageInAt(io(OnDeck, Initial), 0), event: ev(EvTick), wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "stage-in time moved to now: the job is assigned", job: stageInAt(io(OnDeck, Initial), time.Hour), event: Event{Kind: EvStageInTime, At: t0.Add(time.Second), NotBefore: t0}, wantJob: OnDeck, wantRSA: Initial, wantDo: []ActionKind{Assign}},
+	{name: "stage-in time of an assigned job: too late to matter", job: io(OnDeck, Booting), event: ev(EvStageInTime), ignored: true, wantJob: OnDeck, wantRSA: Booting},
+	{name: "unstarted job idle past its expiry ends", job: idleFor(io(OnDeck, Ready), time.Hour, time.Hour), event: ev(EvTick), wantJob: Finished, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
+	{name: "unstarted job idle within its expiry waits", job: idleFor(io(OnDeck, Ready), time.Hour, time.Hour-time.Millisecond), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ready},
+	{name: "unstarted job does not expire while it stages in", job: idleFor(io(OnDeck, StagingIn), time.Hour, 2*time.Hour), event: ev(EvTick), wantJob: OnDeck, wantRSA: StagingIn},
 	{name: "job too small is ineligible (App. P l.12)", job: io(OnDeck, Initial), event: ev(EvIneligible), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "ineligible job waits (l.161)", job: io(OnDeck, Ineligible), event: ev(EvTick), wantJob: OnDeck, wantRSA: Ineligible},
 	{name: "booted job stages in (l.149)", job: io(OnDeck, Booting), event: ev(EvBooted), wantJob: OnDeck, wantRSA: StagingIn, wantDo: []ActionKind{StageIn}},
@@ -488,6 +506,38 @@ func TestStartedBeforeInputInRAM(t *testing.T) {
 				t.Errorf("log says %q: %v, want %v (%v)", disk, said, c.want, out.Changes)
 			}
 		})
+	}
+}
+
+// The waits that end with time are the table's: what holds a job, and
+// what ends the hold, are in the outcome.
+func TestTimedWaits(t *testing.T) {
+	held := Step(stageInAt(io(OnDeck, Initial), time.Minute), ev(EvTick))
+	if held.Hold != HoldStageInTime || len(held.Actions) > 0 || len(held.Changes) > 0 {
+		t.Errorf("before its stage-in time: hold %q, actions %v, changes %v; want held for the stage-in time, nothing else", held.Hold, held.Actions, held.Changes)
+	}
+	moved := Step(held.Job, Event{Kind: EvStageInTime, At: t0.Add(time.Second), NotBefore: t0.Add(time.Hour)})
+	if !moved.Job.NotBefore.Equal(t0.Add(time.Hour)) || moved.Hold != HoldStageInTime {
+		t.Errorf("stage-in time moved: not before %v, hold %q; want the new time, still held", moved.Job.NotBefore, moved.Hold)
+	}
+	if free := Step(io(OnDeck, Initial), ev(EvTick)); free.Hold != "" {
+		t.Errorf("a job without a stage-in time is held for %q", free.Hold)
+	}
+	expired := Step(idleFor(io(OnDeck, Initial), time.Hour, time.Hour), ev(EvTick))
+	if expired.Job.State != Finished || expired.Job.RSA != Released || expired.Failure != FailureExpired ||
+		!strings.Contains(expired.Job.Error, "limits.unstarted_expiry") || !expired.Job.FinishedAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("expired: %s/%s, failure %q, error %q, finished %v; want FINISHED/RELEASED, expired, the setting named, the tick's time",
+			expired.Job.State, expired.Job.RSA, expired.Failure, expired.Job.Error, expired.Job.FinishedAt)
+	}
+	if never := Step(idleFor(io(OnDeck, Ready), 0, 1000*time.Hour), ev(EvTick)); never.Job.State != OnDeck {
+		t.Errorf("a job without an expiry expired: %s", never.Job.State)
+	}
+	if !TimeSensitive(idleFor(io(OnDeck, Ready), time.Hour, 0)) || TimeSensitive(io(OnDeck, Ready)) {
+		t.Error("TimeSensitive: a job that may expire must be ticked, one ready without an expiry need not be")
+	}
+	over := Step(waitedFor(io(OnDeck, Initial), time.Minute, 2*time.Minute), ev(EvTick))
+	if over.Failure != FailureIneligible {
+		t.Errorf("capacity wait over: failure %q, want %q", over.Failure, FailureIneligible)
 	}
 }
 

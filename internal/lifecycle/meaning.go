@@ -193,10 +193,11 @@ func SettledBeforeStart(j Job) bool {
 // TimeSensitive reports whether a tick (time passing, or capacity freed)
 // may move j: it waits for RSA nodes (INITIAL: each tick asks for capacity
 // again), or it runs with its input in RAM until its switch to output is
-// due (RUNNING, INUSE_IN). Every other state a Step leaves a job in waits
-// for an event, so the daemon need not tick it.
+// due (RUNNING, INUSE_IN), or it may expire unstarted (Job.ExpireAfter).
+// Every other state a Step leaves a job in waits for an event, so the
+// daemon need not tick it.
 func TimeSensitive(j Job) bool {
-	return j.RSA == Initial || j.Runs() && j.RSA == InUseIn
+	return j.RSA == Initial || j.Runs() && j.RSA == InUseIn || j.State == OnDeck && j.ExpireAfter > 0
 }
 
 // IsFailure reports whether event k says that the job gets less of RSA

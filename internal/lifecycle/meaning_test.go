@@ -243,7 +243,7 @@ func TestJobMeanings(t *testing.T) {
 
 func TestIsFailure(t *testing.T) {
 	want := map[EventKind]bool{
-		EvOnDeck: false, EvDemoted: false, EvStarted: false, EvFinished: false, EvStartedWithoutRSA: false,
+		EvOnDeck: false, EvDemoted: false, EvStarted: false, EvFinished: false, EvStartedWithoutRSA: false, EvStageInTime: false,
 		EvAssigned: false, EvIneligible: true, EvWaitCapacity: false,
 		EvBooted: false, EvBootFailed: true, EvBootLost: false,
 		EvStagedIn: false, EvStageInFailed: true, EvStageInStopped: false,

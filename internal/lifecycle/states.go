@@ -200,6 +200,17 @@ type Job struct {
 	// record, so a restart of the daemon neither restarts nor stops the
 	// clock.
 	WaitingSince time.Time
+	// NotBefore holds a job on deck back from its assignment until this
+	// time, when its stage-in is to begin (StageInTime); zero: at once.
+	NotBefore time.Time
+	// ExpireAfter ends a job on deck that has not changed for this long
+	// and runs no action: a job no scheduler will ever start unless its
+	// user comes back for it (rsa submit, limits.unstarted_expiry). 0:
+	// never.
+	ExpireAfter time.Duration
+	// ChangedAt is when the job's record last changed: the clock of
+	// ExpireAfter.
+	ChangedAt time.Time
 }
 
 // Done reports whether nothing more will ever happen to the job.

@@ -44,10 +44,17 @@ var eventTable = []eventRow{
 	{on: EvStartedWithoutRSA, job: []JobState{OnDeck}, rsa: []RSAState{StagingIn},
 		nextRSA: StoppingStagingIn, why: "job started without RSA: its stage-in is stopped"},
 	{on: EvFinished, job: anyLive, nextJob: Finished, why: "job finished"},
+	// Not in the thesis: a job no scheduler drives starts only when its
+	// user comes back for it (rsa run --job); one that never does must
+	// not hold RAM for ever.
+	{on: EvTick, job: []JobState{OnDeck}, guard: unstartedExpired, nextJob: Finished, fails: FailureExpired,
+		why: "expired: not started within limits.unstarted_expiry of its submission or of its input being ready; its RAM is released. Submit again when you can run it (rsa run --job ID right after rsa submit)"},
 
 	// --- allocation (App. P) ---
 	// Waiting is not a transition; only the first wait starts the clock.
 	{on: EvWaitCapacity, job: anyLive, rsa: []RSAState{Initial}, guard: jobHas(notWaiting), why: "waiting for RSA capacity"},
+	// Only a job not yet assigned waits for its stage-in time.
+	{on: EvStageInTime, job: []JobState{OnDeck}, rsa: []RSAState{Initial}, why: "stage-in time moved"},
 	{on: EvAssigned, rsa: []RSAState{Initial}, nextRSA: Assigned, why: "RSA nodes assigned"},
 	{on: EvIneligible, rsa: []RSAState{Initial}, nextRSA: Ineligible, why: "not eligible for RSA"},
 
@@ -175,6 +182,16 @@ func capacityWaitOver(j Job, now time.Time) bool {
 	return j.CapacityWait > 0 && !j.WaitingSince.IsZero() && !now.Before(j.WaitingSince.Add(j.CapacityWait))
 }
 
+// beforeStageInTime: the job's stage-in is not to begin yet.
+func beforeStageInTime(j Job, now time.Time) bool { return now.Before(j.NotBefore) }
+
+// unstartedExpired: the job may expire, runs no action, and has not
+// changed for as long as it may wait.
+func unstartedExpired(j Job, ev Event) bool {
+	_, busy := work[j.RSA]
+	return j.ExpireAfter > 0 && !busy && !ev.At.Before(j.ChangedAt.Add(j.ExpireAfter))
+}
+
 func hasInput(j Job, _ time.Time) bool  { return j.HasInput }
 func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
 func hasOutput(j Job, _ time.Time) bool { return j.HasOutput }
@@ -200,8 +217,12 @@ var passTable = []passRow{
 	// while the job waits for RSA, and so hold up the very job whose RAM
 	// it waits for (Slurm 22.05). A bounded wait lets the job run from
 	// disk instead.
-	{job: OnDeck, rsa: []RSAState{Initial}, guard: capacityWaitOver, next: Ineligible, fails: true,
+	{job: OnDeck, rsa: []RSAState{Initial}, guard: capacityWaitOver, next: Ineligible, fails: FailureIneligible,
 		why: "no RSA capacity came free within the job's capacity wait (slurm.capacity_wait): it runs from disk"},
+	// Not in the thesis: a stage-in that begins long before the job
+	// starts holds RAM other jobs could use (Slurm's stage_in_lead).
+	{job: OnDeck, rsa: []RSAState{Initial}, guard: beforeStageInTime, next: Initial, holds: HoldStageInTime,
+		why: "waiting for its stage-in time"},
 	{job: OnDeck, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"}, // l.137
 	// Not in the thesis: a RAMDISK that lost a node is rebuilt elsewhere.
 	{job: OnDeck, rsa: []RSAState{Destroyed}, guard: nodeLost, next: Initial, why: "an RSA node was lost: assigning anew"},

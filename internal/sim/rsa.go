@@ -26,6 +26,7 @@ func (s *sim) track(j *simJob, started bool) {
 	j.met = s.met
 	j.m = lifecycle.NewJob(started, s.wall(s.clock.now))
 	j.m.HasInput, j.m.HasOutput, j.m.Delay = j.in > 0, j.out > 0, s.cfg.RSA.Delay
+	j.m.NotBefore = s.stageInWall(j)
 	s.apply(j, lifecycle.EvTick) // Step's first pass over the new job
 }
 
@@ -41,6 +42,9 @@ func (s *sim) promote(j *simJob) {
 	}
 	// A demoted job whose cleanup has not ended ignores this; apply
 	// sends it again once the cleanup ends, as the next poll would.
+	// The record holds the new stage-in time when the event comes, as
+	// the daemon's does when Slurm puts a job on deck.
+	j.m.NotBefore = s.stageInWall(j)
 	s.apply(j, lifecycle.EvOnDeck)
 }
 
@@ -67,7 +71,16 @@ func (s *sim) refresh(j *simJob, shadow time.Duration) {
 		return
 	}
 	j.notBefore = nb
-	s.apply(j, lifecycle.EvTick)
+	s.step(j, lifecycle.Event{Kind: lifecycle.EvStageInTime, At: s.wall(s.clock.now), NotBefore: s.stageInWall(j)})
+}
+
+// stageInWall is j's stage-in time as the record holds it (Job.NotBefore):
+// zero for none.
+func (s *sim) stageInWall(j *simJob) time.Time {
+	if j.notBefore == 0 {
+		return time.Time{}
+	}
+	return s.wall(j.notBefore)
 }
 
 // stageInTime is when the stage-in of j, expected to start at shadow,
@@ -121,8 +134,12 @@ func (s *sim) finished(j *simJob) {
 // the actions it returns. No state changes but through Step
 // (TestTransitionsAreLifecycleStep).
 func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
-	now := s.clock.now
-	ev := lifecycle.Event{Kind: kind, At: s.wall(now)}
+	s.step(j, lifecycle.Event{Kind: kind, At: s.wall(s.clock.now)})
+}
+
+// step is apply for an event that carries more than its kind.
+func (s *sim) step(j *simJob, ev lifecycle.Event) {
+	now, kind := s.clock.now, ev.Kind
 	before := j.m
 	out := lifecycle.Step(before, ev)
 	if s.cfg.Observe != nil {
@@ -153,6 +170,17 @@ func (s *sim) apply(j *simJob, kind lifecycle.EventKind) {
 		// it then, if it still waits for time.
 		s.clock.at(now+j.m.Delay, event{fn: func() {
 			if lifecycle.TimeSensitive(j.m) {
+				s.apply(j, lifecycle.EvTick)
+			}
+		}})
+	}
+	if out.Hold == lifecycle.HoldStageInTime && j.tickAt != j.notBefore {
+		// Held for its stage-in time: the daemon's next tick after it
+		// lets the job go on.
+		at := j.notBefore
+		j.tickAt = at
+		s.clock.at(at, event{fn: func() {
+			if j.m.Pending() && j.m.AwaitsNodes() {
 				s.apply(j, lifecycle.EvTick)
 			}
 		}})
@@ -262,21 +290,10 @@ func closeSpan(spans []Span, now time.Duration) {
 	}
 }
 
-// assign carries out the Assign action: a job not started yet waits for
-// its stage-in time (stageInTime), then alloc.Plan decides on the capacity
-// the tracked jobs hold.
+// assign carries out the Assign action, which the lifecycle asks for once
+// the job's stage-in time has come: alloc.Plan decides on the capacity the
+// tracked jobs hold.
 func (s *sim) assign(j *simJob) {
-	if j.m.Pending() && s.clock.now < j.notBefore {
-		if at := j.notBefore; j.tickAt != at {
-			j.tickAt = at
-			s.clock.at(at, event{fn: func() {
-				if j.m.Pending() && j.m.AwaitsNodes() {
-					s.apply(j, lifecycle.EvTick)
-				}
-			}})
-		}
-		return
-	}
 	dec := s.plan(j)
 	switch dec.Verdict {
 	case alloc.Assign:

@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/store"
+)
+
+// TestTimedWaitsSurviveRestart: the two waits that end with time, a job's
+// stage-in time and an unstarted job's expiry, are the lifecycle's guards
+// over clocks in the job's record, so a restart of the daemon neither
+// restarts nor ends them. The RSA node is full, so the job whose stage-in
+// time comes shows it by beginning to wait for capacity: the assignment
+// ran.
+func TestTimedWaitsSurviveRestart(t *testing.T) {
+	const (
+		gib    = 1 << 30
+		expiry = time.Hour
+		lead   = 10 * time.Minute
+	)
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func() *Daemon {
+		st, err := store.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
+			Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: gib}},
+			Limits: config.Limits{UnstartedExpiry: expiry}}
+		d := newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+		if err := d.resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// handleAll is the loop's work at now: what is pending, the tick,
+	// then the events its actions posted.
+	handleAll := func(d *Daemon, now time.Time) {
+		for tick := true; ; tick = false {
+			for len(d.pending) > 0 {
+				m := d.pending[0]
+				d.pending = d.pending[1:]
+				d.handle(ctx, m)
+			}
+			if !tick {
+				return
+			}
+			d.tick(ctx, now)
+		}
+	}
+	get := func(d *Daemon, id int64) *job.Job {
+		j, err := d.store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	d := open()
+	now := time.Now()
+	holder := passJob(0, gib, now)
+	holder.State, holder.RSA, holder.StartedAt = lifecycle.Running, lifecycle.InUseIn, now
+	holder.Alloc = []job.Part{{Node: "rsa01", Bytes: gib}}
+	// Due in a day: its stage-in begins ten minutes before.
+	later := passJob(1, 0, now)
+	later.Expected = now.Add(24 * time.Hour)
+	later.NotBefore = later.Expected.Add(-lead)
+	// Submitted with rsa submit, never started by its user.
+	submitted := passJob(2, 0, now)
+	submitted.Scheduler, submitted.Spec.Name, submitted.UnstartedExpiry = "", "", expiry
+	submitted.NotBefore = now.Add(48 * time.Hour) // keeps it from the full node: nothing but time moves it
+	for _, j := range []*job.Job{holder, later, submitted} {
+		if err := d.store.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handleAll(d, now)
+	if j := get(d, later.ID); j.RSA != lifecycle.Initial || !j.WaitingSince.IsZero() || !strings.Contains(d.waitingFor(j.ID), "stage-in starts at") {
+		t.Fatalf("before its stage-in time: %s, waiting for capacity since %v, waiting for %q; want INITIAL, held for its stage-in time",
+			j.RSA, j.WaitingSince, d.waitingFor(j.ID))
+	}
+	handleAll(d, now.Add(expiry/2))
+	d.store.Close()
+
+	d = open()
+	defer d.store.Close()
+	handleAll(d, now.Add(expiry-time.Second))
+	if j := get(d, submitted.ID); j.State != lifecycle.OnDeck {
+		t.Fatalf("after the restart, before its expiry: the submitted job is %s/%s (%q); want ONDECK", j.State, j.RSA, j.Error)
+	}
+	handleAll(d, now.Add(expiry+time.Second))
+	if j := get(d, submitted.ID); j.State != lifecycle.Finished || j.RSA != lifecycle.Released || !strings.Contains(j.Error, "limits.unstarted_expiry") {
+		t.Fatalf("after the restart, past its expiry: the submitted job is %s/%s (%q); want FINISHED/RELEASED, the setting named", j.State, j.RSA, j.Error)
+	}
+	if j := get(d, later.ID); j.State != lifecycle.OnDeck || !j.WaitingSince.IsZero() {
+		t.Fatalf("a job of a scheduler expired, or was assigned before its stage-in time: %s/%s, waiting since %v", j.State, j.RSA, j.WaitingSince)
+	}
+
+	// Slurm moves its estimate: the stage-in time moves with it.
+	d.handle(ctx, msg{id: later.ID, ev: lifecycle.Event{Kind: lifecycle.EvStageInTime, At: now.Add(2 * expiry), NotBefore: now.Add(2*expiry + lead)}})
+	handleAll(d, now.Add(2*expiry))
+	if j := get(d, later.ID); !j.NotBefore.Equal(now.Add(2*expiry+lead)) || !j.WaitingSince.IsZero() {
+		t.Fatalf("the stage-in time moved: not before %v, waiting since %v; want the new time stored, no assignment yet", j.NotBefore, j.WaitingSince)
+	}
+	at := now.Add(2*expiry + lead)
+	handleAll(d, at)
+	if j := get(d, later.ID); j.WaitingSince.IsZero() || j.RSA != lifecycle.Initial {
+		t.Fatalf("at its stage-in time: %s, waiting for capacity since %v; want the assignment tried, and waiting for the full node", j.RSA, j.WaitingSince)
+	}
+}
