@@ -111,12 +111,16 @@ const (
 	// (sim's --alloc capacity): the same request whether the job runs
 	// or not, as the daemon's is.
 	byCapacity
+	// byCapacity with output of half the input's size: the request is
+	// the larger, also for a job that starts before its RAMDISK is
+	// built and asks again for its output.
+	byCapacityLessOut
 )
 
 const (
 	simComputeNodes = 8
 	simNodeRAM      = 256 << 20
-	simBytesPerNode = 100 << 20 // byCapacity's input and output per compute node
+	simBytesPerNode = 100 << 20 // input per compute node asked for by capacity
 	simNever        = 1000 * time.Hour
 )
 
@@ -127,6 +131,7 @@ func simCases() []simCase {
 		{name: "sjf large input", seed: 3, priority: sim.SJF, rsaNodes: 2, sizes: largeInput},
 		{name: "fcfs large input instant", seed: 4, priority: sim.FCFS, rsaNodes: 4, delay: simNever, instant: true, sizes: largeInput},
 		{name: "sjf by capacity", seed: 5, priority: sim.SJF, rsaNodes: 3, delay: simNever, sizes: byCapacity},
+		{name: "fcfs by capacity, less output", seed: 6, priority: sim.FCFS, rsaNodes: 3, delay: simNever, sizes: byCapacityLessOut},
 		{name: "sjf crowded", seed: 33, priority: sim.SJF, rsaNodes: 2, crowded: true, sizes: mixedSizes},
 	}
 }
@@ -158,6 +163,9 @@ func (c simCase) config(t *testing.T) sim.Config {
 	case byCapacity:
 		cfg.Workload.Input, cfg.Workload.Output = sim.Fixed(simBytesPerNode), sim.Fixed(simBytesPerNode)
 		r.ByCapacity = true
+	case byCapacityLessOut:
+		cfg.Workload.Input, cfg.Workload.Output = sim.Fixed(simBytesPerNode), sim.Fixed(simBytesPerNode/2)
+		r.ByCapacity = true
 	}
 	if c.crowded {
 		r.Boot, r.Destroy = sim.Linear{Base: 30 * time.Second}, sim.Linear{Base: 20 * time.Second}
@@ -176,7 +184,7 @@ func (c simCase) config(t *testing.T) sim.Config {
 // with byCapacity (as the simulator rounds it, to whole MiB), else
 // nothing (RSA nodes by proportion).
 func (c simCase) capacity(n int) int64 {
-	if c.sizes != byCapacity {
+	if c.sizes != byCapacity && c.sizes != byCapacityLessOut {
 		return 0
 	}
 	return int64(n) * simBytesPerNode

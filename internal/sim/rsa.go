@@ -91,7 +91,7 @@ func (s *sim) stageInTime(j *simJob, shadow time.Duration) time.Duration {
 	r := s.cfg.RSA
 	var capacity int64
 	if r.ByCapacity {
-		capacity = s.wantCapacity(j, false)
+		capacity = wantCapacity(j)
 	}
 	size := lifecycle.StageInSize(capacity, r.RAM)
 	at := lifecycle.StageInTime(s.wall(shadow), s.wall(s.clock.now), r.StageInLead, size, r.StageInRate)
@@ -319,20 +319,17 @@ func (s *sim) plan(j *simJob) alloc.Decision {
 	req := alloc.Request{ComputeNodes: j.nodes, Running: j.m.Runs(),
 		HasInput: j.m.HasInput, HasOutput: j.m.HasOutput}
 	if s.cfg.RSA.ByCapacity {
-		req.Capacity = s.wantCapacity(j, req.Running)
+		req.Capacity = wantCapacity(j)
 	}
 	return alloc.Plan(s.policy, s.rsaList, s.used, req)
 }
 
-// wantCapacity is the capacity j asks for with --alloc capacity: its
-// output once running, else the larger of input and output, in whole MiB
-// as RAMDISKs are sized.
-func (s *sim) wantCapacity(j *simJob, running bool) int64 {
-	want := j.out
-	if !running {
-		want = max(j.in, j.out)
-	}
-	return max(mib, (want+mib-1)/mib*mib)
+// wantCapacity is the capacity j asks for with --alloc capacity: the
+// larger of its input and output, in whole MiB as RAMDISKs are sized. It
+// is fixed when the job is submitted (Slurm's capacity=), so a job that
+// started before its RAMDISK was built asks for the same again.
+func wantCapacity(j *simJob) int64 {
+	return max(mib, (max(j.in, j.out)+mib-1)/mib*mib)
 }
 
 // hold adds (sign 1) or removes (-1) j's allocation from what is in use.
