@@ -742,7 +742,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 			if _, busy := lifecycle.Work(j.RSA); busy {
 				d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
 			}
-			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}, edit: d.expiryOf(j)})
+			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}, edit: d.waitsOf(j)})
 		}
 		d.watchOwner(j)
 	}
@@ -752,15 +752,31 @@ func (d *Daemon) resume(ctx context.Context) error {
 	return nil
 }
 
-// expiryOf gives an unstarted rsa submit job whose record has no expiry
-// of its own (one an older rsa serve wrote) the site's, or is nil. The edit
-// restarts the job's clock once: it ends no sooner than it would have.
-func (d *Daemon) expiryOf(j *job.Job) func(*job.Job) {
-	limit := d.cfg.Limits.UnstartedExpiry
-	if j.Scheduler != "" || j.UnstartedExpiry != 0 || limit <= 0 || !j.Machine().Pending() {
+// waitsOf gives a pending job whose record has no bounds of its own on
+// its waits (one an older rsa serve wrote) the site's, or is nil: the
+// unstarted expiry of an rsa submit job, the capacity wait of a Slurm
+// burst buffer job without capacity=. The edit restarts the expiry's
+// clock once, so the job ends no sooner than it would have; a capacity
+// wait already begun keeps its start.
+func (d *Daemon) waitsOf(j *job.Job) func(*job.Job) {
+	if !j.Machine().Pending() {
 		return nil
 	}
-	return func(n *job.Job) { n.UnstartedExpiry = limit }
+	expiry := d.cfg.Limits.UnstartedExpiry
+	expires := j.Scheduler == "" && j.UnstartedExpiry == 0 && expiry > 0
+	wait := d.cfg.Slurm.CapacityWait
+	bounded := j.Scheduler == config.SchedulerSlurm && j.Spec.Capacity == 0 && j.CapacityWait == 0 && wait > 0
+	if !expires && !bounded {
+		return nil
+	}
+	return func(n *job.Job) {
+		if expires {
+			n.UnstartedExpiry = expiry
+		}
+		if bounded {
+			n.CapacityWait = wait
+		}
+	}
 }
 
 // engineNodes is the engine's view of the nodes its RAMDISKs have parts

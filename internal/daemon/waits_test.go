@@ -118,3 +118,68 @@ func TestTimedWaitsSurviveRestart(t *testing.T) {
 		t.Fatalf("at its stage-in time: %s, waiting for capacity since %v; want the assignment tried, and waiting for the full node", j.RSA, j.WaitingSince)
 	}
 }
+
+// TestOlderRecordsTakeTheSitesWaits: a pending job whose record an older
+// rsa serve wrote, without its own bounds on its waits, takes the site's
+// when the daemon starts; a job with its own keeps them, and a job that
+// never had one (a Slurm job with capacity=, which waits in Slurm's
+// queue) gets none.
+func TestOlderRecordsTakeTheSitesWaits(t *testing.T) {
+	const (
+		expiry = time.Hour
+		wait   = 5 * time.Minute
+	)
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	submitted := passJob(0, 0, now)
+	submitted.Scheduler, submitted.Spec.Name = "", ""
+	slurmJob := passJob(1, 0, now)
+	sized := passJob(2, 1<<30, now)
+	own := passJob(3, 0, now)
+	own.CapacityWait = time.Minute
+	running := passJob(4, 0, now)
+	running.Scheduler, running.Spec.Name, running.State, running.StartedAt = "", "", lifecycle.Running, now
+	for _, j := range []*job.Job{submitted, slurmJob, sized, own, running} {
+		if err := st.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
+		Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: 1 << 30}},
+		Limits: config.Limits{UnstartedExpiry: expiry}, Slurm: config.Slurm{CapacityWait: wait}}
+	d := newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
+	if err := d.resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range d.pending {
+		if m.ev.Kind == lifecycle.EvResume {
+			d.handle(ctx, m)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		j      *job.Job
+		expiry time.Duration
+		wait   time.Duration
+	}{
+		{"rsa submit", submitted, expiry, 0},
+		{"Slurm, no capacity=", slurmJob, 0, wait},
+		{"Slurm, capacity=", sized, 0, 0},
+		{"Slurm, its own wait", own, 0, time.Minute},
+		{"rsa submit, running", running, 0, 0},
+	} {
+		got, err := d.store.Get(ctx, tc.j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.UnstartedExpiry != tc.expiry || got.CapacityWait != tc.wait {
+			t.Errorf("%s: unstarted expiry %v, capacity wait %v; want %v, %v", tc.name, got.UnstartedExpiry, got.CapacityWait, tc.expiry, tc.wait)
+		}
+	}
+}
