@@ -109,7 +109,10 @@ type Engine struct {
 	// WholeSettle bounds a stage-out's wait for its RSA node's client to
 	// reach every part (cluster.whole_settle; 0: the agent's default).
 	WholeSettle time.Duration
-	Log         *slog.Logger
+	// DaemonPeriods are how often the daemon looks after the volumes
+	// (cluster.heartbeat, leftover_sweep, probe_timeout): Periods.
+	DaemonPeriods engine.Periods
+	Log           *slog.Logger
 }
 
 var (
@@ -118,13 +121,24 @@ var (
 	_ engine.Watcher        = (*Engine)(nil)
 	_ engine.Stager         = (*Engine)(nil)
 	_ engine.ClientAdmitter = (*Engine)(nil)
+	_ engine.Placer         = (*Engine)(nil)
+	_ engine.Periodic       = (*Engine)(nil)
 	_ io.Closer             = (*Engine)(nil)
 )
 
 // fuseMagic is statfs' f_type of a FUSE file system.
 const fuseMagic = 0x65735546
 
-func (e *Engine) Name() string { return "gluster" }
+func (e *Engine) Name() string { return Name }
+
+// Placement: Gluster places files by name, not by free space, so a job's
+// parts are even; with replicas, each file is on e.Replica nodes.
+func (e *Engine) Placement() engine.Placement {
+	return engine.Placement{Even: true, Replica: e.Replica}
+}
+
+// Periods are e.DaemonPeriods.
+func (e *Engine) Periods() engine.Periods { return e.DaemonPeriods }
 
 func (e *Engine) volume(r engine.Ramdisk) string { return agent.BuildName(r.Job, r.Build) }
 
