@@ -102,8 +102,9 @@ type Section struct {
 
 // Decode decodes the table of the given name ("cluster", "compute") into
 // v, as toml.Decode decodes a document; a table the file does not give
-// leaves v as it is. A value of the wrong type is an error that says the
-// file is not valid TOML, as one among the core keys is.
+// leaves v as it is. As among the core keys, a value of the wrong type is
+// an error that says the file is not valid TOML, and a key v has no field
+// for is an unknown key.
 func (s Section) Decode(table string, v any) error {
 	p, ok := s.tables[table]
 	if !ok {
@@ -111,6 +112,11 @@ func (s Section) Decode(table string, v any) error {
 	}
 	if err := s.md.PrimitiveDecode(p, v); err != nil {
 		return fmt.Errorf("not valid TOML: %w", err)
+	}
+	for _, k := range s.md.Undecoded() {
+		if k[0] == table {
+			return unknownKey(k.String())
+		}
 	}
 	return nil
 }
