@@ -1,6 +1,9 @@
 // Package config reads and validates /etc/rsa/rsa.toml. It owns the meaning
-// and defaults of every key (documented in docs/config.md) and must not start
-// anything: it only turns a file into a checked Config.
+// and defaults of the core keys (documented in docs/config.md); each
+// engine reads its own keys (its nodes' capacity and address, its tables)
+// through the EngineKeys Load is handed, and the config keeps what it read
+// as EngineConfig, which this package does not look into. It must not
+// start anything: it only turns a file into a checked Config.
 package config
 
 import (

@@ -14,8 +14,11 @@
 // nodes (engine.Nodes and engine.Watcher: agent heartbeats and glusterd's
 // trusted pool, package cluster below this one), runs stages on an RSA
 // node's agent (engine.Stager), and lets a job's compute nodes mount its
-// volume (engine.ClientAdmitter). Open builds it from the config, with
-// the node access (node.Agents) that mounts its volumes on compute nodes.
+// volume (engine.ClientAdmitter); it asks for even parts and its replicas
+// (engine.Placer) and sets the daemon's periods (engine.Periodic). Keys
+// read its part of the config ([cluster], [[compute]], its nodes'
+// addresses: Config), and Open builds it from the config, with the node
+// access (Agents) that mounts its volumes on compute nodes.
 package gluster
 
 import (

@@ -4,7 +4,7 @@
 // each RSA node's glusterd sees the trusted pool (CheckPool). It decides
 // nothing: the gluster engine asks it for clients and addresses and
 // answers the daemon's questions about its nodes (engine.Nodes) from it,
-// and node access (node.Agents) asks it for clients.
+// and its node access (gluster.Agents) asks it for clients.
 package cluster
 
 import (
