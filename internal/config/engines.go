@@ -121,21 +121,28 @@ func (s Section) Decode(table string, v any) error {
 	return nil
 }
 
-// given reports whether the file gives a value in table: a key in it, or
-// an entry of an array of tables.
+// given reports whether the file gives a value under the name of table:
+// a key in the table, an entry of an array, or a value that is no table
+// at all. It decodes nothing the engine would: it is asked only of the
+// tables of engines not configured.
 func (s Section) given(table string) bool {
-	if _, ok := s.tables[table]; !ok {
+	p, ok := s.tables[table]
+	if !ok {
 		return false
 	}
-	if s.md.Type(table) == "ArrayHash" {
-		return true
-	}
-	for _, k := range s.md.Keys() {
-		if len(k) > 1 && k[0] == table {
-			return true
+	switch s.md.Type(table) {
+	case "Hash":
+		for _, k := range s.md.Keys() {
+			if len(k) > 1 && k[0] == table {
+				return true
+			}
 		}
+		return false
+	case "Array":
+		var v []any
+		return s.md.PrimitiveDecode(p, &v) != nil || len(v) > 0
 	}
-	return false
+	return true
 }
 
 // undecoded is the first key of the engine's tables that it did not

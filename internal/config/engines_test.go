@@ -111,6 +111,8 @@ func TestEngines(t *testing.T) {
 		{"a value of the wrong type in the engine's table", "engine = \"remote\"\n" + node + "[far]\nport = \"99\"\n", nil, "not valid TOML"},
 		{"the table of another engine", "[far]\nport = 99\n", nil, `[far] and [[hosts]] configure engine "remote"; set engine = "remote" or remove them`},
 		{"the array of tables of another engine", "[[hosts]]\n", nil, `configure engine "remote"`},
+		{"an empty array of another engine's", "hosts = []\n", nil, ""},
+		{"a value in place of another engine's table", "far = 5\n", nil, `configure engine "remote"`},
 		{"a table no engine reads", "[near]\nport = 99\n", nil, "near: unknown key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
