@@ -25,7 +25,11 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/engine/all"
+	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/munge"
+	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
@@ -109,6 +113,13 @@ func (g *globals) client() (*api.Client, error) {
 	return api.NewClient(s), nil
 }
 
+// loadConfig reads the config file flag names (config.Resolve), with
+// every engine's keys.
+func loadConfig(flag string) (*config.Config, error) {
+	path, explicit := config.Resolve(flag)
+	return config.Load(path, explicit, all.Engines())
+}
+
 // socketPath is the daemon's socket: --socket, $RSA_SOCKET or the config's.
 func (g *globals) socketPath() (string, error) {
 	if g.socket != "" {
@@ -117,7 +128,7 @@ func (g *globals) socketPath() (string, error) {
 	if s := os.Getenv("RSA_SOCKET"); s != "" {
 		return s, nil
 	}
-	cfg, err := config.Load(config.Resolve(g.config))
+	cfg, err := loadConfig(g.config)
 	if err != nil {
 		return "", err
 	}
@@ -196,7 +207,7 @@ at jobs' paths. After a crash or kill it resumes every job where it stood.
 Without a config file it serves one local RSA node with half of the free RAM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(config.Resolve(g.config))
+			cfg, err := loadConfig(g.config)
 			if err != nil {
 				return err
 			}
@@ -210,7 +221,10 @@ Without a config file it serves one local RSA node with half of the free RAM.`,
 			if err != nil {
 				return fmt.Errorf("locating the rsa binary for staging: %w", err)
 			}
-			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version, Self: self})
+			open := func(cfg *config.Config, policy mount.Policy) (engine.Engine, node.Access, error) {
+				return all.Open(cfg, all.Options{Log: log, Self: self, Policy: policy})
+			}
+			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version, Self: self, OpenEngine: open})
 			if err != nil {
 				return err
 			}

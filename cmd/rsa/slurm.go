@@ -185,7 +185,7 @@ func graceOf(ctx context.Context, g *globals, r api.HookRequest) *downGrace {
 	if r.Hook != "prolog" && r.Hook != "epilog" {
 		return &downGrace{wait: graceFor(r.Hook, 0)}
 	}
-	cfg, err := config.Load(config.Resolve(g.config))
+	cfg, err := loadConfig(g.config)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rsa %s: %s; slurm.prolog_grace taken as its default, %s\n", r.Hook, textsafe.Line(err.Error()), config.DefaultPrologGrace)
 		cfg = &config.Config{Slurm: config.Slurm{PrologGrace: config.DefaultPrologGrace}}

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -52,13 +53,11 @@ type Policy struct {
 	Replica int
 }
 
-// PolicyFrom takes the rule from the config.
-func PolicyFrom(c *config.Config) Policy {
-	p := Policy{Proportion: c.Proportion, MinJobNodes: c.MinJobNodes, MaxJobCapacity: c.Limits.MaxJobCapacity}
-	if c.Engine == config.EngineGluster {
-		p.Even, p.Replica = true, c.Cluster.Replica
-	}
-	return p
+// PolicyFrom takes the rule from the config and from the engine's needs
+// (engine.Placer; the zero Placement for an engine without any).
+func PolicyFrom(c *config.Config, pl engine.Placement) Policy {
+	return Policy{Proportion: c.Proportion, MinJobNodes: c.MinJobNodes, MaxJobCapacity: c.Limits.MaxJobCapacity,
+		Even: pl.Even, Replica: pl.Replica}
 }
 
 // Plan decides for one request given the nodes and the bytes in use on each.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 )
 
@@ -111,5 +112,24 @@ func TestPlanGluster(t *testing.T) {
 				t.Errorf("reason %q lacks %q", d.Reason, c.reason)
 			}
 		})
+	}
+}
+
+// PolicyFrom takes the proportions and the cap from the config and the
+// rest from the engine's placement.
+func TestPolicyFrom(t *testing.T) {
+	c := &config.Config{Proportion: 64, MinJobNodes: 8, Limits: config.Limits{MaxJobCapacity: 1 << 30}}
+	for _, tc := range []struct {
+		name string
+		pl   engine.Placement
+		want Policy
+	}{
+		{"an engine without needs", engine.Placement{}, Policy{Proportion: 64, MinJobNodes: 8, MaxJobCapacity: 1 << 30}},
+		{"even parts", engine.Placement{Even: true}, Policy{Proportion: 64, MinJobNodes: 8, MaxJobCapacity: 1 << 30, Even: true}},
+		{"even parts, replicated", engine.Placement{Even: true, Replica: 2}, Policy{Proportion: 64, MinJobNodes: 8, MaxJobCapacity: 1 << 30, Even: true, Replica: 2}},
+	} {
+		if got := PolicyFrom(c, tc.pl); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 // Package config reads and validates /etc/rsa/rsa.toml. It owns the meaning
-// and defaults of every key (documented in docs/config.md) and must not start
-// anything: it only turns a file into a checked Config.
+// and defaults of the core keys (documented in docs/config.md); each
+// engine reads its own keys (its nodes' capacity and address, its tables)
+// through the EngineKeys Load is handed, and the config keeps what it read
+// as EngineConfig, which this package does not look into. It must not
+// start anything: it only turns a file into a checked Config.
 package config
 
 import (
@@ -31,86 +34,31 @@ type Node struct {
 	Name     string
 	Engine   string
 	Capacity int64 // bytes of RAM for RAMDISKs
-	// Address is where the node's agent and its glusterd are reached
-	// (engine gluster): an IP address or a host name, never loopback.
+	// Address is where the node is reached from other hosts, for an
+	// engine whose nodes are apart from this host (engine gluster: its
+	// agent and its glusterd); "" for one whose nodes are this host.
+	// The engine's EngineKeys.Node reads and checks it.
 	Address string
 }
 
-// ComputeNode is a compute node whose agent RSA dials (engine gluster).
-type ComputeNode struct {
-	Name    string // the scheduler's name of the node
-	Address string // its agent's address
-}
-
-// Engines RSA can build RAMDISKs with.
-const (
-	EngineLocal   = "local"   // one tmpfs on this host
-	EngineGluster = "gluster" // one GlusterFS volume over RSA nodes' tmpfs bricks
-)
-
-// Cluster configures RSA across hosts: the agents and the Gluster volumes.
-type Cluster struct {
-	// PKI is the directory of the control host's ca.crt, node.crt and
-	// node.key (rsa ca issue HOST --role control).
-	PKI string
-	// Address is the control host's own address as the RSA nodes see it:
-	// it is allowed to mount every job's volume.
-	Address string
-	// AgentPort is the TCP port of every agent.
-	AgentPort int
-	// Heartbeat is how often every agent's status is read.
-	Heartbeat time.Duration
-	// DownAfter is how long an agent may stay silent before its node
-	// counts as lost: its jobs' RAMDISKs are then rebuilt, or their
-	// output reported lost. Between one missed heartbeat and DownAfter
-	// the node is suspect: it takes no new job, and nothing is undone.
-	DownAfter time.Duration
-	// Replica is 0 (distribute: each file on one node) or 2 (each file
-	// on two nodes; a job is charged twice its capacity).
-	Replica int
-	// Shard splits files into 64 MiB pieces spread over the bricks, for
-	// files bigger than one node's share.
-	Shard bool
-	// PingTimeout is how long a Gluster client waits for a silent brick.
-	PingTimeout time.Duration
-	// PoolCheck is how often the daemon asks every RSA node's glusterd
-	// how it sees its trusted pool while the pool is whole (every
-	// heartbeat while it is not), and PoolTimeout how long one answer may
-	// take: glusterd answers after the transaction its agent is running,
-	// which under load takes seconds.
-	PoolCheck   time.Duration
-	PoolTimeout time.Duration
-	// LeftoverSweep is how often the daemon looks for RAMDISKs no job
-	// holds: a volume deleted while one of its nodes was down comes back
-	// with that node's glusterd.
-	LeftoverSweep time.Duration
-	// ProbeTimeout bounds one look at a RAMDISK in use through the control
-	// host's Gluster client, which a hung client would never answer.
-	ProbeTimeout time.Duration
-	// CheckTimeout bounds glusterd's answer when a RAMDISK is checked
-	// after a stage: on a cut link it waits for its peer until TCP gives
-	// up. CheckSettle bounds that check's wait for glusterd and the
-	// control host's client to agree (a client reconnects every 3 s).
-	CheckTimeout time.Duration
-	CheckSettle  time.Duration
-	// WholeSettle bounds how long a stage-out on an RSA node waits for
-	// that node's client to reach every part before it lists the
-	// RAMDISK; the daemon sends it with each stage.
-	WholeSettle time.Duration
-	// Compute are the compute nodes with agents; a node not listed is
-	// dialled by its name.
-	Compute []ComputeNode
-}
+// EngineLocal is the engine of a config that names none: one tmpfs per
+// job on this host.
+const EngineLocal = "local"
 
 // Config is the validated configuration.
 type Config struct {
-	Path         string // the file read, or "" for the embedded default
-	StateDir     string
-	Socket       string
-	RamdiskRoot  string
-	Scheduler    string
-	Engine       string // EngineLocal or EngineGluster
-	Cluster      Cluster
+	Path        string // the file read, or "" for the embedded default
+	StateDir    string
+	Socket      string
+	RamdiskRoot string
+	Scheduler   string
+	// Engine names the engine that builds RAMDISKs, one of the Engines
+	// the config was read with.
+	Engine string
+	// EngineConfig is what Engine's EngineKeys.Parse kept of its own
+	// tables (engine gluster: a *gluster.Config); nil for an engine
+	// without tables.
+	EngineConfig any
 	Proportion   int
 	MinJobNodes  int
 	DefaultDelay time.Duration
@@ -255,49 +203,22 @@ type Limits struct {
 
 // file mirrors the TOML layout; strings are parsed so errors can name keys.
 type file struct {
-	StateDir       *string `toml:"state_dir"`
-	Socket         *string `toml:"socket"`
-	RamdiskRoot    *string `toml:"ramdisk_root"`
-	Scheduler      *string `toml:"scheduler"`
-	Proportion     *int    `toml:"proportion"`
-	MinJobNodes    *int    `toml:"min_job_nodes"`
-	DefaultDelay   *string `toml:"default_delay"`
-	OutputHeadroom *string `toml:"output_headroom"`
-	Tick           *string `toml:"tick"`
-	LogLevel       *string `toml:"log_level"`
-	History        *string `toml:"history_retention"`
-	Engine         *string `toml:"engine"`
-	Nodes          []struct {
-		Name     string `toml:"name"`
-		Engine   string `toml:"engine"`
-		Capacity string `toml:"capacity"`
-		Address  string `toml:"address"`
-	} `toml:"nodes"`
-	Compute []struct {
-		Name    string `toml:"name"`
-		Address string `toml:"address"`
-	} `toml:"compute"`
-	Cluster struct {
-		PKI         *string `toml:"pki"`
-		Address     *string `toml:"address"`
-		AgentPort   *int    `toml:"agent_port"`
-		Heartbeat   *string `toml:"heartbeat"`
-		DownAfter   *string `toml:"down_after"`
-		Replica     *int    `toml:"replica"`
-		Shard       *bool   `toml:"shard"`
-		PingTimeout *string `toml:"ping_timeout"`
-		// The daemon's own periods and bounds (see Cluster).
-		PoolCheck     *string `toml:"pool_check"`
-		PoolTimeout   *string `toml:"pool_timeout"`
-		LeftoverSweep *string `toml:"leftover_sweep"`
-		ProbeTimeout  *string `toml:"probe_timeout"`
-		CheckTimeout  *string `toml:"check_timeout"`
-		CheckSettle   *string `toml:"check_settle"`
-		WholeSettle   *string `toml:"whole_settle"`
-	} `toml:"cluster"`
-	PrivateData    *bool    `toml:"private_data"`
-	AllowedPaths   []string `toml:"allowed_paths"`
-	RefusedFSTypes []string `toml:"refused_fs_types"`
+	StateDir       *string    `toml:"state_dir"`
+	Socket         *string    `toml:"socket"`
+	RamdiskRoot    *string    `toml:"ramdisk_root"`
+	Scheduler      *string    `toml:"scheduler"`
+	Proportion     *int       `toml:"proportion"`
+	MinJobNodes    *int       `toml:"min_job_nodes"`
+	DefaultDelay   *string    `toml:"default_delay"`
+	OutputHeadroom *string    `toml:"output_headroom"`
+	Tick           *string    `toml:"tick"`
+	LogLevel       *string    `toml:"log_level"`
+	History        *string    `toml:"history_retention"`
+	Engine         *string    `toml:"engine"`
+	Nodes          []NodeKeys `toml:"nodes"`
+	PrivateData    *bool      `toml:"private_data"`
+	AllowedPaths   []string   `toml:"allowed_paths"`
+	RefusedFSTypes []string   `toml:"refused_fs_types"`
 	Limits         struct {
 		MaxActiveJobs         *int    `toml:"max_active_jobs"`
 		MaxJobsPerUser        *int    `toml:"max_jobs_per_user"`
@@ -382,7 +303,6 @@ func defaults() Config {
 		RamdiskRoot:      DefaultRamdiskRoot,
 		Scheduler:        "none",
 		Engine:           EngineLocal,
-		Cluster:          defaultCluster(),
 		Proportion:       DefaultProportion,
 		DefaultDelay:     DefaultDelaySecs * time.Second,
 		OutputHeadroom:   1 << 30,
@@ -412,22 +332,19 @@ func Resolve(flag string) (path string, explicit bool) {
 	return DefaultPath, false
 }
 
-// Load reads and validates the file at path. A missing file that was not
-// named explicitly yields the embedded default: one local RSA node with half
-// of the RAM available now.
-func Load(path string, explicit bool) (*Config, error) {
+// Load reads and validates the file at path, with the keys of the
+// engines given (all.Engines). A missing file that was not named
+// explicitly yields the embedded default: one local RSA node with half of
+// the RAM available now.
+func Load(path string, explicit bool, engines Engines) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && !explicit {
-		c := defaults()
-		if err := c.finish(); err != nil {
-			return nil, err
-		}
-		return &c, nil
+		return Parse(nil, engines)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w (name a readable file with --config or RSA_CONFIG)", err)
 	}
-	c, err := Parse(data)
+	c, err := Parse(data, engines)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -435,21 +352,26 @@ func Load(path string, explicit bool) (*Config, error) {
 	return c, nil
 }
 
-// Parse validates a TOML document. Errors name the key and the fix.
-func Parse(data []byte) (*Config, error) {
+// Parse validates a TOML document: the core keys here, the keys of the
+// engine it names by that engine's EngineKeys. Errors name the key and
+// the fix.
+func Parse(data []byte, engines Engines) (*Config, error) {
 	var f file
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
 	if err != nil {
 		return nil, fmt.Errorf("not valid TOML: %w", err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		return nil, fmt.Errorf("%s: unknown key (see docs/config.md for the keys RSA reads)", und[0])
+	for _, k := range md.Undecoded() {
+		// An engine's tables are its to decode (parseEngine).
+		if !engines.owns(k[0]) {
+			return nil, unknownKey(k.String())
+		}
 	}
 	c := defaults()
 	for _, e := range []error{
-		setPath("state_dir", f.StateDir, &c.StateDir),
-		setPath("socket", f.Socket, &c.Socket),
-		setPath("ramdisk_root", f.RamdiskRoot, &c.RamdiskRoot),
+		SetPath("state_dir", f.StateDir, &c.StateDir),
+		SetPath("socket", f.Socket, &c.Socket),
+		SetPath("ramdisk_root", f.RamdiskRoot, &c.RamdiskRoot),
 	} {
 		if e != nil {
 			return nil, e
@@ -512,17 +434,13 @@ func Parse(data []byte) (*Config, error) {
 		c.LogLevel = *f.LogLevel
 	}
 	if f.Engine != nil {
-		switch *f.Engine {
-		case EngineLocal, EngineGluster:
-		default:
-			return nil, fmt.Errorf("engine: %q is not an engine (use %q for a tmpfs on this host or %q across RSA nodes)", *f.Engine, EngineLocal, EngineGluster)
-		}
 		c.Engine = *f.Engine
 	}
-	if err := parseNodes(&f, &c); err != nil {
-		return nil, err
+	eng, ok := engines.find(c.Engine)
+	if !ok {
+		return nil, engines.unknown(c.Engine)
 	}
-	if err := parseCluster(&f, &c); err != nil {
+	if err := parseNodes(&f, eng, &c); err != nil {
 		return nil, err
 	}
 	if err := parseLimits(&f, &c.Limits); err != nil {
@@ -532,7 +450,7 @@ func Parse(data []byte) (*Config, error) {
 		c.PrivateData = *f.PrivateData
 	}
 	for i, p := range f.AllowedPaths {
-		if err := setPath(fmt.Sprintf("allowed_paths[%d]", i), &p, new(string)); err != nil {
+		if err := SetPath(fmt.Sprintf("allowed_paths[%d]", i), &p, new(string)); err != nil {
 			return nil, err
 		}
 		if p == "/" {
@@ -561,7 +479,10 @@ func Parse(data []byte) (*Config, error) {
 		}
 		c.Metrics.Listen = *l
 	}
-	if err := setPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
+	if err := SetPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
+		return nil, err
+	}
+	if err := parseEngine(data, eng, engines, &c); err != nil {
 		return nil, err
 	}
 	if err := c.finish(); err != nil {
@@ -701,9 +622,9 @@ func tomlQuote(v any) string {
 	return fmt.Sprintf("%v", v)
 }
 
-// setPath sets *dst to the path p names, if any, which must be clean and
+// SetPath sets *dst to the path p names, if any, which must be clean and
 // absolute.
-func setPath(key string, p *string, dst *string) error {
+func SetPath(key string, p *string, dst *string) error {
 	if p == nil {
 		return nil
 	}
@@ -751,8 +672,8 @@ func parseSlurm(f *file, s *Slurm) error {
 		s.StageRate = n
 	}
 	for _, e := range []error{
-		setPath("slurm.node_namespaces", fs.NodeNamespaces, &s.NodeNamespaces),
-		setPath("slurm.bin", fs.Bin, &s.Bin),
+		SetPath("slurm.node_namespaces", fs.NodeNamespaces, &s.NodeNamespaces),
+		SetPath("slurm.bin", fs.Bin, &s.Bin),
 	} {
 		if e != nil {
 			return e
@@ -769,7 +690,7 @@ func (c *Config) finish() error {
 		c.MinJobNodes = c.Proportion
 	}
 	if len(c.Nodes) == 0 {
-		capacity, err := parseCapacity("50%")
+		capacity, err := ParseCapacity("50%")
 		if err != nil {
 			return fmt.Errorf("sizing the embedded local node: %w", err)
 		}
@@ -786,9 +707,10 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// parseCapacity reads "64G" or "50%" (of the RAM available now), at least
-// 1M either way.
-func parseCapacity(s string) (int64, error) {
+// ParseCapacity reads a node's capacity as nodes[].capacity writes it:
+// "64G", or "50%" of the RAM available now on this host; at least 1M
+// either way.
+func ParseCapacity(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, fmt.Errorf("missing (write a size such as 64G, or a share of available RAM such as 50%%)")

@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseValid(t *testing.T) {
-	c, err := Parse([]byte(`
+	c, err := parse([]byte(`
 state_dir = "/srv/rsa/state"
 socket = "/run/rsa2/rsa.sock"
 ramdisk_root = "/run/rsa2/ramdisk"
@@ -61,7 +61,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"ramdisk_root = \"/\"", "must not contain each other"},
 		{"[[nodes]]\nname = \"a\"\ncapacity = \"0.0000001%\"", "nodes[0].capacity"},
 	} {
-		_, err := Parse([]byte(c.doc))
+		_, err := parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%q: error %v should name %q", c.doc, err, c.key)
 		}
@@ -70,7 +70,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 
 func TestLoadDefaultAndMissing(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.toml")
-	c, err := Load(missing, false)
+	c, err := Load(missing, false, testEngines())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +81,14 @@ func TestLoadDefaultAndMissing(t *testing.T) {
 	if c.Proportion != 128 || c.DefaultDelay != 300*time.Second || c.Socket != DefaultSocket {
 		t.Fatalf("thesis defaults expected: %+v", c)
 	}
-	if _, err := Load(missing, true); err == nil {
+	if _, err := Load(missing, true, testEngines()); err == nil {
 		t.Fatal("an explicitly named missing file must be an error")
 	}
 	p := filepath.Join(t.TempDir(), "rsa.toml")
 	if err := os.WriteFile(p, []byte("proportion = -3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(p, true); err == nil || !strings.Contains(err.Error(), p) {
+	if _, err := Load(p, true, testEngines()); err == nil || !strings.Contains(err.Error(), p) {
 		t.Fatalf("error should name the file: %v", err)
 	}
 }
@@ -127,7 +127,7 @@ func TestCapacityShareOfRAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"50%\"\n"))
+	c, err := parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"50%\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,62 +141,8 @@ func TestCapacityShareOfRAM(t *testing.T) {
 		t.Errorf("50%% of %d..%d bytes available: got %d", min(before, after), max(before, after), got)
 	}
 	for _, bad := range []string{"0%", "-5%", "91%", "half%", "%"} {
-		if _, err := Parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"" + bad + "\"\n")); err == nil || !strings.Contains(err.Error(), "nodes[0].capacity") {
+		if _, err := parse([]byte("[[nodes]]\nname = \"a\"\ncapacity = \"" + bad + "\"\n")); err == nil || !strings.Contains(err.Error(), "nodes[0].capacity") {
 			t.Errorf("capacity %q: %v, want refused", bad, err)
-		}
-	}
-}
-
-func TestParseGluster(t *testing.T) {
-	c, err := Parse([]byte(`
-engine = "gluster"
-[cluster]
-pki = "/etc/rsa/pki"
-address = "10.0.0.2"
-replica = 2
-ping_timeout = "5s"
-heartbeat = "2s"
-[[nodes]]
-name = "rsa1"
-address = "10.0.0.11"
-capacity = "64G"
-[[nodes]]
-name = "rsa2"
-address = "rsa2.example.org"
-capacity = "64G"
-[[compute]]
-name = "c1"
-address = "10.0.1.1"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Engine != EngineGluster || c.Cluster.Replica != 2 || c.Cluster.PingTimeout != 5*time.Second || c.Cluster.Heartbeat != 2*time.Second ||
-		c.Cluster.Address != "10.0.0.2" || c.Cluster.AgentPort != 9477 || len(c.Nodes) != 2 || c.Nodes[1].Address != "rsa2.example.org" ||
-		c.Nodes[0].Engine != EngineGluster || len(c.Cluster.Compute) != 1 || c.AgentAddr(c.Nodes[0].Address) != "10.0.0.11:9477" {
-		t.Fatalf("unexpected config: %+v", c)
-	}
-	node := "[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"\n"
-	cluster := "[cluster]\naddress = \"10.0.0.2\"\n"
-	for _, e := range []struct{ doc, want string }{
-		{"engine = \"pvfs\"", "engine: \"pvfs\" is not an engine"},
-		{"engine = \"gluster\"\n" + cluster, "needs RSA nodes"},
-		{"engine = \"gluster\"\n" + node, "cluster.address: missing"},
-		{"engine = \"gluster\"\n" + node + "[cluster]\naddress = \"127.0.0.1\"", "loopback"},
-		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\ncapacity = \"1G\"", "nodes[0].address: missing"},
-		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\naddress = \"-o x\"\ncapacity = \"1G\"", "nodes[0].address"},
-		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"50%\"", "share of this host's RAM"},
-		{"engine = \"gluster\"\n" + cluster + "[[nodes]]\nname = \"rsa1\"\nengine = \"local\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"", "every RSA node serves"},
-		{"engine = \"gluster\"\n" + node + cluster + "replica = 3", "cluster.replica"},
-		{"engine = \"gluster\"\n" + node + cluster + "replica = 2", "at least two RSA nodes"},
-		{"engine = \"gluster\"\n" + node + cluster + "ping_timeout = \"42s\"", "cluster.ping_timeout"},
-		{"engine = \"gluster\"\n" + node + cluster + "[[compute]]\nname = \"rsa1\"\naddress = \"10.0.1.1\"", "listed twice"},
-		{"engine = \"gluster\"\n" + node + cluster + "[[compute]]\nname = \"c1\"\naddress = \"a,b\"", "compute[0].address"},
-		{cluster, "configure engine \"gluster\""},
-		{"[[nodes]]\nname = \"a\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"", "nodes[0].address"},
-	} {
-		if _, err := Parse([]byte(e.doc)); err == nil || !strings.Contains(err.Error(), e.want) {
-			t.Errorf("%q: got %v, want an error with %q", e.doc, err, e.want)
 		}
 	}
 }
@@ -205,7 +151,7 @@ address = "10.0.1.1"
 // findings 1 and 8): their defaults, the forms each key takes, "0" for no
 // limit, and errors that name the key and say what it takes.
 func TestStageLimits(t *testing.T) {
-	c, err := Parse(nil)
+	c, err := parse(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +179,7 @@ func TestStageLimits(t *testing.T) {
 		{`stage_network = "host"`, 4 << 30, 1024, 2000, "host"},
 		{`stage_network = "none"`, 4 << 30, 1024, 2000, "none"},
 	} {
-		got, err := Parse([]byte("[limits]\n" + c.doc + "\n"))
+		got, err := parse([]byte("[limits]\n" + c.doc + "\n"))
 		if err != nil {
 			t.Errorf("%s: %v", c.doc, err)
 			continue
@@ -262,80 +208,9 @@ func TestStageLimits(t *testing.T) {
 		{`stage_network = "bridge"`, `limits.stage_network: "bridge" must be "none" (each stage in a network namespace of its own, with no network) or "host"`},
 		{`stage_network = ""`, `limits.stage_network: "" must be`},
 	} {
-		_, err := Parse([]byte("[limits]\n" + c.doc + "\n"))
+		_, err := parse([]byte("[limits]\n" + c.doc + "\n"))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.doc, err, c.want)
 		}
 	}
-}
-
-// TestClusterPeriods: the daemon's own periods and bounds of [cluster]
-// keep today's values unless given, take any duration within their
-// bounds, and refuse others with an error that names the key and the
-// bounds.
-func TestClusterPeriods(t *testing.T) {
-	const gluster = "engine = \"gluster\"\n[[nodes]]\nname = \"rsa1\"\naddress = \"10.0.0.11\"\ncapacity = \"1G\"\n[cluster]\naddress = \"10.0.0.2\"\n"
-	c, err := Parse([]byte(gluster))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defaults := periodsOf(c.Cluster)
-	if want := (periods{pool: 10 * time.Second, poolTimeout: 8 * time.Second, leftover: 20 * time.Second, probe: 10 * time.Second,
-		checkTimeout: 15 * time.Second, checkSettle: 15 * time.Second, wholeSettle: 10 * time.Second}); defaults != want {
-		t.Errorf("defaults: %+v, want %+v", defaults, want)
-	}
-	for _, c := range []struct {
-		doc  string
-		want func(*periods) // sets the one period the doc gives
-	}{
-		{`pool_check = "2s"`, func(p *periods) { p.pool = 2 * time.Second }},
-		{`pool_check = "1h"`, func(p *periods) { p.pool = time.Hour }},
-		{`pool_timeout = "1s"`, func(p *periods) { p.poolTimeout = time.Second }},
-		{`leftover_sweep = "4s"`, func(p *periods) { p.leftover = 4 * time.Second }},
-		{`leftover_sweep = "30"`, func(p *periods) { p.leftover = 30 * time.Second }},
-		{`probe_timeout = "5m"`, func(p *periods) { p.probe = 5 * time.Minute }},
-		{`check_timeout = "1500ms"`, func(p *periods) { p.checkTimeout = 1500 * time.Millisecond }},
-		{`check_settle = "3s"`, func(p *periods) { p.checkSettle = 3 * time.Second }},
-		{`whole_settle = "6s"`, func(p *periods) { p.wholeSettle = 6 * time.Second }},
-	} {
-		got, err := Parse([]byte(gluster + c.doc + "\n"))
-		if err != nil {
-			t.Errorf("%s: %v", c.doc, err)
-			continue
-		}
-		want := defaults
-		c.want(&want)
-		if p := periodsOf(got.Cluster); p != want {
-			t.Errorf("%s: %+v, want %+v", c.doc, p, want)
-		}
-	}
-	for _, c := range []struct{ doc, want string }{
-		{`pool_check = "999ms"`, `cluster.pool_check: "999ms" must be a duration between 1s and 1h`},
-		{`pool_check = "61m"`, `cluster.pool_check: "61m" must be a duration between 1s and 1h`},
-		{`pool_timeout = "6m"`, `cluster.pool_timeout: "6m" must be a duration between 1s and 5m`},
-		{`leftover_sweep = "0"`, `cluster.leftover_sweep: "0" must be a duration between 1s and 1h`},
-		{`probe_timeout = "soon"`, `cluster.probe_timeout: "soon" must be a duration between 1s and 5m`},
-		{`check_timeout = "-5s"`, `cluster.check_timeout: "-5s" must be a duration between 1s and 5m`},
-		{`check_settle = "2s"`, `cluster.check_settle: "2s" must be a duration between 3s and 5m (a Gluster client tries again every 3s`},
-		{`whole_settle = "2900ms"`, `cluster.whole_settle: "2900ms" must be a duration between 3s and 5m (a Gluster client tries again every 3s`},
-		{`whole_settle = 3`, `not valid TOML`},
-	} {
-		_, err := Parse([]byte(gluster + c.doc + "\n"))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v, want an error with %q", c.doc, err, c.want)
-		}
-	}
-	// The periods are engine gluster's, as the rest of [cluster] is.
-	if _, err := Parse([]byte("[cluster]\npool_check = \"2s\"\n")); err == nil || !strings.Contains(err.Error(), `configure engine "gluster"`) {
-		t.Errorf("[cluster] pool_check with engine local: %v, want refused", err)
-	}
-}
-
-// periods are the durations of a Cluster TestClusterPeriods looks at.
-type periods struct {
-	pool, poolTimeout, leftover, probe, checkTimeout, checkSettle, wholeSettle time.Duration
-}
-
-func periodsOf(c Cluster) periods {
-	return periods{c.PoolCheck, c.PoolTimeout, c.LeftoverSweep, c.ProbeTimeout, c.CheckTimeout, c.CheckSettle, c.WholeSettle}
 }

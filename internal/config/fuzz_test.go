@@ -14,11 +14,12 @@ import (
 
 // FuzzParse: any file either is refused or gives a Config whose paths are
 // clean and absolute and whose every value, written back as TOML, parses
-// to the same Config: what Parse accepts, it accepts again. The seeds are in
+// to the same Config: what Parse accepts, it accepts again. It parses with
+// testEngines, so an engine's tables are fuzzed too. The seeds are in
 // testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		c, err := Parse(doc)
+		c, err := parse(doc)
 		if err != nil {
 			if c != nil {
 				t.Fatalf("a config and an error (%v)", err)
@@ -43,7 +44,7 @@ func FuzzParse(f *testing.F) {
 		if under(c.StateDir, c.RamdiskRoot) || under(c.RamdiskRoot, c.StateDir) {
 			t.Fatalf("state_dir %q and ramdisk_root %q contain each other", c.StateDir, c.RamdiskRoot)
 		}
-		again, err := Parse(encode(t, c))
+		again, err := parse(encode(t, c))
 		if err != nil {
 			t.Fatalf("accepted, but not once written back: %v\n%s", err, encode(t, c))
 		}
@@ -67,7 +68,11 @@ func encode(t *testing.T, c *Config) []byte {
 	dur := func(d time.Duration) string { return d.String() }
 	var nodes []map[string]any
 	for _, n := range c.Nodes {
-		nodes = append(nodes, map[string]any{"name": n.Name, "engine": n.Engine, "capacity": size(n.Capacity)})
+		node := map[string]any{"name": n.Name, "engine": n.Engine, "capacity": size(n.Capacity)}
+		if n.Address != "" {
+			node["address"] = n.Address
+		}
+		nodes = append(nodes, node)
 	}
 	l := c.Limits
 	limits := map[string]any{
@@ -105,6 +110,15 @@ func encode(t *testing.T, c *Config) []byte {
 		"scheduler": c.Scheduler, "proportion": c.Proportion, "min_job_nodes": c.MinJobNodes,
 		"default_delay": dur(c.DefaultDelay), "tick": dur(c.Tick), "log_level": c.LogLevel,
 		"private_data": c.PrivateData, "nodes": nodes, "limits": limits, "slurm": slurm,
+		"engine": c.Engine,
+	}
+	if r, ok := c.EngineConfig.(*remote); ok {
+		doc["far"] = map[string]any{"port": r.Port}
+		var hosts []map[string]any
+		for _, h := range r.Hosts {
+			hosts = append(hosts, map[string]any{"name": h})
+		}
+		doc["hosts"] = hosts
 	}
 	if c.AllowedPaths != nil {
 		doc["allowed_paths"] = c.AllowedPaths

@@ -162,7 +162,7 @@ func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains
 			down++
 		}
 	}
-	dec = alloc.Plan(alloc.PolicyFrom(d.cfg), d.cfg.Nodes, used, req)
+	dec = alloc.Plan(alloc.PolicyFrom(d.cfg, d.placement()), d.cfg.Nodes, used, req)
 	if memo && dec.Verdict == alloc.Wait {
 		d.plans.remember(req, planned{dec, len(drained), down})
 	}

@@ -7,13 +7,16 @@
 // here only track running processes and progress, which die with the daemon.
 //
 // The daemon knows its engine through engine.Engine and engine's optional
-// interfaces alone (engine.As), and never a backend: package engine/all
-// opens the engine the config names, with its node access, and the
+// interfaces alone (engine.As), and never a backend, nor a backend's
+// keys of the config: its caller hands it the opener of the engine the
+// config names (Options.OpenEngine: all.Open in rsa serve), and the
 // engine does what its backend needs besides RAMDISKs. An engine with
 // nodes of its own watches them and tells the daemon of losses
 // (engine.Watcher), says which take new parts (engine.Nodes), stages on
 // them (engine.Stager) and admits a job's compute nodes
-// (engine.ClientAdmitter); the stages of any other engine run here.
+// (engine.ClientAdmitter); the stages of any other engine run here. An
+// engine says how its parts are placed (engine.Placer) and how often the
+// daemon looks after its RAMDISKs (engine.Periodic).
 package daemon
 
 import (
@@ -41,7 +44,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
-	"github.com/rsa-hpc/rsa/internal/engine/all"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
@@ -131,6 +133,10 @@ type Options struct {
 	Log     *slog.Logger
 	Version string
 	Self    string // the rsa binary, for staging children
+	// OpenEngine builds the engine cfg names and the access that shows
+	// its RAMDISKs on the compute nodes, whose directories policy says
+	// may be mounted over (all.Open, given Log and Self).
+	OpenEngine func(cfg *config.Config, policy mount.Policy) (engine.Engine, node.Access, error)
 }
 
 // checkLocalCapacity refuses RSA nodes served by this host's RAM (the
@@ -187,7 +193,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
-	eng, access, err := all.Open(cfg, all.Options{Log: o.Log, Self: o.Self, Policy: policyOf(cfg)})
+	if o.OpenEngine == nil {
+		st.Close()
+		return nil, errors.New("daemon: no engine to open (Options.OpenEngine)")
+	}
+	eng, access, err := o.OpenEngine(cfg, policyOf(cfg))
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -323,14 +333,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 		// teardown (debts), go out of reach while a job uses them, and
 		// come back after their RAMDISK was destroyed (leftovers).
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); every(d.actx, max(d.cfg.Cluster.Heartbeat, 5*time.Second), d.payDebts) }()
+		periods := d.periods()
+		go func() { defer d.wg.Done(); every(d.actx, max(periods.Heartbeat, 5*time.Second), d.payDebts) }()
 		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, d.cfg.Cluster.Heartbeat) }()
+		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, periods.Heartbeat) }()
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
 			seen := map[engine.Found]bool{}
-			every(d.actx, d.cfg.Cluster.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
+			every(d.actx, periods.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
 		}()
 	}
 	if rep, err := d.gc(ctx); err != nil {
@@ -782,6 +793,24 @@ func (d *Daemon) waitsOf(j *job.Job) func(*job.Job) {
 // engineNodes is the engine's view of the nodes its RAMDISKs have parts
 // on; ok is false for an engine whose parts are all on this host.
 func (d *Daemon) engineNodes() (engine.Nodes, bool) { return engine.As[engine.Nodes](d.engine) }
+
+// placement is what the engine needs of the way a job's capacity is split
+// over RSA nodes: nothing, unless it is an engine.Placer.
+func (d *Daemon) placement() engine.Placement {
+	if p, ok := engine.As[engine.Placer](d.engine); ok {
+		return p.Placement()
+	}
+	return engine.Placement{}
+}
+
+// periods are how often the daemon looks after the engine's RAMDISKs:
+// the engine's own if it is an engine.Periodic.
+func (d *Daemon) periods() engine.Periods {
+	if p, ok := engine.As[engine.Periodic](d.engine); ok {
+		return p.Periods()
+	}
+	return engine.DefaultPeriods()
+}
 
 // placeable reports whether a new RAMDISK may have a part on RSA node n
 // now, as far as the engine knows: always, on an engine whose parts are

@@ -133,3 +133,39 @@ func TestStageByTheEngine(t *testing.T) {
 		t.Errorf("staged %+v; want stage-in of %s as %s (uid %d), degraded, not private, with a log", task, j.Spec.Input, j.User, j.UID)
 	}
 }
+
+// tuned is an engine with needs of placement and periods of its own.
+type tuned struct{ engine.Engine }
+
+func (tuned) Placement() engine.Placement { return engine.Placement{Even: true, Replica: 2} }
+func (tuned) Periods() engine.Periods {
+	return engine.Periods{Heartbeat: time.Second, LeftoverSweep: 2 * time.Second, ProbeTimeout: 3 * time.Second}
+}
+
+// The daemon takes the placement and its periods from the engine, through
+// its wrappers; an engine without them gets the zero placement and the
+// default periods.
+func TestEngineTunes(t *testing.T) {
+	mem := func(t *testing.T) engine.Engine { return memengine.New(t.TempDir()) }
+	for _, tc := range []struct {
+		name      string
+		engine    func(t *testing.T) engine.Engine
+		placement engine.Placement
+		periods   engine.Periods
+	}{
+		{"no needs", mem, engine.Placement{}, engine.DefaultPeriods()},
+		{"its own, wrapped", func(t *testing.T) engine.Engine { return engine.WithRetry(tuned{mem(t)}, 3, 0) },
+			engine.Placement{Even: true, Replica: 2}, engine.Periods{Heartbeat: time.Second, LeftoverSweep: 2 * time.Second, ProbeTimeout: 3 * time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := passDaemon(t, 2, 1<<30)
+			d.engine = tc.engine(t)
+			if p := d.placement(); p != tc.placement {
+				t.Errorf("placement %+v, want %+v", p, tc.placement)
+			}
+			if p := d.periods(); p != tc.periods {
+				t.Errorf("periods %+v, want %+v", p, tc.periods)
+			}
+		})
+	}
+}

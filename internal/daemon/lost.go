@@ -75,7 +75,7 @@ func (d *Daemon) nodeLost(loss engine.NodeLoss) {
 		go func() {
 			// Without replicas a lost node's files are gone: said at
 			// once, as a stage-in into that part is failing meanwhile.
-			whole := d.cfg.Cluster.Replica >= 2 && d.servesEveryFile(rd, loss.Node)
+			whole := d.placement().Replica >= 2 && d.servesEveryFile(rd, loss.Node)
 			served := "the files there are missing from the RAMDISK"
 			if whole {
 				served = "its replicas serve the files there"
@@ -254,7 +254,8 @@ func (d *Daemon) watchRamdisks(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// probe is engine.Probe, given up after cluster.probe_timeout (it reads
+// probe is engine.Probe, given up after the engine's probe timeout
+// (engine.Periods; engine gluster's cluster.probe_timeout: it reads
 // from the RAMDISK's mount, which a hung client would never answer);
 // done, when it was given up, closes once the probe returns after all.
 func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degraded, done <-chan struct{}, err error) {
@@ -262,6 +263,7 @@ func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degrad
 		dg  engine.Degraded
 		err error
 	}
+	timeout := d.periods().ProbeTimeout
 	ch := make(chan result, 1)
 	finished := make(chan struct{})
 	go func() {
@@ -272,8 +274,8 @@ func (d *Daemon) probe(ctx context.Context, rd engine.Ramdisk) (dg engine.Degrad
 	select {
 	case r := <-ch:
 		return r.dg, nil, r.err
-	case <-time.After(d.cfg.Cluster.ProbeTimeout):
-		return engine.Degraded{}, finished, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, d.cfg.Cluster.ProbeTimeout)
+	case <-time.After(timeout):
+		return engine.Degraded{}, finished, fmt.Errorf("probing the RAMDISK of job %d: no answer in %v", rd.Job, timeout)
 	case <-ctx.Done():
 		return engine.Degraded{}, nil, ctx.Err()
 	}

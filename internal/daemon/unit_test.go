@@ -92,7 +92,6 @@ func newUnit(t *testing.T) *unit {
 		Tick:  time.Hour,
 		Nodes: []config.Node{{Name: "rsa01", Capacity: unitNodeBytes}, {Name: "rsa02", Capacity: unitNodeBytes}},
 	}
-	cfg.Cluster.ProbeTimeout = time.Minute
 	if err := os.Mkdir(filepath.Join(cfg.StateDir, "logs"), 0o700); err != nil {
 		t.Fatal(err)
 	}

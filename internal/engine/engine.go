@@ -11,8 +11,8 @@
 // the wrappers that add behaviours (WithRetry). An engine must not mount
 // anything at a job's own paths (package mount and node access do that),
 // and reaches job data only through a stage run as the job's user.
-// Package engine/all opens the engine a config names, with the node
-// access that goes with it.
+// Package engine/all knows every engine: their keys of the config and
+// how each is opened, with the node access that goes with it.
 package engine
 
 import (

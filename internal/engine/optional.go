@@ -9,8 +9,10 @@ import (
 
 // An Engine may do more than build RAMDISKs. The optional interfaces here
 // say what: it watches nodes of its own (Nodes, Watcher), stages on them
-// (Stager), admits compute nodes to a RAMDISK (ClientAdmitter), or holds
-// something to let go of at the end (io.Closer). The daemon finds them
+// (Stager), admits compute nodes to a RAMDISK (ClientAdmitter), needs its
+// parts placed in a way of its own (Placer), sets how often the daemon
+// looks after its RAMDISKs (Periodic), or holds something to let go of
+// at the end (io.Closer). The daemon finds them
 // with As, never through an engine's concrete type, so that the wrappers
 // around an engine (WithRetry) stay in the path.
 
@@ -169,4 +171,52 @@ type ClientAdmitter interface {
 	// besides this host and r's own nodes. Idempotent. WithRetry does
 	// not retry it.
 	AdmitClients(ctx context.Context, r Ramdisk, hosts []string) error
+}
+
+// Placement is what an engine needs of the way a job's capacity is split
+// over RSA nodes, beyond what the nodes hold.
+type Placement struct {
+	// Even splits a capacity that no one node holds into equal parts
+	// (engine gluster: files are placed by name, not by free space, so a
+	// small part would fill up while the others are empty).
+	Even bool
+	// Replica is how many nodes keep each file (engine gluster's
+	// cluster.replica: 0 or 2); with 2 a job is given its capacity twice,
+	// in parts that pair up on different nodes.
+	Replica int
+}
+
+// Placer is an Engine with needs of placement (engine gluster). An engine
+// that is not a Placer takes its parts as the nodes' free RAM falls:
+// the zero Placement.
+type Placer interface {
+	// Placement is the engine's needs; the same at every call.
+	Placement() Placement
+}
+
+// Periods are how often the daemon looks after an engine's RAMDISKs, and
+// how long one look may take.
+type Periods struct {
+	// Heartbeat is how often the daemon probes the RAMDISKs in use and
+	// tries again the teardowns left on silent nodes (at least every
+	// 5 s for those), for an engine with nodes of its own (Nodes).
+	Heartbeat time.Duration
+	// LeftoverSweep is how often the daemon looks for RAMDISKs no job
+	// holds, for an engine with nodes of its own.
+	LeftoverSweep time.Duration
+	// ProbeTimeout bounds one Probe of a RAMDISK in use, which a hung
+	// client of a network file system would never answer.
+	ProbeTimeout time.Duration
+}
+
+// DefaultPeriods are the Periods of an engine that is not Periodic.
+func DefaultPeriods() Periods {
+	return Periods{Heartbeat: 5 * time.Second, LeftoverSweep: 20 * time.Second, ProbeTimeout: 10 * time.Second}
+}
+
+// Periodic is an Engine that sets the daemon's Periods (engine gluster:
+// cluster.heartbeat, leftover_sweep and probe_timeout).
+type Periodic interface {
+	// Periods are the engine's; the same at every call.
+	Periods() Periods
 }

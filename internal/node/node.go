@@ -2,10 +2,10 @@
 // making its RAMDISK appear at the job's own paths and taking it away again.
 // Local does it on this host (the single-host case, where the thesis' I/O
 // nodes and the control host are one), Namespaces in mount namespaces
-// standing in for compute nodes, Agents through each compute node's agent
-// (engine gluster, whose package builds it). Package engine/all picks the
-// access that goes with the engine. It must not create or destroy
-// RAMDISKs.
+// standing in for compute nodes; an engine whose compute nodes are hosts
+// of their own brings its own Access (engine gluster's gluster.Agents).
+// Each engine's opener picks the access that goes with it. It must not
+// create or destroy RAMDISKs.
 package node
 
 import (

@@ -15,9 +15,9 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/engine/all"
 	"github.com/rsa-hpc/rsa/internal/engine/enginetest"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster"
-	rsacluster "github.com/rsa-hpc/rsa/internal/engine/gluster/cluster"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -86,12 +86,16 @@ func conformanceInsideCtl(t *testing.T, dir string) {
 	if err1 != nil || err2 != nil {
 		t.Fatalf("%s and %s must name the jobs' user: %v %v", conformanceUIDEnv, conformanceGIDEnv, err1, err2)
 	}
-	cfg, err := config.Load(filepath.Join(dir, "rsa", "rsa.toml"), true)
+	cfg, err := config.Load(filepath.Join(dir, "rsa", "rsa.toml"), true, all.Engines())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := gluster.ConfigOf(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cl, err := rsacluster.New(cfg, log)
+	cl, err := gluster.NewCluster(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +116,9 @@ func conformanceInsideCtl(t *testing.T, dir string) {
 		waitFor(t, "the agent of "+n+" to answer", 30*time.Second, upIs(n, true))
 	}
 	newEngine := func() *gluster.Engine {
-		return &gluster.Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: cfg.Cluster.Address,
-			Replica: cfg.Cluster.Replica, Shard: cfg.Cluster.Shard, PingTimeout: cfg.Cluster.PingTimeout,
-			CheckTimeout: cfg.Cluster.CheckTimeout, CheckSettle: cfg.Cluster.CheckSettle, Log: log}
+		return &gluster.Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: gc.Address,
+			Replica: gc.Replica, Shard: gc.Shard, PingTimeout: gc.PingTimeout,
+			CheckTimeout: gc.CheckTimeout, CheckSettle: gc.CheckSettle, Log: log}
 	}
 	if err := newEngine().Prepare(); err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/engine/all"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/mounttest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
@@ -637,7 +638,7 @@ func TestTmpfiles(t *testing.T) {
 // promises: no scheduler, one modest node.
 func TestShippedConfig(t *testing.T) {
 	p := filepath.Join(repoRoot(t), "packaging", "rsa.toml")
-	c, err := config.Load(p, true)
+	c, err := config.Load(p, true, all.Engines())
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
 	}

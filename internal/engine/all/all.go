@@ -1,19 +1,28 @@
-// Package all opens the engine a config names, with the node access that
-// goes with it: the one place that knows every engine. The daemon builds
-// its engine here and reaches what it does beyond engine.Engine through
+// Package all is the one place that knows every engine: what each reads
+// of the config file (Engines, for config.Load) and how each is opened
+// with the node access that goes with it (Open, for the daemon). The
+// daemon is handed Open (daemon.Options.OpenEngine), so that it links no
+// backend, and reaches what an engine does beyond engine.Engine through
 // engine.As alone.
 package all
 
 import (
+	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster"
+	"github.com/rsa-hpc/rsa/internal/engine/local"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 )
+
+// Engines are the keys of every engine, in the order an error lists
+// them: the registry config.Load reads a config file with.
+func Engines() config.Engines {
+	return config.Engines{local.Keys(), gluster.Keys()}
+}
 
 // Options are what Open needs besides the config.
 type Options struct {
@@ -29,18 +38,13 @@ type Options struct {
 // access that shows its RAMDISKs on the compute nodes: for engine gluster
 // the compute nodes' agents, for engine local this host, or with a
 // scheduler that names them (slurm.node_namespaces) the mount namespaces
-// standing in for compute nodes.
+// standing in for compute nodes. cfg must have been loaded with Engines.
 func Open(cfg *config.Config, o Options) (engine.Engine, node.Access, error) {
-	if cfg.Engine == config.EngineGluster {
+	switch cfg.Engine {
+	case gluster.Name:
 		return gluster.Open(cfg, o.Log, o.Policy)
+	case local.Name:
+		return local.Open(cfg, o.Self, o.Policy)
 	}
-	local, err := engine.NewLocal(cfg.RamdiskRoot)
-	if err != nil {
-		return nil, nil, err
-	}
-	var access node.Access = node.Local{Policy: o.Policy}
-	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
-		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: o.Self, Policy: o.Policy}
-	}
-	return engine.WithRetry(local, 3, 200*time.Millisecond), access, nil
+	return nil, nil, fmt.Errorf("engine: %q is not an engine this program opens", cfg.Engine)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/engine/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/testutil"
@@ -38,8 +39,8 @@ func TestOpen(t *testing.T) {
 				Slurm: config.Slurm{NodeNamespaces: "/run/rsa/nodes"}}
 		}, node.Namespaces{Dir: "/run/rsa/nodes", Self: "/usr/bin/rsa", Policy: policy}, ""},
 		{"gluster without the daemon's identity", func(dir string) *config.Config {
-			return &config.Config{Engine: config.EngineGluster, RamdiskRoot: filepath.Join(dir, "ramdisk"),
-				Cluster: config.Cluster{PKI: filepath.Join(dir, "no-pki")}}
+			return &config.Config{Engine: gluster.Name, RamdiskRoot: filepath.Join(dir, "ramdisk"),
+				EngineConfig: &gluster.Config{PKI: filepath.Join(dir, "no-pki")}}
 		}, nil, "cluster.pki"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

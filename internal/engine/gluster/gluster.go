@@ -14,8 +14,11 @@
 // nodes (engine.Nodes and engine.Watcher: agent heartbeats and glusterd's
 // trusted pool, package cluster below this one), runs stages on an RSA
 // node's agent (engine.Stager), and lets a job's compute nodes mount its
-// volume (engine.ClientAdmitter). Open builds it from the config, with
-// the node access (node.Agents) that mounts its volumes on compute nodes.
+// volume (engine.ClientAdmitter); it asks for even parts and its replicas
+// (engine.Placer) and sets the daemon's periods (engine.Periodic). Keys
+// read its part of the config ([cluster], [[compute]], its nodes'
+// addresses: Config), and Open builds it from the config, with the node
+// access (Agents) that mounts its volumes on compute nodes.
 package gluster
 
 import (
@@ -109,7 +112,10 @@ type Engine struct {
 	// WholeSettle bounds a stage-out's wait for its RSA node's client to
 	// reach every part (cluster.whole_settle; 0: the agent's default).
 	WholeSettle time.Duration
-	Log         *slog.Logger
+	// DaemonPeriods are how often the daemon looks after the volumes
+	// (cluster.heartbeat, leftover_sweep, probe_timeout): Periods.
+	DaemonPeriods engine.Periods
+	Log           *slog.Logger
 }
 
 var (
@@ -118,13 +124,24 @@ var (
 	_ engine.Watcher        = (*Engine)(nil)
 	_ engine.Stager         = (*Engine)(nil)
 	_ engine.ClientAdmitter = (*Engine)(nil)
+	_ engine.Placer         = (*Engine)(nil)
+	_ engine.Periodic       = (*Engine)(nil)
 	_ io.Closer             = (*Engine)(nil)
 )
 
 // fuseMagic is statfs' f_type of a FUSE file system.
 const fuseMagic = 0x65735546
 
-func (e *Engine) Name() string { return "gluster" }
+func (e *Engine) Name() string { return Name }
+
+// Placement: Gluster places files by name, not by free space, so a job's
+// parts are even; with replicas, each file is on e.Replica nodes.
+func (e *Engine) Placement() engine.Placement {
+	return engine.Placement{Even: true, Replica: e.Replica}
+}
+
+// Periods are e.DaemonPeriods.
+func (e *Engine) Periods() engine.Periods { return e.DaemonPeriods }
 
 func (e *Engine) volume(r engine.Ramdisk) string { return agent.BuildName(r.Job, r.Build) }
 

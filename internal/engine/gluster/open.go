@@ -21,14 +21,19 @@ var _ Nodes = (*cluster.Cluster)(nil)
 // identity (cluster.pki) and checks this host's Gluster TLS; it dials no
 // agent: the engine's Start does.
 func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy) (engine.Engine, node.Access, error) {
-	cl, err := cluster.New(cfg, log)
+	gc, err := ConfigOf(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	g := &Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: cfg.Cluster.Address,
-		Replica: cfg.Cluster.Replica, Shard: cfg.Cluster.Shard, PingTimeout: cfg.Cluster.PingTimeout,
-		CheckTimeout: cfg.Cluster.CheckTimeout, CheckSettle: cfg.Cluster.CheckSettle,
-		BWLimit: cfg.Limits.StageBWLimit, WholeSettle: cfg.Cluster.WholeSettle,
+	cl, err := NewCluster(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	g := &Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: gc.Address,
+		Replica: gc.Replica, Shard: gc.Shard, PingTimeout: gc.PingTimeout,
+		CheckTimeout: gc.CheckTimeout, CheckSettle: gc.CheckSettle,
+		BWLimit: cfg.Limits.StageBWLimit, WholeSettle: gc.WholeSettle,
+		DaemonPeriods: engine.Periods{Heartbeat: gc.Heartbeat, LeftoverSweep: gc.LeftoverSweep, ProbeTimeout: gc.ProbeTimeout},
 		StageLimits: agent.StageLimits{Memory: cfg.Limits.StageMemory, Pids: cfg.Limits.StagePids, CPU: cfg.Limits.StageCPU,
 			Network: stage.Network(cfg.Limits.StageNetwork)},
 		Log: log}
@@ -37,5 +42,23 @@ func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy) (engine.Eng
 	}
 	// An agent restarting, or glusterd busy with another job's
 	// transaction, passes within half a minute.
-	return engine.WithRetry(g, 6, time.Second), node.Agents{Clients: cl, Servers: g.servers, Policy: policy}, nil
+	return engine.WithRetry(g, 6, time.Second), Agents{Clients: cl, Servers: g.servers, Policy: policy}, nil
+}
+
+// NewCluster builds the engine's view of cfg's hosts (package cluster),
+// as Open does: it loads the daemon's identity and dials no agent.
+func NewCluster(cfg *config.Config, log *slog.Logger) (*cluster.Cluster, error) {
+	gc, err := ConfigOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := cluster.Options{PKI: gc.PKI, AgentPort: gc.AgentPort, Heartbeat: gc.Heartbeat, DownAfter: gc.DownAfter,
+		PoolCheck: gc.PoolCheck, PoolTimeout: gc.PoolTimeout}
+	for _, n := range cfg.Nodes {
+		o.Storage = append(o.Storage, cluster.Host{Name: n.Name, Address: n.Address})
+	}
+	for _, n := range gc.Compute {
+		o.Compute = append(o.Compute, cluster.Host{Name: n.Name, Address: n.Address})
+	}
+	return cluster.New(o, log)
 }

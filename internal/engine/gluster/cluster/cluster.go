@@ -4,7 +4,7 @@
 // each RSA node's glusterd sees the trusted pool (CheckPool). It decides
 // nothing: the gluster engine asks it for clients and addresses and
 // answers the daemon's questions about its nodes (engine.Nodes) from it,
-// and node access (node.Agents) asks it for clients.
+// and its node access (gluster.Agents) asks it for clients.
 package cluster
 
 import (
@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
-	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
@@ -96,27 +95,47 @@ type Cluster struct {
 	peers map[string][]gluster.Peer
 }
 
-// New loads the daemon's identity from cfg.Cluster.PKI and prepares a
-// client per configured node; it dials nothing.
-func New(cfg *config.Config, log *slog.Logger) (*Cluster, error) {
-	id, err := pki.Load(pki.DirFiles(cfg.Cluster.PKI))
+// Options are what a Cluster is built from: engine gluster's keys of
+// [cluster] it needs, and the hosts whose agents it dials.
+type Options struct {
+	// PKI is the directory of the daemon's identity (cluster.pki).
+	PKI string
+	// AgentPort is every agent's TCP port (cluster.agent_port).
+	AgentPort int
+	// Heartbeat, DownAfter, PoolCheck and PoolTimeout are cluster.heartbeat,
+	// down_after, pool_check and pool_timeout.
+	Heartbeat, DownAfter, PoolCheck, PoolTimeout time.Duration
+	// Storage are the RSA nodes, Compute the compute nodes listed in the
+	// config: each host's name and address.
+	Storage, Compute []Host
+}
+
+// Host is a node's name and the address of its agent.
+type Host struct {
+	Name, Address string
+}
+
+// New loads the daemon's identity from o.PKI and prepares a client per
+// configured node; it dials nothing.
+func New(o Options, log *slog.Logger) (*Cluster, error) {
+	id, err := pki.Load(pki.DirFiles(o.PKI))
 	if err != nil {
 		return nil, fmt.Errorf("cluster.pki: %w", err)
 	}
 	if id.Role() != pki.RoleControl {
-		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", cfg.Cluster.PKI, id.Role())
+		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", o.PKI, id.Role())
 	}
-	c := &Cluster{id: id, port: cfg.Cluster.AgentPort, downAfter: cfg.Cluster.DownAfter,
-		heartbeat: cfg.Cluster.Heartbeat, poolCheck: cfg.Cluster.PoolCheck, poolTimeout: cfg.Cluster.PoolTimeout,
+	c := &Cluster{id: id, port: o.AgentPort, downAfter: o.DownAfter,
+		heartbeat: o.Heartbeat, poolCheck: o.PoolCheck, poolTimeout: o.PoolTimeout,
 		log: log, now: time.Now, lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
 		clients: map[string]*agent.Client{}, health: map[string]health{}, peers: map[string][]gluster.Peer{}}
 	now := time.Now()
-	for _, n := range cfg.Nodes {
+	for _, n := range o.Storage {
 		c.storage[n.Name] = n.Address
 		c.health[n.Name] = health{Node: n.Name, Role: "storage", State: StateSuspect, Silent: now}
 	}
-	for _, n := range cfg.Cluster.Compute {
+	for _, n := range o.Compute {
 		c.computeAt[n.Name] = n.Address
 		c.health[n.Name] = health{Node: n.Name, Role: "compute", State: StateSuspect, Silent: now}
 	}

@@ -1,4 +1,4 @@
-package node
+package gluster
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
 )
 
-// Clients hands out the agent client of a node (package
-// engine/gluster/cluster).
+// Clients hands out the agent client of a node (package cluster below
+// this one).
 type Clients interface {
 	Client(node string) (*agent.Client, error)
 	// Up reports whether node's agent answered the last heartbeat: one
@@ -20,7 +21,7 @@ type Clients interface {
 	Up(node string) bool
 }
 
-// Agents is Access for compute nodes that are hosts of their own: each
+// Agents is node.Access for compute nodes that are hosts of their own: each
 // node's agent mounts the job's volume there (a Gluster client, behind the
 // same gate as on the control host, so RSA_RAMDISK is valid on the node)
 // and binds it over the job's directory after checking that directory on
@@ -37,14 +38,14 @@ type Agents struct {
 	Patience time.Duration // default one minute
 }
 
-var _ Access = Agents{}
+var _ node.Access = Agents{}
 
 // silentTry bounds the one try at an agent the heartbeat found silent.
 const silentTry = 10 * time.Second
 
 // agentRole names the directory's role as the agent does.
 func agentRole(role string) string {
-	if role == OutputRole {
+	if role == node.OutputRole {
 		return agent.RoleOutput
 	}
 	return agent.RoleInput
@@ -93,7 +94,7 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 			return err
 		})
 		if err != nil {
-			if role != OutputRole {
+			if role != node.OutputRole {
 				// All or nothing: take back what the earlier nodes mounted.
 				_ = a.Unbind(context.WithoutCancel(ctx), nodes[:i+1], rd, true)
 			}
@@ -135,7 +136,7 @@ func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, d
 		switch {
 		case err == nil:
 		case errors.Is(err, agent.ErrBusy):
-			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, ErrBusy, err))
+			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, node.ErrBusy, err))
 		case silent || agent.Transient(err):
 			unreachable, lastUnreachable = append(unreachable, n), err
 		default:
@@ -143,7 +144,7 @@ func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, d
 		}
 	}
 	if len(unreachable) > 0 {
-		un := &UnreachableError{Nodes: unreachable, Err: lastUnreachable}
+		un := &node.UnreachableError{Nodes: unreachable, Err: lastUnreachable}
 		if len(errs) == 0 {
 			return un
 		}
