@@ -26,7 +26,7 @@ type copyFlags struct {
 	user, bwlimit, progress, chunk string
 	workers                        int
 	verify, json, sync, private    bool
-	pack, unpack                   bool
+	checkListing, pack, unpack     bool
 }
 
 func copyCmd() *cobra.Command {
@@ -66,6 +66,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
 	fl.BoolVar(&f.private, "private", false, "no one looks into DST until the copy ends (a RAMDISK before its job runs): if DST is empty, files are written under their final names instead of a temporary name renamed into place")
+	fl.BoolVar(&f.checkListing, "check-listing", false, "at the end, list DST and compare every name, kind and size with SRC (not the contents): for a DST that can lose part of itself during the copy, as a distributed file system whose server restarted empty, written with --private")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size (in parallel on Lustre, GPFS, BeeGFS, CephFS, OrangeFS; one after another into tmpfs)")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
@@ -149,7 +150,7 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(400)
 	}
-	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private,
+	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private, CheckListing: f.checkListing,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
 		Warn: func(path, why string) {
@@ -184,6 +185,8 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	switch {
 	case f.pack && f.unpack:
 		return errors.New("--pack and --unpack exclude each other")
+	case f.checkListing && (f.pack || f.unpack):
+		return errors.New("--check-listing compares a copied tree with its source; with --pack or --unpack, use --verify (pack) or leave out --private (unpack)")
 	case f.pack:
 		st, err = m.Pack(cmd.Context(), src, dst) // verified with m.Verify
 	case f.unpack:

@@ -190,24 +190,26 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	runner.Network = req.Limits.Network
 	s.log.Info("stage started", "volume", volume, "phase", req.Phase, "uid", req.UID, "data", req.Data)
 	started := time.Now()
-	// A stage-in's writes fail where this node's client misses a part;
-	// a stage-out's listing leaves that part's files out without an
-	// error: it is checked.
-	var before gluster.Distribution
-	if req.Phase == "stage-out" {
-		settle := cmp.Or(req.WholeSettle, defaultWholeSettle)
-		if req.Degraded {
-			settle = 0
-		}
-		before = s.awaitWhole(r.Context(), dir, volume, settle, sw)
+	// A part of the volume this node's client does not reach, or that
+	// leaves and comes back (emptied, if its node rebooted), loses files
+	// without an error: a stage-out's listing leaves them out, a
+	// stage-in's files written under their final names are gone. So the
+	// client's view is checked before and after either; a stage-in also
+	// lists what it copied (rsa copy --check-listing).
+	settle := cmp.Or(req.WholeSettle, defaultWholeSettle)
+	if req.Degraded {
+		settle = 0
 	}
+	before := s.awaitWhole(r.Context(), dir, volume, req.Phase, settle, sw)
 	err = runner.Run(r.Context(), stage.Task{
 		Job: id, Phase: req.Phase, Program: req.Program, Ramdisk: dir, Data: req.Data, Log: sw,
 		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
 		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
+		// Nobody mounts the volume before its stage-in has ended.
+		Private: req.Phase == "stage-in", Partial: true,
 	})
-	if err == nil && req.Phase == "stage-out" {
-		err = s.listedWhole(dir, volume, id, before)
+	if err == nil {
+		err = s.listedWhole(dir, volume, id, req.Phase, before)
 	}
 	if err != nil {
 		s.log.Warn("stage failed", "volume", volume, "phase", req.Phase, "err", err)
@@ -233,7 +235,7 @@ const (
 // volume, mounted at dir, to reach every part of it, and returns its
 // view then. A part out of reach is logged and the copy goes on: what
 // can be copied is (listedWhole then fails the stage).
-func (s *Server) awaitWhole(ctx context.Context, dir, volume string, settle time.Duration, log io.Writer) gluster.Distribution {
+func (s *Server) awaitWhole(ctx context.Context, dir, volume, phase string, settle time.Duration, log io.Writer) gluster.Distribution {
 	deadline := time.Now().Add(settle)
 	for {
 		d, err := gluster.ReadDistribution(dir, volume)
@@ -245,8 +247,8 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume string, settle time
 			if err != nil {
 				why = err.Error()
 			}
-			fmt.Fprintf(log, "%s stage-out: this node's Gluster client of the RAMDISK after %v: %s; the files there cannot be listed\n",
-				time.Now().Format(time.RFC3339), settle, why)
+			fmt.Fprintf(log, "%s %s: this node's Gluster client of the RAMDISK after %v: %s; the files there cannot be reached\n",
+				time.Now().Format(time.RFC3339), phase, settle, why)
 			return d
 		}
 		select {
@@ -256,28 +258,33 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume string, settle time
 	}
 }
 
-// listedWhole fails a stage-out unless this node's client reached every
-// part of volume from before the copy (before) to after it, without a
-// break: a part out of reach, or gone and back meanwhile, had its files
-// left out of the copy's listing, which no error told.
-func (s *Server) listedWhole(dir, volume string, job int64, before gluster.Distribution) error {
+// listedWhole fails a stage unless this node's client reached every part
+// of volume from before the copy (before) to after it, without a break: a
+// part out of reach, or gone and back meanwhile, had its files left out
+// of a stage-out's listing, or lost a stage-in's files, which no error
+// told.
+func (s *Server) listedWhole(dir, volume string, job int64, phase string, before gluster.Distribution) error {
 	after, err := gluster.ReadDistribution(dir, volume)
 	if err == nil && len(before.Up) == 0 {
 		err = fmt.Errorf("its view before the copy was not to be had")
 	}
+	again := fmt.Sprintf("'rsa retry %d' copies again", job)
+	if phase != "stage-out" {
+		again = "the job reads its input from disk, unless RSA finds an RSA node lost and builds the RAMDISK anew"
+	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("stage-out not verified: whether this node's Gluster client reached every part of the RAMDISK is unknown: %w; 'rsa retry %d' copies again", err, job)
+		return fmt.Errorf("%s not verified: whether this node's Gluster client reached every part of the RAMDISK is unknown: %w; %s", phase, err, again)
 	case !before.Whole() || !after.Whole():
 		down := after.Down(dir)
 		if !before.Whole() {
 			down = before.Down(dir)
 		}
-		return fmt.Errorf("stage-out not verified: this node's Gluster client did not reach %s, whose files the copy could not list; 'rsa retry %d' copies again once it does (the client retries every 3 s; this node's log of the volume is in /var/log/glusterfs)",
-			strings.Join(down, ", "), job)
+		return fmt.Errorf("%s not verified: this node's Gluster client did not reach %s, whose files the copy could not reach; %s (the client retries every 3 s; this node's log of the volume is in /var/log/glusterfs)",
+			phase, strings.Join(down, ", "), again)
 	case before.Gen != after.Gen:
-		return fmt.Errorf("stage-out not verified: a part of the RAMDISK left this node's Gluster client and came back during the copy (distribute generation %d, then %d), which may have left its files out; 'rsa retry %d' copies again",
-			before.Gen, after.Gen, job)
+		return fmt.Errorf("%s not verified: a part of the RAMDISK left this node's Gluster client and came back during the copy (distribute generation %d, then %d), which may have left its files out; %s",
+			phase, before.Gen, after.Gen, again)
 	}
 	return nil
 }

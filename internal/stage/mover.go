@@ -37,9 +37,10 @@ import (
 // complete. With Private (no one looks into DST until the copy ends), in
 // an empty DST and the directories the copy makes, it is written under its
 // final name at once, as tar does, which saves the rename (a directory-
-// locked operation, the costliest step of a small file). The daemon does
-// not stage with Private: on a distribute RAMDISK, the rename failing is
-// what shows a copy that a brick lost mid-way (a rebooted RSA node).
+// locked operation, the costliest step of a small file). Into a DST that
+// can lose part of itself while the copy runs (a distribute RAMDISK whose
+// brick came back empty after its node rebooted), every write may succeed
+// and still files be lost: CheckListing then lists DST at the end.
 type Mover struct {
 	Workers   int   // 0: chosen from the CPUs
 	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
@@ -56,6 +57,11 @@ type Mover struct {
 	// RAMDISK before its job starts): if DST is empty, files in it and in
 	// the directories the copy makes take their final names at once.
 	Private bool
+	// CheckListing lists DST when the copy has ended and fails it unless
+	// every entry of SRC is there with its kind and size (CheckListing):
+	// the check of a copy into a file system that can lose part of itself
+	// mid-way. Verify, which reads contents, makes it redundant.
+	CheckListing bool
 
 	// fileDone, if set, is called with the count of files done so far
 	// each time a file is in place (Copy) or in the archive (Pack): tests
@@ -240,8 +246,13 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 			return st, fmt.Errorf("flushing %s: %w", dst, err)
 		}
 	}
-	if m.Verify {
+	switch {
+	case m.Verify:
 		if err := VerifyTree(ctx, src, dst, Workers(m.Workers)); err != nil {
+			return st, err
+		}
+	case m.CheckListing:
+		if err := CheckListing(ctx, src, dst, Workers(m.Workers)); err != nil {
 			return st, err
 		}
 	}

@@ -728,6 +728,63 @@ func TestCopyVerifies(t *testing.T) {
 	}
 }
 
+// TestCopyChecksListing: a private copy into a file system that loses
+// files it wrote, every write having succeeded (a distribute RAMDISK whose
+// brick came back empty), fails with CheckListing and names what is
+// missing, in a subdirectory too; without the check nothing tells, which
+// is what the check is for.
+func TestCopyChecksListing(t *testing.T) {
+	for _, check := range []bool{true, false} {
+		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
+			src, dst := t.TempDir(), t.TempDir()
+			if err := os.Mkdir(filepath.Join(src, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 40 {
+				dir := src
+				if i%2 == 1 {
+					dir = filepath.Join(src, "sub")
+				}
+				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d", i)), bytes.Repeat([]byte{byte(i)}, 3000), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// One worker: the files are in place in order, so the
+			// first two are, when the lost part takes them.
+			lose := func(n int64) {
+				if n == 30 {
+					os.Remove(filepath.Join(dst, "f00"))
+					os.Remove(filepath.Join(dst, "sub", "f01"))
+				}
+			}
+			_, err := (&Mover{Workers: 1, Private: true, CheckListing: check, fileDone: lose}).Copy(context.Background(), src, dst)
+			if !check {
+				if err != nil {
+					t.Fatalf("copy without the check: %v", err)
+				}
+				return
+			}
+			var ce *CopyError
+			if !errors.As(err, &ce) || ce.Total != 2 || !strings.Contains(err.Error(), "listing check") ||
+				!strings.Contains(err.Error(), "f00") || !strings.Contains(err.Error(), "sub/f01") {
+				t.Fatalf("copy that lost two files: %v; want the listing check to name f00 and sub/f01", err)
+			}
+			if err := CheckListing(context.Background(), src, dst, 2); err == nil {
+				t.Fatal("CheckListing passed a copy that lacks two files")
+			}
+			if _, err := (&Mover{Private: true, CheckListing: true}).Copy(context.Background(), src, dst); err != nil {
+				t.Fatalf("the copy run again: %v", err)
+			}
+			if err := os.Truncate(filepath.Join(dst, "sub", "f03"), 10); err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckListing(context.Background(), src, dst, 2); err == nil || !strings.Contains(err.Error(), "size 10 in the copy") {
+				t.Fatalf("CheckListing of a copy with a short file: %v, want its size named", err)
+			}
+		})
+	}
+}
+
 // TestProgressTotalsCountedOnce: the totals a copy reports are the
 // source's, counted once, never a count that grows as the copy goes.
 func TestProgressTotalsCountedOnce(t *testing.T) {

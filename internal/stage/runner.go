@@ -44,12 +44,16 @@ type Task struct {
 	// Progress receives the built-in copy's progress.
 	Progress func(Progress)
 	// Private says that no one looks into the RAMDISK until a stage-in
-	// ends and that a part of it lost meanwhile cannot go unnoticed (a
-	// tmpfs on this host, whose loss the daemon sees): the built-in copy
-	// and unpack then write final names at once (rsa copy --private). Not
-	// for a distribute Gluster RAMDISK, where a failed rename is what
-	// catches a brick emptied by its node's reboot mid-copy.
+	// ends: the built-in copy and unpack then write final names at once
+	// (rsa copy --private).
 	Private bool
+	// Partial says that the RAMDISK can lose a part of itself while the
+	// stage-in runs, every write still succeeding (a distribute Gluster
+	// RAMDISK whose brick came back empty after its node rebooted). A
+	// private copy then lists the RAMDISK at its end (rsa copy
+	// --check-listing); an unpack, which has no tree to compare with,
+	// keeps its temporary names, whose renames fail on such a loss.
+	Partial bool
 	// Degraded says that the daemon's check found a part of the RAMDISK
 	// out of reach: a stage-out on an RSA node does not wait for its own
 	// client to reach every part first (it would wait in vain).
@@ -136,8 +140,11 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 	if t.Phase == "stage-out" {
 		copyArgs = append(copyArgs, "--verify") // before the RAMDISK may go
-	} else if t.Private {
+	} else if t.Private && !(t.Partial && t.Program == ModeUnpack) {
 		copyArgs = append(copyArgs, "--private")
+		if t.Partial {
+			copyArgs = append(copyArgs, "--check-listing")
+		}
 	}
 	switch {
 	case custom:

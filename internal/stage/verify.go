@@ -19,23 +19,44 @@ import (
 // output directory may hold earlier results. Like the copy, it follows no
 // symlink.
 func VerifyTree(ctx context.Context, src, dst string, workers int) error {
+	return compareTrees(ctx, src, dst, workers, true)
+}
+
+// CheckListing lists dst and compares it with src: every directory,
+// symlink (with its target) and regular file of src must be in dst, of
+// the same kind and, for a file, the same size. Contents are not read. It
+// is the check of a copy that wrote its files under their final names
+// into a file system that can lose part of itself while the copy runs (a
+// distribute RAMDISK whose brick came back empty): what was lost is
+// missing from the listing, though every write succeeded. Extra entries
+// in dst are allowed, and no symlink is followed.
+func CheckListing(ctx context.Context, src, dst string, workers int) error {
+	return compareTrees(ctx, src, dst, workers, false)
+}
+
+// compareTrees is VerifyTree, or with contents false CheckListing.
+func compareTrees(ctx context.Context, src, dst string, workers int, contents bool) error {
+	what := "verify"
+	if !contents {
+		what = "listing check"
+	}
 	srcFd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	dstFd, err := unix.Open(dst, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		unix.Close(srcFd)
-		return fmt.Errorf("verify: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	v := &verifier{ctx: ctx, pool: newPool(Workers(workers))}
+	v := &verifier{ctx: ctx, pool: newPool(Workers(workers)), contents: contents}
 	root := &vdir{rel: ".", src: srcFd, dst: dstFd}
 	root.refs.Store(1)
 	v.pool.submit(func() { v.dir(root) })
 	v.pool.wait()
 	if len(v.bad) > 0 {
 		ce := &CopyError{Failed: v.bad, Total: v.n}
-		return fmt.Errorf("verify failed: %w", ce)
+		return fmt.Errorf("%s failed: %w", what, ce)
 	}
 	return ctx.Err()
 }
@@ -43,9 +64,12 @@ func VerifyTree(ctx context.Context, src, dst string, workers int) error {
 type verifier struct {
 	ctx  context.Context
 	pool *pool
-	mu   sync.Mutex
-	bad  []EntryError
-	n    int64
+	// contents: compare files' contents too (VerifyTree), not only the
+	// listing (CheckListing).
+	contents bool
+	mu       sync.Mutex
+	bad      []EntryError
+	n        int64
 }
 
 // vdir is a directory pair under comparison; its descriptors are closed
@@ -74,6 +98,17 @@ func (v *verifier) fail(rel string, err error) {
 
 func (v *verifier) dir(d *vdir) {
 	defer d.release()
+	var listed map[string]bool
+	if !v.contents {
+		// One listing of the copy's directory (READDIRPLUS on FUSE,
+		// which brings the entries' attributes along) instead of a
+		// lookup of each name on its server.
+		var err error
+		if listed, err = listNames(d.dst, d.rel); err != nil {
+			v.fail(d.rel, fmt.Errorf("listing the copy: %w", err))
+			return
+		}
+	}
 	f, err := openLister(d.src, d.rel)
 	if err != nil {
 		v.fail(d.rel, err)
@@ -83,6 +118,10 @@ func (v *verifier) dir(d *vdir) {
 	for v.ctx.Err() == nil {
 		names, err := f.Readdirnames(1024)
 		for _, name := range names {
+			if listed != nil && !listed[name] {
+				v.missing(d, name)
+				continue
+			}
 			v.entry(d, name)
 		}
 		if err != nil {
@@ -91,6 +130,38 @@ func (v *verifier) dir(d *vdir) {
 			}
 			return
 		}
+	}
+}
+
+// listNames reads the names in the directory fd.
+func listNames(fd int, rel string) (map[string]bool, error) {
+	f, err := openLister(fd, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return set, nil
+}
+
+// missing reports name, which the copy's listing lacks, if it is of a
+// kind the copy keeps.
+func (v *verifier) missing(d *vdir, name string) {
+	var a unix.Stat_t
+	if err := unix.Fstatat(d.src, name, &a, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		v.fail(join(d.rel, name), err)
+		return
+	}
+	switch a.Mode & unix.S_IFMT {
+	case unix.S_IFDIR, unix.S_IFREG, unix.S_IFLNK:
+		v.fail(join(d.rel, name), errors.New("missing in the copy's listing"))
 	}
 }
 
@@ -135,6 +206,9 @@ func (v *verifier) entry(d *vdir, name string) {
 	case unix.S_IFREG:
 		if a.Size != b.Size {
 			v.fail(rel, fmt.Errorf("size %d in the copy, %d in the source", b.Size, a.Size))
+			return
+		}
+		if !v.contents {
 			return
 		}
 		d.refs.Add(1)

@@ -59,28 +59,37 @@ func TestBuiltInStageOutVerifies(t *testing.T) {
 }
 
 // The built-in stage-in writes final names (rsa copy --private) only when
-// the task says no one can look and nothing can go missing unseen; a
-// stage-out, into the user's own directory, never does.
+// the task says no one can look, and into a RAMDISK that can lose a part
+// unseen (Partial) only with the listing checked after the copy; an
+// unpack has no tree to list, and keeps its temporary names there. A
+// stage-out, into the user's own directory, never writes final names.
 func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
 	sd := newStageDirs(t)
 	r, args := sd.fakeMover(t)
 	for _, tt := range []struct {
-		phase, program string
-		private, want  bool
+		phase, program       string
+		private, partial     bool
+		wantPrivate, wantChk bool
 	}{
-		{"stage-in", "", true, true},
-		{"stage-in", ModeUnpack, true, true},
-		{"stage-in", "", false, false},
-		{"stage-in", ModeUnpack, false, false},
-		{"stage-out", "", true, false},
-		{"stage-out", ModePack, true, false},
+		{"stage-in", "", true, false, true, false},
+		{"stage-in", ModeUnpack, true, false, true, false},
+		{"stage-in", "", false, false, false, false},
+		{"stage-in", ModeUnpack, false, false, false, false},
+		{"stage-in", "", true, true, true, true},
+		{"stage-in", ModeUnpack, true, true, false, false},
+		{"stage-in", "", false, true, false, false},
+		{"stage-out", "", true, false, false, false},
+		{"stage-out", "", true, true, false, false},
+		{"stage-out", ModePack, true, false, false, false},
 	} {
-		if err := r.Run(context.Background(), Task{Job: 3, Phase: tt.phase, User: sd.who, Program: tt.program, Ramdisk: sd.ram, Data: sd.data, Private: tt.private}); err != nil {
+		task := Task{Job: 3, Phase: tt.phase, User: sd.who, Program: tt.program, Ramdisk: sd.ram, Data: sd.data, Private: tt.private, Partial: tt.partial}
+		if err := r.Run(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
 		a := args()
-		if got := strings.Contains(a, "--private"); got != tt.want || a == "" {
-			t.Errorf("%s %q with Private=%v ran: %q; want --private: %v", tt.phase, tt.program, tt.private, a, tt.want)
+		if got, chk := strings.Contains(a, "--private"), strings.Contains(a, "--check-listing"); got != tt.wantPrivate || chk != tt.wantChk || a == "" {
+			t.Errorf("%s %q with Private=%v, Partial=%v ran: %q; want --private: %v, --check-listing: %v",
+				tt.phase, tt.program, tt.private, tt.partial, a, tt.wantPrivate, tt.wantChk)
 		}
 	}
 }
