@@ -485,6 +485,17 @@ func testStageOutReach(t *testing.T, n *glNode, c *Client, v string, u testutil.
 	if !strings.Contains(log, "the files there cannot be listed") {
 		t.Errorf("the stage's log does not say the client misses a brick:\n%s", log)
 	}
+	// A stage-in meets the same client. Its writes to the brick that is
+	// gone fail, or, if every file it copies hashes to the other brick,
+	// the check after it names the brick: either way it fails, which is
+	// all that matters, since both keep an incomplete input from being
+	// called staged. Degraded: the check before the copy does not wait.
+	var inLog strings.Builder
+	err = c.Stage(ctx, v, StageRequest{Phase: "stage-in", UID: u.UID, GID: u.GID, User: u.Name, Home: u.Home,
+		Data: disk, Servers: []string{glAddr}, Degraded: true, Limits: &StageLimits{Network: stage.NetworkNone}}, &inLog, nil)
+	if err == nil || !strings.Contains(inLog.String(), "the files it would hold cannot be written") {
+		t.Errorf("stage-in with the brick under %s killed: %v; want it failed, its log saying the client misses a brick\n%s", brickRoot, err, inLog.String())
+	}
 	if o, err := n.command(ctx, "gluster", "--mode=script", "volume", "start", v, "force").CombinedOutput(); err != nil {
 		t.Fatalf("restarting the brick: %v\n%s", err, o)
 	}

@@ -247,8 +247,12 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume, phase string, sett
 			if err != nil {
 				why = err.Error()
 			}
-			fmt.Fprintf(log, "%s %s: this node's Gluster client of the RAMDISK after %v: %s; the files there cannot be reached\n",
-				time.Now().Format(time.RFC3339), phase, settle, why)
+			what := "the files there cannot be listed"
+			if phase != "stage-out" {
+				what = "the files it would hold cannot be written"
+			}
+			fmt.Fprintf(log, "%s %s: this node's Gluster client of the RAMDISK after %v: %s; %s\n",
+				time.Now().Format(time.RFC3339), phase, settle, why, what)
 			return d
 		}
 		select {
