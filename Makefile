@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 BIN   := bin/rsa
 PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
-	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ \
+	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ erofs-utils \
 	systemd chromium
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
