@@ -162,9 +162,6 @@ rows=()
 bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
 	local ds=$1 dirn=$2 src=$4 dstroot=$5 tool t
 	cache=$3
-	# Into tmpfs with --private: what a stage-in into a new RAMDISK could use.
-	local rsa_flags=()
-	[ "$dirn" = "disk->tmpfs" ] && rsa_flags=(--private)
 	local tools=(rsa limit "cp -a" "xargs -P cp" "rsync -a" "tar|tar" fpsync)
 	[ "$ds" = c ] && tools+=("dd bs=4M")
 	declare -A times=()
@@ -176,7 +173,7 @@ bench() { # bench DATASET DIRECTION CACHE SRC DSTROOT
 	for _ in $(seq "$runs"); do
 		while IFS= read -r tool; do
 			case $tool in
-			rsa) t=$(timed "$dstroot/x" "$rsa" copy --progress=none "${rsa_flags[@]}" "$src" "$dstroot/x") ;;
+			rsa) t=$(timed "$dstroot/x" "$rsa" copy --progress=none "$src" "$dstroot/x") ;;
 			limit) t=$(timed "$dstroot/x" "$floor" "$floor_threads" "$src" "$dstroot/x") ;;
 			fpsync) t=$(timed "$dstroot/x" fpsync_run "$src" "$dstroot/x") ;;
 			*) t=$(timed "$dstroot/x" peer "$tool" "$src" "$dstroot/x") ;;
@@ -214,8 +211,8 @@ done
 
 # --- pack / unpack against GNU tar -----------------------------------------
 # pack: the disk dataset into one tar on tmpfs; unpack: that tar from disk
-# into tmpfs, with --private as the daemon's unpack stage-in into a local
-# RAMDISK runs it (final names at once, as tar writes them). Each checked
+# into tmpfs, as the daemon's unpack stage-in into a local RAMDISK runs it
+# (final names at once in the empty target, as tar writes them). Each checked
 # like the copies (the archive by unpacking it).
 declare -A pack=() packrange=()
 packed=$base/work/all.tar
@@ -232,7 +229,7 @@ for ds in $datasets; do
 				case $job in
 				"pack rsa") t=$(timed "$ram/p" "$rsa" copy --progress=none --pack "$src" "$ram/p/all.tar") ;;
 				"pack tar") t=$(timed "$ram/p" peer "pack tar" "$src" "$ram/p") ;;
-				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --private --unpack "$packed" "$ram/u") ;;
+				"unpack rsa") t=$(timed "$ram/u" "$rsa" copy --progress=none --unpack "$packed" "$ram/u") ;;
 				"unpack tar") t=$(timed "$ram/u" peer "unpack tar" "$packed" "$ram/u") ;;
 				esac
 				if [ "${job%% *}" = pack ]; then
@@ -265,7 +262,7 @@ cell() { printf '%.2f <sub>%s</sub>' "$1" "$2"; }
 	echo "Ratio = the best peer's median / rsa copy's median (above 1: rsa copy is faster); for (c)"
 	echo "dd bs=4M counts as a peer. Limit = bench/floor.c with $floor_threads threads, the least work a"
 	echo "copy needs per file; share = limit / rsa copy (1.00: at the machine's limit). Into tmpfs,"
-	echo "rsa copy runs with --private (final names at once, as the daemon's stage-in into a local RAMDISK)."
+	echo "rsa copy runs its default: final names at once in the empty DST it is given, as tar and cp."
 	echo
 	echo "| data | direction | cache | rsa copy | limit | cp -a | xargs -P cp | rsync -a | tar\\|tar | fpsync | dd bs=4M | ratio | share |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"

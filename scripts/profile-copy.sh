@@ -19,11 +19,11 @@
 #      runtime.
 # Datasets (DATASET): b, 100,000 x 4 KiB in 100 directories, each cell per
 # file in microseconds; c, 4 x 1 GiB, each cell per GiB in milliseconds.
-# Tools: rsa copy --private (as bench-copy runs it into tmpfs), the floor
+# Tools: rsa copy (as bench-copy runs it), the floor
 # (bench/floor.c, FLOOR_THREADS threads), and the best peers: for (b)
 # tar|tar and the parallel cp, for (c) cp -a and dd bs=4M; "pack rsa" and
 # "pack tar" (rsa copy --pack, tar -cf: the dataset into one tar on tmpfs)
-# profile pack; "unpack rsa" and "unpack tar" (rsa copy --private --unpack
+# profile pack; "unpack rsa" and "unpack tar" (rsa copy --unpack
 # as the stage-in into a local RAMDISK and bench-copy run it, tar -xf:
 # a tar of the dataset, on the dataset's disk, into tmpfs) unpack.
 #
@@ -37,10 +37,10 @@ set -euo pipefail
 if [ "${1:-}" = __run ]; then
 	tool=$2 src=$3 dst=$4 floor=$5 threads=$6
 	case $tool in
-	rsa) exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private "$src" "$dst" > /dev/null ;;
+	rsa) exec "$(dirname "$0")/../bin/rsa" copy --progress=none "$src" "$dst" > /dev/null ;;
 	limit) exec "$floor" "$threads" "$src" "$dst" ;;
 	"pack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --pack "$src" "$dst/all.tar" > /dev/null ;;
-	"unpack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --private --unpack "$src" "$dst" > /dev/null ;;
+	"unpack rsa") exec "$(dirname "$0")/../bin/rsa" copy --progress=none --unpack "$src" "$dst" > /dev/null ;;
 	*)
 		# shellcheck source=scripts/copy-peers.sh
 		. "$(dirname "$0")/copy-peers.sh"

@@ -26,7 +26,8 @@ type copyFlags struct {
 	user, bwlimit, progress, chunk string
 	workers                        int
 	verify, json, sync, private    bool
-	checkListing, pack, unpack     bool
+	atomic, checkListing           bool
+	pack, unpack                   bool
 }
 
 func copyCmd() *cobra.Command {
@@ -36,9 +37,10 @@ func copyCmd() *cobra.Command {
 		Short: "Copy a tree in parallel, safely and verifiably (RSA's mover)",
 		Long: `Copy the tree at SRC into DST, like 'cp -a SRC/. DST/', with a pool of workers.
 Keeps contents, directories, symlinks (never followed), hard links, sparse files,
-permissions, nanosecond times and user.* extended attributes. Files appear under
-their name only when complete; with --private, in an empty DST they are written
-under their final name at once. Times are set last, so running the same copy
+permissions, nanosecond times and user.* extended attributes. In an empty DST
+and the directories it makes, files are written under their final names at once,
+as cp and tar do; elsewhere, and everywhere with --atomic, under a temporary name
+renamed into place once complete. Times are set last, so running the same copy
 again copies only what is missing or different, partial files included. Entries
 that fail are listed with the reason, and the exit
 status is non-zero.
@@ -65,8 +67,10 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.StringVar(&f.progress, "progress", "auto", "progress: auto (a bar on a terminal), json (lines on stdout), none")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
-	fl.BoolVar(&f.private, "private", false, "no one looks into DST until the copy ends (a RAMDISK before its job runs): if DST is empty, files are written under their final names instead of a temporary name renamed into place")
-	fl.BoolVar(&f.checkListing, "check-listing", false, "at the end, list DST and compare every name, kind and size with SRC (not the contents): for a DST that can lose part of itself during the copy, as a distributed file system whose server restarted empty, written with --private")
+	fl.BoolVar(&f.atomic, "atomic", false, "write every file under a temporary name renamed into place once complete, in an empty DST too: for a DST others read while the copy runs")
+	fl.BoolVar(&f.private, "private", false, "final names in an empty DST, the default")
+	fl.MarkDeprecated("private", "final names in an empty DST are the default; --atomic asks for temporary names")
+	fl.BoolVar(&f.checkListing, "check-listing", false, "at the end, list DST and compare every name, kind and size with SRC (not the contents): for a DST that can lose part of itself during the copy, as a distributed file system whose server restarted empty")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size (in parallel on Lustre, GPFS, BeeGFS, CephFS, OrangeFS; one after another into tmpfs)")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
@@ -150,7 +154,7 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(400)
 	}
-	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Private: f.private, CheckListing: f.checkListing,
+	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Atomic: f.atomic, CheckListing: f.checkListing,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
 		Warn: func(path, why string) {
@@ -186,7 +190,7 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	case f.pack && f.unpack:
 		return errors.New("--pack and --unpack exclude each other")
 	case f.checkListing && (f.pack || f.unpack):
-		return errors.New("--check-listing compares a copied tree with its source; with --pack or --unpack, use --verify (pack) or leave out --private (unpack)")
+		return errors.New("--check-listing compares a copied tree with its source; with --pack use --verify, with --unpack --atomic")
 	case f.pack:
 		st, err = m.Pack(cmd.Context(), src, dst) // verified with m.Verify
 	case f.unpack:

@@ -33,14 +33,15 @@ import (
 // with Verify): a file's times are set last, so a partial file never looks
 // complete to a resumed copy.
 //
-// A file is written under a temporary name and renamed into place once
-// complete. With Private (no one looks into DST until the copy ends), in
-// an empty DST and the directories the copy makes, it is written under its
-// final name at once, as tar does, which saves the rename (a directory-
-// locked operation, the costliest step of a small file). Into a DST that
-// can lose part of itself while the copy runs (a distribute RAMDISK whose
-// brick came back empty after its node rebooted), every write may succeed
-// and still files be lost: CheckListing then lists DST at the end.
+// In an empty DST and the directories the copy makes, a file is written
+// under its final name at once, as cp and tar do: no temporary name and
+// rename (a directory-locked operation, the costliest step of a small
+// file). Where DST held something already, and everywhere with Atomic, a
+// file is written under a temporary name and renamed into place once
+// complete, so that it appears there only whole. Into a DST that can lose
+// part of itself while the copy runs (a distribute RAMDISK whose brick came
+// back empty after its node rebooted), every write may succeed and still
+// files be lost: CheckListing then lists DST at the end.
 type Mover struct {
 	Workers   int   // 0: chosen from the CPUs
 	ChunkSize int64 // large files are copied in chunks of this size (0: 64 MiB)
@@ -53,10 +54,13 @@ type Mover struct {
 	Sync     bool  // flush DST's file system before returning
 	Progress func(Progress)
 	Warn     func(path, why string)
-	// Private says no one but this copy looks into DST until it ends (a
-	// RAMDISK before its job starts): if DST is empty, files in it and in
-	// the directories the copy makes take their final names at once.
-	Private bool
+	// Atomic writes every file under a temporary name renamed into place
+	// once complete, in the directories the copy makes too: for a DST
+	// that others read while the copy runs. Without it a file the copy
+	// is cut off in the middle of has its final name there, and the time
+	// of the interruption (times are set last), so a second run copies it
+	// again.
+	Atomic bool
 	// CheckListing lists DST when the copy has ended and fails it unless
 	// every entry of SRC is there with its kind and size (CheckListing):
 	// the check of a copy into a file system that can lose part of itself
@@ -205,7 +209,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	r.dstRoot, _ = unix.FcntlInt(uintptr(dstFd), unix.F_DUPFD_CLOEXEC, 0)
 	defer unix.Close(r.dstRoot)
 	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd, fresh: emptyDir(dstFd)}
-	root.direct = root.fresh && m.Private
+	root.direct = root.fresh && !m.Atomic
 	if err := unix.Fstat(srcFd, &root.st); err != nil {
 		return Stats{}, err
 	}
@@ -511,7 +515,7 @@ func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_
 		return
 	}
 	r.copyXattrs(rel, childSrc, dstFd)
-	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh && r.m.Private}
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh && !r.m.Atomic}
 	c.pending.Store(1)
 	d.pending.Add(1)
 	r.pool.submit(func() { r.listDir(c) })

@@ -171,7 +171,7 @@ func TestMoverKeepsEverything(t *testing.T) {
 			var warned []string
 			// Into tmpfs with Private (final names at once), as a
 			// stage-in into a new RAMDISK could copy.
-			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true, Private: dir[1] == "tmpfs",
+			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Verify: true, Atomic: dir[1] != "tmpfs",
 				Warn: func(p, why string) { warned = append(warned, p) }}
 			st, err := m.Copy(context.Background(), src, dst)
 			if err != nil {
@@ -258,7 +258,7 @@ func testResume(t *testing.T, private bool) {
 	// copy others: the copy stops part-way and leaves no partial file,
 	// under its final name or a temporary one.
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mover{Workers: 2, Private: private, fileDone: func(n int64) {
+	m := &Mover{Workers: 2, Atomic: !private, fileDone: func(n int64) {
 		if n == 20 {
 			cancel()
 		}
@@ -292,7 +292,7 @@ func testResume(t *testing.T, private bool) {
 	os.Chtimes(filepath.Join(src, "zz-unstamped"), old, old)
 	os.WriteFile(partial, bytes.Repeat([]byte{7}, 5000), 0o644)
 	os.WriteFile(unstamped, bytes.Repeat([]byte{0}, 20000), 0o644)
-	st, err := (&Mover{Workers: 2, Private: private}).Copy(context.Background(), src, dst)
+	st, err := (&Mover{Workers: 2, Atomic: !private}).Copy(context.Background(), src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,11 +383,11 @@ func TestPackUnpackRoundTrip(t *testing.T) {
 	if out, err := runCmd("tar", "-tf", archive); err != nil || !strings.Contains(out, "dir/a/b/c") {
 		t.Fatalf("tar -t: %v\n%s", err, out)
 	}
-	// Into a new directory, and (Private: a new RAMDISK) under final
-	// names at once: the same tree, and nothing temporary left.
+	// Into a new directory, under final names at once and (Atomic) under
+	// temporary names: the same tree, and nothing temporary left.
 	for _, private := range []bool{false, true} {
 		dst := filepath.Join(fss["tmpfs"], fmt.Sprintf("unpacked-private=%v", private))
-		if _, err := (&Mover{Workers: 4, Private: private}).Unpack(context.Background(), archive, dst); err != nil {
+		if _, err := (&Mover{Workers: 4, Atomic: !private}).Unpack(context.Background(), archive, dst); err != nil {
 			t.Fatal(err)
 		}
 		sameTree(t, src, dst)
@@ -438,7 +438,7 @@ func TestPackReadAheadOverdrawn(t *testing.T) {
 		t.Fatal("Pack of 300 files of 300 KiB under a read-ahead of 2 MiB did not end in 2 minutes: its readers and writer wait for each other")
 	}
 	dst := filepath.Join(fss["tmpfs"], "mid-out")
-	if _, err := (&Mover{Workers: 4, Private: true}).Unpack(context.Background(), archive, dst); err != nil {
+	if _, err := (&Mover{Workers: 4}).Unpack(context.Background(), archive, dst); err != nil {
 		t.Fatal(err)
 	}
 	sameTree(t, src, dst)
@@ -757,7 +757,7 @@ func TestCopyChecksListing(t *testing.T) {
 					os.Remove(filepath.Join(dst, "sub", "f01"))
 				}
 			}
-			_, err := (&Mover{Workers: 1, Private: true, CheckListing: check, fileDone: lose}).Copy(context.Background(), src, dst)
+			_, err := (&Mover{Workers: 1, CheckListing: check, fileDone: lose}).Copy(context.Background(), src, dst)
 			if !check {
 				if err != nil {
 					t.Fatalf("copy without the check: %v", err)
@@ -772,7 +772,7 @@ func TestCopyChecksListing(t *testing.T) {
 			if err := CheckListing(context.Background(), src, dst, 2); err == nil {
 				t.Fatal("CheckListing passed a copy that lacks two files")
 			}
-			if _, err := (&Mover{Private: true, CheckListing: true}).Copy(context.Background(), src, dst); err != nil {
+			if _, err := (&Mover{CheckListing: true}).Copy(context.Background(), src, dst); err != nil {
 				t.Fatalf("the copy run again: %v", err)
 			}
 			if err := os.Truncate(filepath.Join(dst, "sub", "f03"), 10); err != nil {

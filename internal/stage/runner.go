@@ -44,8 +44,10 @@ type Task struct {
 	// Progress receives the built-in copy's progress.
 	Progress func(Progress)
 	// Private says that no one looks into the RAMDISK until a stage-in
-	// ends: the built-in copy and unpack then write final names at once
-	// (rsa copy --private).
+	// ends: the built-in copy and unpack may write final names at once
+	// (rsa copy without --atomic). Any other stage writes each file under
+	// a temporary name renamed into place once complete (--atomic): a
+	// stage-out into the user's own directory, where the user may look.
 	Private bool
 	// Partial says that the RAMDISK can lose a part of itself while the
 	// stage-in runs, every write still succeeding (a distribute Gluster
@@ -138,13 +140,13 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	if r.BWLimit > 0 {
 		copyArgs = append(copyArgs, fmt.Sprintf("--bwlimit=%d", r.BWLimit))
 	}
-	if t.Phase == "stage-out" {
-		copyArgs = append(copyArgs, "--verify") // before the RAMDISK may go
-	} else if t.Private && !(t.Partial && t.Program == ModeUnpack) {
-		copyArgs = append(copyArgs, "--private")
-		if t.Partial {
-			copyArgs = append(copyArgs, "--check-listing")
-		}
+	switch {
+	case t.Phase == "stage-out":
+		copyArgs = append(copyArgs, "--verify", "--atomic") // verified before the RAMDISK may go
+	case !t.Private || t.Partial && t.Program == ModeUnpack:
+		copyArgs = append(copyArgs, "--atomic")
+	case t.Partial:
+		copyArgs = append(copyArgs, "--check-listing")
 	}
 	switch {
 	case custom:

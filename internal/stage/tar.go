@@ -697,7 +697,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, err
 	}
 	defer unix.Close(root)
-	u := &unpacker{m: m, root: root, dirs: map[string]int{}, cached: map[int]bool{}, direct: m.Private && emptyDir(root)}
+	u := &unpacker{m: m, root: root, dirs: map[string]int{}, cached: map[int]bool{}, direct: !m.Atomic && emptyDir(root)}
 	u.umask = currentUmask()
 	defer u.closeDirs()
 	p := newPool(archiveWorkers(m.Workers))
@@ -866,8 +866,8 @@ type unpacker struct {
 	dirs   map[string]int
 	cached map[int]bool // the descriptors in dirs
 	umask  uint32
-	// direct: no one looks into the target until the unpack ends (it was
-	// empty and Private): files are written under their final names.
+	// direct: the target was empty and the unpack is not Atomic: files
+	// are written under their final names.
 	direct bool
 }
 

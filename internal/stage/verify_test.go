@@ -58,11 +58,12 @@ func TestBuiltInStageOutVerifies(t *testing.T) {
 	}
 }
 
-// The built-in stage-in writes final names (rsa copy --private) only when
-// the task says no one can look, and into a RAMDISK that can lose a part
-// unseen (Partial) only with the listing checked after the copy; an
-// unpack has no tree to list, and keeps its temporary names there. A
-// stage-out, into the user's own directory, never writes final names.
+// The built-in stage-in writes final names (rsa copy without --atomic)
+// only when the task says no one can look, and into a RAMDISK that can
+// lose a part unseen (Partial) only with the listing checked after the
+// copy; an unpack has no tree to list, and keeps its temporary names
+// there. A stage-out, into the user's own directory, never writes final
+// names.
 func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
 	sd := newStageDirs(t)
 	r, args := sd.fakeMover(t)
@@ -87,8 +88,8 @@ func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := args()
-		if got, chk := strings.Contains(a, "--private"), strings.Contains(a, "--check-listing"); got != tt.wantPrivate || chk != tt.wantChk || a == "" {
-			t.Errorf("%s %q with Private=%v, Partial=%v ran: %q; want --private: %v, --check-listing: %v",
+		if got, chk := !strings.Contains(a, "--atomic"), strings.Contains(a, "--check-listing"); got != tt.wantPrivate || chk != tt.wantChk || a == "" {
+			t.Errorf("%s %q with Private=%v, Partial=%v ran: %q; want final names (no --atomic): %v, --check-listing: %v",
 				tt.phase, tt.program, tt.private, tt.partial, a, tt.wantPrivate, tt.wantChk)
 		}
 	}
