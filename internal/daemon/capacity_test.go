@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 // TestCapacityWaitSurvivesRestart: a job on deck waits for RSA capacity at
@@ -23,36 +20,13 @@ func TestCapacityWaitSurvivesRestart(t *testing.T) {
 		gib   = 1 << 30
 		limit = time.Hour
 	)
-	dir := t.TempDir()
-	ctx := context.Background()
-	open := func() *Daemon {
-		st, err := store.Open(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+	r := newRestartRig(t, func(dir string) *config.Config {
 		// The Slurm job markers go beside the socket: in dir.
-		cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
+		return &config.Config{StateDir: dir, Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
 			Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: gib}}}
-		return newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	}
-	// handleAll is the loop's work for one tick at now: the tick, then
-	// the events its actions posted.
-	handleAll := func(d *Daemon, now time.Time) {
-		d.tick(ctx, now)
-		for len(d.pending) > 0 {
-			m := d.pending[0]
-			d.pending = d.pending[1:]
-			d.handle(ctx, m)
-		}
-	}
-	get := func(d *Daemon, id int64) *job.Job {
-		j, err := d.store.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-
+	})
+	ctx := context.Background()
+	open, handleAll, get := r.open, r.run, r.get
 	d := open()
 	now := time.Now()
 	holder := passJob(0, gib, now)

@@ -27,45 +27,13 @@ func TestTimedWaitsSurviveRestart(t *testing.T) {
 		expiry = time.Hour
 		lead   = 10 * time.Minute
 	)
-	dir := t.TempDir()
-	ctx := context.Background()
-	open := func() *Daemon {
-		st, err := store.Open(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
+	r := newRestartRig(t, func(dir string) *config.Config {
+		return &config.Config{StateDir: dir, Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
 			Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: gib}},
 			Limits: config.Limits{UnstartedExpiry: expiry}}
-		d := newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-		if err := d.resume(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	// handleAll is the loop's work at now: what is pending, the tick,
-	// then the events its actions posted.
-	handleAll := func(d *Daemon, now time.Time) {
-		for tick := true; ; tick = false {
-			for len(d.pending) > 0 {
-				m := d.pending[0]
-				d.pending = d.pending[1:]
-				d.handle(ctx, m)
-			}
-			if !tick {
-				return
-			}
-			d.tick(ctx, now)
-		}
-	}
-	get := func(d *Daemon, id int64) *job.Job {
-		j, err := d.store.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-
+	})
+	ctx := context.Background()
+	open, handleAll, get := r.open, r.run, r.get
 	d := open()
 	now := time.Now()
 	holder := passJob(0, gib, now)

@@ -9,6 +9,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/rsa-hpc/rsa/internal/tarfmt"
 )
 
 const (
@@ -125,7 +127,7 @@ func (b *builder) addEntry(ctx context.Context, tr *tar.Reader, hdr *tar.Header)
 	}
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeRegA:
-		if isSparse(hdr) {
+		if tarfmt.Sparse(hdr) {
 			return fmt.Errorf("%w: a sparse file (GNU tar --sparse)", ErrInvalidEntry)
 		}
 		n.mode |= modeRegular
@@ -304,17 +306,4 @@ func userXattrs(pax map[string]string) ([]byte, error) {
 		}
 	}
 	return out, nil
-}
-
-// isSparse reports a GNU sparse file, whichever way the tar encodes it.
-func isSparse(hdr *tar.Header) bool {
-	if hdr.Typeflag == tar.TypeGNUSparse {
-		return true
-	}
-	for k := range hdr.PAXRecords {
-		if strings.HasPrefix(k, "GNU.sparse.") {
-			return true
-		}
-	}
-	return false
 }

@@ -21,6 +21,8 @@ import (
 
 	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/tarfmt"
 )
 
 // archiveWorkers sizes the helpers of pack and unpack: the tar stream is
@@ -750,7 +752,7 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 			dirs = append(dirs, hdr)
 			st.Dirs++
 		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
-			if sparse(hdr) {
+			if tarfmt.Sparse(hdr) {
 				u.fail(name, errSparse)
 				continue
 			}
@@ -823,20 +825,6 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 // whole size would be written out: a few bytes of archive can claim a
 // terabyte.
 var errSparse = errors.New("refused: a sparse file (GNU tar --sparse); create the archive without --sparse")
-
-// sparse reports whether hdr is a sparse member: GNU tar's old sparse type,
-// or its PAX sparse formats, which archive/tar presents as a regular file.
-func sparse(hdr *tar.Header) bool {
-	if hdr.Typeflag == tar.TypeGNUSparse {
-		return true
-	}
-	for k := range hdr.PAXRecords {
-		if strings.HasPrefix(k, "GNU.sparse.") {
-			return true
-		}
-	}
-	return false
-}
 
 // cleanMember makes an archive member's name relative and clean, refusing
 // names that climb out of the target.
