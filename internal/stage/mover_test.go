@@ -749,15 +749,15 @@ func TestCopyChecksListing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// One worker: the files are in place in order, so the
-			// first two are, when the lost part takes them.
+			// When the last file is in place, the lost part takes
+			// two that were written before.
 			lose := func(n int64) {
-				if n == 30 {
+				if n == 40 {
 					os.Remove(filepath.Join(dst, "f00"))
 					os.Remove(filepath.Join(dst, "sub", "f01"))
 				}
 			}
-			_, err := (&Mover{Workers: 1, CheckListing: check, fileDone: lose}).Copy(context.Background(), src, dst)
+			_, err := (&Mover{Workers: 2, CheckListing: check, fileDone: lose}).Copy(context.Background(), src, dst)
 			if !check {
 				if err != nil {
 					t.Fatalf("copy without the check: %v", err)
