@@ -171,15 +171,6 @@ func Step(j Job, ev Event) (out Outcome) {
 	out = Outcome{Job: j}
 	applied := false
 	switch ev.Kind {
-	case EvTick:
-		applied = true
-		// A tick is an event of its own only for a wait that ends with
-		// time (an unstarted job's expiry); else it lets the job advance.
-		if r, i, ok := matchEvent(j, ev); ok {
-			out.Rows = append(out.Rows, fmt.Sprintf("event %d", i))
-			out.record(r.apply(j, ev), r.why, "")
-			out.fail(r.fails, r.why)
-		}
 	case EvResume:
 		applied = true
 		if a, ok := work[j.RSA]; ok {
@@ -214,11 +205,15 @@ func Step(j Job, ev Event) (out Outcome) {
 			if ev.Kind.IsFailure() && ev.Reason != "" {
 				out.Job.Error = ev.Reason
 			}
+			out.fail(r.fails, r.why)
 			if a, ok := work[out.Job.RSA]; ok && out.Job.RSA != j.RSA {
 				out.Actions = append(out.Actions, Action{Kind: a})
 			}
 		}
 	}
+	// A tick is an event of its own only where a row waits for time (an
+	// unstarted job's expiry); taken or not, it lets the job advance.
+	applied = applied || ev.Kind == EvTick
 	if !applied {
 		out.Ignored = true
 		return out
@@ -239,9 +234,7 @@ func Step(j Job, ev Event) (out Outcome) {
 		next.RSA = r.next
 		out.record(next, r.why, "")
 		out.fail(r.fails, r.why)
-		if r.holds != "" {
-			out.Hold = r.holds
-		}
+		out.Hold = r.holds
 		if r.do != "" {
 			out.Actions = append(out.Actions, Action{Kind: r.do})
 			break
