@@ -509,7 +509,6 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 	d.plans = &planMemo{commits: d.commitCount(), waits: map[alloc.Request]planned{}}
 	defer func() { d.plans = nil }()
 	var due []msg
-	var held []*job.Job
 	d.store.EachActive(func(j *job.Job) {
 		m := j.Machine()
 		if !lifecycle.TimeSensitive(m) {
@@ -518,17 +517,10 @@ func (d *Daemon) tick(ctx context.Context, now time.Time) {
 		ev := lifecycle.Event{Kind: lifecycle.EvTick, At: now}
 		// Step is pure and cheap: a job the tick leaves as it is (most
 		// running jobs, most of the time) costs no read of its record.
-		out := lifecycle.Step(m, ev)
-		switch {
-		case len(out.Changes) > 0 || len(out.Actions) > 0:
+		if out := lifecycle.Step(m, ev); len(out.Changes) > 0 || len(out.Actions) > 0 {
 			due = append(due, msg{id: j.ID, ev: ev})
-		case out.Hold == lifecycle.HoldStageInTime:
-			held = append(held, new(*j))
 		}
 	})
-	for _, j := range held {
-		d.waitForStageIn(j)
-	}
 	// In order of submission: the first waiting job gets the RAM first.
 	slices.SortFunc(due, func(a, b msg) int { return cmp.Compare(a.id, b.id) })
 	for _, m := range due {

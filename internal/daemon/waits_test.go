@@ -2,8 +2,6 @@ package daemon
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 // TestTimedWaitsSurviveRestart: the two waits that end with time, a job's
@@ -51,6 +48,8 @@ func TestTimedWaitsSurviveRestart(t *testing.T) {
 		if err := d.store.Create(ctx, j, nil); err != nil {
 			t.Fatal(err)
 		}
+		// Its first step, as create takes it.
+		d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: now}})
 	}
 	handleAll(d, now)
 	if j := get(d, later.ID); j.RSA != lifecycle.Initial || !j.WaitingSince.IsZero() || !strings.Contains(d.waitingFor(j.ID), "stage-in starts at") {
@@ -97,13 +96,13 @@ func TestOlderRecordsTakeTheSitesWaits(t *testing.T) {
 		expiry = time.Hour
 		wait   = 5 * time.Minute
 	)
-	dir := t.TempDir()
+	r := newRestartRig(t, func(dir string) *config.Config {
+		return &config.Config{StateDir: dir, Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
+			Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: 1 << 30}},
+			Limits: config.Limits{UnstartedExpiry: expiry}, Slurm: config.Slurm{CapacityWait: wait}}
+	})
 	ctx := context.Background()
-	st, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	d := r.open()
 	now := time.Now()
 	submitted := passJob(0, 0, now)
 	submitted.Scheduler, submitted.Spec.Name = "", ""
@@ -114,17 +113,14 @@ func TestOlderRecordsTakeTheSitesWaits(t *testing.T) {
 	running := passJob(4, 0, now)
 	running.Scheduler, running.Spec.Name, running.State, running.StartedAt = "", "", lifecycle.Running, now
 	for _, j := range []*job.Job{submitted, slurmJob, sized, own, running} {
-		if err := st.Create(ctx, j, nil); err != nil {
+		if err := d.store.Create(ctx, j, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerSlurm, Proportion: 1, MinJobNodes: 1,
-		Socket: filepath.Join(dir, "rsa.sock"), Nodes: []config.Node{{Name: "rsa01", Capacity: 1 << 30}},
-		Limits: config.Limits{UnstartedExpiry: expiry}, Slurm: config.Slurm{CapacityWait: wait}}
-	d := newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
-	if err := d.resume(ctx); err != nil {
-		t.Fatal(err)
-	}
+	d.store.Close()
+	// The new rsa serve starts over the older one's records.
+	d = r.open()
+	defer d.store.Close()
 	for _, m := range d.pending {
 		if m.ev.Kind == lifecycle.EvResume {
 			d.handle(ctx, m)
@@ -142,11 +138,7 @@ func TestOlderRecordsTakeTheSitesWaits(t *testing.T) {
 		{"Slurm, its own wait", own, 0, time.Minute},
 		{"rsa submit, running", running, 0, 0},
 	} {
-		got, err := d.store.Get(ctx, tc.j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.UnstartedExpiry != tc.expiry || got.CapacityWait != tc.wait {
+		if got := r.get(d, tc.j.ID); got.UnstartedExpiry != tc.expiry || got.CapacityWait != tc.wait {
 			t.Errorf("%s: unstarted expiry %v, capacity wait %v; want %v, %v", tc.name, got.UnstartedExpiry, got.CapacityWait, tc.expiry, tc.wait)
 		}
 	}
