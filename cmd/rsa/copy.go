@@ -28,6 +28,7 @@ type copyFlags struct {
 	verify, json, sync, private    bool
 	atomic, checkListing           bool
 	pack, unpack                   bool
+	packFD                         int
 }
 
 func copyCmd() *cobra.Command {
@@ -51,12 +52,24 @@ before any path is opened. The RSA daemon stages every job this way.
   rsa copy --verify /gpfs/proj/input /run/rsa/ramdisk/17
   rsa copy --pack  results/ /gpfs/proj/results.tar     # one POSIX tar, streamed
   rsa copy --unpack /gpfs/proj/input.tar /run/rsa/ramdisk/17`,
-		Args: cobra.ExactArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.packFD > 0 {
+				if !f.pack || len(args) != 1 {
+					return errors.New("--pack-fd N writes the tar of SRC to descriptor N: give --pack and SRC alone")
+				}
+				return nil
+			}
+			return cobra.ExactArgs(2)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.user != "" {
 				return copyAsUser(f.user)
 			}
-			return runCopy(cmd, &f, args[0], args[1])
+			dst := ""
+			if len(args) == 2 {
+				dst = args[1]
+			}
+			return runCopy(cmd, &f, args[0], dst)
 		},
 	}
 	fl := cmd.Flags()
@@ -73,6 +86,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.BoolVar(&f.checkListing, "check-listing", false, "at the end, list DST and compare every name, kind and size with SRC (not the contents): for a DST that can lose part of itself during the copy, as a distributed file system whose server restarted empty")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size (in parallel on Lustre, GPFS, BeeGFS, CephFS, OrangeFS; one after another into tmpfs)")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
+	fl.IntVar(&f.packFD, "pack-fd", 0, "with --pack, write the tar stream to this open descriptor (3 or more) instead of a file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
 	return cmd
 }
@@ -191,6 +205,15 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 		return errors.New("--pack and --unpack exclude each other")
 	case f.checkListing && (f.pack || f.unpack):
 		return errors.New("--check-listing compares a copied tree with its source; with --pack use --verify, with --unpack --atomic")
+	case f.pack && f.packFD > 0:
+		if f.packFD < 3 || f.verify || f.sync {
+			return errors.New("--pack-fd: give a descriptor of 3 or more, without --verify or --sync (a stream cannot be re-read or flushed)")
+		}
+		out := os.NewFile(uintptr(f.packFD), "tar stream")
+		st, err = m.PackTo(cmd.Context(), src, out)
+		if cerr := out.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing the tar stream: %w", cerr)
+		}
 	case f.pack:
 		st, err = m.Pack(cmd.Context(), src, dst) // verified with m.Verify
 	case f.unpack:

@@ -2,6 +2,7 @@ package stage
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +62,14 @@ type Task struct {
 	// out of reach: a stage-out on an RSA node does not wait for its own
 	// client to reach every part first (it would wait in vain).
 	Degraded bool
+	// Image asks the built-in stage-in for an input image: the user's
+	// pack (rsa copy --pack-fd) streams the input directory as a tar,
+	// read with the user's rights, into the runner, which builds one
+	// erofs image of it at Ramdisk/ImageName as root. Ramdisk must be
+	// root's alone (the engine builds it so for an image).
+	Image bool
+	// Built receives the image's figures once it is built and checked.
+	Built func(ImageStats)
 }
 
 // Built-in staging modes beside the copy (thesis §3.2.4, Table 5.2):
@@ -111,6 +121,8 @@ type Runner struct {
 	// BWLimit caps the bytes per second a built-in copy reads (0: no
 	// cap); a job's own program is not held to it.
 	BWLimit int64
+	// Image bounds input images (Task.Image).
+	Image ImageLimits
 	// LogHead and LogTail bound what one stage writes to its log: the
 	// first LogHead bytes and the last LogTail are kept (0: 1 MiB and 256
 	// KiB).
@@ -148,7 +160,21 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	case t.Partial:
 		copyArgs = append(copyArgs, "--check-listing")
 	}
+	var img *image
+	if t.Image {
+		if t.Phase != "stage-in" || t.Program != "" {
+			return fmt.Errorf("%s: an input image is built by the built-in stage-in alone, not by %q", t.Phase, cmp.Or(t.Program, "the stage-out"))
+		}
+		var err error
+		if img, err = openImage(t.Ramdisk, r.Image); err != nil {
+			return fmt.Errorf("%s: %w", t.Phase, err)
+		}
+		defer img.w.Close()
+		copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--sync" }) // the builder flushes the image
+	}
 	switch {
+	case img != nil:
+		args = append(copyArgs, "--pack", "--pack-fd=3", "--", t.Data)
 	case custom:
 		args = []string{t.Program, t.Ramdisk, t.Data}
 		dir = t.Ramdisk
@@ -199,6 +225,9 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	cmd.Stdout, cmd.Stderr = outW, errW
 	if custom {
 		cmd.Stdout = errW // a stage program's output is all log
+	}
+	if img != nil {
+		cmd.ExtraFiles = []*os.File{img.w}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential:  &syscall.Credential{Uid: t.User.UID, Gid: t.User.GID, Groups: t.User.Groups},
@@ -262,7 +291,18 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		started <- nil
 		done <- cmd.Wait()
 	}()
-	if err = <-started; err == nil {
+	err = <-started
+	if img != nil {
+		// Only the child holds the pipe's write end now: its end is
+		// the stream's.
+		img.w.Close()
+		if err == nil {
+			go img.build(ctx)
+		} else {
+			img.done <- imageResult{}
+		}
+	}
+	if err == nil {
 		select {
 		case err = <-done:
 		case <-ctx.Done():
@@ -290,12 +330,25 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	outR.Close()
 	errR.Close()
 	<-finished
-	if err == nil && cerr != nil {
-		return fmt.Errorf("%s: %w", t.Phase, cerr)
+	var childErr error
+	switch {
+	case err != nil:
+		childErr = r.childError(ctx, t, err, events, ramdisk, tail, custom, cloneflags)
+	case cerr != nil:
+		childErr = fmt.Errorf("%s: %w", t.Phase, cerr)
 	}
-	if err == nil {
-		return nil
+	if img != nil {
+		st, err := img.finish(t.Phase, childErr, capped)
+		if err == nil && t.Built != nil {
+			t.Built(st)
+		}
+		return err
 	}
+	return childErr
+}
+
+// childError explains how a stage's child failed with err.
+func (r *Runner) childError(ctx context.Context, t Task, err error, events cgroup.Events, ramdisk int64, tail *tailWriter, custom bool, cloneflags uintptr) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s stopped: %w", t.Phase, ctx.Err())
 	}

@@ -67,6 +67,53 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 			os.Remove(tmp)
 		}
 	}()
+	if err := m.packStream(ctx, src, out, dst, &st); err != nil {
+		return st, err
+	}
+	if m.Sync {
+		if err := out.Sync(); err != nil {
+			return st, err
+		}
+	}
+	if err := out.Close(); err != nil {
+		return st, err
+	}
+	// Verified under its temporary name: an archive that does not match
+	// its source never gets the name a user or a stage-out trusts.
+	if m.Verify {
+		if err := VerifyArchive(ctx, src, tmp); err != nil {
+			return st, err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return st, err
+	}
+	ok = true
+	m.packDone(st)
+	return st, nil
+}
+
+// PackTo writes the tree at src as a POSIX (pax) tar stream to out, as Pack
+// writes its file: out may be a pipe (rsa copy --pack-fd, whose reader
+// builds the job's input image). It does not close out.
+func (m *Mover) PackTo(ctx context.Context, src string, out *os.File) (Stats, error) {
+	var st Stats
+	if err := m.packStream(ctx, src, out, out.Name(), &st); err != nil {
+		return st, err
+	}
+	m.packDone(st)
+	return st, nil
+}
+
+func (m *Mover) packDone(st Stats) {
+	if m.Progress != nil {
+		m.Progress(Progress{Files: st.Files, Bytes: st.Bytes, TotalFiles: st.Files, TotalBytes: st.Bytes})
+	}
+}
+
+// packStream writes the tar of src to out, named dst in errors, counting
+// into st.
+func (m *Mover) packStream(ctx context.Context, src string, out *os.File, dst string, st *Stats) error {
 	bw := bufio.NewWriterSize(out, 1<<20)
 	tw := tar.NewWriter(bw)
 
@@ -249,7 +296,7 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 						links[k] = filepath.ToSlash(it.rel)
 					}
 				}
-				if err := m.packEntry(tw, src, dst, it.rel, it.info, linkname, limit, &st); err != nil {
+				if err := m.packEntry(tw, src, dst, it.rel, it.info, linkname, limit, st); err != nil {
 					return err
 				}
 			}
@@ -261,41 +308,16 @@ func (m *Mover) Pack(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	for b := range batches {
 		if err := writeBatch(b); err != nil {
-			return st, err
+			return err
 		}
 	}
 	if err := <-walkErr; err != nil {
-		return st, fmt.Errorf("reading %s: %w", src, err)
+		return fmt.Errorf("reading %s: %w", src, err)
 	}
 	if err := tw.Close(); err != nil {
-		return st, err
+		return err
 	}
-	if err := bw.Flush(); err != nil {
-		return st, err
-	}
-	if m.Sync {
-		if err := out.Sync(); err != nil {
-			return st, err
-		}
-	}
-	if err := out.Close(); err != nil {
-		return st, err
-	}
-	// Verified under its temporary name: an archive that does not match
-	// its source never gets the name a user or a stage-out trusts.
-	if m.Verify {
-		if err := VerifyArchive(ctx, src, tmp); err != nil {
-			return st, err
-		}
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return st, err
-	}
-	ok = true
-	if m.Progress != nil {
-		m.Progress(Progress{Files: st.Files, Bytes: st.Bytes, TotalFiles: st.Files, TotalBytes: st.Bytes})
-	}
-	return st, nil
+	return bw.Flush()
 }
 
 // writevAll writes bufs in order at fd's position, as many writev calls as
