@@ -65,8 +65,16 @@ type Config struct {
 	// OutputHeadroom is what a job of scheduler "none" (rsa run, rsa
 	// submit) without a capacity gets beside its input's size.
 	OutputHeadroom int64
-	Tick           time.Duration
-	LogLevel       string
+	// InputMode is how a job's input reaches it when the job says not
+	// (input_mode): "image" (one read-only erofs image each compute node
+	// mounts) or "files" (a read-write tree).
+	InputMode string
+	// ImageLoop mounts input images through a loop device even where
+	// the kernel reads an image file itself (image_mount = "loop"; the
+	// default "auto" takes file-backed erofs where the kernel has it).
+	ImageLoop bool
+	Tick      time.Duration
+	LogLevel  string
 	// HistoryRetention is how long the record of an ended job (its
 	// states, events and log) is kept; 0: for ever.
 	HistoryRetention time.Duration
@@ -211,6 +219,8 @@ type file struct {
 	MinJobNodes    *int       `toml:"min_job_nodes"`
 	DefaultDelay   *string    `toml:"default_delay"`
 	OutputHeadroom *string    `toml:"output_headroom"`
+	InputMode      *string    `toml:"input_mode"`
+	ImageMount     *string    `toml:"image_mount"`
 	Tick           *string    `toml:"tick"`
 	LogLevel       *string    `toml:"log_level"`
 	History        *string    `toml:"history_retention"`
@@ -310,6 +320,7 @@ func defaults() Config {
 		LogLevel:         "info",
 		HistoryRetention: 90 * 24 * time.Hour,
 		PrivateData:      true,
+		InputMode:        "image",
 		Limits: Limits{MaxActiveJobs: 256, MaxJobsPerUser: 32, StageTimeout: 12 * time.Hour,
 			UnstartedExpiry: time.Hour, KillGrace: 10 * time.Second, BytesPerInode: 8 << 10,
 			MaxConnections: 1024, MaxConnectionsPerUser: 64,
@@ -403,6 +414,22 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 			return nil, fmt.Errorf("default_delay: %w", err)
 		}
 		c.DefaultDelay = d
+	}
+	if f.InputMode != nil {
+		switch *f.InputMode {
+		case "image", "files":
+			c.InputMode = *f.InputMode
+		default:
+			return nil, fmt.Errorf("input_mode %q: use \"image\" (a read-only image of the input) or \"files\" (a read-write tree)", *f.InputMode)
+		}
+	}
+	if f.ImageMount != nil {
+		switch *f.ImageMount {
+		case "auto", "loop":
+			c.ImageLoop = *f.ImageMount == "loop"
+		default:
+			return nil, fmt.Errorf("image_mount %q: use \"auto\" (file-backed erofs where the kernel has it, Linux 6.12+, else a loop device) or \"loop\"", *f.ImageMount)
+		}
 	}
 	if f.OutputHeadroom != nil {
 		n, err := units.ParseSize(*f.OutputHeadroom)

@@ -20,6 +20,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -461,7 +462,13 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			d.appendStageLog(j, "mount: "+why)
 			return lifecycle.Event{Kind: lifecycle.EvMountFailed, Reason: why, Nodes: dg.Nodes}
 		}
-		if err := d.bind(ctx, j, "input directory", j.Spec.Input); err != nil {
+		if rd.RootOnly {
+			if err := d.bindImage(ctx, j, rd); err != nil {
+				return fail(lifecycle.EvMountFailed, err)
+			}
+			return ok(lifecycle.EvMounted)
+		}
+		if err := d.bind(ctx, j, node.InputRole, j.Spec.Input); err != nil {
 			return fail(lifecycle.EvMountFailed, err)
 		}
 		return ok(lifecycle.EvMounted)
@@ -562,7 +569,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// The compute nodes' mounts first: each keeps the tmpfs, and so
 		// its RAM, alive. Then the gate closes, the processes still
 		// holding the RAMDISK end, and only then is it unmounted: its RAM
-		// counts as held until it is really gone.
+		// counts as held until it is really gone. An input image mounted
+		// here holds its file in the RAMDISK open until the last process
+		// reading it lets go: its holders are ended too, found by its
+		// device, read before its mount here goes.
+		imageDev := d.imageDevice(rd)
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			// A compute node out of reach keeps its client mount until
 			// it answers again (a debt, paid then); it holds no RSA
@@ -579,7 +590,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		if err := d.engine.Revoke(ctx, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
-		if err := d.evict(ctx, j, rd); err != nil {
+		if err := d.evict(ctx, j, rd, imageDev); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
@@ -655,6 +666,47 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 	return d.access.Bind(ctx, j.Hosts, role, d.ramdisk(j), target)
 }
 
+// imageDevice is the device of the input image mounted from rd on this
+// host, or 0.
+func (d *Daemon) imageDevice(rd engine.Ramdisk) uint64 {
+	if !rd.RootOnly {
+		return 0
+	}
+	m, ok, err := mount.MountedAt(engine.ImagePoint(rd))
+	if err != nil || !ok || m.FSType != "erofs" {
+		return 0
+	}
+	dev, err := engine.DeviceOf(m)
+	if err != nil {
+		return 0
+	}
+	return dev
+}
+
+// bindImage shows the job's input image at its input directory on its
+// compute nodes. The image's root carries the input directory's own
+// owner, group and mode (its pack's first entry), so, unlike a RAMDISK's
+// root, it needs none set.
+func (d *Daemon) bindImage(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	ib, ok := d.access.(node.ImageBinder)
+	if !ok {
+		return fmt.Errorf("the compute nodes of engine %s cannot mount an input image; the job reads its input from disk (input=files stages it into RAM)", d.engine.Name())
+	}
+	if a, ok := engine.As[engine.ClientAdmitter](d.engine); ok {
+		if err := a.AdmitClients(ctx, rd, j.Hosts); err != nil {
+			return err
+		}
+	}
+	backing, err := ib.BindImage(ctx, j.Hosts, rd, j.Spec.Input, mount.ImageOptions{Loop: d.cfg.ImageLoop})
+	if err != nil {
+		return err
+	}
+	if backing != "" {
+		d.appendStageLog(j, fmt.Sprintf("mount: input image mounted read-only at the input directory (%s-backed)", backing))
+	}
+	return nil
+}
+
 // showsRamdisk reports whether target, reached without symlinks, is the
 // root of the RAMDISK at ramdisk.
 func showsRamdisk(target, ramdisk string) bool {
@@ -698,18 +750,29 @@ func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error 
 // RSA's). One still there after that keeps the RAMDISK (counted as held)
 // until an administrator ends it and retries. Each signal is
 // written to the job's log and the daemon's.
-func (d *Daemon) evict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+func (d *Daemon) evict(ctx context.Context, j *job.Job, rd engine.Ramdisk, also ...uint64) error {
 	dev, ok, err := d.engine.Device(rd)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	devs := slices.DeleteFunc(also, func(n uint64) bool { return n == 0 })
+	if ok {
+		devs = append(devs, dev)
+	}
+	if len(devs) == 0 {
+		return nil
 	}
 	grace := d.cfg.Limits.KillGrace
 	started := time.Now()
 	termed := map[int]bool{}
 	for {
-		hs, err := d.findHolders(ctx, dev)
-		if err != nil {
-			return fmt.Errorf("looking for processes that hold the RAMDISK: %w", err)
+		var hs []holders.Holder
+		for _, dev := range devs {
+			h, err := d.findHolders(ctx, dev)
+			if err != nil {
+				return fmt.Errorf("looking for processes that hold the RAMDISK: %w", err)
+			}
+			hs = append(hs, h...)
 		}
 		var roots []string
 		live := 0
@@ -789,16 +852,18 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 	fmt.Fprintf(logf, "%s %s: %s\n", time.Now().Format(time.RFC3339), phase, describe(program, data))
 	started := time.Now()
 	d.setProgress(j.ID, job.Progress{Phase: phase, Started: started, Updated: started})
+	rd := d.ramdisk(j)
 	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
-		Degraded: degraded,
+		Degraded: degraded, Image: phase == "stage-in" && rd.RootOnly,
+		Built: func(st stage.ImageStats) { d.metrics.ImageBuilt(st.Bytes, st.Took) },
 		Progress: func(p stage.Progress) {
 			d.setProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})
 		},
 	}
 	if s, ok := engine.As[engine.Stager](d.engine); ok {
-		err = s.Stage(ctx, d.ramdisk(j), task)
+		err = s.Stage(ctx, rd, task)
 	} else {
 		// The engine's RAMDISK is one file system here, which nobody
 		// looks into before the stage-in ends and whose loss the daemon

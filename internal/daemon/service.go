@@ -24,6 +24,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -195,6 +196,7 @@ func describeSpec(s job.Spec) string {
 	}
 	add("slurm_job", s.Name)
 	add("in", s.Input)
+	add("input", s.InputMode)
 	add("out", s.Output)
 	add("stage_in", s.StageIn)
 	add("stage_out", s.StageOut)
@@ -206,6 +208,37 @@ func describeSpec(s job.Spec) string {
 		parts = append(parts, "sized=("+s.Sized+")")
 	}
 	return strings.Join(parts, " ")
+}
+
+// inputMode checks the spec's input mode, and sets the site's default
+// (input_mode) for a job with an input directory that gives none. A job
+// whose input a stage-in program makes gets files: only RSA's own pack
+// builds an image.
+func (d *Daemon) inputMode(s *job.Spec) error {
+	_, images := d.access.(node.ImageBinder)
+	switch s.InputMode {
+	case "":
+		switch {
+		case s.Input == "":
+		case s.StageIn == "" && d.cfg.InputMode == job.InputImage && images:
+			s.InputMode = job.InputImage
+		default:
+			s.InputMode = job.InputFiles
+		}
+	case job.InputFiles:
+	case job.InputImage:
+		switch {
+		case s.Input == "":
+			return api.Invalid("input=image makes an image of the input directory: give one (--in, RSA_DATA_IN), or drop input=image")
+		case s.StageIn != "":
+			return api.Invalid("input=image packs the input directory itself; a stage-in program (%s) stages files: drop one of them, or ask for input=files", s.StageIn)
+		case !images:
+			return api.Invalid("input=image: the compute nodes of engine %s cannot mount an input image; ask for input=files", d.engine.Name())
+		}
+	default:
+		return api.Invalid("input mode %q: use image (a read-only image of the input directory) or files (a read-write copy, for a job that writes into its input directory)", s.InputMode)
+	}
+	return nil
 }
 
 // validate checks a spec before anything is created or mounted. Every error
@@ -271,6 +304,9 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		}); err != nil {
 			return api.Invalid("%v", err)
 		}
+	}
+	if err := d.inputMode(s); err != nil {
+		return err
 	}
 	if s.Input != "" && s.Output != "" {
 		if s.Input == s.Output || strings.HasPrefix(s.Output, s.Input+"/") || strings.HasPrefix(s.Input, s.Output+"/") {

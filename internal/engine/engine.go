@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -37,6 +38,10 @@ type Ramdisk struct {
 	Build int
 	UID   uint32 // its root directory belongs to the job's user, mode 0700
 	GID   uint32
+	// RootOnly: the RAMDISK holds what RSA builds for the job (its input
+	// image, stage.ImageName), which no user may write: its root
+	// directory is root's, mode 0700, and its gate admits root alone.
+	RootOnly bool
 	// Inodes bounds the RAMDISK's inode table (0: the engine's default):
 	// inode memory is not counted in the size.
 	Inodes int64
@@ -147,8 +152,9 @@ type Engine interface {
 	Name() string
 	// Construct builds the RAMDISK and makes it visible at r.Dir, empty,
 	// owned by r.UID:r.GID with mode 0700, nosuid and nodev, behind a gate
-	// only root and r.UID pass. If it already exists for r.Job it succeeds
-	// without change.
+	// only root and r.UID pass; with r.RootOnly, owned by root with a gate
+	// only root passes. If it already exists for r.Job it succeeds without
+	// change.
 	Construct(ctx context.Context, r Ramdisk) error
 	// Seal makes the RAMDISK read-only for everyone, root included, on
 	// every mount of it: a later write fails with EROFS instead of landing
@@ -196,6 +202,10 @@ type Engine interface {
 func DirFor(root string, id int64) string {
 	return fmt.Sprintf("%s/%d/ram", root, id)
 }
+
+// ImagePoint is where a host mounts the input image of r (a RootOnly
+// RAMDISK's): beside the RAMDISK's own mount point, behind the same gate.
+func ImagePoint(r Ramdisk) string { return filepath.Join(filepath.Dir(r.Dir), "image") }
 
 // GateFor is the directory above a job's RAMDISK that only root and the
 // job's user may pass.

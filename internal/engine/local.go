@@ -81,7 +81,7 @@ func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 	if err := os.Mkdir(gateDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating the RAMDISK's gate: %w", err)
 	}
-	if err := gate.Open(gateDir, r.UID); err != nil {
+	if err := openGate(gateDir, r); err != nil {
 		return err
 	}
 	if _, ok, err := l.mounted(r); err != nil {
@@ -102,11 +102,24 @@ func (l *Local) Construct(ctx context.Context, r Ramdisk) error {
 		inodes = size / defaultBytesPerInode
 	}
 	inodes = max(inodes, 1024)
-	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", size, inodes, r.UID, r.GID)
+	uid, gid := r.UID, r.GID
+	if r.RootOnly {
+		uid, gid = 0, 0
+	}
+	opts := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700,uid=%d,gid=%d", size, inodes, uid, gid)
 	if err := unix.Mount(SourceFor(r.Job), r.Dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting tmpfs of %d bytes at %s: %w", size, r.Dir, err)
 	}
 	return nil
+}
+
+// openGate lets r's user pass the gate above it, or, for a RootOnly
+// RAMDISK, no one but root.
+func openGate(dir string, r Ramdisk) error {
+	if r.RootOnly {
+		return gate.Close(dir)
+	}
+	return gate.Open(dir, r.UID)
 }
 
 func (l *Local) Revoke(ctx context.Context, r Ramdisk) error {
@@ -183,6 +196,9 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	if err := l.Revoke(ctx, r); err != nil {
 		return err
 	}
+	if err := clearImage(r); err != nil {
+		return err
+	}
 	m, ok, err := l.mounted(r)
 	if err != nil {
 		return err
@@ -209,10 +225,31 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	} else if ok {
 		return fmt.Errorf("%s is still a mount point of something not RSA's; leaving it for an administrator", r.Dir)
 	}
-	for _, p := range []string{r.Dir, GateFor(l.Root, r.Job)} {
+	for _, p := range []string{r.Dir, ImagePoint(r), GateFor(l.Root, r.Job)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
+	}
+	return nil
+}
+
+// clearImage removes the input image mounted from r at ImagePoint(r), if
+// any (node access mounts it there), with its binds: it holds its file,
+// and so the tmpfs, open. Busy, it fails wrapping ErrBusy, as the tmpfs
+// would.
+func clearImage(r Ramdisk) error {
+	m, ok, err := mount.MountedAt(ImagePoint(r))
+	if err != nil || !ok || m.FSType != "erofs" {
+		return err
+	}
+	if err := mount.UnbindDev(m.Dev, m.Point, true); err != nil {
+		return fmt.Errorf("removing the input image's mounts of job %d: %w", r.Job, err)
+	}
+	if err := mount.Unmount(m, false); err != nil {
+		if errors.Is(err, mount.ErrBusy) {
+			return fmt.Errorf("unmounting the input image of job %d: %w", r.Job, ErrBusy)
+		}
+		return fmt.Errorf("unmounting the input image of job %d: %w", r.Job, err)
 	}
 	return nil
 }

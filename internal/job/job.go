@@ -28,7 +28,21 @@ type Spec struct {
 	// Pool is the Slurm burst buffer pool that accounts Capacity; Slurm
 	// then counts this job's RAM itself.
 	Pool string `json:"pool,omitempty"`
+	// InputMode is how the input reaches the job (InputFiles,
+	// InputImage); the daemon fills in its default when a job with input
+	// gives none. "" in a record from before the field: files.
+	InputMode string `json:"input_mode,omitempty"`
 }
+
+// Input modes (Spec.InputMode).
+const (
+	// InputFiles stages the input as files into the RAMDISK, which the
+	// job sees read-write at its input path.
+	InputFiles = "files"
+	// InputImage packs the input into one read-only erofs image in the
+	// RAMDISK, which each compute node mounts at the job's input path.
+	InputImage = "image"
+)
 
 // Part is a share of one RSA node's RAM held by a job.
 type Part struct {
@@ -73,6 +87,8 @@ type Job struct {
 	// its own: more than one when one was rebuilt for output after the
 	// input, or on live nodes after a node was lost.
 	Build int `json:"build,omitempty"`
+	// ImageBuild is the build made for the input image (lifecycle.Job).
+	ImageBuild int `json:"image_build,omitempty"`
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`
 	Owner   Owner  `json:"owner,omitzero"`
@@ -124,6 +140,8 @@ func (j *Job) Machine() lifecycle.Job {
 		Error:     j.Error,
 
 		Build:        j.Build,
+		InputImage:   j.Spec.InputMode == InputImage,
+		ImageBuild:   j.ImageBuild,
 		FinishedAt:   j.FinishedAt,
 		CapacityWait: j.CapacityWait,
 		WaitingSince: j.WaitingSince,

@@ -256,6 +256,9 @@ func Step(j Job, ev Event) (out Outcome) {
 func (o *Outcome) settle(j Job, at time.Time) {
 	if o.Job.RSA == Booting && j.RSA != Booting {
 		o.Job.Build++
+		if o.Job.InputImage && o.Job.HasInput && o.Job.Pending() {
+			o.Job.ImageBuild = o.Job.Build
+		}
 	}
 	if o.Job.State == Finished && j.State != Finished {
 		o.Job.FinishedAt = at

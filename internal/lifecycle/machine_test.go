@@ -18,6 +18,9 @@ func io(s JobState, r RSAState) Job {
 func inOnly(s JobState, r RSAState) Job  { j := io(s, r); j.HasOutput = false; return j }
 func outOnly(s JobState, r RSAState) Job { j := io(s, r); j.HasInput = false; return j }
 
+// imaged is j (input=image) with its current RAMDISK built for the image.
+func imaged(j Job) Job { j.InputImage, j.Build, j.ImageBuild = true, 1, 1; return j }
+
 // lost is j after one of its RSA nodes was lost.
 func lost(j Job) Job { j.NodeLost = true; return j }
 
@@ -117,6 +120,7 @@ var cases = []stepCase{
 	{name: "started while demoted and tearing down", job: io(Demoted, Teardown), event: ev(EvStarted), wantJob: Running, wantRSA: Teardown},
 	{name: "started during stage-in: stop it (l.209)", job: io(OnDeck, StagingIn), event: ev(EvStarted), wantJob: Running, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "started while booting waits (App. K l.16)", job: io(OnDeck, Booting), event: ev(EvStarted), wantJob: Running, wantRSA: Booting},
+	{name: "image job started while its image RAMDISK booted: rebuilt for output", job: imaged(io(Running, Booting)), event: ev(EvBooted), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "input-only job started while booting: teardown", job: inOnly(Running, Booting), event: ev(EvBooted), wantJob: Running, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "input-only job destroyed while running: released", job: inOnly(Running, Teardown), event: ev(EvDestroyed), wantJob: Running, wantRSA: Released},
 	{name: "running, assigned (l.179)", job: io(Running, Initial), event: ev(EvAssigned), wantJob: Running, wantRSA: Booting, wantDo: []ActionKind{Construct}},
@@ -233,6 +237,32 @@ func TestStep(t *testing.T) {
 // TestEveryRowCovered: each row of both tables is taken by at least one of
 // the hand-written cases above, so no row is untested. Step says which
 // rows it took.
+// The build an input image job enters BOOTING for before it starts is its
+// image's; one for output after it started is not.
+func TestImageBuild(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		job       Job
+		image     bool
+		wantImage int
+	}{
+		{"on deck, image", io(OnDeck, Assigned), true, 1},
+		{"on deck, files", io(OnDeck, Assigned), false, 0},
+		{"running, for output", io(Running, Assigned), true, 0},
+		{"output only", outOnly(OnDeck, Assigned), true, 0},
+	} {
+		j := c.job
+		j.InputImage = c.image
+		out := Step(j, ev(EvTick))
+		if out.Job.RSA != Booting || out.Job.Build != 1 || out.Job.ImageBuild != c.wantImage {
+			t.Errorf("%s: %s build %d image build %d, want BOOTING build 1 image build %d", c.name, out.Job.RSA, out.Job.Build, out.Job.ImageBuild, c.wantImage)
+		}
+		if out.Job.HoldsImage() != (c.wantImage != 0) {
+			t.Errorf("%s: HoldsImage %v", c.name, out.Job.HoldsImage())
+		}
+	}
+}
+
 func TestEveryRowCovered(t *testing.T) {
 	evHit := make([]bool, len(eventTable))
 	passHit := make([]bool, len(passTable))

@@ -211,7 +211,18 @@ type Job struct {
 	// ChangedAt is when the job's record last changed: the clock of
 	// ExpireAfter.
 	ChangedAt time.Time
+	// InputImage: the job's input is staged as one read-only image
+	// (input=image), not as files.
+	InputImage bool
+	// ImageBuild is the build (Build) made for the input image: entered
+	// into BOOTING before the job started, with InputImage. 0: none.
+	ImageBuild int
 }
+
+// HoldsImage reports whether the job's RAMDISK now is the one built for
+// its input image: root's alone, holding the image the compute nodes
+// mount read-only, never shown to the job as files nor used for output.
+func (j Job) HoldsImage() bool { return j.ImageBuild != 0 && j.ImageBuild == j.Build }
 
 // Done reports whether nothing more will ever happen to the job.
 // OUTPUT_LOST is such an end too: RSA holds nothing more for the job.

@@ -197,6 +197,14 @@ func noInput(j Job, _ time.Time) bool   { return !j.HasInput }
 func hasOutput(j Job, _ time.Time) bool { return j.HasOutput }
 func noOutput(j Job, _ time.Time) bool  { return !j.HasOutput }
 
+// outputHere: the RAMDISK built can take the job's output (not one built
+// for an input image, which is root's and holds the image).
+func outputHere(j Job, _ time.Time) bool { return j.HasOutput && !j.HoldsImage() }
+
+// imageNoOutput: the RAMDISK built holds (or was to hold) the input image,
+// and the job has started: it cannot take output.
+func imageNoOutput(j Job, _ time.Time) bool { return j.HasOutput && j.HoldsImage() }
+
 // switchDue: the job has run for its delay and has an output directory
 // (App. A l.189-199). The delay counts from when the input was mounted:
 // the scheduler holds the job until then (a prolog, pre_run), so that is
@@ -259,7 +267,8 @@ var passTable = []passRow{
 	{job: Running, rsa: []RSAState{StagingIn}, next: StoppingStagingIn, why: "job started before stage-in ended"},
 	// Tear down to rebuild for output (l.217); DESTROYED then decides.
 	{job: Running, rsa: []RSAState{Aborted, Unmounted}, next: Teardown, why: "tearing down to rebuild for output"},
-	{job: Running, rsa: []RSAState{Booted}, guard: hasOutput, next: Mounting, why: "mounting at the output path"}, // l.226
+	{job: Running, rsa: []RSAState{Booted}, guard: outputHere, next: Mounting, why: "mounting at the output path"}, // l.226
+	{job: Running, rsa: []RSAState{Booted}, guard: imageNoOutput, next: Teardown, why: "started before its input image was built: tearing down to rebuild for output"},
 	{job: Running, rsa: []RSAState{Booted}, guard: noOutput, next: Teardown, why: "started before the input was staged; no output to catch"},
 	// Waits: BOOTING, MOUNTING(_IN), TEARDOWN, UNMOUNTING (l.223),
 	// STOPPING_STAGING_IN (l.214), INUSE_OUT (l.206), UNMOUNT_BUSY,

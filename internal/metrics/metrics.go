@@ -75,6 +75,8 @@ type Metrics struct {
 	bytes    *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	hooks    *prometheus.HistogramVec
+	images   *prometheus.HistogramVec
+	imageLen prometheus.Histogram
 }
 
 // New makes the metrics of a daemon reading gauges from src.
@@ -101,6 +103,16 @@ func New(src Source, version string) *Metrics {
 			Help:    "Time the daemon took to answer each Slurm hook (data_in and the like include their wait for RSA's work), by the way it came: via=\"lua-socket\" from burst_buffer.lua over the socket, via=\"rsa\" through a process (rsa slurm-bb, the prolog and epilog).",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 12),
 		}, []string{"hook", "via"}),
+		images: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "rsa_input_image_build_seconds",
+			Help:    "Time the builder took to turn a stage-in's tar stream into an input image (input=image), its read of the input included.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
+		}, nil),
+		imageLen: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rsa_input_image_bytes",
+			Help:    "Size of each input image built (input=image).",
+			Buckets: prometheus.ExponentialBuckets(1<<20, 4, 12),
+		}),
 	}
 	// Every failure kind exists from the start, at 0: an alert on
 	// increase() needs the series before the first failure.
@@ -116,9 +128,15 @@ func New(src Source, version string) *Metrics {
 		Name: "rsa_build_info", Help: "The daemon's version.", ConstLabels: prometheus.Labels{"version": version},
 	})
 	info.Set(1)
-	m.reg.MustRegister(m.phase, m.files, m.bytes, m.failures, m.hooks, info, &gauges{src: src},
+	m.reg.MustRegister(m.phase, m.files, m.bytes, m.failures, m.hooks, m.images, m.imageLen, info, &gauges{src: src},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ImageBuilt records one input image built: its size and build time.
+func (m *Metrics) ImageBuilt(bytes int64, took time.Duration) {
+	m.images.WithLabelValues().Observe(took.Seconds())
+	m.imageLen.Observe(float64(bytes))
 }
 
 // ObservePhase records one phase's duration.

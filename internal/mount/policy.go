@@ -99,9 +99,10 @@ func (p Policy) Attach(role string, tree int, target string, uid uint32) error {
 		return err
 	}
 	defer unix.Close(tfd)
-	if isRAMDISK(fs) {
-		// Maybe this very RAMDISK, mounted by an earlier try (a resumed
-		// action). Both are RSA's tmpfs, so stat asks no user's server.
+	if isRAMDISK(fs) || fs.FSType == "erofs" {
+		// Maybe this very RAMDISK or input image, mounted by an earlier
+		// try (a resumed action). Neither is a file system whose stat
+		// asks a user's server.
 		var sst, tst unix.Stat_t
 		if err := unix.Fstat(tree, &sst); err != nil {
 			return fmt.Errorf("examining RAMDISK: %w", err)

@@ -81,7 +81,11 @@ func (l Local) Bind(_ context.Context, _ []string, role string, rd engine.Ramdis
 }
 
 func (Local) Unbind(_ context.Context, _ []string, rd engine.Ramdisk, detach bool) error {
-	if err := mount.Unbind(rd.Dir, detach); err != nil {
+	err := unbindImage(rd, func(point string) error { return mount.Unbind(point, detach) })
+	if err == nil {
+		err = mount.Unbind(rd.Dir, detach)
+	}
+	if err != nil {
 		return fmt.Errorf("on this host: %w", err)
 	}
 	return nil
@@ -173,12 +177,21 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role string, rd en
 }
 
 func (n Namespaces) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
-	dev, err := mount.DevOf(rd.Dir)
+	if err := unbindImage(rd, func(point string) error { return n.unbindFrom(ctx, nodes, point, detach) }); err != nil {
+		return err
+	}
+	return n.unbindFrom(ctx, nodes, rd.Dir, detach)
+}
+
+// unbindFrom removes, on every node, the mounts of the file system
+// mounted at src on this host.
+func (n Namespaces) unbindFrom(ctx context.Context, nodes []string, src string, detach bool) error {
+	dev, err := mount.DevOf(src)
 	if err != nil {
 		return err
 	}
 	if dev == "" {
-		return nil // no RAMDISK, so nothing of it is mounted anywhere
+		return nil // nothing there, so nothing of it is mounted anywhere
 	}
 	var errs []error
 	for _, node := range nodes {

@@ -54,9 +54,10 @@ var variables = map[string]string{
 	"STAGE_IN":  "stage_in",
 	"STAGE_OUT": "stage_out",
 	"DELAY":     "delay",
+	"INPUT":     "input",
 }
 
-var keys = []string{"in", "out", "stage_in", "stage_out", "delay", "capacity", "pool"}
+var keys = []string{"in", "out", "input", "stage_in", "stage_out", "delay", "capacity", "pool"}
 
 // Parse reads the RSA directives of a job script. Like Slurm, it reads only
 // the leading comment block: the first line that does not start with '#'
@@ -97,7 +98,7 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 			k, known := variables[name]
 			if !known {
 				// Escaped: the message reaches sbatch's and squeue's terminals.
-				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", textsafe.Line(name))
+				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_INPUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", textsafe.Line(name))
 			}
 			if !found {
 				return r, ok, bad("missing '=': write #RSA_%s=VALUE", name)
@@ -187,6 +188,11 @@ func set(r *Request, k, v string) error {
 		r.Spec.Capacity = n
 	case "pool":
 		r.Pool = v
+	case "input":
+		if v != job.InputImage && v != job.InputFiles {
+			return fmt.Errorf("input %q: write input=image (a read-only image of the input directory) or input=files (a read-write copy, for a job that writes into its input directory)", v)
+		}
+		r.Spec.InputMode = v
 	}
 	return nil
 }

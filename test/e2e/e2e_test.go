@@ -21,6 +21,7 @@ import (
 // inRAM is shell that fails unless "$1" shows an RSA RAMDISK. Jobs that
 // check their input is in RAM use switchDelay.
 const inRAM = `ram() { findmnt -n -o FSTYPE,SOURCE --mountpoint "$1" | grep -q '^tmpfs  *rsa-'; }
+image() { findmnt -n -o FSTYPE,OPTIONS --mountpoint "$1" | grep -q '^erofs  *ro,nosuid,nodev'; }
 waitram() { n=0; until ram "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "$1 never in RAM" >&2; exit 11; }; sleep 0.05; done; }
 `
 
@@ -31,9 +32,27 @@ waitram() { n=0; until ram "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "$1 nev
 // RAMDISK (waitram) and go on at once.
 const switchDelay = "2s"
 
+// A job's whole life through rsa run, its input as an image (the
+// default: mounted read-only) and as files (a read-write tree in RAM).
 func TestRunLifecycle(t *testing.T) {
 	t.Parallel()
-	e := setup(t, "")
+	const readOnly = `
+! touch "$1/new" 2>/dev/null || { echo "input image writable" >&2; exit 13; }`
+	for _, c := range []struct{ name, mode, config, check string }{
+		{"image", "image", `input_mode = "image"`, `image "$1" || { echo "input not an image" >&2; exit 10; }` + readOnly},
+		// The path of kernels before 6.12, which have no file-backed erofs.
+		{"image by loop", "image", "input_mode = \"image\"\nimage_mount = \"loop\"", `image "$1" && findmnt -n -o SOURCE --mountpoint "$1" | grep -q '^/dev/loop' || { echo "input image not on a loop device" >&2; exit 10; }` + readOnly},
+		{"files", "files", "", `ram "$1" || { echo "input not in RAM" >&2; exit 10; }`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			runLifecycle(t, c.mode, c.config, c.check)
+		})
+	}
+}
+
+func runLifecycle(t *testing.T, mode, config, check string) {
+	e := setup(t, config)
 	in, out := e.mkdir("sim/input"), e.mkdir("sim/results")
 	want := e.fill(in, 64, 4096)
 	e.writeFile(filepath.Join(e.mkdir("sim/input/sub"), "nested"), []byte("nested"), 0o640)
@@ -41,7 +60,7 @@ func TestRunLifecycle(t *testing.T) {
 	os.Chmod(in, 0o751)
 	sums := filepath.Join(e.mkdir("ctl"), "sums")
 	job := e.script("job.sh", inRAM+`
-ram "$1" || { echo "input not in RAM" >&2; exit 10; }
+`+check+`
 [ "$(stat -c %a "$1")" = 751 ] || { echo "RAMDISK root does not keep the input's mode" >&2; exit 12; }
 (cd "$1" && find . -type f -printf '%P\n' | sort | xargs sha256sum) > `+sums+`
 waitram "$2"
@@ -49,7 +68,11 @@ for i in 1 2 3; do echo "result $i" > "$2/r$i"; done
 mkdir "$2/deep"; echo deep > "$2/deep/x"
 exit 3
 `)
-	b := e.runBG("--in", in, "--out", out, "--delay", switchDelay, "--", job, in, out)
+	args := []string{"--in", in, "--out", out, "--delay", switchDelay}
+	if mode != "image" {
+		args = append(args, "--input", mode) // the config's default is image
+	}
+	b := e.runBG(append(args, "--", job, in, out)...)
 	if code := b.wait(t); code != 3 {
 		t.Fatalf("rsa run exit %d, want the command's 3\n%s", code, b.errb.String())
 	}

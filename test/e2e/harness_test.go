@@ -105,6 +105,11 @@ func setup(t *testing.T, extra string) *env {
 	dir := testutil.TempDir(t)
 	e := &env{t: t, dir: dir, user: u, root: filepath.Join(dir, "run", "ramdisk"), cfg: filepath.Join(dir, "rsa.toml")}
 	e.home = testutil.MkdirOwned(t, u, filepath.Join(dir, "home"))
+	// The tests of the read-write input tree run with input=files; those
+	// of input images (the product's default) ask for images in extra.
+	if !strings.Contains(extra, "input_mode") {
+		extra = "input_mode = \"files\"\n" + extra
+	}
 	conf := fmt.Sprintf(`state_dir = %q
 socket = %q
 ramdisk_root = %q
@@ -220,6 +225,13 @@ func (e *env) leaks() []string {
 	for _, m := range ms {
 		if strings.HasPrefix(m.Point, e.dir+"/") || strings.HasPrefix(m.Source, "rsa-") && strings.HasPrefix(m.Point, e.dir) {
 			out = append(out, m.Point+" ("+m.Source+")")
+		}
+	}
+	// A loop device an input image was mounted from names its file.
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), e.dir+"/") {
+			out = append(out, filepath.Base(filepath.Dir(filepath.Dir(f)))+" on "+strings.TrimSpace(string(b)))
 		}
 	}
 	ents, err := os.ReadDir(e.root)

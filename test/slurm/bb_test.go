@@ -74,6 +74,7 @@ const bbCapacityWait = 8 * time.Second
 func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2, "RSA_SLURM_CAPACITY_WAIT="+bbCapacityWait.String())
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
+	t.Run("input image", func(t *testing.T) { testInputImage(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
 	t.Run("pool full", func(t *testing.T) { testPoolFull(c.in(t)) })
 	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
@@ -586,6 +587,52 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	// once the teardown hook has returned (burst_buffer_lua.c,
 	// _start_teardown), and the daemon counts a hook before it answers.
 	c.assertHooksCounted(metricsBefore)
+}
+
+// imageCheck runs on each compute node of an input=image job: is the input
+// the image, read-only, and what does it hold; can the job's user reach
+// the RAMDISK that holds the image, or write the image through its mount?
+const imageCheck = `#!/bin/bash
+set -u
+opts=$(findmnt -n -o FSTYPE,OPTIONS --mountpoint "$1" || echo none)
+sum=$(cd "$1" && cat $(ls) | sha256sum | cut -d' ' -f1)
+w=ro; touch "$1/new" 2>/dev/null && w=WRITABLE
+r=closed; ls "$RSA_RAMDISK" >/dev/null 2>&1 && r=REACHABLE
+echo "${opts%%,*} $w $r $sum" > "$2/seen-image-$SLURMD_NODENAME"
+`
+
+// testInputImage: #RSA input=image on two compute nodes: each mounts the
+// one image read-only at the input path, whole; the user reaches neither
+// the image's RAMDISK nor a way to write it; the output goes to a RAMDISK
+// built anew for it, and nothing is left (no mount, no loop device).
+func testInputImage(c *cluster) {
+	in, out := c.mkdir("img-in"), c.mkdir("img-out")
+	sum := c.input(in, 20)
+	w := c.work
+	c.file("image-check.sh", imageCheck, 0o755)
+	c.file("node-write.sh", nodeWrite, 0o755)
+	id := c.sbatch("image.sh", fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#RSA in=%[1]s input=image out=%[2]s delay=3
+srun -N2 %[3]s/image-check.sh %[1]s %[3]s
+srun -N2 %[3]s/node-write.sh %[2]s
+`, in, out, w))
+	c.waitJob(id, 90*time.Second, "COMPLETED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	for _, n := range []string{"n1", "n2"} {
+		got, err := os.ReadFile(filepath.Join(w, "seen-image-"+n))
+		if want := "erofs ro closed " + sum + "\n"; err != nil || string(got) != want {
+			c.t.Errorf("compute node %s saw its input as %q (err %v), want %q", n, got, err, want)
+		}
+		got, err = os.ReadFile(filepath.Join(out, n))
+		if want := "tmpfs from " + n + "\n"; err != nil || string(got) != want {
+			c.t.Errorf("output of %s on disk: %q (err %v), want %q", n, got, err, want)
+		}
+	}
+	if log := c.root(rsaBin, "--config", c.rsaConf, "log", id); !strings.Contains(log, "input image of 20 entries") {
+		c.t.Errorf("the job's log does not tell of its image:\n%s", log)
+	}
+	c.assertNoLeaks()
 }
 
 // assertHooksCounted: the daemon's metrics count the hooks that carried

@@ -398,7 +398,8 @@ func (c *cluster) ramdiskMounts(mountinfo []byte) []string {
 	for _, line := range strings.Split(string(mountinfo), "\n") {
 		f := strings.Fields(line)
 		sep := slices.Index(f, "-")
-		if len(f) < 5 || sep < 0 || sep+2 >= len(f) || !ramdiskSource.MatchString(f[sep+2]) {
+		// An input image's mount (erofs) names no job in its source.
+		if len(f) < 5 || sep < 0 || sep+2 >= len(f) || !ramdiskSource.MatchString(f[sep+2]) && f[sep+1] != "erofs" {
 			continue
 		}
 		if p := f[4]; strings.HasPrefix(p, c.dir+"/") || strings.HasPrefix(p, c.work+"/") || p == c.work {
@@ -417,6 +418,12 @@ func (c *cluster) leaks() string {
 	}
 	if m := c.ramdiskMounts(b); len(m) > 0 {
 		leaks = append(leaks, fmt.Sprintf("RAMDISKs mounted on the RSA host: %v", m))
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), c.dir+"/") {
+			leaks = append(leaks, "a loop device on "+strings.TrimSpace(string(b)))
+		}
 	}
 	for i := 1; i <= c.nodes; i++ {
 		out, err := c.command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()

@@ -400,7 +400,7 @@ func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
 		}
 	}
 	refused = append(refused, `"fuse.sshfs"`)
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "state_dir = %q\nsocket = %q\nramdisk_root = %q\nrefused_fs_types = [%s]\n",
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "state_dir = %q\nsocket = %q\nramdisk_root = %q\nrefused_fs_types = [%s]\ninput_mode = \"files\"\n",
 		filepath.Join(dir, "state"), d.socket, filepath.Join(dir, "ramdisk"), strings.Join(refused, ", ")), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -315,10 +315,16 @@ func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
 		return fmt.Errorf("RAMDISK of job %d: no RSA node assigned", r.Job)
 	}
 	g := engine.GateFor(e.Root, r.Job)
-	if err := os.Mkdir(g, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	err := os.Mkdir(g, 0o700)
+	if err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating the RAMDISK's gate: %w", err)
 	}
-	if err := gate.Open(g, r.UID); err != nil {
+	if r.RootOnly {
+		err = gate.Close(g)
+	} else {
+		err = gate.Open(g, r.UID)
+	}
+	if err != nil {
 		return err
 	}
 	start := time.Now()
@@ -353,9 +359,13 @@ func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
 	return nil
 }
 
-// own gives the volume's root to the job's user, mode 0700, through a
-// descriptor opened without following symlinks.
+// own gives the volume's root to the job's user (root, for a RootOnly
+// RAMDISK), mode 0700, through a descriptor opened without following
+// symlinks.
 func (e *Engine) own(r engine.Ramdisk) error {
+	if r.RootOnly {
+		r.UID, r.GID = 0, 0
+	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, r.Dir, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {
@@ -366,7 +376,7 @@ func (e *Engine) own(r engine.Ramdisk) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Uid == r.UID {
+	if st.Uid == r.UID && (!r.RootOnly || st.Mode&0o077 == 0) {
 		return nil // owned already: the daemon may have given it a job directory's mode since
 	}
 	if err := unix.Fchown(fd, int(r.UID), int(r.GID)); err != nil {
