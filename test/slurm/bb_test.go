@@ -594,11 +594,13 @@ srun -N2 %[3]s/node-write.sh %[2]s
 // the RAMDISK that holds the image, or write the image through its mount?
 const imageCheck = `#!/bin/bash
 set -u
-opts=$(findmnt -n -o FSTYPE,OPTIONS --mountpoint "$1" || echo none)
+fs=$(findmnt -n -o FSTYPE --mountpoint "$1" || echo none)
+case $(findmnt -n -o OPTIONS --mountpoint "$1") in ro,nosuid,nodev*) m=ro,nosuid,nodev ;; *) m=unsafe ;; esac
 sum=$(cd "$1" && cat $(ls) | sha256sum | cut -d' ' -f1)
 w=ro; touch "$1/new" 2>/dev/null && w=WRITABLE
 r=closed; ls "$RSA_RAMDISK" >/dev/null 2>&1 && r=REACHABLE
-echo "${opts%%,*} $w $r $sum" > "$2/seen-image-$SLURMD_NODENAME"
+[ -n "$RSA_RAMDISK" ] || r=unset
+echo "$fs $m $w $r $sum" > "$2/seen-image-$SLURMD_NODENAME"
 `
 
 // testInputImage: #RSA input=image on two compute nodes: each mounts the
@@ -621,7 +623,7 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	c.waitRSA(id, 30*time.Second, "RELEASED")
 	for _, n := range []string{"n1", "n2"} {
 		got, err := os.ReadFile(filepath.Join(w, "seen-image-"+n))
-		if want := "erofs ro closed " + sum + "\n"; err != nil || string(got) != want {
+		if want := "erofs ro,nosuid,nodev ro closed " + sum + "\n"; err != nil || string(got) != want {
 			c.t.Errorf("compute node %s saw its input as %q (err %v), want %q", n, got, err, want)
 		}
 		got, err = os.ReadFile(filepath.Join(out, n))
@@ -629,7 +631,7 @@ srun -N2 %[3]s/node-write.sh %[2]s
 			c.t.Errorf("output of %s on disk: %q (err %v), want %q", n, got, err, want)
 		}
 	}
-	if log := c.root(rsaBin, "--config", c.rsaConf, "log", id); !strings.Contains(log, "input image of 20 entries") {
+	if log := c.root(rsaBin, "--config", c.rsaConf, "log", "slurm:"+id); !strings.Contains(log, "input image of 20 entries") {
 		c.t.Errorf("the job's log does not tell of its image:\n%s", log)
 	}
 	c.assertNoLeaks()
