@@ -216,6 +216,14 @@ type MountRequest struct {
 	// first gives the volume's layout, the others stand in if it is down.
 	// Empty: the volume must be mounted already.
 	Servers []string `json:"servers,omitempty"`
+	// Image shows the volume's input image (stage.ImageName in its root,
+	// which is root's alone) over Target instead of the volume: mounted
+	// read-only, nosuid and nodev at VolumeRoot/ID/image once
+	// mount.MountImage has checked it, the gate kept closed to the user.
+	// ImageLoop takes a loop device even where the kernel could read the
+	// file itself (the daemon's image_mount).
+	Image     bool `json:"image,omitempty"`
+	ImageLoop bool `json:"image_loop,omitempty"`
 }
 
 // Mount is a job's volume on a compute node, as the kernel shows it.

@@ -153,13 +153,16 @@ func (s *Server) Mount(ctx context.Context, volume string, req MountRequest) (Mo
 	}
 	// The gate lets the job's user reach the volume by its RAMDISK path;
 	// opened each time, so a volume someone else mounted gets it too.
-	if err := s.openGate(volume, req.UID); err != nil {
+	if err := s.openGate(volume, req.UID, req.Image); err != nil {
 		return Mount{}, err
 	}
 	if !ok {
 		if vm, err = s.mountVolume(ctx, volume, req.Servers); err != nil {
 			return Mount{}, err
 		}
+	}
+	if req.Image {
+		return s.bindImage(volume, vm, req, role, policy)
 	}
 	// Bound there already, by a request whose answer was lost? Asked of
 	// the mount table, by the target's name: nothing is opened, so no
@@ -236,8 +239,9 @@ func unbindAt(binds []mount.Info, target string, detach bool) error {
 }
 
 // openGate makes volume's gate, VolumeRoot/ID, and its mount point, and
-// lets uid alone pass the gate.
-func (s *Server) openGate(volume string, uid uint32) error {
+// lets uid alone pass the gate; for a volume that holds an input image,
+// no one but root.
+func (s *Server) openGate(volume string, uid uint32, image bool) error {
 	g := s.volumeGate(volume)
 	if err := os.Mkdir(g, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("creating the gate of volume %s: %w", volume, err)
@@ -245,7 +249,11 @@ func (s *Server) openGate(volume string, uid uint32) error {
 	if fi, err := os.Lstat(g); err != nil || !fi.IsDir() {
 		return failf(ErrConflict, "%s, the gate of volume %s, is not a directory; leaving it for an administrator", g, volume)
 	}
-	if err := gate.Open(g, uid); err != nil {
+	open := func() error { return gate.Open(g, uid) }
+	if image {
+		open = func() error { return gate.Close(g) }
+	}
+	if err := open(); err != nil {
 		return err
 	}
 	// Its mode shows only while nothing is mounted on it; 0755 so that
@@ -312,6 +320,9 @@ func (s *Server) Release(volume string, detach bool) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.releaseImage(volume, detach); err != nil {
+		return err
+	}
 	src := s.volumeSource(volume)
 	for range maxStacked {
 		vm, ok, err := s.volumeAt(volume)
@@ -345,7 +356,7 @@ func (s *Server) Release(volume string, detach bool) error {
 	if err := gate.Close(g); err != nil {
 		return err
 	}
-	for _, p := range []string{src, g} {
+	for _, p := range []string{src, s.imagePoint(volume), g} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}

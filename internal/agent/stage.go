@@ -66,6 +66,9 @@ type StageRequest struct {
 	// Required: a request without them (from a daemon older than this
 	// agent) is refused rather than run unconfined.
 	Limits *StageLimits `json:"limits"`
+	// Image: the built-in stage-in builds the volume's input image
+	// (stage.Task.Image) in the volume's root, which is root's alone.
+	Image bool `json:"image,omitempty"`
 }
 
 // StageLimits are what a stage's processes are held to (stage.Runner's
@@ -173,7 +176,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	if s.runner == nil {
 		return failf(ErrForbidden, "this agent does not stage (no cgroup for staging children)")
 	}
-	dir, err := s.mountForStage(r.Context(), volume, req.Servers, req.UID)
+	dir, err := s.mountForStage(r.Context(), volume, req.Servers, req.UID, req.Image)
 	if err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
 		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
 		// Nobody mounts the volume before its stage-in has ended.
-		Private: req.Phase == "stage-in", Partial: true,
+		Private: req.Phase == "stage-in", Partial: true, Image: req.Image,
 	})
 	if err == nil {
 		err = s.listedWhole(dir, volume, id, req.Phase, before)
@@ -364,7 +367,7 @@ func (c *Client) stream(ctx context.Context, hc *http.Client, path string, in an
 
 // mountForStage mounts volume on this node, if it is not yet, behind its
 // gate opened for uid, and returns where.
-func (s *Server) mountForStage(ctx context.Context, volume string, servers []string, uid uint32) (string, error) {
+func (s *Server) mountForStage(ctx context.Context, volume string, servers []string, uid uint32, image bool) (string, error) {
 	for _, h := range servers {
 		if err := gluster.CheckHost(h); err != nil {
 			return "", failf(ErrInvalid, "volume %s: server %w", volume, err)
@@ -376,7 +379,7 @@ func (s *Server) mountForStage(ctx context.Context, volume string, servers []str
 	if err != nil {
 		return "", err
 	}
-	if err := s.openGate(volume, uid); err != nil {
+	if err := s.openGate(volume, uid, image); err != nil {
 		return "", err
 	}
 	if !ok {

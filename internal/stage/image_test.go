@@ -137,3 +137,28 @@ func chownTree(t *testing.T, dir string, who Identity) {
 		t.Fatal(err)
 	}
 }
+
+// An image stage-in runs the user's pack into the builder's pipe, with
+// none of the flags that are about names in the RAMDISK (no --atomic,
+// --check-listing or --sync, even on a RAMDISK that can lose a part:
+// the image is checked whole), and a stream that is no tar is no image.
+func TestImageStageInArgs(t *testing.T) {
+	sd := newStageDirs(t)
+	r, args := sd.fakeMover(t)
+	ram := rootTmpfs(t, sd, "ram-args", "8M")
+	err := r.Run(context.Background(), Task{Job: 4, Phase: "stage-in", User: sd.who, Ramdisk: ram, Data: sd.data,
+		Private: true, Partial: true, Image: true})
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a pack that wrote nothing: %v, want the stream called truncated", err)
+	}
+	a := args()
+	if !strings.Contains(a, "--pack --pack-fd=3 -- "+sd.data) || strings.Contains(a, "--atomic") || strings.Contains(a, "--check-listing") || strings.Contains(a, "--sync") {
+		t.Errorf("the image's pack ran as %q", a)
+	}
+	if _, err := os.Lstat(filepath.Join(ram, ImageName)); !os.IsNotExist(err) {
+		t.Errorf("no image, yet a file: %v", err)
+	}
+	if err := r.Run(context.Background(), Task{Job: 4, Phase: "stage-in", User: sd.who, Program: ModeUnpack, Ramdisk: ram, Data: sd.data, Image: true}); err == nil {
+		t.Error("an image built by unpack")
+	}
+}

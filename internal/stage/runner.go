@@ -170,7 +170,9 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 			return fmt.Errorf("%s: %w", t.Phase, err)
 		}
 		defer img.w.Close()
-		copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--sync" }) // the builder flushes the image
+		// The builder flushes the image and checks it whole; a pack
+		// writes no names into the RAMDISK to list or rename.
+		copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--sync" || a == "--check-listing" || a == "--atomic" })
 	}
 	switch {
 	case img != nil:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -26,6 +27,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, "RSA_CLUSTER_ID=1", "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0")
 	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
+	t.Run("InputImage", func(t *testing.T) { testInputImage(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
@@ -186,6 +188,61 @@ sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
 		if !strings.Contains(log, s) {
 			t.Errorf("the job's log lacks %q:\n%s", s, log)
 		}
+	}
+	c.assertNoLeaks(t)
+}
+
+// testInputImage: #RSA input=image on two compute hosts. The stage-in on
+// an RSA host packs the input into one image, root's, in a volume whose
+// root is root's; each compute host checks it and mounts it read-only at
+// the input path and reads it whole; the job's user reaches neither the
+// volume nor a way to write the image; output goes to a volume built anew;
+// nothing is left (no erofs mount, no loop device).
+func testInputImage(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "image")
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	sums := fill(t, u, in, 40, 64<<10)
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA in=%[2]s input=image out=%[3]s delay=6
+srun -N2 bash -c 'h=$(hostname); findmnt -n -o FSTYPE,OPTIONS --mountpoint %[2]s | awk "{print \$1, substr(\$2, 1, 15)}" > %[1]s/infs-$h
+cd %[2]s && sha256sum f* > %[1]s/sums-$h
+{ touch %[2]s/new 2>/dev/null && echo WRITABLE || echo ro; ls "$RSA_RAMDISK" >/dev/null 2>&1 && echo REACHABLE || echo closed; } > %[1]s/tries-$h'
+srun -N2 bash -c 'for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+echo out > %[3]s/from-$(hostname)'
+`, w, in, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
+	// The image, one file of root's, on one of the job's RSA hosts.
+	var where []string
+	for _, h := range c.storage {
+		st, err := c.execErr(t, h, "stat", "-c", "%U %a %s", fmt.Sprintf("/run/rsa/bricks/%s/brick/%s", volumeOf(j), stage.ImageName))
+		if err == nil {
+			where = append(where, h+": "+strings.TrimSpace(st))
+		}
+	}
+	if len(where) != 1 || !strings.Contains(where[0], ": root 400 ") {
+		t.Errorf("the input image on the bricks: %q, want one file of root's, mode 400", where)
+	}
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	for _, h := range c.compute {
+		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs-"+h))); got != "erofs ro,nosuid,nodev" {
+			t.Errorf("input on %s is %q, not the image read-only, nosuid, nodev", h, got)
+		}
+		if got := readFile(t, filepath.Join(w, "sums-"+h)); got != sums {
+			t.Errorf("input read on %s differs from the input:\n%s", h, got)
+		}
+		if got := strings.Fields(readFile(t, filepath.Join(w, "tries-"+h))); !slices.Equal(got, []string{"ro", "closed"}) {
+			t.Errorf("on %s the job's user could write the image or reach its volume: %q", h, got)
+		}
+		if got := strings.TrimSpace(readFile(t, filepath.Join(out, "from-"+h))); got != "out" {
+			t.Errorf("output of %s on disk: %q", h, got)
+		}
+	}
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "input image of 40 entries") {
+		t.Errorf("the job's log does not tell of its image:\n%s", log)
 	}
 	c.assertNoLeaks(t)
 }

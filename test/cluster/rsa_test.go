@@ -84,9 +84,17 @@ func (c *cluster) leaks(t *testing.T) string {
 	for _, h := range append(append([]string{"ctl"}, c.storage...), c.compute...) {
 		mi := c.exec(t, h, "cat", "/proc/self/mountinfo")
 		for _, l := range strings.Split(mi, "\n") {
-			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") {
+			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") || strings.Contains(l, " - erofs ") {
 				found = append(found, h+": "+l)
 			}
+		}
+	}
+	// Loop devices are the machine's, shared by every emulated host: one
+	// left under an input image names its file in a job's volume.
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "/run/rsa/") {
+			found = append(found, "a loop device on "+strings.TrimSpace(string(b)))
 		}
 	}
 	var nodes struct{ Nodes []api.NodeView }

@@ -36,9 +36,15 @@ type Agents struct {
 	Servers  func(rd engine.Ramdisk) ([]string, error)
 	Policy   mount.Policy
 	Patience time.Duration // default one minute
+	// ImageLoop asks the compute nodes for loop devices under input
+	// images (image_mount = "loop").
+	ImageLoop bool
 }
 
-var _ node.Access = Agents{}
+var (
+	_ node.Access      = Agents{}
+	_ node.ImageBinder = Agents{}
+)
 
 // silentTry bounds the one try at an agent the heartbeat found silent.
 const silentTry = 10 * time.Second
@@ -74,6 +80,18 @@ func (a Agents) patiently(ctx context.Context, op func() error) error {
 }
 
 func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error {
+	return a.bind(ctx, nodes, role, rd, target, false)
+}
+
+// BindImage has each compute node mount the volume's input image, checked,
+// read-only, and bind it over target (agent.MountRequest.Image). How each
+// node's kernel reads it is in that node's agent log.
+func (a Agents) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error) {
+	a.ImageLoop = a.ImageLoop || opt.Loop
+	return "", a.bind(ctx, nodes, node.InputRole, rd, target, true)
+}
+
+func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string, image bool) error {
 	if len(nodes) == 0 {
 		return errors.New("the job runs on no compute node yet")
 	}
@@ -83,7 +101,7 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 	}
 	volume := agent.BuildName(rd.Job, rd.Build)
 	req := agent.MountRequest{Target: target, UID: rd.UID, Role: agentRole(role), Servers: servers,
-		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes}
+		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes, Image: image, ImageLoop: image && a.ImageLoop}
 	for i, n := range nodes {
 		err := a.patiently(ctx, func() error {
 			cl, err := a.Clients.Client(n)

@@ -38,6 +38,6 @@ func (e *Engine) Stage(ctx context.Context, r engine.Ramdisk, t stage.Task) erro
 	limits := e.StageLimits
 	req := agent.StageRequest{Phase: t.Phase, UID: t.User.UID, GID: t.User.GID, Groups: t.User.Groups, User: t.User.Name, Home: t.User.Home,
 		Program: t.Program, Data: t.Data, Servers: servers, BWLimit: e.BWLimit,
-		Degraded: t.Degraded, WholeSettle: e.WholeSettle, Limits: &limits}
+		Degraded: t.Degraded, WholeSettle: e.WholeSettle, Limits: &limits, Image: t.Image}
 	return cl.Stage(ctx, e.volume(r), req, t.Log, t.Progress)
 }

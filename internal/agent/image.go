@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/stage"
+)
+
+// Input images on a compute node: the volume of a job whose input is an
+// image is mounted at VolumeRoot/ID/ram as any other, behind a gate only
+// root passes; its image, stage.ImageName in the volume's root, is
+// mounted read-only at VolumeRoot/ID/image (mount.MountImage: opened
+// without symlinks, checked, then mounted through that descriptor), and
+// that mount, never the volume, is bound over the job's input directory.
+
+// imagePoint is where volume's input image is mounted, VolumeRoot/ID/image.
+func (s *Server) imagePoint(volume string) string {
+	return filepath.Join(s.volumeGate(volume), "image")
+}
+
+// bindImage mounts volume's image (unless it is mounted already) and binds
+// it over req.Target, after the policy's checks of the target. Called
+// with s.mu held, the volume mounted as vm.
+func (s *Server) bindImage(volume string, vm mount.Info, req MountRequest, role string, policy mount.Policy) (Mount, error) {
+	point := s.imagePoint(volume)
+	if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return Mount{}, fmt.Errorf("creating the mount point of volume %s's image: %w", volume, err)
+	}
+	im, ok, err := mount.MountedAt(point)
+	if err != nil {
+		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+	}
+	if ok && im.FSType != "erofs" {
+		return Mount{}, failf(ErrConflict, "%s is a mount point of %s, not of volume %s's image; leaving it for an administrator", point, im.FSType, volume)
+	}
+	if !ok {
+		backing, err := mount.MountImage(filepath.Join(s.volumeSource(volume), stage.ImageName), point, mount.ImageOptions{Loop: req.ImageLoop})
+		if err != nil {
+			return Mount{}, failf(ErrInvalid, "volume %s: %w", volume, err)
+		}
+		s.log.Info("input image mounted", "volume", volume, "backing", backing)
+		if im, _, err = mount.MountedAt(point); err != nil {
+			return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+		}
+	}
+	// Bound there already, by a request whose answer was lost?
+	if top, ok, err := mount.MountedAt(req.Target); err != nil {
+		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+	} else if ok && top.Dev == im.Dev {
+		return s.mountOf(volume, vm)
+	}
+	if err := policy.Bind(role, point, req.Target, req.UID); err != nil {
+		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
+			return Mount{}, failf(ErrInvalid, "binding the input image of volume %s: %w", volume, err)
+		}
+		return Mount{}, fmt.Errorf("binding the input image of volume %s over %s: %w", volume, shorten(req.Target), err)
+	}
+	s.log.Info("input image bound", "volume", volume, "target", req.Target, "uid", req.UID)
+	return s.mountOf(volume, vm)
+}
+
+// releaseImage removes volume's image from this node: its binds, then its
+// own mount (detached if busy with detach; its loop device goes when the
+// last user lets go). Called with s.mu held; nothing there is no error.
+func (s *Server) releaseImage(volume string, detach bool) error {
+	point := s.imagePoint(volume)
+	im, ok, err := mount.MountedAt(point)
+	if err != nil {
+		return fmt.Errorf("reading the mount table: %w", err)
+	}
+	if !ok || im.FSType != "erofs" {
+		return nil
+	}
+	err = mount.UnbindDev(im.Dev, point, detach)
+	if err == nil {
+		err = mount.Unmount(im, detach)
+	}
+	if errors.Is(err, mount.ErrBusy) {
+		return failf(ErrBusy, "the input image of volume %s is still in use on this node (a process inside, a file open): %w", volume, err)
+	}
+	if err != nil {
+		return fmt.Errorf("unmounting the input image of volume %s: %w", volume, err)
+	}
+	s.log.Info("input image released", "volume", volume, "detach", detach)
+	return nil
+}
