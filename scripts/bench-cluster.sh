@@ -4,14 +4,19 @@
 #   2. stage-in throughput of 2,048 x 1 MiB and 100,000 x 4 KiB into a
 #      volume over 2 and 3 RSA hosts, and into a tmpfs as the local engine
 #      stages (rsa copy, the same mover), for a floor to compare with;
-#   3. the RAM Gluster's processes take per job outside the bricks.
+#   3. the RAM Gluster's processes take per job outside the bricks;
+#   4. a cold read of 20,000 x 4 KiB on both compute hosts at once, the
+#      input staged as files and as an image.
+# Stage-in runs once per input mode: files (a tree in the volume) and image
+# (one erofs image of it).
 # Every job goes through Slurm (burst_buffer/lua) as a normal user. Prints
 # one "bench-cluster: ..." line per measurement. Run on a quiet machine:
 # every emulated host shares its cores.
 #
 # Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000),
-# BENCH_PARTS (which of "construct stage-in memory" to run; default all),
-# BENCH_SETS (which of "big small" to stage in; default both).
+# BENCH_PARTS (which of "construct stage-in memory read" to run; default all),
+# BENCH_SETS (which of "big small" to stage in; default both), BENCH_MODES
+# (which of "files image" to stage in as; default both).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,9 +51,10 @@ as_user() { runuser -u "$user" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 # The data sets take minutes to write: a run cut short leaves them for the
 # next (BENCH_KEEP_DATA=1 keeps them at the end too).
-if [[ $(find "$work/big" -type f 2>/dev/null | wc -l) != "$big" || $(find "$work/small" -type f 2>/dev/null | wc -l) != "$small" ]]; then
+if [[ $(find "$work/big" -type f 2>/dev/null | wc -l) != "$big" || $(find "$work/small" -type f 2>/dev/null | wc -l) != "$small" ||
+	$(find "$work/read" -type f 2>/dev/null | wc -l) != 20000 ]]; then
 	rm -rf "$work"
-	install -d -m 0755 -o "$user" -g "$user" "$work" "$work/big" "$work/small"
+	install -d -m 0755 -o "$user" -g "$user" "$work" "$work/big" "$work/small" "$work/read"
 	echo "bench-cluster: writing the data sets" >&2
 	# shellcheck disable=SC2016 # the inner scripts expand their own arguments
 	as_user sh -c 'i=0; while [ $i -lt "$1" ]; do head -c 1048576 /dev/urandom > "$2/f$i"; i=$((i+1)); done' sh "$big" "$work/big"
@@ -60,26 +66,35 @@ for i in range(n):
     os.makedirs(sub, exist_ok=True)
     with open(os.path.join(sub, "f%d" % i), "wb") as f:
         f.write(os.urandom(4096))' "$work/small" "$small"
+	# shellcheck disable=SC2016
+	as_user python3 -c 'import os, sys
+d = sys.argv[1]
+for i in range(20000):
+    sub = os.path.join(d, "d%02d" % (i % 20))
+    os.makedirs(sub, exist_ok=True)
+    with open(os.path.join(sub, "f%d" % i), "wb") as f:
+        f.write(os.urandom(4096))' "$work/read"
 	sync
 fi
-find "$work" -mindepth 1 -maxdepth 1 ! -name big ! -name small -exec rm -rf {} +
+find "$work" -mindepth 1 -maxdepth 1 ! -name big ! -name small ! -name read -exec rm -rf {} +
 install -d -m 0755 -o "$user" -g "$user" "$work/none"
 
 "$top/scripts/cluster-up" >&2
 
-# run_job NAME CAPACITY INPUT: a 1-node job with that capacity (split over
-# as many RSA hosts as the allocator needs) and input; waits until RSA
-# released it and prints RSA's job id.
+# run_job NAME CAPACITY INPUT [MODE [NODES [BODY]]]: a job on NODES compute
+# hosts (1) with that capacity (split over as many RSA hosts as the
+# allocator needs) and input, staged in as MODE (files); BODY is its
+# script (true). Waits until RSA released it and prints RSA's job id.
 run_job() {
-	local name=$1 capacity=$2 input=$3 id rid st
+	local name=$1 capacity=$2 input=$3 mode=${4:-files} nodes=${5:-1} body=${6:-true} id rid st
 	cat >"$work/$name.sh" <<SH
 #!/bin/bash
-#SBATCH -N 1
+#SBATCH -N $nodes
 #SBATCH -o $work/$name.out
-#RSA capacity=$capacity pool=rsa
+#RSA capacity=$capacity pool=rsa input=$mode
 #RSA_DATA_IN=$input
 #RSA_DATA_OUT=$work/out-$name
-true
+$body
 SH
 	install -d -o "$user" -g "$user" "$work/out-$name"
 	chown "$user:" "$work/$name.sh"
@@ -94,7 +109,7 @@ SH
 	echo "$rid"
 }
 
-parts=${BENCH_PARTS:-construct stage-in memory}
+parts=${BENCH_PARTS:-construct stage-in read memory}
 
 # 1. construct and destroy.
 [[ $parts == *construct* ]] && for n in 1 2 3; do
@@ -108,13 +123,19 @@ parts=${BENCH_PARTS:-construct stage-in memory}
 	done
 done
 
-# 2. stage-in throughput: the mover's own line in the job's log.
+# 2. stage-in time: the daemon's "stage-in done in" line of the job's log
+# (the whole stage, from the mover's start to its verified end), and the
+# mover's or the image builder's own line.
 [[ $parts == *stage-in* ]] && for set in ${BENCH_SETS:-big small}; do
 	for n in 2 3; do
 		capacity=$(( (n - 1) * 3 + 2 ))G
-		rid=$(run_job "in-$set-$n" "$capacity" "$work/$set")
-		line=$(rsa log "$rid" | grep '^copied' | head -1)
-		echo "bench-cluster: stage-in set=$set hosts=$n $line"
+		for mode in ${BENCH_MODES:-files image}; do
+			rid=$(run_job "in-$set-$n-$mode" "$capacity" "$work/$set" "$mode")
+			log=$(rsa log "$rid")
+			took=$(grep -o 'stage-in done in [0-9.a-z]*' <<<"$log" | head -1 | awk '{print $4}')
+			line=$(grep -E '^copied|input image of' <<<"$log" | head -1 | sed 's/^[^ ]* stage-in: //')
+			echo "bench-cluster: stage-in set=$set hosts=$n mode=$mode took=$took $line"
+		done
 	done
 	ram=$(mktemp -d /run/rsa-bench-ram.XXXX)
 	mount -t tmpfs -o size=4G,mode=0777 rsa-bench "$ram"
@@ -125,6 +146,22 @@ done
 	echo "bench-cluster: stage-in set=$set local-tmpfs seconds=$took bytes=$bytes"
 	umount "$ram" && rmdir "$ram"
 	ram=""
+done
+
+# 4. a cold read on both compute hosts at once of the 20,000 files staged
+# in as files and as an image; each host's time in the job's output.
+cat >"$work/read-node.sh" <<'SH'
+#!/bin/bash
+s=$EPOCHREALTIME
+find "$1" -type f -print0 | xargs -0 cat > /dev/null
+echo "read host=$(hostname) seconds=$(bc <<<"${EPOCHREALTIME/,/.} - ${s/,/.}")"
+SH
+chmod 0755 "$work/read-node.sh"
+[[ $parts == *read* ]] && for mode in ${BENCH_MODES:-files image}; do
+	for r in $(seq "$repeat"); do
+		run_job "read-$mode-$r" 5G "$work/read" "$mode" 2 "srun -N2 $work/read-node.sh $work/read" >/dev/null
+		grep '^read ' "$work/read-$mode-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode run=$r files=20000 /"
+	done
 done
 
 # 3. Gluster's RAM per job: a job over 2 RSA hosts on both compute hosts,

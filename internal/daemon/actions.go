@@ -464,7 +464,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		if rd.RootOnly {
 			if err := d.bindImage(ctx, j, rd); err != nil {
-				return fail(lifecycle.EvMountFailed, err)
+				// Refused (a node lost with a piece of it, damage) or
+				// not mounted: nothing of it is shown anywhere.
+				why := fmt.Sprintf("the input image cannot be mounted: the job reads its input from disk: %v", err)
+				d.appendStageLog(j, "mount: "+why)
+				return fail(lifecycle.EvMountFailed, errors.New(why))
 			}
 			return ok(lifecycle.EvMounted)
 		}

@@ -37,8 +37,9 @@ import (
 // covered, each loss kind in two phases and each phase by two loss kinds,
 // in 6 jobs instead of 18. Replica2/RebootDuringStageIn runs as well: a
 // loss found as the stage-in ends, which must leave the job READY on its
-// replicas, never torn down under a job Slurm may be starting. make
-// test-long runs all 18.
+// replicas, never torn down under a job Slurm may be starting. And a
+// reboot while a job's input image is built, on distribute. make
+// test-long runs all 18 and that one.
 func TestGlusterNodeLosses(t *testing.T) {
 	// Before t.Parallel: useradd takes a lock and does not wait for it.
 	us := []testutil.User{
@@ -71,6 +72,7 @@ func TestGlusterNodeLosses(t *testing.T) {
 				{"RebootDuringStageIn", lossDuringStageIn(lossReboot), true, true},
 				{"BrickKilledDuringStageIn", lossDuringStageIn(lossBrick), false, true},
 				{"LinkDownDuringStageIn", lossDuringStageIn(lossLink), false, false},
+				{"RebootDuringImageBuild", lossDuringImageBuild(lossReboot), true, false},
 				{"RebootWhileRunning", lossWhileRunning(lossReboot), false, true},
 				{"BrickKilledWhileRunning", lossWhileRunning(lossBrick), false, false},
 				{"LinkDownWhileRunning", lossWhileRunning(lossLink), true, false},
@@ -90,7 +92,16 @@ func TestGlusterNodeLosses(t *testing.T) {
 
 func lossDuringStageIn(how string) func(*testing.T, *cluster, testutil.User, bool) {
 	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
-		testLossDuringStageIn(t, c, u, replica, how)
+		testLossDuringStageIn(t, c, u, replica, how, false)
+	}
+}
+
+// lossDuringImageBuild: as lossDuringStageIn, for a job whose input is an
+// image (input=image): the loss must never leave a compute node mounting
+// an image with pieces missing.
+func lossDuringImageBuild(how string) func(*testing.T, *cluster, testutil.User, bool) {
+	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
+		testLossDuringStageIn(t, c, u, replica, how, true)
 	}
 }
 
@@ -425,20 +436,25 @@ func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 // node's part a debt), the job is assigned anew and its input staged in
 // again. Replica 2: the other copy holds every file, and the job reads its
 // input whole from its RAMDISK, the loss reported once.
-func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
+func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bool, how string, image bool) {
 	w := workDir(t, u, "stagein")
 	in := filepath.Join(w, "in")
 	// Enough files that the stage-in outlasts a reboot's first second,
-	// in which its processes die.
-	sums := fill(t, u, in, 1000, 16<<10)
+	// in which its processes die; an image is one file written at the
+	// volume's bandwidth, so it gets bigger ones.
+	mode, inRAM, size := "files", "fuse.glusterfs", 16<<10
+	if image {
+		mode, inRAM, size = "image", "erofs", 192<<10
+	}
+	sums := fill(t, u, in, 1000, size)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
 #SBATCH -o %[1]s/job.out
-#RSA capacity=%[3]s pool=rsa
+#RSA capacity=%[3]s pool=rsa input=%[4]s
 #RSA_DATA_IN=%[2]s
 findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
 cd %[2]s && sha256sum f* > %[1]s/sums
-`, w, in, twoNodes(replica)))
+`, w, in, twoNodes(replica), mode))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "STAGING_IN")
 	if len(j.Alloc) != 2 {
@@ -464,7 +480,7 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 		// input from RAM, and the loss is reported once: a second
 		// report of the same node is a duplicate, and one that tore the
 		// RAMDISK down under a job Slurm was starting is the READY race.
-		if infs != "fuse.glusterfs" {
+		if infs != inRAM {
 			t.Errorf("the job read its input from %q, not from its RAMDISK, though the other copy held every file:\n%s", infs, log)
 		}
 		if n := lossReports(stageLog, victim); n != 1 {
@@ -478,7 +494,7 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 		// RAMDISK lost files and is never mounted: a job Slurm starts
 		// meanwhile reads its input from disk, and its log says so.
 		// Never does it read a listing with files missing.
-		if infs != "fuse.glusterfs" && !strings.Contains(log, "the job reads its input from disk") {
+		if infs != inRAM && !strings.Contains(log, "the job reads its input from disk") {
 			t.Errorf("the job read its input from %q, not from its RAMDISK, and its log does not say why:\n%s", infs, log)
 		}
 		if !namesLoss(log, victim) {

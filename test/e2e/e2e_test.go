@@ -635,3 +635,50 @@ func TestSecondStartRefused(t *testing.T) {
 	}
 	e.noLeaks()
 }
+
+// TestInputImageRefusedWhenCorrupt: the image of a job's input lies in a
+// RAMDISK its user cannot reach; one that is damaged between its build
+// and its mount (here by root, as a bit flip would) is refused before the
+// kernel sees it, and the job reads its input from disk, the reason in its
+// log; nothing is left mounted.
+func TestInputImageRefusedWhenCorrupt(t *testing.T) {
+	t.Parallel()
+	e := setup(t, `input_mode = "image"`)
+	in, out := e.mkdir("in"), e.mkdir("out")
+	want := e.fill(in, 8, 1000)
+	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--out", out); err != nil {
+		t.Fatalf("submit: %v %s", err, stderr)
+	}
+	waitFor(t, "the image to be built", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	ram := e.job(1).Ramdisk
+	image := filepath.Join(ram, "input.erofs")
+	// The user reaches neither the RAMDISK nor the image.
+	for _, p := range []string{ram, image} {
+		if err := e.userCmd("sh", "-c", `ls "$1" 2>/dev/null || exit 0; exit 1`, "sh", p).Run(); err != nil {
+			t.Errorf("the job's user reaches %s", p)
+		}
+	}
+	f, err := os.OpenFile(image, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt(make([]byte, 64), 1024) // the superblock
+	f.Close()
+	job := e.script("job.sh", inRAM+`if image "$1"; then echo "a damaged image was mounted" >&2; exit 10; fi
+cat "$1"/f* > /dev/null
+waitram "$2"; echo fine > "$2/result"
+`)
+	b := e.runBG("--job", "1", "--", job, in, out)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "fine\n" {
+		t.Fatal("output missing")
+	}
+	sameFiles(t, in, want)
+	e.logHas(1, "before mounting it: erofs: not a valid image")
+	e.noLeaks()
+}

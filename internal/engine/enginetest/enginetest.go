@@ -133,6 +133,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"Construct", s.testConstruct, true},
 		{"ConstructAgain", s.testConstructAgain, true},
+		{"ConstructRootOnly", s.testConstructRootOnly, h.Kernel},
 		{"Device", s.testDevice, true},
 		{"Seal", s.testSeal, true},
 		{"SealBusy", s.testSealBusy, true},
@@ -310,6 +311,34 @@ func (s *suite) testConstruct(t *testing.T) {
 	}
 	if err := asuser.Do(asuser.Nobody, func() error { _, err := os.Stat(r.Dir); return err }); !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("nobody reaching %s: %v; want a permission error", r.Dir, err)
+	}
+}
+
+// Construct of a RootOnly RAMDISK (one that will hold an input image)
+// makes its root root's, mode 0700, behind a gate the job's user does not
+// pass: no user can reach what RSA builds there.
+func (s *suite) testConstructRootOnly(t *testing.T) {
+	e := s.h.New(t)
+	r := s.ramdisk()
+	r.RootOnly = true
+	s.construct(t, e, r)
+	var st unix.Stat_t
+	if err := unix.Stat(r.Dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 0 || st.Gid != 0 || st.Mode&0o7777 != 0o700 {
+		t.Errorf("a RootOnly RAMDISK's root is owned by %d:%d with mode %#o; want root's, 0700", st.Uid, st.Gid, st.Mode&0o7777)
+	}
+	if m, ok, err := mount.MountedAt(r.Dir); err != nil || !ok || !m.Unprivileged() {
+		t.Errorf("a RootOnly RAMDISK's mount: %+v, %v, %v; want one, nosuid and nodev", m, ok, err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "root's"), []byte("x"), 0o400); err != nil {
+		t.Errorf("root cannot write in a RootOnly RAMDISK: %v", err)
+	}
+	for _, p := range []string{r.Dir, filepath.Join(r.Dir, "root's")} {
+		if err := asuser.Do(s.user(), func() error { _, err := os.Stat(p); return err }); !errors.Is(err, fs.ErrPermission) {
+			t.Errorf("the job's user reaching %s of a RootOnly RAMDISK: %v; want a permission error", p, err)
+		}
 	}
 }
 

@@ -260,7 +260,11 @@ func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.
 			names = append(names, n)
 		}
 	}
-	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard, AuthAllow: allow, TLSAllow: names,
+	// A volume that holds an input image holds one big file, which
+	// distribute alone would put on one brick: every compute node would
+	// read it from one RSA node. Sharded, its 64 MiB pieces spread over
+	// all of the job's bricks.
+	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard || r.RootOnly, AuthAllow: allow, TLSAllow: names,
 		PingTimeout: int(e.PingTimeout / time.Second)}, nil
 }
 
