@@ -29,6 +29,8 @@ type copyFlags struct {
 	atomic, checkListing           bool
 	pack, unpack                   bool
 	packFD                         int
+	part                           string
+	finish                         bool
 }
 
 func copyCmd() *cobra.Command {
@@ -86,6 +88,8 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.BoolVar(&f.checkListing, "check-listing", false, "at the end, list DST and compare every name, kind and size with SRC (not the contents): for a DST that can lose part of itself during the copy, as a distributed file system whose server restarted empty")
 	fl.StringVar(&f.chunk, "chunk-size", "64M", "large files are copied in chunks of this size (in parallel on Lustre, GPFS, BeeGFS, CephFS, OrangeFS; one after another into tmpfs)")
 	fl.BoolVar(&f.pack, "pack", false, "write SRC as one POSIX tar file DST")
+	fl.StringVar(&f.part, "part", "", "copy share K/N of SRC (0 <= K < N) into a DST the other shares write at once, from other hosts; then one --finish run completes it")
+	fl.BoolVar(&f.finish, "finish", false, "after every --part K/N copy of SRC into DST: copy the multiply linked files, set the directories' attributes (with --check-listing, list DST against SRC)")
 	fl.IntVar(&f.packFD, "pack-fd", 0, "with --pack, write the tar stream to this open descriptor (3 or more) instead of a file DST")
 	fl.BoolVar(&f.unpack, "unpack", false, "extract the tar file SRC (or every *.tar in the directory SRC) into the directory DST")
 	return cmd
@@ -175,6 +179,20 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 			fmt.Fprintf(os.Stderr, "rsa copy: %s: %s\n", textsafe.Line(path), textsafe.Line(why))
 		}}
 	var err error
+	if f.part != "" {
+		k, n, ok := strings.Cut(f.part, "/")
+		m.Part.Index, err = strconv.Atoi(k)
+		if ok && err == nil {
+			m.Part.Of, err = strconv.Atoi(n)
+		}
+		if !ok || err != nil || m.Part.Check() != nil || m.Part.Of < 2 {
+			return fmt.Errorf("--part %q: give K/N, share K of N (0 <= K < N, N >= 2)", f.part)
+		}
+	}
+	m.Part.Finish = f.finish
+	if (f.part != "" || f.finish) && (f.pack || f.unpack || f.atomic) {
+		return errors.New("--part and --finish split a copy of a tree into an empty DST: not with --pack, --unpack or --atomic")
+	}
 	if m.ChunkSize, err = units.ParseSize(f.chunk); err != nil || m.ChunkSize < 1<<20 {
 		return fmt.Errorf("--chunk-size %q: give a size of at least 1M", f.chunk)
 	}

@@ -69,6 +69,10 @@ type StageRequest struct {
 	// Image: the built-in stage-in builds the volume's input image
 	// (stage.Task.Image) in the volume's root, which is root's alone.
 	Image bool `json:"image,omitempty"`
+	// Part: the built-in stage-in copies one share of the input, the
+	// other shares copied by other RSA nodes at once, or finishes them
+	// (stage.Part).
+	Part stage.Part `json:"part,omitzero"`
 }
 
 // StageLimits are what a stage's processes are held to (stage.Runner's
@@ -99,6 +103,12 @@ func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == 
 func (r StageRequest) check() error {
 	if r.Phase != "stage-in" && r.Phase != "stage-out" {
 		return failf(ErrInvalid, "phase %q is neither stage-in nor stage-out", shorten(r.Phase))
+	}
+	if err := r.Part.Check(); err != nil {
+		return failf(ErrInvalid, "%v", err)
+	}
+	if r.Part != (stage.Part{}) && (r.Phase != "stage-in" || r.Program != "" || r.Image) {
+		return failf(ErrInvalid, "only the built-in copy of a stage-in is split in shares")
 	}
 	if r.UID == 0 || r.GID == 0 {
 		return failf(ErrInvalid, "staging as uid %d gid %d: RSA never stages as root", r.UID, r.GID)
@@ -209,7 +219,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
 		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
 		// Nobody mounts the volume before its stage-in has ended.
-		Private: req.Phase == "stage-in", Partial: true, Image: req.Image,
+		Private: req.Phase == "stage-in", Partial: true, Image: req.Image, Part: req.Part,
 	})
 	if err == nil {
 		err = s.listedWhole(dir, volume, id, req.Phase, before)

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 )
 
@@ -26,10 +27,16 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	return seeds
 }
 
-// memImage is an image in memory.
-type memImage struct{ b []byte }
+// memImage is an image in memory; FromTar writes it from several
+// goroutines at once, as io.WriterAt allows.
+type memImage struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 func (m *memImage) WriteAt(p []byte, off int64) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if end := off + int64(len(p)); end > int64(len(m.b)) {
 		m.b = append(m.b, make([]byte, end-int64(len(m.b)))...)
 	}
@@ -37,6 +44,8 @@ func (m *memImage) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (m *memImage) Truncate(size int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.b = m.b[:size]
 	return nil
 }

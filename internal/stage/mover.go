@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/zeebo/xxh3"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,6 +67,10 @@ type Mover struct {
 	// the check of a copy into a file system that can lose part of itself
 	// mid-way. Verify, which reads contents, makes it redundant.
 	CheckListing bool
+	// Part makes this copy one of several that together copy SRC into
+	// one DST, each from a host of its own (Part.Of > 1), or the one that
+	// finishes them (Part.Finish). See Part.
+	Part Part
 
 	// fileDone, if set, is called with the count of files done so far
 	// each time a file is in place (Copy) or in the archive (Pack): tests
@@ -154,6 +159,45 @@ type copyRun struct {
 
 type inode struct{ dev, ino uint64 }
 
+// Part is one share of a copy split over several copies that write into
+// the same fresh DST at once, from hosts of their own (a stage-in spread
+// over a job's RSA nodes). Every share makes every directory, under its
+// final name, and writes under final names at once (no one looks into DST
+// meanwhile); share Index of Of copies the files, symlinks and FIFOs whose
+// path below SRC hashes to it, except regular files with more than one
+// link, and leaves every directory writable, its attributes unset. When
+// every share has ended, one copy with Finish walks SRC once more: it
+// copies the multiply linked files (so links stay links across shares),
+// sets every directory's attributes, deepest first, and, with
+// CheckListing, lists DST against SRC.
+type Part struct {
+	Index  int  `json:"index"`
+	Of     int  `json:"of"`
+	Finish bool `json:"finish,omitempty"`
+}
+
+// split: this copy is one share of several, not the finish.
+func (p Part) split() bool { return p.Of > 1 && !p.Finish }
+
+// owns reports whether the share copies the entry at rel (below SRC).
+func (p Part) owns(rel string) bool {
+	if !p.split() {
+		return true
+	}
+	return xxh3.HashString(rel)%uint64(p.Of) == uint64(p.Index)
+}
+
+// Check says what is wrong with p.
+func (p Part) Check() error {
+	switch {
+	case p.Of == 0 && p.Index == 0:
+		return nil
+	case p.Of < 1 || p.Index < 0 || p.Index >= p.Of:
+		return fmt.Errorf("part %d of %d: give K/N with 0 <= K < N", p.Index, p.Of)
+	}
+	return nil
+}
+
 // hardLink tracks the first copy of a multiply linked file; further names
 // are linked to it once it is in place.
 type hardLink struct {
@@ -208,8 +252,13 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	r.dstRoot, _ = unix.FcntlInt(uintptr(dstFd), unix.F_DUPFD_CLOEXEC, 0)
 	defer unix.Close(r.dstRoot)
-	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd, fresh: emptyDir(dstFd)}
-	root.direct = root.fresh && !m.Atomic
+	if err := m.Part.Check(); err != nil {
+		unix.Close(srcFd)
+		unix.Close(dstFd)
+		return Stats{}, err
+	}
+	root := &dirNode{rel: ".", srcFd: srcFd, dstFd: dstFd, fresh: emptyDir(dstFd) || m.Part.split()}
+	root.direct = (root.fresh || m.Part.Finish) && !m.Atomic
 	if err := unix.Fstat(srcFd, &root.st); err != nil {
 		return Stats{}, err
 	}
@@ -403,11 +452,18 @@ func (r *copyRun) listDir(d *dirNode) {
 			if r.ctx.Err() != nil {
 				return
 			}
-			if e.Type().IsRegular() {
+			rel := join(d.rel, e.Name())
+			switch {
+			case r.m.Part.Finish && !e.IsDir():
+				// Only multiply linked files are left: the listing
+				// does not say which.
+				r.entry(d, srcFd, e.Name())
+			case !e.IsDir() && !r.m.Part.owns(rel):
+			case e.Type().IsRegular():
 				files.add(e.Name())
-				continue
+			default:
+				r.entry(d, srcFd, e.Name())
 			}
-			r.entry(d, srcFd, e.Name())
 		}
 		files.flush()
 		if err != nil {
@@ -441,6 +497,10 @@ func (r *copyRun) regular(d *dirNode, srcFd int, name string) {
 		r.entry(d, srcFd, name)
 		return
 	}
+	if st.Nlink > 1 && r.m.Part.split() {
+		unix.Close(in) // the finish copies it, with its other names
+		return
+	}
 	r.copyOpen(d, srcFd, name, join(d.rel, name), &st, in)
 }
 
@@ -451,6 +511,10 @@ func (r *copyRun) entry(d *dirNode, srcFd int, name string) {
 	if err := unix.Fstatat(srcFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		r.fail(rel, err)
 		return
+	}
+	if linked := st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1; st.Mode&unix.S_IFMT != unix.S_IFDIR &&
+		(r.m.Part.Finish && !linked || r.m.Part.split() && linked) {
+		return // the shares copy the rest, the finish multiply linked files
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -487,7 +551,9 @@ func (r *copyRun) replaceNonDir(dirFd int, name string) error {
 
 func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_t) {
 	err := unix.Mkdirat(d.dstFd, name, 0o700)
-	fresh := err == nil
+	// The shares of a split copy make the same directories at once: one
+	// another share made is as fresh as one of its own.
+	fresh := err == nil || r.m.Part.split()
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		r.fail(rel, err)
 		return
@@ -515,7 +581,7 @@ func (r *copyRun) subdir(d *dirNode, srcFd int, name, rel string, st *unix.Stat_
 		return
 	}
 	r.copyXattrs(rel, childSrc, dstFd)
-	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: fresh && !r.m.Atomic}
+	c := &dirNode{parent: d, rel: rel, srcFd: childSrc, dstFd: dstFd, st: *st, fresh: fresh, direct: (fresh || r.m.Part.Finish) && !r.m.Atomic}
 	c.pending.Store(1)
 	d.pending.Add(1)
 	r.pool.submit(func() { r.listDir(c) })
@@ -527,7 +593,9 @@ func (r *copyRun) release(d *dirNode) {
 	if d.pending.Add(-1) > 0 {
 		return
 	}
-	if r.ctx.Err() == nil {
+	// A share leaves its directories writable for the others; the
+	// finish sets them.
+	if r.ctx.Err() == nil && !r.m.Part.split() {
 		if err := unix.Fchmod(d.dstFd, d.st.Mode&0o7777); err != nil {
 			r.fail(d.rel, err)
 		}

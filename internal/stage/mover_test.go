@@ -920,3 +920,80 @@ func TestMoverChunkLanes(t *testing.T) {
 		})
 	}
 }
+
+// A copy split in shares (Mover.Part), all running at once into one DST
+// as the RSA nodes of a job do, then finished: the same tree as one copy
+// makes, hard links across directories and shares kept, each share having
+// copied a part of the files and no share a directory's attributes (a
+// read-only directory would stop the others), with the listing checked.
+func TestMoverSplitIntoShares(t *testing.T) {
+	fss := fileSystems(t)
+	src := filepath.Join(fss["disk"], "src-split")
+	dst := filepath.Join(fss["tmpfs"], "dst-split")
+	os.Mkdir(src, 0o750)
+	os.Mkdir(dst, 0o700)
+	tree(t, src)
+	for i := range 60 {
+		p := filepath.Join(src, "many", itoa(i%6), "f"+itoa(i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(itoa(i)), 0o644)
+	}
+	os.Chmod(filepath.Join(src, "many", "0"), 0o555) // no share may set it before the others are done
+	defer os.Chmod(filepath.Join(src, "many", "0"), 0o755)
+	const shares = 3
+	var wg sync.WaitGroup
+	stats := make([]Stats, shares)
+	errs := make([]error, shares)
+	for k := range shares {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := &Mover{Workers: 4, ChunkSize: 1 << 20, BigFile: 4 << 20, Part: Part{Index: k, Of: shares}}
+			stats[k], errs[k] = m.Copy(context.Background(), src, dst)
+		}()
+	}
+	wg.Wait()
+	var files int64
+	for k := range shares {
+		if errs[k] != nil {
+			t.Fatalf("share %d: %v", k, errs[k])
+		}
+		if stats[k].Files == 0 || stats[k].HardLinks != 0 {
+			t.Errorf("share %d copied %+v: want some files and no hard link", k, stats[k])
+		}
+		files += stats[k].Files
+	}
+	var dirSt unix.Stat_t
+	unix.Stat(filepath.Join(dst, "many", "0"), &dirSt)
+	if dirSt.Mode&0o777 != 0o700 {
+		t.Errorf("a share set a directory's mode (%#o) before the finish", dirSt.Mode&0o777)
+	}
+	fin := &Mover{Workers: 4, Part: Part{Finish: true}, CheckListing: true}
+	st, err := fin.Copy(context.Background(), src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files+st.HardLinks != 3 || st.HardLinks != 2 {
+		t.Errorf("the finish copied %+v: want the one file of three names", st)
+	}
+	sameTree(t, src, dst)
+	var a, b, c unix.Stat_t
+	unix.Stat(filepath.Join(dst, "small"), &a)
+	unix.Stat(filepath.Join(dst, "dir", "small-link"), &b)
+	unix.Stat(filepath.Join(dst, "small-link2"), &c)
+	if a.Ino != b.Ino || a.Ino != c.Ino || a.Nlink != 3 {
+		t.Errorf("hard links not kept across shares: %d %d %d nlink %d", a.Ino, b.Ino, c.Ino, a.Nlink)
+	}
+	// A share missing: the finish's listing fails.
+	dst2 := filepath.Join(fss["tmpfs"], "dst-split2")
+	os.Mkdir(dst2, 0o700)
+	for k := range shares - 1 {
+		m := &Mover{Workers: 4, Part: Part{Index: k, Of: shares}}
+		if _, err := m.Copy(context.Background(), src, dst2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := fin.Copy(context.Background(), src, dst2); err == nil {
+		t.Error("the finish of a split copy with a share missing passed its listing check")
+	}
+}

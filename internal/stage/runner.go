@@ -70,6 +70,9 @@ type Task struct {
 	Image bool
 	// Built receives the image's figures once it is built and checked.
 	Built func(ImageStats)
+	// Part makes the built-in stage-in copy one share of a copy spread
+	// over several hosts, or the run that finishes them (Mover.Part).
+	Part Part
 }
 
 // Built-in staging modes beside the copy (thesis §3.2.4, Table 5.2):
@@ -173,6 +176,18 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		// The builder flushes the image and checks it whole; a pack
 		// writes no names into the RAMDISK to list or rename.
 		copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--sync" || a == "--check-listing" || a == "--atomic" })
+	}
+	if t.Part != (Part{}) {
+		if t.Phase != "stage-in" || t.Program != "" || img != nil || !t.Private {
+			return fmt.Errorf("%s: only the built-in copy of a private stage-in is spread over hosts", t.Phase)
+		}
+		if t.Part.Finish {
+			copyArgs = append(copyArgs, "--finish")
+		} else {
+			// The finish lists the whole copy; a share alone cannot.
+			copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--check-listing" })
+			copyArgs = append(copyArgs, fmt.Sprintf("--part=%d/%d", t.Part.Index, t.Part.Of))
+		}
 	}
 	switch {
 	case img != nil:

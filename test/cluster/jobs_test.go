@@ -184,7 +184,9 @@ sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
 		}
 	}
 	log := c.rsa(t, "log", fmt.Sprint(j.ID))
-	for _, s := range []string{"stage-in on rsa", "stage-out on rsa", "stage-out done"} {
+	// The stage-in spread over both of the job's RSA nodes, each copying
+	// a share through its own client, then finished on one.
+	for _, s := range []string{"stage-in on rsa", "(share 1 of 2)", "(share 2 of 2)", "(finishing the shares)", "stage-out on rsa", "stage-out done"} {
 		if !strings.Contains(log, s) {
 			t.Errorf("the job's log lacks %q:\n%s", s, log)
 		}
