@@ -3,40 +3,19 @@ package erofs
 import (
 	"fmt"
 	"io"
-	"sync"
 )
 
 // blockWriter writes one region of the image front to back through a
-// buffer, so that thousands of small files cost a few large writes. An
-// asynchronous one (newAsyncBlockWriter) keeps several full buffers in
-// flight at once: into a network file system, where each write waits for
-// its server, one stream of writes is bound by the round trips.
+// buffer, so that thousands of small files cost a few large writes.
 type blockWriter struct {
 	w   io.WriterAt
 	off int64 // image offset of buf[0]
 	buf []byte
 	err error
-
-	free    chan []byte // asynchronous: the buffers not in flight; nil: synchronous
-	flying  sync.WaitGroup
-	mu      sync.Mutex
-	lateErr error // the first failed write in flight
 }
 
 func newBlockWriter(w io.WriterAt, off int64, bufSize int) *blockWriter {
 	return &blockWriter{w: w, off: off, buf: make([]byte, 0, bufSize)}
-}
-
-// newAsyncBlockWriter is a blockWriter with up to depth buffers of bufSize
-// written at once; wait must be called before its region is read or the
-// image is finished.
-func newAsyncBlockWriter(w io.WriterAt, off int64, bufSize, depth int) *blockWriter {
-	b := newBlockWriter(w, off, bufSize)
-	b.free = make(chan []byte, depth)
-	for range depth - 1 {
-		b.free <- make([]byte, 0, bufSize)
-	}
-	return b
 }
 
 // pos is the image offset the next byte goes to.
@@ -90,47 +69,13 @@ func (b *blockWriter) flush() error {
 	if b.err != nil || len(b.buf) == 0 {
 		return b.err
 	}
-	if b.free == nil {
-		if _, err := b.w.WriteAt(b.buf, b.off); err != nil {
-			b.err = fmt.Errorf("writing the image at offset %d: %w", b.off, err)
-			return b.err
-		}
-		b.off += int64(len(b.buf))
-		b.buf = b.buf[:0]
-		return nil
+	if _, err := b.w.WriteAt(b.buf, b.off); err != nil {
+		b.err = fmt.Errorf("writing the image at offset %d: %w", b.off, err)
+		return b.err
 	}
-	buf, off := b.buf, b.off
-	b.flying.Add(1)
-	go func() {
-		defer b.flying.Done()
-		if _, err := b.w.WriteAt(buf, off); err != nil {
-			b.mu.Lock()
-			if b.lateErr == nil {
-				b.lateErr = fmt.Errorf("writing the image at offset %d: %w", off, err)
-			}
-			b.mu.Unlock()
-		}
-		b.free <- buf[:0]
-	}()
-	b.off += int64(len(buf))
-	b.buf = <-b.free
-	b.mu.Lock()
-	b.err = b.lateErr
-	b.mu.Unlock()
-	return b.err
-}
-
-// wait flushes the buffer and waits for every write in flight, and
-// reports the first that failed.
-func (b *blockWriter) wait() error {
-	b.flush()
-	b.flying.Wait()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.err == nil {
-		b.err = b.lateErr
-	}
-	return b.err
+	b.off += int64(len(b.buf))
+	b.buf = b.buf[:0]
+	return nil
 }
 
 func roundUp(n, to int64) int64 { return (n + to - 1) / to * to }

@@ -42,9 +42,8 @@
 // Memory: regular files' contents are streamed to the image and never held.
 // What is held until the end is the metadata: about 200 bytes per entry plus
 // its name, its symlink target (at most 4095 bytes) and its user xattrs (at
-// most maxXattrBytes), and ten 256 KiB write buffers (eight of file data,
-// written at once: into a network file system one stream of writes is
-// bound by its round trips). Limits.MaxEntries bounds the total.
+// most maxXattrBytes), and three 256 KiB write buffers. Limits.MaxEntries bounds
+// the total.
 //
 // The image is deterministic: the same stream gives the same bytes (no
 // UUID, no build clock).
@@ -102,8 +101,7 @@ type Stats struct {
 }
 
 // FromTar reads a tar stream from r and writes an erofs image of its tree
-// to w, starting at offset 0, with several WriteAt calls at once (to
-// ranges that do not overlap, as io.WriterAt allows). w should be empty; if it has a
+// to w, starting at offset 0. w should be empty; if it has a
 // Truncate(int64) error method (an *os.File does), it is truncated to the
 // image's size on success and to zero on failure.
 //

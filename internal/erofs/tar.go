@@ -24,8 +24,6 @@ const (
 	chunk = 4 << 20
 	// writeBuffer is the buffer of each region writer.
 	writeBuffer = 256 << 10
-	// dataDepth is how many buffers of file data are written at once.
-	dataDepth = 8
 )
 
 // builder holds one FromTar run's state.
@@ -65,14 +63,11 @@ func (b *builder) build(ctx context.Context, r io.Reader) (Stats, error) {
 	if _, err := b.w.WriteAt(make([]byte, blockSize), 0); err != nil {
 		return Stats{}, fmt.Errorf("erofs: writing the image: %w", err)
 	}
-	b.data = newAsyncBlockWriter(b.w, blockSize, writeBuffer, dataDepth)
-	err := b.readStream(ctx, r)
-	// Every write of file data ends before anything else is written, or
-	// the image truncated on an error.
-	if werr := b.data.wait(); err == nil {
-		err = werr
+	b.data = newBlockWriter(b.w, blockSize, writeBuffer)
+	if err := b.readStream(ctx, r); err != nil {
+		return Stats{}, fmt.Errorf("erofs: %w", err)
 	}
-	if err != nil {
+	if err := b.data.flush(); err != nil {
 		return Stats{}, fmt.Errorf("erofs: %w", err)
 	}
 	if err := b.finish(ctx); err != nil {
