@@ -320,6 +320,11 @@ func (s *Server) Release(volume string, detach bool) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.release(volume, detach)
+}
+
+// release is Release with s.mu held.
+func (s *Server) release(volume string, detach bool) error {
 	if err := s.releaseImage(volume, detach); err != nil {
 		return err
 	}

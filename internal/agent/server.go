@@ -79,6 +79,11 @@ type Server struct {
 	// requests for one volume (the daemon retrying while the first is
 	// still at work) cannot both find it missing and both mount it.
 	mu sync.Mutex
+	// staging counts the stages running per volume (under mu): a staging
+	// mount goes only when the last stage on it has ended, since several
+	// stages of one job may run here one after another or at once (the
+	// shares of a spread stage-in, and its finish).
+	staging map[string]int
 	// vmu serialises the operations on Gluster volumes, for the same
 	// reason; apart from mu, as they wait for glusterd for seconds.
 	vmu sync.Mutex

@@ -306,9 +306,19 @@ func (s *Server) listedWhole(dir, volume string, job int64, phase string, before
 	return nil
 }
 
+// StageError is a stage that ran on an agent's node and failed there, as
+// opposed to an agent that did not answer or stopped answering mid-way.
+type StageError struct {
+	Node string
+	Why  string
+}
+
+func (e *StageError) Error() string { return fmt.Sprintf("on %s: %s", e.Node, e.Why) }
+
 // Stage runs a stage of volume's job on the agent's node (see
 // serveStage): log lines go to log, progress to progress, and the result
-// is the stage's. Cancelling ctx ends the stage on the node.
+// is the stage's: a *StageError if it ran and failed. Cancelling ctx ends
+// the stage on the node.
 func (c *Client) Stage(ctx context.Context, volume string, req StageRequest, log io.Writer, progress func(stage.Progress)) error {
 	if err := CheckVolume(volume); err != nil {
 		return err
@@ -329,7 +339,7 @@ func (c *Client) Stage(ctx context.Context, volume string, req StageRequest, log
 				progress(*ev.Progress)
 			}
 		case ev.Error != "":
-			result = fmt.Errorf("on %s: %s", c.node, ev.Error)
+			result = &StageError{Node: c.node, Why: ev.Error}
 		case ev.Done:
 			result = nil
 		}
@@ -397,13 +407,34 @@ func (s *Server) mountForStage(ctx context.Context, volume string, servers []str
 			return "", err
 		}
 	}
+	if s.staging == nil {
+		s.staging = map[string]int{}
+	}
+	s.staging[volume]++
 	return s.volumeSource(volume), nil
+}
+
+// releaseIdle releases volume unless a stage runs on it here now (one
+// that started since the last ended keeps the mount).
+func (s *Server) releaseIdle(volume string, detach bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.staging[volume] > 0 {
+		return nil
+	}
+	return s.release(volume, detach)
 }
 
 // unmountAfterStage takes the staging mount away again, unless the node
 // is also one of the job's compute nodes and shows the volume at a job
 // directory: that stays until the daemon releases it.
 func (s *Server) unmountAfterStage(volume string) {
+	s.mu.Lock()
+	s.staging[volume]--
+	if s.staging[volume] <= 0 {
+		delete(s.staging, volume)
+	}
+	s.mu.Unlock()
 	binds, err := mount.Binds(s.volumeSource(volume))
 	if err == nil && len(binds) > 0 {
 		return
@@ -413,14 +444,14 @@ func (s *Server) unmountAfterStage(volume string) {
 	// while, then detached (the stage is over; nothing of RSA's or the
 	// user's belongs there any more, and the client ends with its last
 	// reference).
-	err = s.Release(volume, false)
+	err = s.releaseIdle(volume, false)
 	for try := 0; errors.Is(err, ErrBusy) && try < stageUnmountTries; try++ {
 		time.Sleep(stageUnmountPause)
-		err = s.Release(volume, false)
+		err = s.releaseIdle(volume, false)
 	}
 	if errors.Is(err, ErrBusy) {
 		s.log.Warn("a staging mount still in use after its stage: detaching it", "volume", volume, "err", err)
-		err = s.Release(volume, true)
+		err = s.releaseIdle(volume, true)
 	}
 	if err != nil {
 		s.log.Warn("unmounting a staging mount", "volume", volume, "err", err)

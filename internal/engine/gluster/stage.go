@@ -24,8 +24,11 @@ import (
 // through its own Gluster client (stage.Part), all at once, and when all
 // have ended the first finishes the copy (multiply linked files, the
 // directories' attributes, the listing). A share that fails stops the
-// others and fails the stage. Any other stage runs on the first of those
-// nodes.
+// others and fails the stage; a share whose agent stops answering (its
+// node rebooted, say) is copied again, once the others have ended, by a
+// node whose share succeeded: whether the RAMDISK lost a part with that
+// node is the daemon's check to find, as for a stage on one node. Any
+// other stage runs on the first of those nodes.
 func (e *Engine) Stage(ctx context.Context, r engine.Ramdisk, t stage.Task) error {
 	if len(r.Parts) == 0 {
 		return fmt.Errorf("job %d holds no RSA node to stage on", r.Job)
@@ -62,7 +65,8 @@ func (e *Engine) stageSpread(ctx context.Context, nodes []string, r engine.Ramdi
 			share.Log = log
 			share.Part = stage.Part{Index: k, Of: len(nodes)}
 			share.Progress = func(p stage.Progress) { sum.set(k, p) }
-			if errs[k] = e.stageOn(ctx, n, r, share); errs[k] != nil {
+			errs[k] = e.stageOn(ctx, n, r, share)
+			if failedThere(errs[k]) {
 				cancel() // the others' work is of no use now
 			}
 		}()
@@ -70,18 +74,43 @@ func (e *Engine) stageSpread(ctx context.Context, nodes []string, r engine.Ramdi
 	wg.Wait()
 	// The first share to fail says why; the others were stopped.
 	for k, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if failedThere(err) {
 			return fmt.Errorf("share %d of %d, on %s: %w", k+1, len(nodes), nodes[k], err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// Shares whose agent went silent, again on a node that did its own.
+	done := slices.IndexFunc(errs, func(err error) bool { return err == nil })
+	for k, err := range errs {
+		if err == nil {
+			continue
+		}
+		if done < 0 {
+			return fmt.Errorf("share %d of %d, on %s: %w", k+1, len(nodes), nodes[k], err)
+		}
+		fmt.Fprintf(log, "%s %s: the agent on %s stopped answering (%v): its share again on %s\n", time.Now().Format(time.RFC3339), t.Phase, nodes[k], err, nodes[done])
+		share := t
+		share.Log = log
+		share.Part = stage.Part{Index: k, Of: len(nodes)}
+		share.Progress = func(p stage.Progress) { sum.set(k, p) }
+		if err := e.stageOn(ctx, nodes[done], r, share); err != nil {
+			return fmt.Errorf("share %d of %d, again on %s: %w", k+1, len(nodes), nodes[done], err)
+		}
 	}
 	fin := t
 	fin.Log = log
 	fin.Part = stage.Part{Finish: true}
 	fin.Progress = nil
-	return e.stageOn(ctx, nodes[0], r, fin)
+	return e.stageOn(ctx, nodes[max(done, 0)], r, fin)
+}
+
+// failedThere: err is a share's own failure on its node (not its agent
+// gone silent, not the stage stopped).
+func failedThere(err error) bool {
+	var se *agent.StageError
+	return errors.As(err, &se)
 }
 
 // stageOn runs t on node on's agent.
