@@ -6,7 +6,9 @@
 #      stages (rsa copy, the same mover), for a floor to compare with;
 #   3. the RAM Gluster's processes take per job outside the bricks;
 #   4. a cold read of 20,000 x 4 KiB on both compute hosts at once, the
-#      input staged as files and as an image.
+#      input staged as files and as an image;
+#   5. the brick operations per file of each stage-in (gluster volume
+#      profile, started as the stage-in starts, read as the job runs).
 # Stage-in runs once per input mode: files (a tree in the volume) and image
 # (one erofs image of it).
 # Every job goes through Slurm (burst_buffer/lua) as a normal user. Prints
@@ -14,7 +16,8 @@
 # every emulated host shares its cores.
 #
 # Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000),
-# BENCH_PARTS (which of "construct stage-in memory read" to run; default all),
+# BENCH_PARTS (which of "construct stage-in read profile memory" to run;
+# default all),
 # BENCH_SETS (which of "big small" to stage in; default both), BENCH_MODES
 # (which of "files image" to stage in as; default both).
 set -euo pipefail
@@ -109,7 +112,7 @@ SH
 	echo "$rid"
 }
 
-parts=${BENCH_PARTS:-construct stage-in read memory}
+parts=${BENCH_PARTS:-construct stage-in read profile memory}
 
 # 1. construct and destroy.
 [[ $parts == *construct* ]] && for n in 1 2 3; do
@@ -161,6 +164,57 @@ chmod 0755 "$work/read-node.sh"
 	for r in $(seq "$repeat"); do
 		run_job "read-$mode-$r" 5G "$work/read" "$mode" 2 "srun -N2 $work/read-node.sh $work/read" >/dev/null
 		grep '^read ' "$work/read-$mode-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode run=$r files=20000 /"
+	done
+done
+
+# 5. brick operations per file: each set staged in on 2 RSA hosts in each
+# mode, profiled from its STAGING_IN to its job's start (the job waits for
+# a gate, so the volume is there to be read), summed over the bricks.
+state_of() { rsa status --all | awk -v s="$1" '$2 == s { print $1, $5 }' | tail -1; }
+[[ $parts == *profile* ]] && for set in ${BENCH_SETS:-big small}; do
+	files=$(find "$work/$set" -type f | wc -l)
+	for mode in ${BENCH_MODES:-files image}; do
+		name=prof-$set-$mode
+		rm -f "$work/go-$name"
+		cat >"$work/$name.sh" <<SH
+#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o $work/$name.out
+#RSA capacity=5G pool=rsa input=$mode
+#RSA_DATA_IN=$work/$set
+#RSA_DATA_OUT=$work/out-$name
+while [ ! -e $work/go-$name ]; do sleep 0.2; done
+SH
+		install -d -o "$user" -g "$user" "$work/out-$name"
+		chown "$user:" "$work/$name.sh"
+		id=$(as_user sbatch --parsable "$work/$name.sh")
+		st=""
+		for _ in $(seq 3000); do
+			st=$(state_of "$id")
+			[[ $st == *BOOTED* || $st == *STAGING_IN* ]] && break
+			sleep 0.05
+		done
+		rid=${st% *}
+		vol=rsa-job-$rid
+		on rsa1 gluster --mode=script volume profile "$vol" start >/dev/null
+		for _ in $(seq 6000); do
+			st=$(state_of "$id")
+			[[ $st == *INUSE_IN* || $st == *RELEASED* ]] && break
+			sleep 0.1
+		done
+		on rsa1 gluster --mode=script volume profile "$vol" info cumulative |
+			awk -v set="$set" -v mode="$mode" -v files="$files" '
+				$NF ~ /^[A-Z]+$/ && $(NF-1) ~ /^[0-9]+$/ { calls[$NF] += $(NF-1); all += $(NF-1) }
+				END {
+					line = ""
+					for (f in calls) if (calls[f] / files >= 0.05) line = line sprintf(" %s=%.2f", f, calls[f] / files)
+					printf "bench-cluster: profile set=%s mode=%s hosts=2 files=%d ops-per-file=%.2f%s\n", set, mode, files, all / files, line
+				}'
+		touch "$work/go-$name"
+		for _ in $(seq 3000); do
+			[[ $(state_of "$id") == *RELEASED* ]] && break
+			sleep 0.1
+		done
 	done
 done
 

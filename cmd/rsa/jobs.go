@@ -564,9 +564,9 @@ func printJobs(js []api.JobView) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	// The scheduler's job id, when jobs come from one (Slurm).
 	sched := slices.ContainsFunc(js, func(j api.JobView) bool { return j.Spec.Name != "" })
-	head := "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS"
+	head := "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tINPUT\tPROGRESS"
 	if sched {
-		head = "JOB\tSLURM\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tPROGRESS"
+		head = "JOB\tSLURM\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tINPUT\tPROGRESS"
 	}
 	fmt.Fprintln(w, head)
 	for _, j := range js {
@@ -586,7 +586,9 @@ func printJobs(js []api.JobView) {
 		if sched {
 			row = append(row, cmpOr(j.Spec.Name, "-"))
 		}
-		row = append(row, j.User, string(j.State), string(j.RSA), nodes, ram, note)
+		// How the input reaches the job: image, files, or "-" for a
+		// job without input (or a record from before the modes).
+		row = append(row, j.User, string(j.State), string(j.RSA), nodes, ram, cmpOr(j.Spec.InputMode, "-"), note)
 		// Every cell is one line without tabs, whatever its text.
 		for i := range row {
 			row[i] = textsafe.Line(row[i])
