@@ -70,6 +70,9 @@ func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 		if err == nil {
 			return BackingFile, nil
 		}
+		if errors.Is(err, unix.ENODEV) {
+			return "", fmt.Errorf("mounting the image %s: this kernel has no erofs file system (modprobe erofs; or input_mode = \"files\" in rsa.toml): %w", image, err)
+		}
 		if !errors.Is(err, unix.ENOTBLK) {
 			return "", fmt.Errorf("mounting the image %s at %s: %w", image, point, err)
 		}
@@ -85,7 +88,11 @@ func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 		// Autoclear detaches a loop device when its last user goes;
 		// one never mounted has had none, so it is detached here.
 		_ = unix.IoctlSetInt(int(loop.Fd()), unix.LOOP_CLR_FD, 0)
-		return "", fmt.Errorf("mounting the image %s from %s at %s: %w", image, loop.Name(), point, err)
+		hint := ""
+		if errors.Is(err, unix.ENODEV) {
+			hint = ": this kernel has no erofs file system (modprobe erofs; or input_mode = \"files\" in rsa.toml)"
+		}
+		return "", fmt.Errorf("mounting the image %s from %s at %s%s: %w", image, loop.Name(), point, hint, err)
 	}
 	return BackingLoop, nil
 }

@@ -408,6 +408,22 @@ func TestClientKilled(t *testing.T) {
 	e.noLeaks()
 }
 
+// runFine runs rsa run with args as the user, which must exit 0, waits
+// for job 1's stage-out, and checks that out/result says "fine".
+func (e *env) runFine(t *testing.T, out string, args ...string) {
+	t.Helper()
+	b := e.runBG(args...)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "fine\n" {
+		t.Fatal("output missing")
+	}
+}
+
 // TestStartBeforeStageIn: with --no-wait the command starts while the input
 // is still staging; it reads from disk and the RAM is rebuilt for its
 // output (§3.2.1, App. K).
@@ -427,16 +443,7 @@ waitram "$2"; echo fine > "$2/result"
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
 	waitFor(t, "stage-in to run", step, func() bool { return exists(staging) })
-	b := e.runBG("--job", "1", "--no-wait", "--", job, in, out)
-	if code := b.wait(t); code != 0 {
-		t.Fatalf("exit %d: %s", code, b.errb.String())
-	}
-	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
-		t.Fatalf("wait: %v %s", err, stderr)
-	}
-	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "fine\n" {
-		t.Fatal("output missing")
-	}
+	e.runFine(t, out, "--job", "1", "--no-wait", "--", job, in, out)
 	sameFiles(t, in, want)
 	e.logHas(1, "job started before stage-in ended")
 	e.noLeaks()
@@ -668,16 +675,7 @@ func TestInputImageRefusedWhenCorrupt(t *testing.T) {
 cat "$1"/f* > /dev/null
 waitram "$2"; echo fine > "$2/result"
 `)
-	b := e.runBG("--job", "1", "--", job, in, out)
-	if code := b.wait(t); code != 0 {
-		t.Fatalf("exit %d: %s", code, b.errb.String())
-	}
-	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
-		t.Fatalf("wait: %v %s", err, stderr)
-	}
-	if got, _ := os.ReadFile(filepath.Join(out, "result")); string(got) != "fine\n" {
-		t.Fatal("output missing")
-	}
+	e.runFine(t, out, "--job", "1", "--", job, in, out)
 	sameFiles(t, in, want)
 	e.logHas(1, "before mounting it: erofs: not a valid image")
 	e.noLeaks()
