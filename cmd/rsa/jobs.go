@@ -33,7 +33,7 @@ import (
 // RSA_* variables).
 type specFlags struct {
 	in, out, stageIn, stageOut, delay, capacity string
-	input                                       string
+	input, output                               string
 	nodes                                       int
 }
 
@@ -42,6 +42,7 @@ func (f *specFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.in, "in", "", "input directory: staged into RAM, then served at this path (RSA_DATA_IN)")
 	fl.StringVar(&f.out, "out", "", "output directory: served from RAM, staged back here after the job (RSA_DATA_OUT)")
 	fl.StringVar(&f.input, "input", "", "how the input reaches the job: 'image' (one read-only image, mounted at the input path) or 'files' (a read-write copy, for a job that writes into its input directory); default from the daemon (RSA_INPUT)")
+	fl.StringVar(&f.output, "output", "", "how the output is caught: 'shared' (one RAM file system all the job's nodes share, the default) or 'private' (one of its own per compute node, merged at stage-out) (RSA_OUTPUT)")
 	fl.StringVar(&f.stageIn, "stage-in", "", "program run as you instead of the copy, $1=RAMDISK $2=input dir; or 'unpack': extract the input's *.tar files (RSA_STAGE_IN)")
 	fl.StringVar(&f.stageOut, "stage-out", "", "program run as you instead of the copy, $1=RAMDISK $2=output dir; or 'pack': one verified tar, rsa-job-ID.tar (RSA_STAGE_OUT)")
 	fl.StringVar(&f.delay, "delay", "", "switch the RAM from input to output this long after start, e.g. 300 or 5m (RSA_DELAY; default from the daemon)")
@@ -61,7 +62,7 @@ func absPath(flag, p string) (string, error) {
 }
 
 func (f *specFlags) spec() (job.Spec, error) {
-	s := job.Spec{ComputeNodes: f.nodes, Delay: -1, InputMode: f.input}
+	s := job.Spec{ComputeNodes: f.nodes, Delay: -1, InputMode: f.input, OutputMode: f.output}
 	var err error
 	for _, x := range []struct {
 		flag string

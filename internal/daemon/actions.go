@@ -477,6 +477,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvMounted)
 	case lifecycle.MountOut:
+		if rd.RootOnly {
+			if err := d.bindPrivate(ctx, j, rd); err != nil {
+				return fail(lifecycle.EvMountFailed, err)
+			}
+			return ok(lifecycle.EvMounted)
+		}
 		if err := d.bind(ctx, j, node.OutputRole, j.Spec.Output); err != nil {
 			return fail(lifecycle.EvMountFailed, err)
 		}
@@ -487,6 +493,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		}
 		return ok(lifecycle.EvUnmounted)
 	case lifecycle.StageOut:
+		if rd.RootOnly {
+			if err := d.stageOutPrivate(ctx, j, rd); err != nil {
+				return fail(lifecycle.EvStageOutFailed, err)
+			}
+			return ok(lifecycle.EvStagedOut)
+		}
 		// The job has ended: its mounts go first, busy or not, then the
 		// processes it left holding the RAMDISK, and the RAMDISK turns
 		// read-only, so nothing writes while the output is copied and

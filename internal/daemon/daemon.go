@@ -591,7 +591,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
 	next.Build, next.WaitingSince, next.NotBefore = out.Job.Build, out.Job.WaitingSince, out.Job.NotBefore
-	next.ImageBuild = out.Job.ImageBuild
+	next.ImageBuild, next.PrivateBuild = out.Job.ImageBuild, out.Job.PrivateBuild
 	next.Lost, next.Error = out.Job.Lost, out.Job.Error
 	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
 		len(next.Lost) != len(j.Lost)
@@ -816,5 +816,5 @@ func (d *Daemon) placeable(n string) bool {
 // ramdisk describes j's RAMDISK for the engine.
 func (d *Daemon) ramdisk(j *job.Job) engine.Ramdisk {
 	return engine.Ramdisk{Job: j.ID, Dir: engine.DirFor(d.cfg.RamdiskRoot, j.ID), Parts: j.Alloc, Build: j.Build, UID: j.UID, GID: j.GID,
-		Inodes: j.Capacity() / max(d.cfg.Limits.BytesPerInode, 1), RootOnly: j.Machine().HoldsImage()}
+		Inodes: j.Capacity() / max(d.cfg.Limits.BytesPerInode, 1), RootOnly: j.Machine().HoldsImage() || j.Machine().HoldsPrivateOutput()}
 }

@@ -198,6 +198,7 @@ func describeSpec(s job.Spec) string {
 	add("in", s.Input)
 	add("input", s.InputMode)
 	add("out", s.Output)
+	add("output", s.OutputMode)
 	add("stage_in", s.StageIn)
 	add("stage_out", s.StageOut)
 	parts = append(parts, "delay="+s.Delay.String(), "compute_nodes="+strconv.Itoa(s.ComputeNodes))
@@ -237,6 +238,26 @@ func (d *Daemon) inputMode(s *job.Spec) error {
 		}
 	default:
 		return api.Invalid("input mode %q: use image (a read-only image of the input directory) or files (a read-write copy, for a job that writes into its input directory)", s.InputMode)
+	}
+	return nil
+}
+
+// outputMode checks the spec's output mode.
+func (d *Daemon) outputMode(s *job.Spec) error {
+	switch s.OutputMode {
+	case "", job.OutputShared:
+	case job.OutputPrivate:
+		_, ok := d.access.(node.PrivateBinder)
+		switch {
+		case s.Output == "":
+			return api.Invalid("output=private gives each compute node a file system of its own at the output directory: give one (--out, RSA_DATA_OUT), or drop output=private")
+		case s.StageOut != "":
+			return api.Invalid("output=private stages every node's output out with the built-in copy; a stage-out program (%s) gets one RAMDISK: drop one of them, or ask for output=shared", s.StageOut)
+		case !ok:
+			return api.Invalid("output=private: the compute nodes of engine %s cannot have output of their own; ask for output=shared", d.engine.Name())
+		}
+	default:
+		return api.Invalid("output mode %q: use shared (one RAM file system all the job's compute nodes share) or private (one of its own per compute node)", s.OutputMode)
 	}
 	return nil
 }
@@ -306,6 +327,9 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		}
 	}
 	if err := d.inputMode(s); err != nil {
+		return err
+	}
+	if err := d.outputMode(s); err != nil {
 		return err
 	}
 	if s.Input != "" && s.Output != "" {

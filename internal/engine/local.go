@@ -225,7 +225,19 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	} else if ok {
 		return fmt.Errorf("%s is still a mount point of something not RSA's; leaving it for an administrator", r.Dir)
 	}
-	for _, p := range []string{r.Dir, ImagePoint(r), GateFor(l.Root, r.Job)} {
+	// The mount points beside the RAMDISK's (image, out-NODE, ro-NODE),
+	// then the RAMDISK's own and the gate.
+	gate := GateFor(l.Root, r.Job)
+	if ents, err := os.ReadDir(gate); err == nil {
+		for _, e := range ents {
+			if p := filepath.Join(gate, e.Name()); e.IsDir() && p != r.Dir {
+				if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("removing %s: %w", p, err)
+				}
+			}
+		}
+	}
+	for _, p := range []string{r.Dir, gate} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
@@ -238,18 +250,26 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 // and so the tmpfs, open. Busy, it fails wrapping ErrBusy, as the tmpfs
 // would.
 func clearImage(r Ramdisk) error {
-	m, ok, err := mount.MountedAt(ImagePoint(r))
-	if err != nil || !ok || m.FSType != "erofs" {
+	ms, err := mount.List()
+	if err != nil {
 		return err
 	}
-	if err := mount.UnbindDev(m.Dev, m.Point, true); err != nil {
-		return fmt.Errorf("removing the input image's mounts of job %d: %w", r.Job, err)
-	}
-	if err := mount.Unmount(m, false); err != nil {
-		if errors.Is(err, mount.ErrBusy) {
-			return fmt.Errorf("unmounting the input image of job %d: %w", r.Job, ErrBusy)
+	gate := filepath.Dir(r.Dir)
+	for _, m := range ms {
+		// The input image (erofs) and the private output images (ext4)
+		// node access mounts beside the RAMDISK, behind its gate.
+		if filepath.Dir(m.Point) != gate || m.Point == r.Dir || (m.FSType != "erofs" && m.FSType != "ext4") {
+			continue
 		}
-		return fmt.Errorf("unmounting the input image of job %d: %w", r.Job, err)
+		if err := mount.UnbindDev(m.Dev, m.Point, true); err != nil {
+			return fmt.Errorf("removing the mounts of job %d's %s: %w", r.Job, filepath.Base(m.Point), err)
+		}
+		if err := mount.Unmount(m, false); err != nil {
+			if errors.Is(err, mount.ErrBusy) {
+				return fmt.Errorf("unmounting job %d's %s: %w", r.Job, filepath.Base(m.Point), ErrBusy)
+			}
+			return fmt.Errorf("unmounting job %d's %s: %w", r.Job, filepath.Base(m.Point), err)
+		}
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ type Spec struct {
 	// InputImage); the daemon fills in its default when a job with input
 	// gives none. "" in a record from before the field: files.
 	InputMode string `json:"input_mode,omitempty"`
+	// OutputMode is how the job's output is caught (OutputShared,
+	// OutputPrivate); "" is shared.
+	OutputMode string `json:"output_mode,omitempty"`
 }
 
 // Input modes (Spec.InputMode).
@@ -42,6 +45,17 @@ const (
 	// InputImage packs the input into one read-only erofs image in the
 	// RAMDISK, which each compute node mounts at the job's input path.
 	InputImage = "image"
+)
+
+// Output modes (Spec.OutputMode).
+const (
+	// OutputShared: one RAM file system that all of the job's compute
+	// nodes share, at the output path.
+	OutputShared = "shared"
+	// OutputPrivate: a file system of its own for each compute node,
+	// which that node alone mounts at the output path; the trees are
+	// merged at stage-out.
+	OutputPrivate = "private"
 )
 
 // Part is a share of one RSA node's RAM held by a job.
@@ -87,8 +101,10 @@ type Job struct {
 	// its own: more than one when one was rebuilt for output after the
 	// input, or on live nodes after a node was lost.
 	Build int `json:"build,omitempty"`
-	// ImageBuild is the build made for the input image (lifecycle.Job).
-	ImageBuild int `json:"image_build,omitempty"`
+	// ImageBuild is the build made for the input image, PrivateBuild the
+	// one made for private output (lifecycle.Job).
+	ImageBuild   int `json:"image_build,omitempty"`
+	PrivateBuild int `json:"private_build,omitempty"`
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`
 	Owner   Owner  `json:"owner,omitzero"`
@@ -139,15 +155,17 @@ func (j *Job) Machine() lifecycle.Job {
 		Lost:      j.Lost,
 		Error:     j.Error,
 
-		Build:        j.Build,
-		InputImage:   j.Spec.InputMode == InputImage,
-		ImageBuild:   j.ImageBuild,
-		FinishedAt:   j.FinishedAt,
-		CapacityWait: j.CapacityWait,
-		WaitingSince: j.WaitingSince,
-		NotBefore:    j.NotBefore,
-		ExpireAfter:  j.expireAfter(),
-		ChangedAt:    j.UpdatedAt,
+		Build:         j.Build,
+		InputImage:    j.Spec.InputMode == InputImage,
+		ImageBuild:    j.ImageBuild,
+		OutputPrivate: j.Spec.OutputMode == OutputPrivate,
+		PrivateBuild:  j.PrivateBuild,
+		FinishedAt:    j.FinishedAt,
+		CapacityWait:  j.CapacityWait,
+		WaitingSince:  j.WaitingSince,
+		NotBefore:     j.NotBefore,
+		ExpireAfter:   j.expireAfter(),
+		ChangedAt:     j.UpdatedAt,
 	}
 }
 

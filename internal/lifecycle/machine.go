@@ -256,8 +256,11 @@ func Step(j Job, ev Event) (out Outcome) {
 func (o *Outcome) settle(j Job, at time.Time) {
 	if o.Job.RSA == Booting && j.RSA != Booting {
 		o.Job.Build++
-		if o.Job.InputImage && o.Job.HasInput && o.Job.Pending() {
+		switch {
+		case o.Job.InputImage && o.Job.HasInput && o.Job.Pending():
 			o.Job.ImageBuild = o.Job.Build
+		case o.Job.OutputPrivate && o.Job.HasOutput && (o.Job.Runs() || !o.Job.HasInput):
+			o.Job.PrivateBuild = o.Job.Build
 		}
 	}
 	if o.Job.State == Finished && j.State != Finished {

@@ -263,6 +263,27 @@ func TestImageBuild(t *testing.T) {
 	}
 }
 
+// The build made for a private-output job's output (the job running, or
+// without input) is its private one; its input's build is not.
+func TestPrivateBuild(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		job  Job
+		want bool
+	}{
+		{"on deck, with input", io(OnDeck, Assigned), false},
+		{"on deck, output only", outOnly(OnDeck, Assigned), true},
+		{"running, rebuilt for output", io(Running, Assigned), true},
+	} {
+		j := c.job
+		j.OutputPrivate = true
+		out := Step(j, ev(EvTick))
+		if out.Job.RSA != Booting || out.Job.HoldsPrivateOutput() != c.want || out.Job.HoldsImage() {
+			t.Errorf("%s: %s, HoldsPrivateOutput %v (want %v), HoldsImage %v", c.name, out.Job.RSA, out.Job.HoldsPrivateOutput(), c.want, out.Job.HoldsImage())
+		}
+	}
+}
+
 func TestEveryRowCovered(t *testing.T) {
 	evHit := make([]bool, len(eventTable))
 	passHit := make([]bool, len(passTable))

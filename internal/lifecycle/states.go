@@ -217,7 +217,19 @@ type Job struct {
 	// ImageBuild is the build (Build) made for the input image: entered
 	// into BOOTING before the job started, with InputImage. 0: none.
 	ImageBuild int
+	// OutputPrivate: the job's output goes to a file system of its own
+	// on each compute node (output=private), not to one shared by all.
+	OutputPrivate bool
+	// PrivateBuild is the build made for private output: entered into
+	// BOOTING for output (the job running, or without input), with
+	// OutputPrivate. 0: none.
+	PrivateBuild int
 }
+
+// HoldsPrivateOutput reports whether the job's RAMDISK now is the one
+// built for its private output: root's alone, holding one file-system
+// image per compute node.
+func (j Job) HoldsPrivateOutput() bool { return j.PrivateBuild != 0 && j.PrivateBuild == j.Build }
 
 // HoldsImage reports whether the job's RAMDISK now is the one built for
 // its input image: root's alone, holding the image the compute nodes

@@ -79,7 +79,7 @@ func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 		// A kernel without file-backed erofs (before 6.12) wants a
 		// block device.
 	}
-	loop, err := attachLoop(fd)
+	loop, err := attachLoopMode(fd, true)
 	if err != nil {
 		return "", fmt.Errorf("mounting the image %s: %w", image, err)
 	}
@@ -97,16 +97,19 @@ func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 	return BackingLoop, nil
 }
 
-// attachLoop binds a free loop device to the file fd, read-only and with
-// autoclear, and returns it open.
-func attachLoop(fd int) (*os.File, error) {
+// attachLoopMode binds a free loop device to the file fd, with autoclear
+// and read-only with readOnly, and returns it open.
+func attachLoopMode(fd int, readOnly bool) (*os.File, error) {
 	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("no loop devices: %w", err)
 	}
 	defer ctl.Close()
 	cfg := unix.LoopConfig{Fd: uint32(fd)}
-	cfg.Info.Flags = unix.LO_FLAGS_READ_ONLY | unix.LO_FLAGS_AUTOCLEAR
+	cfg.Info.Flags = unix.LO_FLAGS_AUTOCLEAR
+	if readOnly {
+		cfg.Info.Flags |= unix.LO_FLAGS_READ_ONLY
+	}
 	// Another process may take the device found free before this one
 	// binds it (EBUSY): ask again.
 	for try := 0; ; try++ {
@@ -114,7 +117,7 @@ func attachLoop(fd int) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("finding a free loop device: %w", err)
 		}
-		dev, err := openLoop(fmt.Sprintf("/dev/loop%d", n))
+		dev, err := openLoop(fmt.Sprintf("/dev/loop%d", n), readOnly)
 		if err != nil {
 			return nil, err
 		}
@@ -131,9 +134,13 @@ func attachLoop(fd int) (*os.File, error) {
 
 // openLoop opens a loop device node, which udev may create a moment after
 // LOOP_CTL_GET_FREE made the device.
-func openLoop(path string) (*os.File, error) {
+func openLoop(path string, readOnly bool) (*os.File, error) {
+	mode := os.O_RDWR
+	if readOnly {
+		mode = os.O_RDONLY
+	}
 	for wait := time.Millisecond; ; wait *= 2 {
-		dev, err := os.OpenFile(path, os.O_RDONLY|unix.O_CLOEXEC, 0)
+		dev, err := os.OpenFile(path, mode|unix.O_CLOEXEC, 0)
 		if err == nil || !errors.Is(err, os.ErrNotExist) || wait > 500*time.Millisecond {
 			return dev, err
 		}

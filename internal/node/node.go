@@ -81,7 +81,11 @@ func (l Local) Bind(_ context.Context, _ []string, role string, rd engine.Ramdis
 }
 
 func (Local) Unbind(_ context.Context, _ []string, rd engine.Ramdisk, detach bool) error {
-	err := unbindImage(rd, func(point string) error { return mount.Unbind(point, detach) })
+	unbind := func(point string) error { return mount.Unbind(point, detach) }
+	err := unbindImage(rd, unbind)
+	if err == nil {
+		err = unbindPrivate(rd, detach, unbind)
+	}
 	if err == nil {
 		err = mount.Unbind(rd.Dir, detach)
 	}
@@ -177,7 +181,11 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role string, rd en
 }
 
 func (n Namespaces) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, detach bool) error {
-	if err := unbindImage(rd, func(point string) error { return n.unbindFrom(ctx, nodes, point, detach) }); err != nil {
+	unbind := func(point string) error { return n.unbindFrom(ctx, nodes, point, detach) }
+	if err := unbindImage(rd, unbind); err != nil {
+		return err
+	}
+	if err := unbindPrivate(rd, detach, unbind); err != nil {
 		return err
 	}
 	return n.unbindFrom(ctx, nodes, rd.Dir, detach)

@@ -55,9 +55,10 @@ var variables = map[string]string{
 	"STAGE_OUT": "stage_out",
 	"DELAY":     "delay",
 	"INPUT":     "input",
+	"OUTPUT":    "output",
 }
 
-var keys = []string{"in", "out", "input", "stage_in", "stage_out", "delay", "capacity", "pool"}
+var keys = []string{"in", "out", "input", "output", "stage_in", "stage_out", "delay", "capacity", "pool"}
 
 // Parse reads the RSA directives of a job script. Like Slurm, it reads only
 // the leading comment block: the first line that does not start with '#'
@@ -98,7 +99,7 @@ func Parse(script []byte) (r Request, ok bool, err error) {
 			k, known := variables[name]
 			if !known {
 				// Escaped: the message reaches sbatch's and squeue's terminals.
-				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_INPUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", textsafe.Line(name))
+				return r, ok, bad("unknown variable RSA_%s; write one of RSA_DATA_IN, RSA_DATA_OUT, RSA_INPUT, RSA_OUTPUT, RSA_STAGE_IN, RSA_STAGE_OUT, RSA_DELAY", textsafe.Line(name))
 			}
 			if !found {
 				return r, ok, bad("missing '=': write #RSA_%s=VALUE", name)
@@ -193,6 +194,11 @@ func set(r *Request, k, v string) error {
 			return fmt.Errorf("input %q: write input=image (a read-only image of the input directory) or input=files (a read-write copy, for a job that writes into its input directory)", v)
 		}
 		r.Spec.InputMode = v
+	case "output":
+		if v != job.OutputShared && v != job.OutputPrivate {
+			return fmt.Errorf("output %q: write output=shared (one RAM file system all the job's nodes share) or output=private (one of its own per compute node)", v)
+		}
+		r.Spec.OutputMode = v
 	}
 	return nil
 }

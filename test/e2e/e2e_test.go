@@ -680,3 +680,40 @@ waitram "$2"; echo fine > "$2/result"
 	e.logHas(1, "before mounting it: erofs: not a valid image")
 	e.noLeaks()
 }
+
+// TestPrivateOutput: output=private gives the job a file system of its own
+// at its output path (ext4, read-write, nosuid, nodev, the directory's
+// mode), a fixed share of its capacity: filling it is the job's own
+// ENOSPC, and what it wrote before is staged out, verified. Nothing is
+// left: no mount, no loop device.
+func TestPrivateOutput(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "")
+	out := e.mkdir("out")
+	os.Chmod(out, 0o751)
+	job := e.script("job.sh", `priv() { findmnt -n -o FSTYPE,OPTIONS --mountpoint "$1" | grep -q '^ext4  *rw,nosuid,nodev'; }
+n=0; until priv "$1"; do n=$((n+1)); [ $n -lt 400 ] || { echo "output never private" >&2; exit 11; }; sleep 0.05; done
+[ "$(stat -c %a "$1")" = 751 ] || { echo "private output root does not keep the directory's mode" >&2; exit 12; }
+mkdir "$1/deep"; echo one > "$1/deep/x"; echo two > "$1/y"
+if head -c 80M /dev/zero > "$1/big" 2> "$1/../enospc"; then echo "wrote past the private file system" >&2; exit 13; fi
+grep -q "No space left" "$1/../enospc" || { echo "not ENOSPC:" >&2; cat "$1/../enospc" >&2; exit 14; }
+rm -f "$1/big"
+`)
+	b := e.runBG("--out", out, "--output", "private", "--capacity", "32M", "--", job, out)
+	if code := b.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, b.errb.String())
+	}
+	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
+		t.Fatalf("wait: %v %s", err, stderr)
+	}
+	for name, want := range map[string]string{"deep/x": "one\n", "y": "two\n"} {
+		if got, _ := os.ReadFile(filepath.Join(out, name)); string(got) != want {
+			t.Errorf("%s on disk: %q, want %q", name, got, want)
+		}
+	}
+	e.logHas(1, "a file system of 32.0M of its own at the output directory", "the private output of local", "copied 2 files", "2 dirs", "stage-out done")
+	if _, err := os.Lstat(filepath.Join(out, "lost+found")); !os.IsNotExist(err) {
+		t.Errorf("the file system's lost+found reached the output directory: %v", err)
+	}
+	e.noLeaks()
+}

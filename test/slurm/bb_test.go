@@ -75,6 +75,7 @@ func TestBurstBuffer(t *testing.T) {
 	c := startCluster(t, "bb", 2, "RSA_SLURM_CAPACITY_WAIT="+bbCapacityWait.String())
 	t.Run("lifecycle", func(t *testing.T) { testLifecycle(c.in(t)) })
 	t.Run("input image", func(t *testing.T) { testInputImage(c.in(t)) })
+	t.Run("private output", func(t *testing.T) { testPrivateOutput(c.in(t)) })
 	t.Run("bad directives", func(t *testing.T) { testBadDirectives(c.in(t)) })
 	t.Run("pool full", func(t *testing.T) { testPoolFull(c.in(t)) })
 	t.Run("cancelled while pending", func(t *testing.T) { testCancelPending(c.in(t)) })
@@ -634,6 +635,52 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	if log := c.root(rsaBin, "--config", c.rsaConf, "log", "slurm:"+id); !strings.Contains(log, "input image of 20 entries") {
 		c.t.Errorf("the job's log does not tell of its image:\n%s", log)
 	}
+	c.assertNoLeaks()
+}
+
+// privateWrite runs on each compute node of an output=private job: is the
+// output a file system of the node's own, and it writes a file named $2
+// there (its node's name when $2 is "own").
+const privateWrite = `#!/bin/bash
+set -u
+for _ in $(seq 300); do
+	[ "$(findmnt -n -o FSTYPE --mountpoint "$1")" = ext4 ] && break
+	sleep 0.1
+done
+name=$2; [ "$name" = own ] && name=$SLURMD_NODENAME
+echo "$(findmnt -n -o FSTYPE --mountpoint "$1") from $SLURMD_NODENAME, alone: $(ls "$1" | wc -l)" > "$1/$name"
+`
+
+// testPrivateOutput: output=private on two compute nodes: each writes
+// into a file system of its own, and both trees are staged out; the same
+// name from both nodes fails the stage-out naming both, and keeps both in
+// RAM until an administrator discards them.
+func testPrivateOutput(c *cluster) {
+	out := c.mkdir("priv-out")
+	w := c.work
+	c.file("private-write.sh", privateWrite, 0o755)
+	id := c.sbatch("private.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -N 2\n#RSA out=%[1]s output=private\nsrun -N2 %[2]s/private-write.sh %[1]s own\n", out, w))
+	c.waitJob(id, 90*time.Second, "COMPLETED")
+	c.waitRSA(id, 30*time.Second, "RELEASED")
+	for _, n := range []string{"n1", "n2"} {
+		// Each node saw its own file system, empty but for what it wrote.
+		if got, err := os.ReadFile(filepath.Join(out, n)); err != nil || string(got) != "ext4 from "+n+", alone: 0\n" {
+			c.t.Errorf("output of %s on disk: %q (err %v)", n, got, err)
+		}
+	}
+	c.assertNoLeaks()
+
+	clash := c.mkdir("priv-clash")
+	id = c.sbatch("clash.sh", fmt.Sprintf("#!/bin/bash\n#SBATCH -N 2\n#RSA out=%[1]s output=private\nsrun -N2 %[2]s/private-write.sh %[1]s same\n", clash, w))
+	j := c.waitRSA(id, 90*time.Second, "STAGE_OUT_FAILED")
+	if !strings.Contains(j.Error, "same (from n1 and n2)") || !strings.Contains(j.Error, "nothing was copied") {
+		c.t.Errorf("the clash is not named with both nodes: %q", j.Error)
+	}
+	if ents, _ := os.ReadDir(clash); len(ents) != 0 {
+		c.t.Errorf("a clashing stage-out copied %d entries", len(ents))
+	}
+	c.rsa("discard", "slurm:"+id)
+	c.waitRSA(id, 30*time.Second, "RELEASED")
 	c.assertNoLeaks()
 }
 

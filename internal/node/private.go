@@ -1,0 +1,314 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/gate"
+	"github.com/rsa-hpc/rsa/internal/mount"
+)
+
+// Private output (output=private): each compute node gets a file system of
+// its own, an ext4 image in the root of a RootOnly RAMDISK, which that node
+// alone mounts read-write at the job's output path. Its name and mount
+// points are the node's: PrivateImage, and beside the RAMDISK's mount
+// point, behind the gate that admits root alone, out-NODE (read-write,
+// bound to the node) and ro-NODE (read-only, for the stage-out).
+
+// localNode names this host's image when the job runs here (Access
+// Local, no compute node names).
+const localNode = "local"
+
+// PrivateImage is the image of node's private output in rd.
+func PrivateImage(rd engine.Ramdisk, node string) string {
+	return filepath.Join(rd.Dir, "out-"+cmpNode(node)+".img")
+}
+
+func privatePoint(rd engine.Ramdisk, node string, readOnly bool) string {
+	kind := "out-"
+	if readOnly {
+		kind = "ro-"
+	}
+	return filepath.Join(filepath.Dir(rd.Dir), kind+cmpNode(node))
+}
+
+func cmpNode(node string) string {
+	if node == "" {
+		return localNode
+	}
+	return node
+}
+
+// RootAttrs are what the root of each private file system carries: the
+// output directory's group and mode, and the job's user as owner.
+type RootAttrs struct {
+	UID, GID uint32
+	Mode     uint32
+}
+
+// PrivateBinder is an Access that can give each compute node of a job a
+// file system of its own at the job's output path.
+type PrivateBinder interface {
+	// BindPrivate makes each node's image (once: size bytes, ext4, its
+	// root as attrs says), mounts it read-write, nosuid and nodev, and
+	// binds it over target on that node alone, after the checks Bind
+	// makes of target. Like Bind for output, a node already mounted
+	// stays so when a later one fails. Idempotent.
+	BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error
+}
+
+// mountPrivateHere makes node's image and mounts it read-write at its
+// point on this host, unless mounted there already, and gives its root
+// attrs.
+func mountPrivateHere(ctx context.Context, rd engine.Ramdisk, node string, size int64, attrs RootAttrs) (string, error) {
+	point := privatePoint(rd, node, false)
+	if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("creating the mount point of %s's private output: %w", cmpNode(node), err)
+	}
+	if m, ok, err := mount.MountedAt(point); err != nil {
+		return "", err
+	} else if ok {
+		if m.FSType != "ext4" {
+			return "", fmt.Errorf("%s is a mount point of %s, not of the job's private output; leaving it for an administrator", point, m.FSType)
+		}
+		return point, nil
+	}
+	image := PrivateImage(rd, node)
+	if err := mount.MakeExt4(ctx, image, size, attrs.UID, attrs.GID); err != nil {
+		return "", err
+	}
+	if err := mount.MountExt4(image, point, false); err != nil {
+		return "", err
+	}
+	// Through a descriptor opened without following symlinks: the root
+	// is the user's, who must not steer root's chown elsewhere.
+	fd, err := unix.Openat2(unix.AT_FDCWD, point, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err == nil {
+		err = unix.Fchown(fd, int(attrs.UID), int(attrs.GID))
+		if err == nil {
+			err = unix.Fchmod(fd, attrs.Mode&0o7777)
+		}
+		if err == nil {
+			err = tidyLostFound(fd, attrs.UID, attrs.GID)
+		}
+		unix.Close(fd)
+	}
+	if err != nil {
+		return "", fmt.Errorf("setting the root of %s's private output: %w", cmpNode(node), err)
+	}
+	return point, nil
+}
+
+// tidyLostFound removes the lost+found directory of the file system whose
+// root is open as root, or, if e2fsck put files there, gives it to the
+// job's user: it is no output of the job's, and root's 0700 would stop
+// the stage-out, which copies as the user.
+func tidyLostFound(root int, uid, gid uint32) error {
+	err := unix.Unlinkat(root, "lost+found", unix.AT_REMOVEDIR)
+	switch {
+	case err == nil, errors.Is(err, unix.ENOENT):
+		return nil
+	case errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST):
+		return unix.Fchownat(root, "lost+found", int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return fmt.Errorf("removing lost+found: %w", err)
+}
+
+// privateMounts are the private output's mounts on this host (out-* and
+// ro-* beside rd's mount point).
+func privateMounts(rd engine.Ramdisk) ([]mount.Info, error) {
+	ms, err := mount.List()
+	if err != nil {
+		return nil, err
+	}
+	gate := filepath.Dir(rd.Dir)
+	var out []mount.Info
+	for _, m := range ms {
+		base := filepath.Base(m.Point)
+		if filepath.Dir(m.Point) == gate && m.FSType == "ext4" && (strings.HasPrefix(base, "out-") || strings.HasPrefix(base, "ro-")) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// unbindPrivate removes the private output's file systems from this host:
+// each one's binds with unbind (given its mount point), then its own
+// mount.
+func unbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) error) error {
+	ms, err := privateMounts(rd)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, m := range ms {
+		if err := unbind(m.Point); err != nil {
+			errs = append(errs, fmt.Errorf("private output %s: %w", filepath.Base(m.Point), err))
+			continue
+		}
+		if err := mount.Unmount(m, detach); err != nil {
+			errs = append(errs, fmt.Errorf("unmounting private output %s: %w", filepath.Base(m.Point), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PrivateDevices are the devices of the private output's file systems
+// mounted on this host, by which the processes that still hold them are
+// found.
+func PrivateDevices(rd engine.Ramdisk) []uint64 {
+	ms, err := privateMounts(rd)
+	if err != nil {
+		return nil
+	}
+	var devs []uint64
+	for _, m := range ms {
+		if dev, err := engine.DeviceOf(m); err == nil {
+			devs = append(devs, dev)
+		}
+	}
+	return devs
+}
+
+func (l Local) BindPrivate(ctx context.Context, _ []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error {
+	point, err := mountPrivateHere(ctx, rd, "", size, attrs)
+	if err != nil {
+		return err
+	}
+	img := rd
+	img.Dir = point
+	return l.Bind(ctx, nil, OutputRole, img, target)
+}
+
+func (n Namespaces) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error {
+	if len(nodes) == 0 {
+		return errors.New("the job runs on no compute node yet")
+	}
+	for _, node := range nodes {
+		point, err := mountPrivateHere(ctx, rd, node, size, attrs)
+		if err != nil {
+			return fmt.Errorf("on %s: %w", node, err)
+		}
+		img := rd
+		img.Dir = point
+		if err := n.Bind(ctx, []string{node}, OutputRole, img, target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	_ PrivateBinder = Local{}
+	_ PrivateBinder = Namespaces{}
+)
+
+// Tree is one node's private output, mounted read-only for its stage-out.
+type Tree struct {
+	Node string
+	Dir  string
+}
+
+// PreparePrivate checks the image of each of nodes that has one (e2fsck,
+// fixing what it may) and tidies the lost+found e2fsck may have made, so
+// that the image can be mounted read-only for its stage-out; it leaves
+// nothing mounted. Call it once nothing holds the images any more (Unbind,
+// and the job's processes ended).
+func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) error {
+	// A RAMDISK already read-only was sealed after its images were
+	// prepared (a stage-out tried again): nothing may write them now.
+	var sfs unix.Statfs_t
+	if unix.Statfs(rd.Dir, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
+		return nil
+	}
+	for _, node := range orLocal(nodes) {
+		image := PrivateImage(rd, node)
+		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
+			continue // never mounted there: nothing written
+		}
+		point := privatePoint(rd, node, true)
+		if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if m, ok, err := mount.MountedAt(point); err != nil {
+			return err
+		} else if ok {
+			if err := mount.Unmount(m, false); err != nil { // an earlier try's
+				return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+			}
+		}
+		if err := mount.CheckExt4(ctx, image); err != nil {
+			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+		}
+		if err := mount.MountExt4(image, point, false); err != nil {
+			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, point, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err == nil {
+			err = tidyLostFound(fd, rd.UID, rd.GID)
+			unix.Close(fd)
+		}
+		m, ok, merr := mount.MountedAt(point)
+		if merr == nil && ok {
+			merr = mount.Unmount(m, false)
+		}
+		if err = errors.Join(err, merr); err != nil {
+			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+		}
+	}
+	return nil
+}
+
+// PrivateTrees mounts the prepared image of each of nodes that has one
+// read-only, nosuid, nodev and noexec, for the stage-out, and lets the
+// job's user pass the gate to them; release unmounts them.
+func PrivateTrees(rd engine.Ramdisk, nodes []string) (trees []Tree, release func() error, err error) {
+	release = func() error {
+		var errs []error
+		for _, t := range trees {
+			if m, ok, err := mount.MountedAt(t.Dir); err == nil && ok {
+				errs = append(errs, mount.Unmount(m, true))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	for _, node := range orLocal(nodes) {
+		image := PrivateImage(rd, node)
+		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		point := privatePoint(rd, node, true)
+		if _, ok, err := mount.MountedAt(point); err != nil {
+			return trees, release, err
+		} else if !ok {
+			if err := mount.MountExt4(image, point, true); err != nil {
+				return trees, release, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+			}
+		}
+		trees = append(trees, Tree{Node: cmpNode(node), Dir: point})
+	}
+	// The copy runs as the job's user, who must pass the gate to reach
+	// the read-only trees; the RAMDISK holding the images stays root's
+	// alone (its root is 0700), and the teardown closes the gate again.
+	if err := gate.Open(filepath.Dir(rd.Dir), rd.UID); err != nil {
+		return trees, release, err
+	}
+	return trees, release, nil
+}
+
+// orLocal is nodes, or this host's one name when the job runs here.
+func orLocal(nodes []string) []string {
+	if len(nodes) == 0 {
+		return []string{""}
+	}
+	return nodes
+}
