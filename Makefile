@@ -4,7 +4,7 @@ SHELL := /bin/bash
 BIN   := bin/rsa
 PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
 	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ erofs-utils \
-	systemd chromium
+	systemd chromium e2fsprogs
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 # Go: GO if given, else the go in PATH if it is 1.21 or later, else
