@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
@@ -48,7 +49,7 @@ func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, erro
 		v := s.d.view(j, anyone())
 		dj := dashboard.Job{ID: v.ID, SlurmID: v.Spec.Name, User: v.User, JobState: string(v.State), RSAState: string(v.RSA),
 			Capacity: v.Capacity(), Used: v.Used, Waiting: v.Waiting, Created: v.CreatedAt, Started: v.StartedAt,
-			Finished: v.FinishedAt, Done: done}
+			Finished: v.FinishedAt, Done: done, Modes: modes(v.Spec)}
 		if p := v.Progress; p != nil && !done {
 			dj.Phase, dj.Files, dj.Bytes, dj.TotalFiles, dj.TotalBytes = p.Phase, p.Files, p.Bytes, p.TotalFiles, p.TotalBytes
 			dj.Rate = p.Rate()
@@ -90,4 +91,16 @@ func (s dashSource) Events(ctx context.Context, id int64) ([]dashboard.Event, er
 		out = append(out, dashboard.Event{At: e.At, JobState: string(e.JobState), RSAState: string(e.RSAState)})
 	}
 	return out, nil
+}
+
+// modes names the job's access modes other than the shared tree of files.
+func modes(s job.Spec) string {
+	var m []string
+	if s.InputMode == job.InputImage {
+		m = append(m, "input image")
+	}
+	if s.OutputMode == job.OutputPrivate {
+		m = append(m, "private output")
+	}
+	return strings.Join(m, ", ")
 }

@@ -36,9 +36,12 @@ type Job struct {
 	Rate                                 float64       // bytes/s of the current stage, 0 if none
 	ETA                                  time.Duration // 0 if unknown
 	Capacity, Used                       int64
-	Waiting                              string
-	Created, Started, Finished           time.Time // zero if not yet
-	Done                                 bool
+	// Modes is how the job's RAM serves it, if not as files in one
+	// shared RAMDISK: "input image", "private output", both, or "".
+	Modes                      string
+	Waiting                    string
+	Created, Started, Finished time.Time // zero if not yet
+	Done                       bool
 }
 
 // Node is one RSA node's RAM.

@@ -95,7 +95,7 @@ func sampleSource() fakeSource {
 		jobs: []Job{
 			{ID: 3, User: "alice", JobState: "ONDECK", RSAState: "STAGING_IN", Phase: "stage-in",
 				Files: 10, TotalFiles: 20, Bytes: 1 << 20, TotalBytes: 4 << 20, Rate: 2 << 20, ETA: 5 * time.Second,
-				Capacity: 64 << 20, Used: 16 << 20, Created: at(1)},
+				Capacity: 64 << 20, Used: 16 << 20, Modes: "input image, private output", Created: at(1)},
 			{ID: 2, SlurmID: "4242", User: "bob", JobState: "ONDECK", RSAState: "INITIAL",
 				Waiting: "capacity: 64M asked, 0B free", Created: at(0)},
 			{ID: 1, User: "carol", JobState: "FINISHED", RSAState: "RELEASED", Done: true, Created: at(0), Started: at(12), Finished: at(40)},
@@ -122,7 +122,7 @@ func TestIndex(t *testing.T) {
 				`<tr id="job-3" data-rsa-state="STAGING_IN" data-job-state="ONDECK">`,
 				`<progress max="100" value="25.0">`,
 				"10/20 files, 1.0M/4.0M, 2.0M/s, ETA 5s",
-				"16.0M of 64.0M",
+				"16.0M of 64.0M", `<span class="modes detail">input image, private output</span>`,
 				`<tr id="job-2" data-rsa-state="INITIAL"`, "4242", "capacity: 64M asked, 0B free",
 				`<tr id="job-1" data-rsa-state="RELEASED" data-job-state="FINISHED" class="done">`,
 				`href="jobs/1"`, "ended 12:00:40",
