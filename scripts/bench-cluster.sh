@@ -5,8 +5,8 @@
 #      volume over 2 and 3 RSA hosts, and into a tmpfs as the local engine
 #      stages (rsa copy, the same mover), for a floor to compare with;
 #   3. the RAM Gluster's processes take per job outside the bricks;
-#   4. a cold read of 20,000 x 4 KiB on both compute hosts at once, the
-#      input staged as files and as an image;
+#   4. a cold read of 20,000 x 4 KiB on one compute host, and on both at
+#      once, the input staged as files and as an image (runs interleaved);
 #   5. the brick operations per file of each stage-in (gluster volume
 #      profile, started as the stage-in starts, read as the job runs).
 # Stage-in runs once per input mode: files (a tree in the volume) and image
@@ -160,10 +160,12 @@ find "$1" -type f -print0 | xargs -0 cat > /dev/null
 echo "read host=$(hostname) seconds=$(bc <<<"${EPOCHREALTIME/,/.} - ${s/,/.}")"
 SH
 chmod 0755 "$work/read-node.sh"
-[[ $parts == *read* ]] && for mode in ${BENCH_MODES:-files image}; do
-	for r in $(seq "$repeat"); do
-		run_job "read-$mode-$r" 5G "$work/read" "$mode" 2 "srun -N2 $work/read-node.sh $work/read" >/dev/null
-		grep '^read ' "$work/read-$mode-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode run=$r files=20000 /"
+[[ $parts == *read* ]] && for r in $(seq "$repeat"); do
+	for mode in ${BENCH_MODES:-files image}; do
+		for n in 1 2; do
+			run_job "read-$mode-$n-$r" 5G "$work/read" "$mode" "$n" "srun -N$n $work/read-node.sh $work/read" >/dev/null
+			grep '^read ' "$work/read-$mode-$n-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode hosts-reading=$n run=$r files=20000 /"
+		done
 	done
 done
 
