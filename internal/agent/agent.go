@@ -224,6 +224,22 @@ type MountRequest struct {
 	// file itself (the daemon's image_mount).
 	Image     bool `json:"image,omitempty"`
 	ImageLoop bool `json:"image_loop,omitempty"`
+	// Private gives this node a file system of its own over Target
+	// (output=private): an ext4 image in the volume's root, which is
+	// root's alone, made once (node.MountPrivate) and mounted
+	// read-write, nosuid and nodev at VolumeRoot/ID/out-NODE, the gate
+	// kept closed to the user.
+	Private *PrivateSpec `json:"private,omitempty"`
+}
+
+// PrivateSpec is one compute node's private output file system.
+type PrivateSpec struct {
+	Node string `json:"node"` // the compute node's name, which names its image
+	Size int64  `json:"size"` // bytes
+	// GID and Mode are the output directory's, for the file system's
+	// root (its owner is the request's UID).
+	GID  uint32 `json:"gid"`
+	Mode uint32 `json:"mode"`
 }
 
 // Mount is a job's volume on a compute node, as the kernel shows it.

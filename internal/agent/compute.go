@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gate"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // Compute: a job's volume is mounted on the compute node at
@@ -153,7 +155,7 @@ func (s *Server) Mount(ctx context.Context, volume string, req MountRequest) (Mo
 	}
 	// The gate lets the job's user reach the volume by its RAMDISK path;
 	// opened each time, so a volume someone else mounted gets it too.
-	if err := s.openGate(volume, req.UID, req.Image); err != nil {
+	if err := s.openGate(volume, req.UID, req.Image || req.Private != nil); err != nil {
 		return Mount{}, err
 	}
 	if !ok {
@@ -163,6 +165,9 @@ func (s *Server) Mount(ctx context.Context, volume string, req MountRequest) (Mo
 	}
 	if req.Image {
 		return s.bindImage(volume, vm, req, role, policy)
+	}
+	if req.Private != nil {
+		return s.bindPrivate(ctx, volume, vm, req, role, policy)
 	}
 	// Bound there already, by a request whose answer was lost? Asked of
 	// the mount table, by the target's name: nothing is opened, so no
@@ -328,6 +333,12 @@ func (s *Server) release(volume string, detach bool) error {
 	if err := s.releaseImage(volume, detach); err != nil {
 		return err
 	}
+	if err := node.UnbindPrivate(engine.Ramdisk{Dir: s.volumeSource(volume)}, detach, func(point string) error { return mount.Unbind(point, detach) }); err != nil {
+		if errors.Is(err, mount.ErrBusy) {
+			return failf(ErrBusy, "the private output of volume %s is still in use on this node: %w", volume, err)
+		}
+		return fmt.Errorf("releasing the private output of volume %s: %w", volume, err)
+	}
 	src := s.volumeSource(volume)
 	for range maxStacked {
 		vm, ok, err := s.volumeAt(volume)
@@ -361,12 +372,9 @@ func (s *Server) release(volume string, detach bool) error {
 	if err := gate.Close(g); err != nil {
 		return err
 	}
-	for _, p := range []string{src, s.imagePoint(volume), g} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("removing %s: %w", p, err)
-		}
-	}
-	return nil
+	// The mount points beside the volume's (image, out-NODE), its own,
+	// then the gate.
+	return engine.RemoveGate(g, engine.Ramdisk{Dir: src})
 }
 
 // mountOf describes volume's mount vm and its binds.

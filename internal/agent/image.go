@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -87,4 +91,36 @@ func (s *Server) releaseImage(volume string, detach bool) error {
 	}
 	s.log.Info("input image released", "volume", volume, "detach", detach)
 	return nil
+}
+
+// bindPrivate makes and mounts this node's private output file system in
+// volume (unless mounted already) and binds it over req.Target. Called
+// with s.mu held, the volume mounted as vm.
+func (s *Server) bindPrivate(ctx context.Context, volume string, vm mount.Info, req MountRequest, role string, policy mount.Policy) (Mount, error) {
+	p := req.Private
+	if err := gluster.CheckHost(p.Node); err != nil || p.Size < 16<<20 || p.Size%4096 != 0 {
+		return Mount{}, failf(ErrInvalid, "private output of volume %s: node %q, size %d: give a node name and a size of at least 16M in 4K blocks", volume, shorten(p.Node), p.Size)
+	}
+	rd := engine.Ramdisk{Dir: s.volumeSource(volume), UID: req.UID}
+	point, err := node.MountPrivate(ctx, rd, p.Node, p.Size, node.RootAttrs{UID: req.UID, GID: p.GID, Mode: p.Mode})
+	if err != nil {
+		return Mount{}, fmt.Errorf("volume %s: %w", volume, err)
+	}
+	pm, _, err := mount.MountedAt(point)
+	if err != nil {
+		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+	}
+	if top, ok, err := mount.MountedAt(req.Target); err != nil {
+		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
+	} else if ok && top.Dev == pm.Dev {
+		return s.mountOf(volume, vm)
+	}
+	if err := policy.Bind(role, point, req.Target, req.UID); err != nil {
+		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
+			return Mount{}, failf(ErrInvalid, "binding the private output of volume %s: %w", volume, err)
+		}
+		return Mount{}, fmt.Errorf("binding the private output of volume %s over %s: %w", volume, shorten(req.Target), err)
+	}
+	s.log.Info("private output bound", "volume", volume, "target", req.Target, "uid", req.UID)
+	return s.mountOf(volume, vm)
 }

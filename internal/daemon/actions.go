@@ -855,6 +855,13 @@ func (d *Daemon) jobLog(j *job.Job, format string, a ...any) {
 // stage runs one staging phase as the job's user, logging to the job's
 // stage log and recording progress.
 func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data string, degraded bool) error {
+	return d.stageOn(ctx, j, phase, program, data, degraded, false)
+}
+
+// stageOn is stage; here runs it on this host, through j.Ramdisk, even
+// with an engine that stages on its own nodes (a private output's tree,
+// mounted here for its stage-out).
+func (d *Daemon) stageOn(ctx context.Context, j *job.Job, phase, program, data string, degraded, here bool) error {
 	if d.cfg.Limits.StageTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.cfg.Limits.StageTimeout)
@@ -878,7 +885,7 @@ func (d *Daemon) stage(ctx context.Context, j *job.Job, phase, program, data str
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})
 		},
 	}
-	if s, ok := engine.As[engine.Stager](d.engine); ok {
+	if s, ok := engine.As[engine.Stager](d.engine); ok && !here {
 		err = s.Stage(ctx, rd, task)
 	} else {
 		// The engine's RAMDISK is one file system here, which nobody

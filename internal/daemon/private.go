@@ -42,6 +42,11 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 	if size < 16<<20 {
 		return fmt.Errorf("output=private: %s of RAM over %d compute nodes leaves each less than the 16M a file system of its own needs; ask for more capacity", units.FormatSize(j.Capacity()), shares)
 	}
+	if a, ok := engine.As[engine.ClientAdmitter](d.engine); ok {
+		if err := a.AdmitClients(ctx, rd, j.Hosts); err != nil {
+			return err
+		}
+	}
 	if err := pb.BindPrivate(ctx, j.Hosts, rd, j.Spec.Output, size, node.RootAttrs{UID: j.UID, GID: st.Gid, Mode: st.Mode & 0o7777}); err != nil {
 		return err
 	}
@@ -94,7 +99,8 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 		jj := *j
 		jj.Ramdisk = t.Dir
 		d.appendStageLog(j, fmt.Sprintf("stage-out: the private output of %s", t.Node))
-		if err := d.stage(ctx, &jj, "stage-out", "", j.Spec.Output, false); err != nil {
+		// On this host, whatever the engine: the tree is mounted here.
+		if err := d.stageOn(ctx, &jj, "stage-out", "", j.Spec.Output, false, true); err != nil {
 			return fmt.Errorf("the private output of %s: %w", t.Node, err)
 		}
 	}

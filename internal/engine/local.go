@@ -196,7 +196,7 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	if err := l.Revoke(ctx, r); err != nil {
 		return err
 	}
-	if err := clearImage(r); err != nil {
+	if err := ClearBeside(r); err != nil {
 		return err
 	}
 	m, ok, err := l.mounted(r)
@@ -225,9 +225,12 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	} else if ok {
 		return fmt.Errorf("%s is still a mount point of something not RSA's; leaving it for an administrator", r.Dir)
 	}
-	// The mount points beside the RAMDISK's (image, out-NODE, ro-NODE),
-	// then the RAMDISK's own and the gate.
-	gate := GateFor(l.Root, r.Job)
+	return RemoveGate(GateFor(l.Root, r.Job), r)
+}
+
+// RemoveGate removes the empty mount points beside r's (image, out-NODE,
+// ro-NODE), r's own, then the gate.
+func RemoveGate(gate string, r Ramdisk) error {
 	if ents, err := os.ReadDir(gate); err == nil {
 		for _, e := range ents {
 			if p := filepath.Join(gate, e.Name()); e.IsDir() && p != r.Dir {
@@ -245,11 +248,11 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	return nil
 }
 
-// clearImage removes the input image mounted from r at ImagePoint(r), if
-// any (node access mounts it there), with its binds: it holds its file,
-// and so the tmpfs, open. Busy, it fails wrapping ErrBusy, as the tmpfs
-// would.
-func clearImage(r Ramdisk) error {
+// ClearBeside removes what node access mounts beside r's mount point,
+// behind its gate (the input image, erofs; private output images, ext4),
+// with their binds: each holds its file in the RAMDISK, and so the
+// RAMDISK, open. Busy, it fails wrapping ErrBusy, as the RAMDISK would.
+func ClearBeside(r Ramdisk) error {
 	ms, err := mount.List()
 	if err != nil {
 		return err

@@ -64,10 +64,11 @@ type PrivateBinder interface {
 	BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error
 }
 
-// mountPrivateHere makes node's image and mounts it read-write at its
-// point on this host, unless mounted there already, and gives its root
-// attrs.
-func mountPrivateHere(ctx context.Context, rd engine.Ramdisk, node string, size int64, attrs RootAttrs) (string, error) {
+// MountPrivate makes node's image in rd and mounts it read-write at its
+// point beside rd's mount on this host, unless mounted there already, and
+// gives its root attrs. It returns the mount point, which the caller binds
+// over the job's output directory on node.
+func MountPrivate(ctx context.Context, rd engine.Ramdisk, node string, size int64, attrs RootAttrs) (string, error) {
 	point := privatePoint(rd, node, false)
 	if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("creating the mount point of %s's private output: %w", cmpNode(node), err)
@@ -140,10 +141,10 @@ func privateMounts(rd engine.Ramdisk) ([]mount.Info, error) {
 	return out, nil
 }
 
-// unbindPrivate removes the private output's file systems from this host:
-// each one's binds with unbind (given its mount point), then its own
-// mount.
-func unbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) error) error {
+// UnbindPrivate removes the private output's file systems beside rd's
+// mount on this host: each one's binds with unbind (given its mount
+// point), then its own mount.
+func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) error) error {
 	ms, err := privateMounts(rd)
 	if err != nil {
 		return err
@@ -179,7 +180,7 @@ func PrivateDevices(rd engine.Ramdisk) []uint64 {
 }
 
 func (l Local) BindPrivate(ctx context.Context, _ []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error {
-	point, err := mountPrivateHere(ctx, rd, "", size, attrs)
+	point, err := MountPrivate(ctx, rd, "", size, attrs)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (n Namespaces) BindPrivate(ctx context.Context, nodes []string, rd engine.R
 		return errors.New("the job runs on no compute node yet")
 	}
 	for _, node := range nodes {
-		point, err := mountPrivateHere(ctx, rd, node, size, attrs)
+		point, err := MountPrivate(ctx, rd, node, size, attrs)
 		if err != nil {
 			return fmt.Errorf("on %s: %w", node, err)
 		}

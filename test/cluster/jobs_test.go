@@ -28,6 +28,7 @@ func TestGlusterJobs(t *testing.T) {
 	c := startCluster(t, "RSA_CLUSTER_ID=1", "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0")
 	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
 	t.Run("InputImage", func(t *testing.T) { testInputImage(t, c, us[0]) })
+	t.Run("PrivateOutput", func(t *testing.T) { testPrivateOutput(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
@@ -245,6 +246,35 @@ echo out > %[3]s/from-$(hostname)'
 	}
 	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "input image of 40 entries") {
 		t.Errorf("the job's log does not tell of its image:\n%s", log)
+	}
+	c.assertNoLeaks(t)
+}
+
+// testPrivateOutput: #RSA output=private on two compute hosts: each
+// writes into an ext4 file system of its own (an image in the job's
+// volume, which the user cannot reach), sees nothing of the other's, and
+// both trees are staged out; nothing is left.
+func testPrivateOutput(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "private")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA out=%[2]s output=private
+srun -N2 bash -c 'h=$(hostname); for i in $(seq 300); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = ext4 ] && break; sleep 0.1; done
+echo "$(findmnt -n -o FSTYPE,OPTIONS --mountpoint %[2]s | tr -s " " | cut -d, -f1-3) $(ls %[2]s | wc -l)" > %[2]s/from-$h
+{ ls "$RSA_RAMDISK" >/dev/null 2>&1 && echo REACHABLE || echo closed; } >> %[2]s/from-$h'
+`, w, out))
+	id := c.sbatch(t, u, job)
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	j := c.waitRSA(t, id, 90*time.Second, "RELEASED")
+	for _, h := range c.compute {
+		if got := readFile(t, filepath.Join(out, "from-"+h)); got != "ext4 rw,nosuid,nodev 0\nclosed\n" {
+			t.Errorf("output of %s on disk: %q: want its own empty ext4, rw, nosuid, nodev, and its RAMDISK closed", h, got)
+		}
+	}
+	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "the private output of c1") || !strings.Contains(log, "the private output of c2") {
+		t.Errorf("the job's log does not tell of both nodes' stage-outs:\n%s", log)
 	}
 	c.assertNoLeaks(t)
 }

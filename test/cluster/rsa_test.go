@@ -84,7 +84,8 @@ func (c *cluster) leaks(t *testing.T) string {
 	for _, h := range append(append([]string{"ctl"}, c.storage...), c.compute...) {
 		mi := c.exec(t, h, "cat", "/proc/self/mountinfo")
 		for _, l := range strings.Split(mi, "\n") {
-			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") || strings.Contains(l, " - erofs ") {
+			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") || strings.Contains(l, " - erofs ") ||
+				strings.Contains(l, " - ext4 ") && strings.Contains(l, "/run/rsa/") {
 				found = append(found, h+": "+l)
 			}
 		}

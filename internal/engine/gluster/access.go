@@ -42,8 +42,9 @@ type Agents struct {
 }
 
 var (
-	_ node.Access      = Agents{}
-	_ node.ImageBinder = Agents{}
+	_ node.Access        = Agents{}
+	_ node.ImageBinder   = Agents{}
+	_ node.PrivateBinder = Agents{}
 )
 
 // silentTry bounds the one try at an agent the heartbeat found silent.
@@ -89,6 +90,37 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 func (a Agents) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error) {
 	a.ImageLoop = a.ImageLoop || opt.Loop
 	return "", a.bind(ctx, nodes, node.InputRole, rd, target, true)
+}
+
+// BindPrivate has each compute node's agent make and mount its own file
+// system in the volume and bind it over target (agent.MountRequest.Private).
+func (a Agents) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs node.RootAttrs) error {
+	if len(nodes) == 0 {
+		return errors.New("the job runs on no compute node yet")
+	}
+	servers, err := a.Servers(rd)
+	if err != nil {
+		return err
+	}
+	volume := agent.BuildName(rd.Job, rd.Build)
+	for _, n := range nodes {
+		req := agent.MountRequest{Target: target, UID: rd.UID, Role: agent.RoleOutput, Servers: servers,
+			AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes,
+			Private: &agent.PrivateSpec{Node: n, Size: size, GID: attrs.GID, Mode: attrs.Mode}}
+		err := a.patiently(ctx, func() error {
+			cl, err := a.Clients.Client(n)
+			if err != nil {
+				return err
+			}
+			_, err = cl.Mount(ctx, volume, req)
+			return err
+		})
+		if err != nil {
+			// Output: the nodes mounted already stay so (node.Access).
+			return fmt.Errorf("mounting the private output of job %d on %s: %w", rd.Job, n, err)
+		}
+	}
+	return nil
 }
 
 func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string, image bool) error {

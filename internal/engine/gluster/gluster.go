@@ -491,6 +491,11 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			return fmt.Errorf("releasing volume %s on the compute nodes: %w", e.volume(r), err)
 		}
 	}
+	// A private output's file systems mounted here for its stage-out
+	// hold their files in the volume open.
+	if err := engine.ClearBeside(r); err != nil {
+		return err
+	}
 	m, ok, err := e.mounted(r)
 	if err != nil {
 		return err
@@ -565,10 +570,8 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	}); err != nil {
 		return err
 	}
-	for _, p := range []string{r.Dir, engine.GateFor(e.Root, r.Job)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("removing %s: %w", p, err)
-		}
+	if err := engine.RemoveGate(engine.GateFor(e.Root, r.Job), r); err != nil {
+		return err
 	}
 	if split {
 		e.Log.Warn("RAMDISK's RAM freed; its volume stays in glusterd until every RSA node reaches every other", "job", r.Job, "volume", e.volume(r), "err", volErr)
