@@ -651,9 +651,7 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 		}
 		return err
 	}
-	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	unix.Close(fd)
+	st, err := statClose(fd)
 	if err != nil {
 		return err
 	}
@@ -721,6 +719,14 @@ func (d *Daemon) bindImage(ctx context.Context, j *job.Job, rd engine.Ramdisk) e
 		d.appendStageLog(j, fmt.Sprintf("mount: input image mounted read-only at the input directory (%s-backed)", backing))
 	}
 	return nil
+}
+
+// statClose is the status of the file open as fd, which it closes.
+func statClose(fd int) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstat(fd, &st)
+	unix.Close(fd)
+	return st, err
 }
 
 // showsRamdisk reports whether target, reached without symlinks, is the

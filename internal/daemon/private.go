@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/node"
@@ -31,9 +29,7 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 	if err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	unix.Close(fd)
+	st, err := statClose(fd)
 	if err != nil {
 		return err
 	}

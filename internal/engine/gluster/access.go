@@ -95,27 +95,13 @@ func (a Agents) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk
 // BindPrivate has each compute node's agent make and mount its own file
 // system in the volume and bind it over target (agent.MountRequest.Private).
 func (a Agents) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs node.RootAttrs) error {
-	if len(nodes) == 0 {
-		return errors.New("the job runs on no compute node yet")
-	}
-	servers, err := a.Servers(rd)
+	volume, req, err := a.request(nodes, node.OutputRole, rd, target)
 	if err != nil {
 		return err
 	}
-	volume := agent.BuildName(rd.Job, rd.Build)
 	for _, n := range nodes {
-		req := agent.MountRequest{Target: target, UID: rd.UID, Role: agent.RoleOutput, Servers: servers,
-			AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes,
-			Private: &agent.PrivateSpec{Node: n, Size: size, GID: attrs.GID, Mode: attrs.Mode}}
-		err := a.patiently(ctx, func() error {
-			cl, err := a.Clients.Client(n)
-			if err != nil {
-				return err
-			}
-			_, err = cl.Mount(ctx, volume, req)
-			return err
-		})
-		if err != nil {
+		req.Private = &agent.PrivateSpec{Node: n, Size: size, GID: attrs.GID, Mode: attrs.Mode}
+		if err := a.mountOn(ctx, n, volume, req); err != nil {
 			// Output: the nodes mounted already stay so (node.Access).
 			return fmt.Errorf("mounting the private output of job %d on %s: %w", rd.Job, n, err)
 		}
@@ -123,27 +109,40 @@ func (a Agents) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdi
 	return nil
 }
 
-func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string, image bool) error {
+// mountOn asks node n's agent, patiently, to mount volume as req says.
+func (a Agents) mountOn(ctx context.Context, n, volume string, req agent.MountRequest) error {
+	return a.patiently(ctx, func() error {
+		cl, err := a.Clients.Client(n)
+		if err != nil {
+			return err
+		}
+		_, err = cl.Mount(ctx, volume, req)
+		return err
+	})
+}
+
+// request is the volume of rd and the request that mounts it over target
+// on nodes, in role.
+func (a Agents) request(nodes []string, role string, rd engine.Ramdisk, target string) (string, agent.MountRequest, error) {
 	if len(nodes) == 0 {
-		return errors.New("the job runs on no compute node yet")
+		return "", agent.MountRequest{}, errors.New("the job runs on no compute node yet")
 	}
 	servers, err := a.Servers(rd)
 	if err != nil {
+		return "", agent.MountRequest{}, err
+	}
+	return agent.BuildName(rd.Job, rd.Build), agent.MountRequest{Target: target, UID: rd.UID, Role: agentRole(role), Servers: servers,
+		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes}, nil
+}
+
+func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string, image bool) error {
+	volume, req, err := a.request(nodes, role, rd, target)
+	if err != nil {
 		return err
 	}
-	volume := agent.BuildName(rd.Job, rd.Build)
-	req := agent.MountRequest{Target: target, UID: rd.UID, Role: agentRole(role), Servers: servers,
-		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes, Image: image, ImageLoop: image && a.ImageLoop}
+	req.Image, req.ImageLoop = image, image && a.ImageLoop
 	for i, n := range nodes {
-		err := a.patiently(ctx, func() error {
-			cl, err := a.Clients.Client(n)
-			if err != nil {
-				return err
-			}
-			_, err = cl.Mount(ctx, volume, req)
-			return err
-		})
-		if err != nil {
+		if err := a.mountOn(ctx, n, volume, req); err != nil {
 			if role != node.OutputRole {
 				// All or nothing: take back what the earlier nodes mounted.
 				_ = a.Unbind(context.WithoutCancel(ctx), nodes[:i+1], rd, true)
