@@ -40,25 +40,12 @@ type ImageOptions struct {
 // fails a check is refused with the reason, and nothing is mounted.
 // point must be a directory only root can reach.
 func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, image, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
-		return "", fmt.Errorf("refusing the image %s: it is a symbolic link, or lies below one: %w", image, err)
-	}
+	f, st, err := openRootFile(image, "the image", unix.O_RDONLY)
 	if err != nil {
-		return "", fmt.Errorf("opening the image %s: %w", image, err)
+		return "", err
 	}
-	f := os.NewFile(uintptr(fd), image)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return "", fmt.Errorf("reading the image %s: %w", image, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o022 != 0 {
-		return "", fmt.Errorf("refusing the image %s: it must be a regular file of root's that no one else may write (it is uid %d, mode %06o)", image, st.Uid, st.Mode)
-	}
+	fd := int(f.Fd())
 	if err := erofs.Check(f, st.Size); err != nil {
 		return "", fmt.Errorf("refusing the image %s before mounting it: %w", image, err)
 	}
@@ -95,6 +82,34 @@ func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 		return "", fmt.Errorf("mounting the image %s from %s at %s%s: %w", image, loop.Name(), point, hint, err)
 	}
 	return BackingLoop, nil
+}
+
+// openRootFile opens the file at path (what names it in errors) with
+// flags, reached without following any symlink, and returns it with its
+// status if it is a regular file of root's that no group or other may
+// write: the only files RSA hands the kernel to parse as root.
+func openRootFile(path, what string, flags uint64) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags:   flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EXDEV) {
+		return nil, st, fmt.Errorf("refusing %s %s: it is a symbolic link, or lies below one: %w", what, path, err)
+	}
+	if err != nil {
+		return nil, st, fmt.Errorf("opening %s %s: %w", what, path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, st, fmt.Errorf("reading %s %s: %w", what, path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o022 != 0 {
+		f.Close()
+		return nil, st, fmt.Errorf("refusing %s %s: it must be a regular file of root's that no one else may write (it is uid %d, mode %06o)", what, path, st.Uid, st.Mode)
+	}
+	return f, st, nil
 }
 
 // attachLoopMode binds a free loop device to the file fd, with autoclear

@@ -71,25 +71,16 @@ func CheckExt4(ctx context.Context, image string) error {
 // with readOnly. The image must be a regular file of root's that no one
 // else may write, reached without symlinks.
 func MountExt4(image, point string, readOnly bool) error {
-	flags := unix.O_RDWR
+	var flags uint64 = unix.O_RDWR
 	if readOnly {
 		flags = unix.O_RDONLY
 	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, image, &unix.OpenHow{
-		Flags:   uint64(flags) | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	f, _, err := openRootFile(image, "the private output image", flags)
 	if err != nil {
-		return fmt.Errorf("opening the private output image %s: %w", image, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o022 != 0 {
-		return fmt.Errorf("refusing the private output image %s: not a regular file of root's that no one else may write", image)
-	}
+	defer f.Close()
+	fd := int(f.Fd())
 	loop, err := attachLoopMode(fd, readOnly)
 	if err != nil {
 		return fmt.Errorf("mounting the private output image %s: %w", image, err)
