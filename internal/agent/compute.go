@@ -169,21 +169,29 @@ func (s *Server) Mount(ctx context.Context, volume string, req MountRequest) (Mo
 	if req.Private != nil {
 		return s.bindPrivate(ctx, volume, vm, req, role, policy)
 	}
+	return s.bindOver(volume, vm, vm, src, "volume "+volume, "volume bound", req, role, policy)
+}
+
+// bindOver binds shown, the file system mounted at point (the volume,
+// or its image or private output), over req.Target after the policy's
+// checks of the target; what names it in errors, logged in the log
+// line. Called with s.mu held, the volume mounted as vm.
+func (s *Server) bindOver(volume string, vm, shown mount.Info, point, what, logged string, req MountRequest, role string, policy mount.Policy) (Mount, error) {
 	// Bound there already, by a request whose answer was lost? Asked of
 	// the mount table, by the target's name: nothing is opened, so no
-	// check is skipped for a mount that is not already the volume's.
+	// check is skipped for a mount that is not already shown.
 	if top, ok, err := mount.MountedAt(req.Target); err != nil {
 		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
-	} else if ok && top.Dev == vm.Dev && top.Root == vm.Root {
+	} else if ok && top.Dev == shown.Dev && top.Root == shown.Root {
 		return s.mountOf(volume, vm)
 	}
-	if err := policy.Bind(role, src, req.Target, req.UID); err != nil {
+	if err := policy.Bind(role, point, req.Target, req.UID); err != nil {
 		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
-			return Mount{}, failf(ErrInvalid, "binding volume %s: %w", volume, err)
+			return Mount{}, failf(ErrInvalid, "binding %s: %w", what, err)
 		}
-		return Mount{}, fmt.Errorf("binding volume %s over %s: %w", volume, shorten(req.Target), err)
+		return Mount{}, fmt.Errorf("binding %s over %s: %w", what, shorten(req.Target), err)
 	}
-	s.log.Info("volume bound", "volume", volume, "target", req.Target, "uid", req.UID, "role", req.Role)
+	s.log.Info(logged, "volume", volume, "target", req.Target, "uid", req.UID, "role", req.Role)
 	return s.mountOf(volume, vm)
 }
 

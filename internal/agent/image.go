@@ -21,9 +21,10 @@ import (
 // without symlinks, checked, then mounted through that descriptor), and
 // that mount, never the volume, is bound over the job's input directory.
 
-// imagePoint is where volume's input image is mounted, VolumeRoot/ID/image.
+// imagePoint is where volume's input image is mounted, VolumeRoot/ID/image
+// (engine.ImagePoint of the volume's mount).
 func (s *Server) imagePoint(volume string) string {
-	return filepath.Join(s.volumeGate(volume), "image")
+	return engine.ImagePoint(engine.Ramdisk{Dir: s.volumeSource(volume)})
 }
 
 // bindImage mounts volume's image (unless it is mounted already) and binds
@@ -51,20 +52,7 @@ func (s *Server) bindImage(volume string, vm mount.Info, req MountRequest, role 
 			return Mount{}, fmt.Errorf("reading the mount table: %w", err)
 		}
 	}
-	// Bound there already, by a request whose answer was lost?
-	if top, ok, err := mount.MountedAt(req.Target); err != nil {
-		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
-	} else if ok && top.Dev == im.Dev {
-		return s.mountOf(volume, vm)
-	}
-	if err := policy.Bind(role, point, req.Target, req.UID); err != nil {
-		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
-			return Mount{}, failf(ErrInvalid, "binding the input image of volume %s: %w", volume, err)
-		}
-		return Mount{}, fmt.Errorf("binding the input image of volume %s over %s: %w", volume, shorten(req.Target), err)
-	}
-	s.log.Info("input image bound", "volume", volume, "target", req.Target, "uid", req.UID)
-	return s.mountOf(volume, vm)
+	return s.bindOver(volume, vm, im, point, "the input image of volume "+volume, "input image bound", req, role, policy)
 }
 
 // releaseImage removes volume's image from this node: its binds, then its
@@ -110,17 +98,5 @@ func (s *Server) bindPrivate(ctx context.Context, volume string, vm mount.Info, 
 	if err != nil {
 		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
 	}
-	if top, ok, err := mount.MountedAt(req.Target); err != nil {
-		return Mount{}, fmt.Errorf("reading the mount table: %w", err)
-	} else if ok && top.Dev == pm.Dev {
-		return s.mountOf(volume, vm)
-	}
-	if err := policy.Bind(role, point, req.Target, req.UID); err != nil {
-		if te := (*mount.TargetError)(nil); errors.As(err, &te) {
-			return Mount{}, failf(ErrInvalid, "binding the private output of volume %s: %w", volume, err)
-		}
-		return Mount{}, fmt.Errorf("binding the private output of volume %s over %s: %w", volume, shorten(req.Target), err)
-	}
-	s.log.Info("private output bound", "volume", volume, "target", req.Target, "uid", req.UID)
-	return s.mountOf(volume, vm)
+	return s.bindOver(volume, vm, pm, point, "the private output of volume "+volume, "private output bound", req, role, policy)
 }

@@ -31,22 +31,17 @@ type ImageBinder interface {
 	BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error)
 }
 
-// ImagePoint is where a host mounts the input image of rd
-// (engine.ImagePoint), behind the gate, which admits root alone for a
-// RAMDISK that holds an image.
-func ImagePoint(rd engine.Ramdisk) string { return engine.ImagePoint(rd) }
-
 // imageOf is rd as its image is shown: package mount binds the image's
 // mount as it binds a RAMDISK.
 func imageOf(rd engine.Ramdisk) engine.Ramdisk {
-	rd.Dir = ImagePoint(rd)
+	rd.Dir = engine.ImagePoint(rd)
 	return rd
 }
 
-// mountImageHere mounts rd's input image at ImagePoint(rd) on this host,
-// unless an image is mounted there already.
+// mountImageHere mounts rd's input image at engine.ImagePoint(rd) on this
+// host, unless an image is mounted there already.
 func mountImageHere(rd engine.Ramdisk, opt mount.ImageOptions) (mount.ImageBacking, error) {
-	point := ImagePoint(rd)
+	point := engine.ImagePoint(rd)
 	if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("creating the image's mount point: %w", err)
 	}
@@ -61,11 +56,11 @@ func mountImageHere(rd engine.Ramdisk, opt mount.ImageOptions) (mount.ImageBacki
 	return mount.MountImage(filepath.Join(rd.Dir, stage.ImageName), point, opt)
 }
 
-// unmountImageHere removes the image mounted at ImagePoint(rd) on this
+// unmountImageHere removes the image mounted at engine.ImagePoint(rd) on this
 // host, once its binds are gone; nothing there is no error. Detached if
 // busy: its loop device goes when the last user lets go.
 func unmountImageHere(rd engine.Ramdisk) error {
-	point := ImagePoint(rd)
+	point := engine.ImagePoint(rd)
 	m, ok, err := mount.MountedAt(point)
 	if err != nil || !ok {
 		return err
@@ -86,34 +81,32 @@ func unmountImageHere(rd engine.Ramdisk) error {
 // mounted: its binds with unbind (given the image's mount point), then its
 // own mount.
 func unbindImage(rd engine.Ramdisk, unbind func(point string) error) error {
-	m, ok, err := mount.MountedAt(ImagePoint(rd))
+	m, ok, err := mount.MountedAt(engine.ImagePoint(rd))
 	if err != nil || !ok || m.FSType != "erofs" {
 		return err
 	}
-	if err := unbind(ImagePoint(rd)); err != nil {
+	if err := unbind(engine.ImagePoint(rd)); err != nil {
 		return fmt.Errorf("the input image: %w", err)
 	}
 	return unmountImageHere(rd)
 }
 
 func (l Local) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error) {
-	backing, err := mountImageHere(rd, opt)
-	if err != nil {
-		return "", err
-	}
-	if err := l.Bind(ctx, nodes, InputRole, imageOf(rd), target); err != nil {
-		_ = unmountImageHere(rd)
-		return "", err
-	}
-	return backing, nil
+	return bindImage(rd, opt, func(img engine.Ramdisk) error { return l.Bind(ctx, nodes, InputRole, img, target) })
 }
 
 func (n Namespaces) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error) {
+	return bindImage(rd, opt, func(img engine.Ramdisk) error { return n.Bind(ctx, nodes, InputRole, img, target) })
+}
+
+// bindImage mounts rd's image on this host and shows it with bind (given
+// the image as a RAMDISK); if bind fails, the image goes again.
+func bindImage(rd engine.Ramdisk, opt mount.ImageOptions, bind func(img engine.Ramdisk) error) (mount.ImageBacking, error) {
 	backing, err := mountImageHere(rd, opt)
 	if err != nil {
 		return "", err
 	}
-	if err := n.Bind(ctx, nodes, InputRole, imageOf(rd), target); err != nil {
+	if err := bind(imageOf(rd)); err != nil {
 		_ = unmountImageHere(rd)
 		return "", err
 	}
