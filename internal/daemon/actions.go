@@ -585,11 +585,12 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// The compute nodes' mounts first: each keeps the tmpfs, and so
 		// its RAM, alive. Then the gate closes, the processes still
 		// holding the RAMDISK end, and only then is it unmounted: its RAM
-		// counts as held until it is really gone. An input image mounted
-		// here holds its file in the RAMDISK open until the last process
-		// reading it lets go: its holders are ended too, found by its
-		// device, read before its mount here goes.
-		imageDev := d.imageDevice(rd)
+		// counts as held until it is really gone. An input image or a
+		// private output mounted here holds its file in the RAMDISK open
+		// until the last process using it lets go: their holders are
+		// ended too, found by their devices, read before their mounts
+		// here go.
+		beside := engine.BesideDevices(rd)
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			// A compute node out of reach keeps its client mount until
 			// it answers again (a debt, paid then); it holds no RSA
@@ -606,7 +607,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		if err := d.engine.Revoke(ctx, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
-		if err := d.evict(ctx, j, rd, imageDev); err != nil {
+		if err := d.evict(ctx, j, rd, beside...); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
@@ -678,23 +679,6 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 		}
 	}
 	return d.access.Bind(ctx, j.Hosts, role, d.ramdisk(j), target)
-}
-
-// imageDevice is the device of the input image mounted from rd on this
-// host, or 0.
-func (d *Daemon) imageDevice(rd engine.Ramdisk) uint64 {
-	if !rd.RootOnly {
-		return 0
-	}
-	m, ok, err := mount.MountedAt(engine.ImagePoint(rd))
-	if err != nil || !ok || m.FSType != "erofs" {
-		return 0
-	}
-	dev, err := engine.DeviceOf(m)
-	if err != nil {
-		return 0
-	}
-	return dev
 }
 
 // bindImage shows the job's input image at its input directory on its

@@ -61,7 +61,7 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 // every node's file system stays in RAM, where root can mount each, until
 // an administrator discards them.
 func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
-	held := node.PrivateDevices(rd)
+	held := engine.BesideDevices(rd)
 	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 		return err
 	}

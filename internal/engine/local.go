@@ -253,17 +253,11 @@ func RemoveGate(gate string, r Ramdisk) error {
 // with their binds: each holds its file in the RAMDISK, and so the
 // RAMDISK, open. Busy, it fails wrapping ErrBusy, as the RAMDISK would.
 func ClearBeside(r Ramdisk) error {
-	ms, err := mount.List()
+	ms, err := besideMounts(r)
 	if err != nil {
 		return err
 	}
-	gate := filepath.Dir(r.Dir)
 	for _, m := range ms {
-		// The input image (erofs) and the private output images (ext4)
-		// node access mounts beside the RAMDISK, behind its gate.
-		if filepath.Dir(m.Point) != gate || m.Point == r.Dir || (m.FSType != "erofs" && m.FSType != "ext4") {
-			continue
-		}
 		if err := mount.UnbindDev(m.Dev, m.Point, true); err != nil {
 			return fmt.Errorf("removing the mounts of job %d's %s: %w", r.Job, filepath.Base(m.Point), err)
 		}
@@ -275,6 +269,40 @@ func ClearBeside(r Ramdisk) error {
 		}
 	}
 	return nil
+}
+
+// BesideDevices are the devices of what node access mounts beside r's
+// mount point on this host (see ClearBeside), by which the processes that
+// still hold them are found: read before those mounts go.
+func BesideDevices(r Ramdisk) []uint64 {
+	ms, err := besideMounts(r)
+	if err != nil {
+		return nil
+	}
+	var devs []uint64
+	for _, m := range ms {
+		if dev, err := DeviceOf(m); err == nil {
+			devs = append(devs, dev)
+		}
+	}
+	return devs
+}
+
+// besideMounts are the input image (erofs) and the private output images
+// (ext4) that node access mounts beside r's mount point, behind its gate.
+func besideMounts(r Ramdisk) ([]mount.Info, error) {
+	ms, err := mount.List()
+	if err != nil {
+		return nil, err
+	}
+	gate := filepath.Dir(r.Dir)
+	var out []mount.Info
+	for _, m := range ms {
+		if filepath.Dir(m.Point) == gate && m.Point != r.Dir && (m.FSType == "erofs" || m.FSType == "ext4") {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // Check finds nothing: a tmpfs on this host is all there or not at all

@@ -162,23 +162,6 @@ func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) err
 	return errors.Join(errs...)
 }
 
-// PrivateDevices are the devices of the private output's file systems
-// mounted on this host, by which the processes that still hold them are
-// found.
-func PrivateDevices(rd engine.Ramdisk) []uint64 {
-	ms, err := privateMounts(rd)
-	if err != nil {
-		return nil
-	}
-	var devs []uint64
-	for _, m := range ms {
-		if dev, err := engine.DeviceOf(m); err == nil {
-			devs = append(devs, dev)
-		}
-	}
-	return devs
-}
-
 func (l Local) BindPrivate(ctx context.Context, _ []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error {
 	point, err := MountPrivate(ctx, rd, "", size, attrs)
 	if err != nil {
