@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,43 +150,45 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	var args []string
 	dir := "/"
 	custom := t.Program != "" && !BuiltIn(t.Program)
-	copyArgs := []string{r.Self, "copy", "--progress=json", "--json", "--sync"}
+	switch {
+	case t.Image && (t.Phase != "stage-in" || t.Program != ""):
+		return fmt.Errorf("%s: an input image is built by the built-in stage-in alone, not by %q", t.Phase, cmp.Or(t.Program, "the stage-out"))
+	case t.Part != (Part{}) && (t.Phase != "stage-in" || t.Program != "" || t.Image || !t.Private):
+		return fmt.Errorf("%s: only the built-in copy of a private stage-in is spread over hosts", t.Phase)
+	}
+	copyArgs := []string{r.Self, "copy", "--progress=json", "--json"}
+	if !t.Image {
+		copyArgs = append(copyArgs, "--sync") // an image's builder flushes it
+	}
 	if r.BWLimit > 0 {
 		copyArgs = append(copyArgs, fmt.Sprintf("--bwlimit=%d", r.BWLimit))
 	}
 	switch {
 	case t.Phase == "stage-out":
 		copyArgs = append(copyArgs, "--verify", "--atomic") // verified before the RAMDISK may go
+	case t.Image:
+		// A pack writes no names into the RAMDISK to rename or list:
+		// the builder checks the image whole.
 	case !t.Private || t.Partial && t.Program == ModeUnpack:
 		copyArgs = append(copyArgs, "--atomic")
+	case t.Part.Finish:
+		copyArgs = append(copyArgs, "--finish")
+		if t.Partial {
+			copyArgs = append(copyArgs, "--check-listing")
+		}
+	case t.Part.Of > 0:
+		// The finish lists the whole copy; a share alone cannot.
+		copyArgs = append(copyArgs, fmt.Sprintf("--part=%d/%d", t.Part.Index, t.Part.Of))
 	case t.Partial:
 		copyArgs = append(copyArgs, "--check-listing")
 	}
 	var img *image
 	if t.Image {
-		if t.Phase != "stage-in" || t.Program != "" {
-			return fmt.Errorf("%s: an input image is built by the built-in stage-in alone, not by %q", t.Phase, cmp.Or(t.Program, "the stage-out"))
-		}
 		var err error
 		if img, err = openImage(t.Ramdisk, r.Image); err != nil {
 			return fmt.Errorf("%s: %w", t.Phase, err)
 		}
 		defer img.w.Close()
-		// The builder flushes the image and checks it whole; a pack
-		// writes no names into the RAMDISK to list or rename.
-		copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--sync" || a == "--check-listing" || a == "--atomic" })
-	}
-	if t.Part != (Part{}) {
-		if t.Phase != "stage-in" || t.Program != "" || img != nil || !t.Private {
-			return fmt.Errorf("%s: only the built-in copy of a private stage-in is spread over hosts", t.Phase)
-		}
-		if t.Part.Finish {
-			copyArgs = append(copyArgs, "--finish")
-		} else {
-			// The finish lists the whole copy; a share alone cannot.
-			copyArgs = slices.DeleteFunc(copyArgs, func(a string) bool { return a == "--check-listing" })
-			copyArgs = append(copyArgs, fmt.Sprintf("--part=%d/%d", t.Part.Index, t.Part.Of))
-		}
 	}
 	switch {
 	case img != nil:
