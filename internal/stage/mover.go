@@ -452,13 +452,13 @@ func (r *copyRun) listDir(d *dirNode) {
 			if r.ctx.Err() != nil {
 				return
 			}
-			rel := join(d.rel, e.Name())
 			switch {
 			case r.m.Part.Finish && !e.IsDir():
 				// Only multiply linked files are left: the listing
 				// does not say which.
 				r.entry(d, srcFd, e.Name())
-			case !e.IsDir() && !r.m.Part.owns(rel):
+			case !e.IsDir() && r.m.Part.split() && !r.m.Part.owns(join(d.rel, e.Name())):
+				// Another share's (no path is built for an unsplit copy).
 			case e.Type().IsRegular():
 				files.add(e.Name())
 			default:
