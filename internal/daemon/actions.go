@@ -495,7 +495,11 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 	case lifecycle.StageOut:
 		if rd.RootOnly {
 			if err := d.stageOutPrivate(ctx, j, rd); err != nil {
-				return fail(lifecycle.EvStageOutFailed, err)
+				ev := fail(lifecycle.EvStageOutFailed, err)
+				if lost := (*writesLostError)(nil); errors.As(err, &lost) {
+					ev.Nodes = lost.Nodes() // recorded: job.PrivateLost
+				}
+				return ev
 			}
 			return ok(lifecycle.EvStagedOut)
 		}

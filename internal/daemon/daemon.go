@@ -591,10 +591,10 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
 	next.Build, next.WaitingSince, next.NotBefore = out.Job.Build, out.Job.WaitingSince, out.Job.NotBefore
-	next.ImageBuild, next.PrivateBuild = out.Job.ImageBuild, out.Job.PrivateBuild
+	next.ImageBuild, next.PrivateBuild, next.PrivateLost = out.Job.ImageBuild, out.Job.PrivateBuild, out.Job.PrivateLost
 	next.Lost, next.Error = out.Job.Lost, out.Job.Error
 	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
-		len(next.Lost) != len(j.Lost)
+		len(next.Lost) != len(j.Lost) || next.PrivateLost != j.PrivateLost
 	if out.Failure != "" {
 		d.metrics.Failure(out.Failure)
 		if why := d.waitingFor(j.ID); why != "" {

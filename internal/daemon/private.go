@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -56,11 +57,31 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 
 // stageOutPrivate stages out the job's private output: every node's file
 // system, once nothing holds it, is checked, mounted read-only and copied
-// into the output directory as the job's user, verified. The same name
-// from two nodes is an error that names both: nothing is copied, and
-// every node's file system stays in RAM, where root can mount each, until
-// an administrator discards them.
+// into the output directory as the job's user, verified.
+//
+// A part of the RAMDISK out of reach takes pieces of the file systems'
+// images with it, and a client that has not yet reached a part back
+// answers a lookup of an image there with "no such file": so each phase
+// that looks for the images (the check, then the copy) is trusted only if
+// every part was in reach, without a break, from before it to after it
+// (the seal between them gives the client a new view of the RAMDISK, so
+// each phase is checked on its own), and an image the check found must
+// be there for the copy. Otherwise the stage-out fails naming the RSA
+// nodes, and the images stay in RAM.
+//
+// A part lost with no copy while the compute nodes held their file
+// systems (job.PrivateLost), or before they were checked, may have taken
+// with it what a node wrote and never flushed: such images are never
+// verified, and the stage-out fails for good (a *writesLostError, which
+// the lifecycle records), leaving them in RAM for an administrator.
+//
+// The same name from two nodes is an error that names both: nothing is
+// copied, and every node's file system stays in RAM, where root can mount
+// each, until an administrator discards them.
 func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	if j.PrivateLost {
+		return &writesLostError{job: j.ID, nodes: j.Lost, image: node.PrivateImage(rd, "NODE")}
+	}
 	held := engine.BesideDevices(rd)
 	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 		return err
@@ -70,7 +91,17 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	if err := d.evict(ctx, j, rd, held...); err != nil {
 		return err
 	}
-	if err := node.PreparePrivate(ctx, rd, j.Hosts); err != nil {
+	var checked []string
+	err := d.inReach(ctx, j, rd, "nothing is copied while it is", func() (err error) {
+		checked, err = node.PreparePrivate(ctx, rd, j.Hosts)
+		return err
+	})
+	if lost := (*partsLostError)(nil); errors.As(err, &lost) {
+		// The compute nodes' file systems were flushed as they were
+		// unmounted, a moment ago, into a RAMDISK with a part gone.
+		return &writesLostError{job: j.ID, nodes: lost.nodes, image: node.PrivateImage(rd, "NODE")}
+	}
+	if err != nil {
 		return err
 	}
 	// Read-only from now on: nothing writes the images while they are
@@ -78,6 +109,85 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	if err := d.seal(ctx, j, rd); err != nil {
 		return err
 	}
+	return d.inReach(ctx, j, rd, "what was copied before is on disk", func() error {
+		return d.copyPrivate(ctx, j, rd, checked)
+	})
+}
+
+// inReach runs phase, a part of a private stage-out, and fails unless
+// every part of the RAMDISK was in reach from before phase to after it;
+// copied says what is on disk when it fails so.
+func (d *Daemon) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, copied string, phase func() error) error {
+	before, cerr := d.engine.Check(ctx, rd)
+	if cerr != nil {
+		return fmt.Errorf("whether every part of the RAMDISK is in reach is unknown, and a file system with pieces missing is never copied: %w", cerr)
+	}
+	if before.Lost {
+		return partsLost(j, before, "nothing is copied while it is", nil)
+	}
+	err := phase()
+	if ctx.Err() != nil {
+		return cmp.Or(err, ctx.Err())
+	}
+	after, cerr := d.engine.Check(ctx, rd)
+	switch {
+	case cerr != nil && err != nil:
+		return fmt.Errorf("%w; and whether every part of the RAMDISK was in reach is unknown: %v", err, cerr)
+	case cerr != nil:
+		return fmt.Errorf("whether every part of the RAMDISK was in reach is unknown: %w", cerr)
+	case !before.Steady(after):
+		return partsLost(j, before.Merge(after), copied, err)
+	case err != nil:
+		return err
+	case len(before.Nodes) > 0:
+		d.appendStageLog(j, fmt.Sprintf("stage-out: RSA node %s out of reach; its replicas were used instead", strings.Join(before.Nodes, ", ")))
+	}
+	return nil
+}
+
+// partsLost is the failure of a private stage-out that met a part of the
+// RAMDISK out of reach: copied says what is on disk, err is what the
+// stage-out met, if anything.
+func partsLost(j *job.Job, dg engine.Degraded, copied string, err error) error {
+	why := "not verified: the part of the RAMDISK on RSA node " + strings.Join(dg.Nodes, ", ") +
+		" was out of reach, and with it pieces of the compute nodes' file systems; " + copied +
+		fmt.Sprintf(". 'rsa retry %d' stages them out if the node comes back with its RAM (a brick restarted, a cut link healed); if it rebooted they are gone, and 'rsa discard %d' gives them up", j.ID, j.ID)
+	if err != nil {
+		why += "; meanwhile: " + err.Error()
+	}
+	return &partsLostError{nodes: dg.Nodes, why: why}
+}
+
+// partsLostError: a phase of a private stage-out met the parts of the
+// RAMDISK on nodes out of reach.
+type partsLostError struct {
+	nodes []string
+	why   string
+}
+
+func (e *partsLostError) Error() string { return e.why }
+
+// writesLostError: the private output's images may lack what the compute
+// nodes wrote, for a part of the RAMDISK on nodes was lost while they
+// held their file systems. It never passes: a retry meets it again.
+type writesLostError struct {
+	job   int64
+	nodes []string
+	image string
+}
+
+func (e *writesLostError) Error() string {
+	return fmt.Sprintf("not verified, and never will be: the part of the RAMDISK on RSA node %s was lost while the compute nodes wrote their own file systems, whose images may lack what was written then, unseen; nothing is copied. The images stay in RAM as %s: root can mount one to save what it holds (mount -o loop,ro), and 'rsa discard %d' releases them",
+		strings.Join(e.nodes, ", "), e.image, e.job)
+}
+
+// Nodes are the RSA nodes whose loss the lifecycle records.
+func (e *writesLostError) Nodes() []string { return e.nodes }
+
+// copyPrivate mounts the checked file systems read-only and copies them
+// into the output directory as the job's user, verified; checked are the
+// nodes whose image the check found, each of which must be there.
+func (d *Daemon) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, checked []string) error {
 	trees, release, err := node.PrivateTrees(rd, j.Hosts)
 	defer func() {
 		if rerr := release(); rerr != nil {
@@ -86,6 +196,11 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	}()
 	if err != nil {
 		return err
+	}
+	for _, n := range checked {
+		if !slices.ContainsFunc(trees, func(t node.Tree) bool { return t.Node == n }) {
+			return fmt.Errorf("the private output image of %s, checked a moment ago, cannot be found (%s): nothing of it was copied", n, node.PrivateImage(rd, n))
+		}
 	}
 	if err := collisions(trees); err != nil {
 		return fmt.Errorf("%w; nothing was copied, and each node's file system stays in RAM as %s (root can mount one: mount -o loop,ro) until an administrator runs 'rsa discard %d'",

@@ -105,6 +105,9 @@ type Job struct {
 	// one made for private output (lifecycle.Job).
 	ImageBuild   int `json:"image_build,omitempty"`
 	PrivateBuild int `json:"private_build,omitempty"`
+	// PrivateLost: the private output's images can no longer be
+	// verified (lifecycle.Job).
+	PrivateLost bool `json:"private_lost,omitempty"`
 	// Ramdisk is the RAMDISK's directory on the control host.
 	Ramdisk string `json:"ramdisk,omitempty"`
 	Owner   Owner  `json:"owner,omitzero"`
@@ -160,6 +163,7 @@ func (j *Job) Machine() lifecycle.Job {
 		ImageBuild:    j.ImageBuild,
 		OutputPrivate: j.Spec.OutputMode == OutputPrivate,
 		PrivateBuild:  j.PrivateBuild,
+		PrivateLost:   j.PrivateLost,
 		FinishedAt:    j.FinishedAt,
 		CapacityWait:  j.CapacityWait,
 		WaitingSince:  j.WaitingSince,

@@ -191,6 +191,7 @@ func Step(j Job, ev Event) (out Outcome) {
 				out.Job.NodeLost, out.Job.Lost = false, nil // new nodes, all live
 			case ev.Kind == EvNodeLost || len(ev.Nodes) > 0:
 				out.Job.NodeLost = true
+				out.Job.PrivateLost = out.Job.PrivateLost || j.HoldsPrivateOutput() && !ev.Whole
 				out.Job.Lost = slices.Clone(out.Job.Lost)
 				for _, n := range ev.Nodes {
 					if !slices.Contains(out.Job.Lost, n) {
@@ -256,6 +257,7 @@ func Step(j Job, ev Event) (out Outcome) {
 func (o *Outcome) settle(j Job, at time.Time) {
 	if o.Job.RSA == Booting && j.RSA != Booting {
 		o.Job.Build++
+		o.Job.PrivateLost = false
 		switch {
 		case o.Job.InputImage && o.Job.HasInput && o.Job.Pending():
 			o.Job.ImageBuild = o.Job.Build

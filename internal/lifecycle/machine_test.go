@@ -284,6 +284,40 @@ func TestPrivateBuild(t *testing.T) {
 	}
 }
 
+// TestPrivateLost: a part of a private-output RAMDISK lost with no copy
+// marks its images as never to be verified; a loss its replicas cover, or
+// one of a RAMDISK that is no private output's, does not; a new build
+// clears it.
+func TestPrivateLost(t *testing.T) {
+	private := Job{State: Running, RSA: InUseOut, HasOutput: true, OutputPrivate: true, Build: 2, PrivateBuild: 2}
+	shared := private
+	shared.OutputPrivate, shared.PrivateBuild = false, 0
+	staging := private
+	staging.State, staging.RSA = Finished, StagingOut
+	for _, c := range []struct {
+		name string
+		job  Job
+		ev   Event
+		want bool
+	}{
+		{"lost while written", private, Event{Kind: EvNodeLost, Nodes: []string{"rsa2"}}, true},
+		{"lost, replicas hold it", private, Event{Kind: EvNodeLost, Nodes: []string{"rsa2"}, Whole: true}, false},
+		{"lost, shared output", shared, Event{Kind: EvNodeLost, Nodes: []string{"rsa2"}}, false},
+		{"stage-out found it lost", staging, Event{Kind: EvStageOutFailed, Nodes: []string{"rsa2"}}, true},
+		{"stage-out failed otherwise", staging, Event{Kind: EvStageOutFailed}, false},
+	} {
+		out := Step(c.job, c.ev)
+		if out.Job.PrivateLost != c.want {
+			t.Errorf("%s: PrivateLost %v, want %v (%s)", c.name, out.Job.PrivateLost, c.want, out.Job.RSA)
+		}
+	}
+	lost := private
+	lost.State, lost.RSA, lost.PrivateLost = OnDeck, Assigned, true
+	if out := Step(lost, ev(EvTick)); out.Job.RSA != Booting || out.Job.PrivateLost {
+		t.Errorf("a new build: %s, PrivateLost %v", out.Job.RSA, out.Job.PrivateLost)
+	}
+}
+
 func TestEveryRowCovered(t *testing.T) {
 	evHit := make([]bool, len(eventTable))
 	passHit := make([]bool, len(passTable))

@@ -224,6 +224,12 @@ type Job struct {
 	// BOOTING for output (the job running, or without input), with
 	// OutputPrivate. 0: none.
 	PrivateBuild int
+	// PrivateLost: a part of the private-output RAMDISK was lost with no
+	// copy in reach (an event with Nodes, not Whole) while the job held
+	// it: what a compute node wrote into its file system may never have
+	// reached RAM, so its image can no longer be verified. A new build
+	// clears it.
+	PrivateLost bool
 }
 
 // HoldsPrivateOutput reports whether the job's RAMDISK now is the one

@@ -204,36 +204,42 @@ type Tree struct {
 // PreparePrivate checks the image of each of nodes that has one (e2fsck,
 // fixing what it may) and tidies the lost+found e2fsck may have made, so
 // that the image can be mounted read-only for its stage-out; it leaves
-// nothing mounted. Call it once nothing holds the images any more (Unbind,
-// and the job's processes ended).
-func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) error {
-	// A RAMDISK already read-only was sealed after its images were
-	// prepared (a stage-out tried again): nothing may write them now.
+// nothing mounted, and returns the nodes (as Tree names them) whose image
+// it found. Call it once nothing holds the images any more (Unbind, and
+// the job's processes ended). On a RAMDISK already read-only, sealed after
+// its images were checked (a stage-out tried again), it only finds them:
+// nothing may write them now.
+func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) ([]string, error) {
 	var sfs unix.Statfs_t
-	if unix.Statfs(rd.Dir, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
-		return nil
-	}
+	sealed := unix.Statfs(rd.Dir, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
+	var found []string
 	for _, node := range orLocal(nodes) {
 		image := PrivateImage(rd, node)
 		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
 			continue // never mounted there: nothing written
+		} else if err != nil {
+			return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+		}
+		found = append(found, cmpNode(node))
+		if sealed {
+			continue
 		}
 		point := privatePoint(rd, node, true)
 		if err := os.Mkdir(point, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
+			return found, err
 		}
 		if m, ok, err := mount.MountedAt(point); err != nil {
-			return err
+			return found, err
 		} else if ok {
 			if err := mount.Unmount(m, false); err != nil { // an earlier try's
-				return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+				return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 			}
 		}
 		if err := mount.CheckExt4(ctx, image); err != nil {
-			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+			return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 		}
 		if err := mount.MountExt4(image, point, false); err != nil {
-			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+			return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 		}
 		fd, err := unix.Openat2(unix.AT_FDCWD, point, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
@@ -246,10 +252,10 @@ func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) erro
 			merr = mount.Unmount(m, false)
 		}
 		if err = errors.Join(err, merr); err != nil {
-			return fmt.Errorf("%s's private output: %w", cmpNode(node), err)
+			return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 		}
 	}
-	return nil
+	return found, nil
 }
 
 // PrivateTrees mounts the prepared image of each of nodes that has one
@@ -269,6 +275,8 @@ func PrivateTrees(rd engine.Ramdisk, nodes []string) (trees []Tree, release func
 		image := PrivateImage(rd, node)
 		if _, err := os.Lstat(image); errors.Is(err, os.ErrNotExist) {
 			continue
+		} else if err != nil {
+			return trees, release, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 		}
 		point := privatePoint(rd, node, true)
 		if _, ok, err := mount.MountedAt(point); err != nil {

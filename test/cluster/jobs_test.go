@@ -36,7 +36,7 @@ func TestGlusterJobs(t *testing.T) {
 	if testutil.Long() {
 		t.Run("FullVolumeSoak", func(t *testing.T) { testFullVolumeAlone(t, c, us, true) })
 	}
-	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched) })
+	t.Run("RebootUnwatched", func(t *testing.T) { testLossWhileRunning(t, c, us[0], false, lossUnwatched, false) })
 	t.Run("FenceAtStageOut", func(t *testing.T) { testFenceAtStageOut(t, c, us[0]) })
 	t.Run("GlusterdRestarted", func(t *testing.T) { testGlusterdRestarted(t, c, us[0]) })
 }

@@ -76,6 +76,11 @@ func TestGlusterNodeLosses(t *testing.T) {
 				{"RebootWhileRunning", lossWhileRunning(lossReboot), false, true},
 				{"BrickKilledWhileRunning", lossWhileRunning(lossBrick), false, false},
 				{"LinkDownWhileRunning", lossWhileRunning(lossLink), true, false},
+				{"RebootWhileImageMounted", lossWhileImageMounted(lossReboot), true, false},
+				{"BrickKilledWhileImageMounted", lossWhileImageMounted(lossBrick), false, false},
+				{"RebootAtPrivateStageOut", lossAtPrivateStageOut(lossReboot), true, false},
+				{"BrickKilledAtPrivateStageOut", lossAtPrivateStageOut(lossBrick), false, true},
+				{"LinkDownAtPrivateStageOut", lossAtPrivateStageOut(lossLink), false, false},
 			} {
 				inMakeTest := s.distribute
 				if volume.replica {
@@ -107,7 +112,23 @@ func lossDuringImageBuild(how string) func(*testing.T, *cluster, testutil.User, 
 
 func lossWhileRunning(how string) func(*testing.T, *cluster, testutil.User, bool) {
 	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
-		testLossWhileRunning(t, c, u, replica, how)
+		testLossWhileRunning(t, c, u, replica, how, false)
+	}
+}
+
+// lossWhileImageMounted: as lossWhileRunning, for a job whose input is an
+// image mounted on its compute node: the switch must take the image's
+// mount (and loop device) away though part of the volume under it is
+// gone.
+func lossWhileImageMounted(how string) func(*testing.T, *cluster, testutil.User, bool) {
+	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
+		testLossWhileRunning(t, c, u, replica, how, true)
+	}
+}
+
+func lossAtPrivateStageOut(how string) func(*testing.T, *cluster, testutil.User, bool) {
+	return func(t *testing.T, c *cluster, u testutil.User, replica bool) {
+		testLossAtPrivateStageOut(t, c, u, replica, how)
 	}
 }
 
@@ -243,6 +264,103 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	checkOutput(t, out, sums, files)
 	c.assertNoLeaks(t)
+}
+
+// testLossAtPrivateStageOut: a job with output=private, on two RSA nodes;
+// after it wrote its output, and before it ends, the node whose brick
+// holds the start of its compute node's image loses its part (how).
+// Distribute: what the compute node had not yet flushed into the image
+// may be lost, unseen, so the stage-out fails for good, naming that node,
+// and copies nothing, also when retried after the part is back; rsa
+// discard is the admin's choice. Replica 2: the other copy holds the
+// whole image, and it stages out in full.
+func testLossAtPrivateStageOut(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
+	const files = 20
+	w := workDir(t, u, "privateloss")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=%[3]s pool=rsa output=private out=%[2]s
+for i in $(seq 600); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = ext4 ] && break; sleep 0.1; done
+for i in $(seq %[4]d); do head -c 100000 /dev/urandom > %[2]s/f$i; done
+(cd %[2]s && sha256sum f*) > %[1]s/sums
+touch %[1]s/written
+for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
+`, w, out, twoNodes(replica), files))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	waitFor(t, "the job's output", 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w, "written"))
+		return err == nil
+	})
+	if len(j.Alloc) != 2 || j.Alloc[0].Node == j.Alloc[1].Node {
+		t.Fatalf("the job holds %v: the test needs two RSA nodes", j.Alloc)
+	}
+	// The image's first piece (a regular file of root's; DHT's pointers
+	// are empty and sticky): on the node that holds it, on replica 2 on
+	// both.
+	var holders []string
+	for _, p := range j.Alloc {
+		st, err := c.execErr(t, p.Node, "stat", "-c", "%s %A", fmt.Sprintf("/run/rsa/bricks/%s/brick/out-%s.img", volumeOf(j), j.Hosts[0]))
+		if f := strings.Fields(st); err == nil && len(f) == 2 && f[0] != "0" && !strings.HasSuffix(f[1], "T") {
+			holders = append(holders, p.Node)
+		}
+	}
+	if want := map[bool]int{false: 1, true: 2}[replica]; len(holders) != want {
+		t.Fatalf("the private image of %s is on %v, want %d of the job's RSA nodes", j.Hosts[0], holders, want)
+	}
+	victim := holders[0]
+	c.lose(t, victim, volumeOf(j), how)
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended := time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
+	if replica {
+		c.waitRSA(t, id, 120*time.Second, "RELEASED")
+		t.Logf("replica 2, %s: %s: private output staged out in full %.1fs after the job ended", victim, how, time.Since(ended).Seconds())
+		checkOutput(t, out, sums, files)
+		if how == lossLink {
+			c.exec(t, victim, "ip", "link", "set", "eth0", "up")
+		}
+		c.assertNoLeaks(t)
+		return
+	}
+	jv := c.waitRSA(t, id, 120*time.Second, "STAGE_OUT_FAILED")
+	t.Logf("distribute, %s: %s: the private stage-out failed %.1fs after the job ended: %s", victim, how, time.Since(ended).Seconds(), jv.Error)
+	c.checkWritesLost(t, jv, victim, out)
+	// The part back (a brick restarted, a link healed) brings back what
+	// the bricks hold, not what the compute node failed to write there:
+	// a retry fails as the first did.
+	switch how {
+	case lossLink:
+		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
+	case lossBrick:
+		other := j.Alloc[0].Node
+		if other == victim {
+			other = j.Alloc[1].Node
+		}
+		c.restartBrick(t, other, volumeOf(j))
+	}
+	c.rsa(t, "retry", fmt.Sprint(j.ID))
+	c.checkWritesLost(t, c.waitRSA(t, id, 120*time.Second, "STAGE_OUT_FAILED"), victim, out)
+	c.rsa(t, "discard", fmt.Sprint(j.ID))
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	c.assertNoLeaks(t)
+}
+
+// checkWritesLost: the private stage-out of jv failed for good, naming
+// victim, and copied nothing into out.
+func (c *cluster) checkWritesLost(t *testing.T, jv *api.JobView, victim, out string) {
+	t.Helper()
+	if !strings.Contains(jv.Error, "never will be: the part of the RAMDISK on RSA node "+victim+" was lost") {
+		t.Errorf("the failure does not say the images cannot be verified for the loss of %s: %q", victim, jv.Error)
+	}
+	if names, err := os.ReadDir(out); err != nil || len(names) != 0 {
+		t.Errorf("after a failed private stage-out the output directory holds %d entries (%v), want none", len(names), err)
+	}
 }
 
 // lose takes away victim's part of the RAMDISK vol, as how says.
@@ -537,17 +655,24 @@ func namesLoss(log, node string) bool {
 // degraded (its record and its log name the node); at the switch to output
 // the RAMDISK is rebuilt (on live nodes, if the node is lost), and the
 // output written there is staged out whole.
-func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool, how string) {
+func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool, how string, image bool) {
 	w := workDir(t, u, "running")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
-	sums := fill(t, u, in, 40, 64<<10)
+	// An image big enough to be spread over both nodes' bricks (64 MiB
+	// shards).
+	mode, inRAM, n, size := "files", "fuse.glusterfs", 40, 64<<10
+	if image {
+		mode, inRAM, n, size = "image", "erofs", 160, 1<<20
+	}
+	sums := fill(t, u, in, n, size)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
 #SBATCH -o %[1]s/job.out
-#RSA capacity=%[4]s pool=rsa
+#RSA capacity=%[4]s pool=rsa input=%[5]s
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
 #RSA_DELAY=10
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
 (cd %[2]s && sha256sum f*) > %[1]s/insums
 touch %[1]s/read
 for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
@@ -555,7 +680,7 @@ for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.g
 findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
 for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 (cd %[3]s && sha256sum o*) > %[1]s/outsums
-`, w, in, out, twoNodes(replica)))
+`, w, in, out, twoNodes(replica), mode))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
 	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
@@ -581,6 +706,9 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	}
 	if got := readFile(t, filepath.Join(w, "insums")); got != sums {
 		t.Errorf("the job read other input than it has on disk")
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != inRAM {
+		t.Errorf("the job read its input from %q, not %s", got, inRAM)
 	}
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
