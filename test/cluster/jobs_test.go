@@ -29,6 +29,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("TwoNodes", func(t *testing.T) { testTwoNodes(t, c, us[0]) })
 	t.Run("InputImage", func(t *testing.T) { testInputImage(t, c, us[0]) })
 	t.Run("PrivateOutput", func(t *testing.T) { testPrivateOutput(t, c, us[0]) })
+	t.Run("PrivateCollision", func(t *testing.T) { testPrivateCollision(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
@@ -276,6 +277,45 @@ echo "$(findmnt -n -o FSTYPE,OPTIONS --mountpoint %[2]s | tr -s " " | cut -d, -f
 	if log := c.rsa(t, "log", fmt.Sprint(j.ID)); !strings.Contains(log, "the private output of c1") || !strings.Contains(log, "the private output of c2") {
 		t.Errorf("the job's log does not tell of both nodes' stage-outs:\n%s", log)
 	}
+	c.assertNoLeaks(t)
+}
+
+// testPrivateCollision: #RSA output=private on two compute hosts that
+// both write the same name: one output directory cannot hold both, so the
+// stage-out fails naming the file and both hosts, copies nothing (not
+// even the names only one host wrote), and keeps both file systems in RAM
+// until the administrator's rsa discard.
+func testPrivateCollision(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "collision")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 2
+#SBATCH -o %[1]s/job.out
+#RSA out=%[2]s output=private
+srun -N2 bash -c 'for i in $(seq 300); do [ "$(findmnt -n -o FSTYPE --mountpoint %[2]s)" = ext4 ] && break; sleep 0.1; done
+mkdir -p %[2]s/d; hostname > %[2]s/d/same; hostname > %[2]s/only-$(hostname)'
+`, w, out))
+	id := c.sbatch(t, u, job)
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	j := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
+	if !strings.Contains(j.Error, "d/same (from c1 and c2)") {
+		t.Errorf("the failure does not name the file both hosts wrote, and both hosts: %q", j.Error)
+	}
+	if names, err := os.ReadDir(out); err != nil || len(names) != 0 {
+		t.Errorf("the output directory holds %d entries (%v) after a collision: want none", len(names), err)
+	}
+	var held []string
+	for _, h := range []string{"c1", "c2"} {
+		img := fmt.Sprintf("%s/out-%s.img", j.Ramdisk, h)
+		if _, err := c.execErr(t, "ctl", "test", "-s", img); err == nil {
+			held = append(held, h)
+		}
+	}
+	if len(held) != 2 {
+		t.Errorf("the file systems kept in RAM: %v, want both hosts'", held)
+	}
+	c.rsa(t, "discard", fmt.Sprint(j.ID))
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
 	c.assertNoLeaks(t)
 }
 
