@@ -8,7 +8,11 @@
 #   4. a cold read of 20,000 x 4 KiB on one compute host, and on both at
 #      once, the input staged as files and as an image (runs interleaved);
 #   5. the brick operations per file of each stage-in (gluster volume
-#      profile, started as the stage-in starts, read as the job runs).
+#      profile, started as the stage-in starts, read as the job runs);
+#   6. the floor of an image's build: the big set's bytes written by one
+#      process (cat) through one Gluster client into an image job's
+#      volume over 2 RSA hosts (sharded, TLS), as the image builder writes
+#      its one file, fsync'd; no image build can be faster.
 # Stage-in runs once per input mode: files (a tree in the volume) and image
 # (one erofs image of it).
 # Every job goes through Slurm (burst_buffer/lua) as a normal user. Prints
@@ -16,10 +20,12 @@
 # every emulated host shares its cores.
 #
 # Knobs: BENCH_REPEAT (3), BENCH_BIG_FILES (2048), BENCH_SMALL_FILES (100000),
-# BENCH_PARTS (which of "construct stage-in read profile memory" to run;
+# BENCH_PARTS (which of "construct stage-in read profile floor memory" to run;
 # default all),
 # BENCH_SETS (which of "big small" to stage in; default both), BENCH_MODES
-# (which of "files image" to stage in as; default both).
+# (which of "files image" to stage in as; default both), BENCH_HOSTS (over
+# how many RSA hosts to stage in: "2 3"), BENCH_STAGE_REPEAT (stage-in runs
+# per cell, 1: the small set's files mode takes minutes a run).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -112,7 +118,7 @@ SH
 	echo "$rid"
 }
 
-parts=${BENCH_PARTS:-construct stage-in read profile memory}
+parts=${BENCH_PARTS:-construct stage-in read profile floor memory}
 
 # 1. construct and destroy.
 [[ $parts == *construct* ]] && for n in 1 2 3; do
@@ -130,14 +136,18 @@ done
 # (the whole stage, from the mover's start to its verified end), and the
 # mover's or the image builder's own line.
 [[ $parts == *stage-in* ]] && for set in ${BENCH_SETS:-big small}; do
-	for n in 2 3; do
+	for n in ${BENCH_HOSTS:-2 3}; do
 		capacity=$(( (n - 1) * 3 + 2 ))G
-		for mode in ${BENCH_MODES:-files image}; do
-			rid=$(run_job "in-$set-$n-$mode" "$capacity" "$work/$set" "$mode")
-			log=$(rsa log "$rid")
-			took=$(grep -o 'stage-in done in [0-9.a-z]*' <<<"$log" | head -1 | awk '{print $4}')
-			line=$(grep -E '^copied|input image of' <<<"$log" | head -1 | sed 's/^[^ ]* stage-in: //')
-			echo "bench-cluster: stage-in set=$set hosts=$n mode=$mode took=$took $line"
+		# The modes interleaved, run by run: a drift of the machine
+		# meets both alike.
+		for r in $(seq "${BENCH_STAGE_REPEAT:-1}"); do
+			for mode in ${BENCH_MODES:-files image}; do
+				rid=$(run_job "in-$set-$n-$mode-$r" "$capacity" "$work/$set" "$mode")
+				log=$(rsa log "$rid")
+				took=$(grep -o 'stage-in done in [0-9.a-z]*' <<<"$log" | head -1 | awk '{print $4}')
+				line=$(grep -E '^copied|input image of' <<<"$log" | head -1 | sed 's/^[^ ]* stage-in: //')
+				echo "bench-cluster: stage-in set=$set hosts=$n mode=$mode run=$r took=$took $line"
+			done
 		done
 	done
 	ram=$(mktemp -d /run/rsa-bench-ram.XXXX)
@@ -217,6 +227,45 @@ SH
 			[[ $(state_of "$id") == *RELEASED* ]] && break
 			sleep 0.1
 		done
+	done
+done
+
+# 6. the floor of an image build: an image job (an empty input) holds its
+# volume, mounted on the control host, while root writes the big set's
+# bytes into one file there, as the builder does.
+[[ $parts == *floor* ]] && for r in $(seq "$repeat"); do
+	name=floor-$r
+	rm -f "$work/go-$name"
+	cat >"$work/$name.sh" <<SH
+#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o $work/$name.out
+#RSA capacity=5G pool=rsa input=image
+#RSA_DATA_IN=$work/none
+#RSA_DATA_OUT=$work/out-$name
+while [ ! -e $work/go-$name ]; do sleep 0.2; done
+SH
+	install -d -o "$user" -g "$user" "$work/out-$name"
+	chown "$user:" "$work/$name.sh"
+	id=$(as_user sbatch --parsable "$work/$name.sh")
+	st=""
+	for _ in $(seq 3000); do
+		st=$(state_of "$id")
+		[[ $st == *INUSE_IN* || $st == *RELEASED* ]] && break
+		sleep 0.1
+	done
+	rid=${st% *}
+	dir=$(rsa status --json --all | python3 -c 'import json, sys
+for j in json.load(sys.stdin)["jobs"]:
+    if j["id"] == int(sys.argv[1]): print(j["ramdisk"])' "$rid")
+	bytes=$(du -sb "$work/big" | cut -f1)
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	took=$(on ctl bash -c 's=$EPOCHREALTIME; cat "$1"/* > "$2/floor"; sync -f "$2/floor"; e=$EPOCHREALTIME; rm -f "$2/floor"; bc <<<"${e/,/.} - ${s/,/.}"' sh "$work/big" "$dir")
+	echo "bench-cluster: floor set=big hosts=2 writer=one-client run=$r bytes=$bytes seconds=$took"
+	touch "$work/go-$name"
+	for _ in $(seq 3000); do
+		[[ $(state_of "$id") == *RELEASED* ]] && break
+		sleep 0.1
 	done
 done
 

@@ -37,6 +37,7 @@ func benchThesisCmd() *cobra.Command {
 		atGbit    bool
 		repo      string
 		local     bool
+		output    string
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
@@ -109,7 +110,7 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 			}
 			p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
 			return runThesis(cmd, thesisRun{want: want, p: p, rsa: self, user: userNm, runs: runs, latencies: latencies,
-				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit, repo: repo, atGbit: atGbit, local: local})
+				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit, repo: repo, atGbit: atGbit, local: local, output: output})
 		},
 	}
 	f.add(cmd)
@@ -123,6 +124,7 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 	cmd.Flags().StringVar(&iorPrefix, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
 	cmd.Flags().BoolVar(&fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
 	cmd.Flags().BoolVar(&atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
+	cmd.Flags().StringVar(&output, "ram-at-1g-output", "shared", "with --ram-at-1g: how the RSA job's output is caught (#RSA output=shared or private)")
 	cmd.Flags().BoolVar(&local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
 	cmd.Flags().StringVar(&repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa binary's path)")
 	return cmd
@@ -277,6 +279,7 @@ type thesisRun struct {
 	repo      string // with atGbit: the checkout of scripts/cluster-up
 	atGbit    bool   // t52 also on ram@1g
 	local     bool   // t52 on ram (the local engine)
+	output    string // with atGbit: the RSA job's output mode
 }
 
 // repoOf is the checkout that holds the rsa binary at bin (bin/rsa), if
@@ -353,7 +356,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 			// Cluster id 9: a bridge and links of its own, beside the
 			// clusters of scripts/cluster-up's default id 0 and test/cluster's.
 			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size,
+				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output,
 				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package thesis
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type ClusterT52 struct {
 	Rate       string // the compute host's link, each way (tbf)
 	Ranks      int
 	Size       int64
+	// Output is the RSA job's output mode (#RSA output=): shared (also
+	// when empty) or private, a file system of the compute host's own.
+	Output string
 	// Latencies are shared@1g's per-create latencies to run at, set by
 	// SetLatency before each pair of jobs.
 	Latencies  []time.Duration
@@ -141,8 +145,9 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 	// Through RSA: the output directory a RAMDISK on the RSA hosts from
 	// the job's start, staged out to the shared file system after it.
 	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
-	viaRSA := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
-		local, writer, work, capacity)
+	output := cmp.Or(t.Output, "shared")
+	viaRSA := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
+		local, writer, work, capacity, output)
 	submitted := time.Now()
 	id, err = t.sbatch(ctx, cred, conf, filepath.Join(local, "rsa.sh"), viaRSA)
 	if err != nil {
@@ -168,6 +173,9 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 
 	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory",
 		"shared_latency": lat.String(), "via": "Slurm, emulated cluster"}
+	if output != "shared" {
+		params["output"] = output
+	}
 	row := func(target, metric, unit string, v float64, ref string, src float64, note string) bench.Row {
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: params, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
