@@ -183,37 +183,47 @@ done
 # mode, profiled from its STAGING_IN to its job's start (the job waits for
 # a gate, so the volume is there to be read), summed over the bricks.
 state_of() { rsa status --all | awk -v s="$1" '$2 == s { print $1, $5 }' | tail -1; }
-[[ $parts == *profile* ]] && for set in ${BENCH_SETS:-big small}; do
-	files=$(find "$work/$set" -type f | wc -l)
-	for mode in ${BENCH_MODES:-files image}; do
-		name=prof-$set-$mode
-		rm -f "$work/go-$name"
-		cat >"$work/$name.sh" <<SH
+# held_job NAME INPUT MODE: submits, as the user, a one-host job whose
+# input is staged in as MODE and which holds its RAMDISK until
+# $work/go-NAME exists; prints its Slurm id.
+held_job() {
+	local name=$1 input=$2 mode=$3
+	rm -f "$work/go-$name"
+	cat >"$work/$name.sh" <<SH
 #!/bin/bash
 #SBATCH -N 1
 #SBATCH -o $work/$name.out
 #RSA capacity=5G pool=rsa input=$mode
-#RSA_DATA_IN=$work/$set
+#RSA_DATA_IN=$input
 #RSA_DATA_OUT=$work/out-$name
 while [ ! -e $work/go-$name ]; do sleep 0.2; done
 SH
-		install -d -o "$user" -g "$user" "$work/out-$name"
-		chown "$user:" "$work/$name.sh"
-		id=$(as_user sbatch --parsable "$work/$name.sh")
-		st=""
-		for _ in $(seq 3000); do
-			st=$(state_of "$id")
-			[[ $st == *BOOTED* || $st == *STAGING_IN* ]] && break
-			sleep 0.05
-		done
+	install -d -o "$user" -g "$user" "$work/out-$name"
+	chown "$user:" "$work/$name.sh"
+	as_user sbatch --parsable "$work/$name.sh"
+}
+# wait_state ID STATE...: waits (10 min at most) until the RSA state of
+# Slurm job ID is one of STATE, and prints "RSA-ID STATE".
+wait_state() {
+	local id=$1 st="" s
+	shift
+	for _ in $(seq 12000); do
+		st=$(state_of "$id")
+		for s in "$@"; do [[ $st == *"$s"* ]] && break 2; done
+		sleep 0.05
+	done
+	echo "$st"
+}
+[[ $parts == *profile* ]] && for set in ${BENCH_SETS:-big small}; do
+	files=$(find "$work/$set" -type f | wc -l)
+	for mode in ${BENCH_MODES:-files image}; do
+		name=prof-$set-$mode
+		id=$(held_job "$name" "$work/$set" "$mode")
+		st=$(wait_state "$id" BOOTED STAGING_IN)
 		rid=${st% *}
 		vol=rsa-job-$rid
 		on rsa1 gluster --mode=script volume profile "$vol" start >/dev/null
-		for _ in $(seq 6000); do
-			st=$(state_of "$id")
-			[[ $st == *INUSE_IN* || $st == *RELEASED* ]] && break
-			sleep 0.1
-		done
+		wait_state "$id" INUSE_IN RELEASED >/dev/null
 		on rsa1 gluster --mode=script volume profile "$vol" info cumulative |
 			awk -v set="$set" -v mode="$mode" -v files="$files" '
 				$NF ~ /^[A-Z]+$/ && $(NF-1) ~ /^[0-9]+$/ { calls[$NF] += $(NF-1); all += $(NF-1) }
@@ -223,10 +233,7 @@ SH
 					printf "bench-cluster: profile set=%s mode=%s hosts=2 files=%d ops-per-file=%.2f%s\n", set, mode, files, all / files, line
 				}'
 		touch "$work/go-$name"
-		for _ in $(seq 3000); do
-			[[ $(state_of "$id") == *RELEASED* ]] && break
-			sleep 0.1
-		done
+		wait_state "$id" RELEASED >/dev/null
 	done
 done
 
@@ -235,25 +242,8 @@ done
 # bytes into one file there, as the builder does.
 [[ $parts == *floor* ]] && for r in $(seq "$repeat"); do
 	name=floor-$r
-	rm -f "$work/go-$name"
-	cat >"$work/$name.sh" <<SH
-#!/bin/bash
-#SBATCH -N 1
-#SBATCH -o $work/$name.out
-#RSA capacity=5G pool=rsa input=image
-#RSA_DATA_IN=$work/none
-#RSA_DATA_OUT=$work/out-$name
-while [ ! -e $work/go-$name ]; do sleep 0.2; done
-SH
-	install -d -o "$user" -g "$user" "$work/out-$name"
-	chown "$user:" "$work/$name.sh"
-	id=$(as_user sbatch --parsable "$work/$name.sh")
-	st=""
-	for _ in $(seq 3000); do
-		st=$(state_of "$id")
-		[[ $st == *INUSE_IN* || $st == *RELEASED* ]] && break
-		sleep 0.1
-	done
+	id=$(held_job "$name" "$work/none" image)
+	st=$(wait_state "$id" INUSE_IN RELEASED)
 	rid=${st% *}
 	dir=$(rsa status --json --all | python3 -c 'import json, sys
 for j in json.load(sys.stdin)["jobs"]:
@@ -263,10 +253,7 @@ for j in json.load(sys.stdin)["jobs"]:
 	took=$(on ctl bash -c 's=$EPOCHREALTIME; cat "$1"/* > "$2/floor"; sync -f "$2/floor"; e=$EPOCHREALTIME; rm -f "$2/floor"; bc <<<"${e/,/.} - ${s/,/.}"' sh "$work/big" "$dir")
 	echo "bench-cluster: floor set=big hosts=2 writer=one-client run=$r bytes=$bytes seconds=$took"
 	touch "$work/go-$name"
-	for _ in $(seq 3000); do
-		[[ $(state_of "$id") == *RELEASED* ]] && break
-		sleep 0.1
-	done
+	wait_state "$id" RELEASED >/dev/null
 done
 
 # 3. Gluster's RAM per job: a job over 2 RSA hosts on both compute hosts,

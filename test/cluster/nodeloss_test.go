@@ -191,22 +191,8 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	if onVictim == 0 {
 		t.Fatalf("no file on %s nor %s", victim, other)
 	}
-	c.lose(t, victim, volumeOf(j), how)
-	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ended := time.Now()
-	c.waitJob(t, id, 60*time.Second, "COMPLETED")
-	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
-	if replica {
-		c.waitRSA(t, id, 90*time.Second, "RELEASED")
-		t.Logf("replica 2, %s: %s: output staged out in full %.1fs after the job ended", victim, how, time.Since(ended).Seconds())
-		checkOutput(t, out, sums, files)
-		if how == lossLink {
-			// What the teardown left there is removed once it answers.
-			c.exec(t, victim, "ip", "link", "set", "eth0", "up")
-		}
-		c.assertNoLeaks(t)
+	sums, ended, done := c.loseBeforeEnd(t, id, w, victim, volumeOf(j), how, replica, files, "output")
+	if done {
 		return
 	}
 	jv := c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
@@ -311,21 +297,8 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		t.Fatalf("the private image of %s is on %v, want %d of the job's RSA nodes", j.Hosts[0], holders, want)
 	}
 	victim := holders[0]
-	c.lose(t, victim, volumeOf(j), how)
-	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ended := time.Now()
-	c.waitJob(t, id, 60*time.Second, "COMPLETED")
-	sums := parseSums(t, readFile(t, filepath.Join(w, "sums")))
-	if replica {
-		c.waitRSA(t, id, 120*time.Second, "RELEASED")
-		t.Logf("replica 2, %s: %s: private output staged out in full %.1fs after the job ended", victim, how, time.Since(ended).Seconds())
-		checkOutput(t, out, sums, files)
-		if how == lossLink {
-			c.exec(t, victim, "ip", "link", "set", "eth0", "up")
-		}
-		c.assertNoLeaks(t)
+	_, ended, done := c.loseBeforeEnd(t, id, w, victim, volumeOf(j), how, replica, files, "private output")
+	if done {
 		return
 	}
 	jv := c.waitRSA(t, id, 120*time.Second, "STAGE_OUT_FAILED")
@@ -349,6 +322,34 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	c.rsa(t, "discard", fmt.Sprint(j.ID))
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
 	c.assertNoLeaks(t)
+}
+
+// loseBeforeEnd takes victim's part of vol away (how) while the job id
+// waits for w/go, then lets it end. On replica 2 its output (what, for
+// the log) must stage out whole, every file of w/sums in w/out: it
+// checks so, and that nothing is left, and says done. It returns the
+// job's sums and when it was let end.
+func (c *cluster) loseBeforeEnd(t *testing.T, id, w, victim, vol, how string, replica bool, files int, what string) (sums map[string]string, ended time.Time, done bool) {
+	t.Helper()
+	c.lose(t, victim, vol, how)
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ended = time.Now()
+	c.waitJob(t, id, 60*time.Second, "COMPLETED")
+	sums = parseSums(t, readFile(t, filepath.Join(w, "sums")))
+	if !replica {
+		return sums, ended, false
+	}
+	c.waitRSA(t, id, 120*time.Second, "RELEASED")
+	t.Logf("replica 2, %s: %s: %s staged out in full %.1fs after the job ended", victim, how, what, time.Since(ended).Seconds())
+	checkOutput(t, filepath.Join(w, "out"), sums, files)
+	if how == lossLink {
+		// What the teardown left there is removed once it answers.
+		c.exec(t, victim, "ip", "link", "set", "eth0", "up")
+	}
+	c.assertNoLeaks(t)
+	return sums, ended, true
 }
 
 // checkWritesLost: the private stage-out of jv failed for good, naming
