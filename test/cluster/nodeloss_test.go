@@ -589,10 +589,11 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	t.Logf("%s: %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
 	c.waitJob(t, id, 180*time.Second, "COMPLETED")
 	t.Logf("the job ran %.1fs after that", time.Since(lost).Seconds())
-	// The teardown removes the volume through glusterd, which after a
-	// peer rebooted mid-transaction may refuse volume commands until
-	// its lock on that peer expires: one CLI timeout (120 s) and the
-	// retry after it, seen in one CI run in ~40.
+	// The teardown removes the volume through glusterd, which keeps a
+	// volume's lock that a peer held as it rebooted until glusterd's
+	// lock-timer gives it up (cluster-up: 20 s, 60 s under
+	// RSA_TEST_LONG; 180 s by default, which one CI run met), and a
+	// command waiting on it may take its CLI timeout (120 s) first.
 	c.waitRSA(t, id, 300*time.Second, "RELEASED")
 	log, stageLog := c.rsa(t, "log", fmt.Sprint(j.ID)), c.stageLog(t, j.ID)
 	infs := strings.TrimSpace(readFile(t, filepath.Join(w, "infs")))
