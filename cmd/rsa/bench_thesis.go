@@ -118,7 +118,7 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes (t52, t53; t54 quick)")
 	cmd.Flags().IntVar(&runs, "runs", 1, "repetitions; the rows give the median and every run (full: 3)")
 	cmd.Flags().StringVar(&userNm, "user", "rsabench", "the job's user")
-	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), one run of T52 each: e.g. 0,1ms,5ms,20ms,100ms; the other cases run without")
+	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), T52 at each (--runs times): e.g. 0,1ms,5ms,20ms,100ms; the other cases run without")
 	cmd.Flags().StringSliceVar(&cases, "case", thesisCaseNames(), "cases to run: "+strings.Join(thesisCaseNames(), ", "))
 	cmd.Flags().BoolVar(&withDisk, "disk", false, "also run t53 and t54 on disk (local ext4)")
 	cmd.Flags().StringVar(&iorPrefix, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
@@ -356,7 +356,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 			// Cluster id 9: a bridge and links of its own, beside the
 			// clusters of scripts/cluster-up's default id 0 and test/cluster's.
 			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output,
+				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
 				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
 			if err != nil {
 				return err

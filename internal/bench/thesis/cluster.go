@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,9 @@ type ClusterT52 struct {
 	Rate       string // the compute host's link, each way (tbf)
 	Ranks      int
 	Size       int64
+	// Runs is how many times each latency's pair of jobs runs (1 when
+	// 0); its rows give the median and every run.
+	Runs int
 	// Output is the RSA job's output mode (#RSA output=): shared (also
 	// when empty) or private, a file system of the compute host's own.
 	Output string
@@ -98,13 +102,33 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		if err := t.SetLatency(ctx, lat); err != nil {
 			return nil, err
 		}
-		r, err := t.once(ctx, cred, script, lat)
-		if err != nil {
-			return nil, fmt.Errorf("T52 on ram@1g, shared@1g latency %s: %w", lat, err)
+		var runs [][]bench.Row
+		for i := range max(t.Runs, 1) {
+			r, err := t.once(ctx, cred, script, lat)
+			if err != nil {
+				return nil, fmt.Errorf("T52 on ram@1g, shared@1g latency %s, run %d: %w", lat, i+1, err)
+			}
+			runs = append(runs, r)
 		}
-		rows = append(rows, r...)
+		rows = append(rows, medians(runs)...)
 	}
 	return rows, nil
+}
+
+// medians folds the rows of several runs, each run's in the same order,
+// into one row each: its value the median of the runs' (a ratio's, the
+// median of each run's own ratio: its two jobs ran one after the other),
+// every run's value kept.
+func medians(runs [][]bench.Row) []bench.Row {
+	rows := slices.Clone(runs[0])
+	for k := range rows {
+		vs := make([]float64, len(runs))
+		for i, run := range runs {
+			vs[i] = run[k].Value
+		}
+		rows[k].Runs, rows[k].Value = vs, bench.Median(vs)
+	}
+	return rows
 }
 
 // once runs the job straight to shared@1g and through RSA, one after
