@@ -253,7 +253,7 @@ func RemoveGate(gate string, r Ramdisk) error {
 // with their binds: each holds its file in the RAMDISK, and so the
 // RAMDISK, open. Busy, it fails wrapping ErrBusy, as the RAMDISK would.
 func ClearBeside(r Ramdisk) error {
-	ms, err := besideMounts(r)
+	ms, err := BesideMounts(r)
 	if err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func ClearBeside(r Ramdisk) error {
 // mount point on this host (see ClearBeside), by which the processes that
 // still hold them are found: read before those mounts go.
 func BesideDevices(r Ramdisk) []uint64 {
-	ms, err := besideMounts(r)
+	ms, err := BesideMounts(r)
 	if err != nil {
 		return nil
 	}
@@ -288,9 +288,9 @@ func BesideDevices(r Ramdisk) []uint64 {
 	return devs
 }
 
-// besideMounts are the input image (erofs) and the private output images
+// BesideMounts are the input image (erofs) and the private output images
 // (ext4) that node access mounts beside r's mount point, behind its gate.
-func besideMounts(r Ramdisk) ([]mount.Info, error) {
+func BesideMounts(r Ramdisk) ([]mount.Info, error) {
 	ms, err := mount.List()
 	if err != nil {
 		return nil, err

@@ -126,15 +126,14 @@ func tidyLostFound(root int, uid, gid uint32) error {
 // privateMounts are the private output's mounts on this host (out-* and
 // ro-* beside rd's mount point).
 func privateMounts(rd engine.Ramdisk) ([]mount.Info, error) {
-	ms, err := mount.List()
+	ms, err := engine.BesideMounts(rd)
 	if err != nil {
 		return nil, err
 	}
-	gate := filepath.Dir(rd.Dir)
 	var out []mount.Info
 	for _, m := range ms {
 		base := filepath.Base(m.Point)
-		if filepath.Dir(m.Point) == gate && m.FSType == "ext4" && (strings.HasPrefix(base, "out-") || strings.HasPrefix(base, "ro-")) {
+		if m.FSType == "ext4" && (strings.HasPrefix(base, "out-") || strings.HasPrefix(base, "ro-")) {
 			out = append(out, m)
 		}
 	}
