@@ -53,7 +53,10 @@ func mountImageHere(rd engine.Ramdisk, opt mount.ImageOptions) (mount.ImageBacki
 		}
 		return "", nil
 	}
-	return mount.MountImage(filepath.Join(rd.Dir, stage.ImageName), point, opt)
+	// The image lies in this host's RAM: nothing to prefetch.
+	opt.Prefetch = 0
+	backing, _, err := mount.MountImage(filepath.Join(rd.Dir, stage.ImageName), point, opt)
+	return backing, err
 }
 
 // unmountImageHere removes the image mounted at engine.ImagePoint(rd) on this
