@@ -6,8 +6,7 @@
 #      stages (rsa copy, the same mover), for a floor to compare with;
 #   3. the RAM Gluster's processes take per job outside the bricks;
 #   4. a cold read of 20,000 x 4 KiB on one compute host, and on both at
-#      once, the input staged as files and as an image (runs interleaved),
-#      and how long each host's prefetch of the image took;
+#      once, the input staged as files and as an image (runs interleaved);
 #   5. the brick operations per file of each stage-in (gluster volume
 #      profile, started as the stage-in starts, read as the job runs);
 #   6. the floor of an image's build: the big set's bytes written by one
@@ -176,13 +175,6 @@ chmod 0755 "$work/read-node.sh"
 		for n in 1 2; do
 			run_job "read-$mode-$n-$r" 5G "$work/read" "$mode" "$n" "srun -N$n $work/read-node.sh $work/read" >/dev/null
 			grep '^read ' "$work/read-$mode-$n-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode hosts-reading=$n run=$r files=20000 /"
-			# An image is read whole into each host's page cache as it is
-			# mounted (image_prefetch), while the job starts: how long that
-			# took, beside the job's own read.
-			[[ $mode == image ]] && for h in $(seq "$n"); do
-				grep -h 'msg="input image prefetched"' "$RSA_CLUSTER_DIR/log/agent-c$h.out" | tail -1 |
-					sed -E "s/.* (bytes=[0-9]+) (seconds=[0-9.]+).*/bench-cluster: prefetch mode=$mode hosts-reading=$n run=$r host=c$h \1 \2/"
-			done
 		done
 	done
 done

@@ -222,12 +222,8 @@ type MountRequest struct {
 	// mount.MountImage has checked it, the gate kept closed to the user.
 	// ImageLoop takes a loop device even where the kernel could read the
 	// file itself (the daemon's image_mount).
-	// ImagePrefetch has an image of at most that many bytes read whole
-	// into the node's page cache once mounted, in the background (the
-	// daemon's image_prefetch; 0: never).
-	Image         bool  `json:"image,omitempty"`
-	ImageLoop     bool  `json:"image_loop,omitempty"`
-	ImagePrefetch int64 `json:"image_prefetch,omitempty"`
+	Image     bool `json:"image,omitempty"`
+	ImageLoop bool `json:"image_loop,omitempty"`
 	// Private gives this node a file system of its own over Target
 	// (output=private): an ext4 image in the volume's root, which is
 	// root's alone, made once (node.MountPrivate) and mounted

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gluster"
@@ -44,19 +43,11 @@ func (s *Server) bindImage(volume string, vm mount.Info, req MountRequest, role 
 		return Mount{}, failf(ErrConflict, "%s is a mount point of %s, not of volume %s's image; leaving it for an administrator", point, im.FSType, volume)
 	}
 	if !ok {
-		opt := mount.ImageOptions{Loop: req.ImageLoop, Prefetch: req.ImagePrefetch, Prefetched: s.prefetched(volume)}
-		backing, p, err := mount.MountImage(filepath.Join(s.volumeSource(volume), stage.ImageName), point, opt)
+		backing, err := mount.MountImage(filepath.Join(s.volumeSource(volume), stage.ImageName), point, mount.ImageOptions{Loop: req.ImageLoop})
 		if err != nil {
 			return Mount{}, failf(ErrInvalid, "volume %s: %w", volume, err)
 		}
-		s.log.Info("input image mounted", "volume", volume, "backing", backing, "prefetch", p != nil)
-		if p != nil {
-			if s.prefetch == nil {
-				s.prefetch = map[string]*mount.Prefetch{}
-			}
-			s.stopPrefetch(volume) // of an image mounted before, if any
-			s.prefetch[volume] = p
-		}
+		s.log.Info("input image mounted", "volume", volume, "backing", backing)
 		if im, _, err = mount.MountedAt(point); err != nil {
 			return Mount{}, fmt.Errorf("reading the mount table: %w", err)
 		}
@@ -64,36 +55,10 @@ func (s *Server) bindImage(volume string, vm mount.Info, req MountRequest, role 
 	return s.bindOver(volume, vm, im, point, "the input image of volume "+volume, "input image bound", req, role, policy)
 }
 
-// prefetched logs how the prefetch of volume's image ended.
-func (s *Server) prefetched(volume string) func(int64, time.Duration, error) {
-	return func(read int64, took time.Duration, err error) {
-		switch {
-		case err == nil:
-			s.log.Info("input image prefetched", "volume", volume, "bytes", read, "seconds", took.Seconds())
-		case errors.Is(err, context.Canceled):
-			s.log.Info("input image prefetch stopped: the image goes", "volume", volume, "bytes", read)
-		default:
-			// Only the page cache misses it: the job reads what it needs.
-			s.log.Warn("input image prefetch failed", "volume", volume, "bytes", read, "err", err)
-		}
-	}
-}
-
-// stopPrefetch stops the prefetch of volume's image, if one runs. Called
-// with s.mu held, so it waits a few seconds at most: a prefetch still
-// reading then only makes the unmount busy (or lazy, detached).
-func (s *Server) stopPrefetch(volume string) {
-	if !s.prefetch[volume].Stop(5 * time.Second) {
-		s.log.Warn("input image prefetch still reading after 5 s; the volume may be busy", "volume", volume)
-	}
-	delete(s.prefetch, volume)
-}
-
 // releaseImage removes volume's image from this node: its binds, then its
 // own mount (detached if busy with detach; its loop device goes when the
 // last user lets go). Called with s.mu held; nothing there is no error.
 func (s *Server) releaseImage(volume string, detach bool) error {
-	s.stopPrefetch(volume)
 	point := s.imagePoint(volume)
 	im, ok, err := mount.MountedAt(point)
 	if err != nil {

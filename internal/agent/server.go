@@ -84,10 +84,6 @@ type Server struct {
 	// stages of one job may run here one after another or at once (the
 	// shares of a spread stage-in, and its finish).
 	staging map[string]int
-	// prefetch holds the running prefetch of each volume's input image
-	// (under mu), stopped before the image goes: its open file would
-	// keep the volume from being unmounted.
-	prefetch map[string]*mount.Prefetch
 	// vmu serialises the operations on Gluster volumes, for the same
 	// reason; apart from mu, as they wait for glusterd for seconds.
 	vmu sync.Mutex

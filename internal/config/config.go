@@ -73,12 +73,8 @@ type Config struct {
 	// the kernel reads an image file itself (image_mount = "loop"; the
 	// default "auto" takes file-backed erofs where the kernel has it).
 	ImageLoop bool
-	// ImagePrefetch: a compute node reads an input image of at most this
-	// many bytes whole into its page cache once mounted, in the
-	// background (image_prefetch; 0: never).
-	ImagePrefetch int64
-	Tick          time.Duration
-	LogLevel      string
+	Tick      time.Duration
+	LogLevel  string
 	// HistoryRetention is how long the record of an ended job (its
 	// states, events and log) is kept; 0: for ever.
 	HistoryRetention time.Duration
@@ -225,7 +221,6 @@ type file struct {
 	OutputHeadroom *string    `toml:"output_headroom"`
 	InputMode      *string    `toml:"input_mode"`
 	ImageMount     *string    `toml:"image_mount"`
-	ImagePrefetch  *string    `toml:"image_prefetch"`
 	Tick           *string    `toml:"tick"`
 	LogLevel       *string    `toml:"log_level"`
 	History        *string    `toml:"history_retention"`
@@ -321,7 +316,6 @@ func defaults() Config {
 		Proportion:       DefaultProportion,
 		DefaultDelay:     DefaultDelaySecs * time.Second,
 		OutputHeadroom:   1 << 30,
-		ImagePrefetch:    1 << 30,
 		Tick:             time.Second,
 		LogLevel:         "info",
 		HistoryRetention: 90 * 24 * time.Hour,
@@ -436,13 +430,6 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 		default:
 			return nil, fmt.Errorf("image_mount %q: use \"auto\" (file-backed erofs where the kernel has it, Linux 6.12+, else a loop device) or \"loop\"", *f.ImageMount)
 		}
-	}
-	if f.ImagePrefetch != nil {
-		n, err := units.ParseSize(*f.ImagePrefetch)
-		if err != nil {
-			return nil, fmt.Errorf("image_prefetch: %w (a size such as \"1G\", or \"0\" never to prefetch)", err)
-		}
-		c.ImagePrefetch = n
 	}
 	if f.OutputHeadroom != nil {
 		n, err := units.ParseSize(*f.OutputHeadroom)

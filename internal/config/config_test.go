@@ -16,7 +16,6 @@ socket = "/run/rsa2/rsa.sock"
 ramdisk_root = "/run/rsa2/ramdisk"
 proportion = 64
 default_delay = "90"
-image_prefetch = "256M"
 [[nodes]]
 name = "rsa1"
 capacity = "30G"
@@ -32,7 +31,7 @@ max_job_capacity = "40G"
 		t.Fatal(err)
 	}
 	if c.Proportion != 64 || c.MinJobNodes != 64 || c.DefaultDelay != 90*time.Second || len(c.Nodes) != 2 ||
-		c.Nodes[1].Capacity != 30<<30 || c.Limits.MaxActiveJobs != 8 || c.Limits.MaxJobCapacity != 40<<30 || c.ImagePrefetch != 256<<20 {
+		c.Nodes[1].Capacity != 30<<30 || c.Limits.MaxActiveJobs != 8 || c.Limits.MaxJobCapacity != 40<<30 {
 		t.Fatalf("unexpected config: %+v", c)
 	}
 }
@@ -50,7 +49,6 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[limits]\nmax_active_jobs = 0", "limits.max_active_jobs"},
 		{`state_dir = "/run/rsa/ramdisk/x"`, "ramdisk_root"},
 		{`tick = "1h"`, "tick"},
-		{`image_prefetch = "lots"`, "image_prefetch"},
 		{`this is not toml`, "not valid TOML"},
 		{"[slurm]\nbin = \"usr/bin\"", "slurm.bin"},
 		{"[slurm]\nnode_namespaces = \"/run/../ns\"", "slurm.node_namespaces"},

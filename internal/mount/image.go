@@ -28,14 +28,6 @@ type ImageOptions struct {
 	// Loop asks for a loop device even where the kernel could read the
 	// file itself (tests of the path older kernels take).
 	Loop bool
-	// Prefetch, when positive, has an image of at most that many bytes
-	// read whole once it is mounted, in the background (StartPrefetch),
-	// through the descriptor the kernel reads: for an image on a network
-	// file system. A larger image is read only as the job asks for it.
-	Prefetch int64
-	// Prefetched, if not nil, hears how the prefetch ended (StartPrefetch's
-	// onDone).
-	Prefetched func(read int64, took time.Duration, err error)
 }
 
 // MountImage mounts the erofs image file at image read-only, nosuid and
@@ -46,43 +38,16 @@ type ImageOptions struct {
 // descriptor, never the path again, is what the kernel mounts: file-backed
 // erofs where the kernel has it, a loop device otherwise. A file that
 // fails a check is refused with the reason, and nothing is mounted.
-// point must be a directory only root can reach. The Prefetch returned is
-// the image's prefetch (opt.Prefetch), nil if none was started; its owner
-// stops it before unmounting the file system the image lies on.
-func MountImage(image, point string, opt ImageOptions) (ImageBacking, *Prefetch, error) {
-	backing, f, err := mountImage(image, point, opt)
-	if err != nil || f == nil {
-		return backing, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return backing, nil, nil // mounted; only the prefetch is lost
-	}
-	return backing, StartPrefetch(f, fi.Size(), opt.Prefetched), nil
-}
-
-// mountImage is MountImage without the prefetch: it returns the image
-// open when it is mounted and small enough to prefetch, else nil.
-func mountImage(image, point string, opt ImageOptions) (_ ImageBacking, keep *os.File, _ error) {
+// point must be a directory only root can reach.
+func MountImage(image, point string, opt ImageOptions) (ImageBacking, error) {
 	f, st, err := openRootFile(image, "the image", unix.O_RDONLY)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
-	defer func() {
-		if keep == nil {
-			f.Close()
-		}
-	}()
-	prefetch := func(b ImageBacking) (ImageBacking, *os.File, error) {
-		if opt.Prefetch > 0 && st.Size <= opt.Prefetch {
-			return b, f, nil
-		}
-		return b, nil, nil
-	}
+	defer f.Close()
 	fd := int(f.Fd())
 	if err := erofs.Check(f, st.Size); err != nil {
-		return "", nil, fmt.Errorf("refusing the image %s before mounting it: %w", image, err)
+		return "", fmt.Errorf("refusing the image %s before mounting it: %w", image, err)
 	}
 	const flags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV
 	if !opt.Loop {
@@ -90,20 +55,20 @@ func mountImage(image, point string, opt ImageOptions) (_ ImageBacking, keep *os
 		// file checked above, whatever the path names by now.
 		err := unix.Mount(fmt.Sprintf("/proc/self/fd/%d", fd), point, "erofs", flags, "")
 		if err == nil {
-			return prefetch(BackingFile)
+			return BackingFile, nil
 		}
 		if errors.Is(err, unix.ENODEV) {
-			return "", nil, fmt.Errorf("mounting the image %s: this kernel has no erofs file system (modprobe erofs; or input_mode = \"files\" in rsa.toml): %w", image, err)
+			return "", fmt.Errorf("mounting the image %s: this kernel has no erofs file system (modprobe erofs; or input_mode = \"files\" in rsa.toml): %w", image, err)
 		}
 		if !errors.Is(err, unix.ENOTBLK) {
-			return "", nil, fmt.Errorf("mounting the image %s at %s: %w", image, point, err)
+			return "", fmt.Errorf("mounting the image %s at %s: %w", image, point, err)
 		}
 		// A kernel without file-backed erofs (before 6.12) wants a
 		// block device.
 	}
 	loop, err := attachLoopMode(fd, true)
 	if err != nil {
-		return "", nil, fmt.Errorf("mounting the image %s: %w", image, err)
+		return "", fmt.Errorf("mounting the image %s: %w", image, err)
 	}
 	defer loop.Close()
 	if err := unix.Mount(loop.Name(), point, "erofs", flags, ""); err != nil {
@@ -114,9 +79,9 @@ func mountImage(image, point string, opt ImageOptions) (_ ImageBacking, keep *os
 		if errors.Is(err, unix.ENODEV) {
 			hint = ": this kernel has no erofs file system (modprobe erofs; or input_mode = \"files\" in rsa.toml)"
 		}
-		return "", nil, fmt.Errorf("mounting the image %s from %s at %s%s: %w", image, loop.Name(), point, hint, err)
+		return "", fmt.Errorf("mounting the image %s from %s at %s%s: %w", image, loop.Name(), point, hint, err)
 	}
-	return prefetch(BackingLoop)
+	return BackingLoop, nil
 }
 
 // openRootFile opens the file at path (what names it in errors) with

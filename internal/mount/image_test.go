@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -59,44 +58,17 @@ func TestMountImage(t *testing.T) {
 	point := filepath.Join(dir, "point")
 	os.Mkdir(point, 0o700)
 
-	fi, err := os.Stat(img)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
-		name     string
-		opt      ImageOptions
-		want     ImageBacking
-		prefetch bool
-	}{
-		{"file or loop", ImageOptions{}, "", false},
-		{"loop", ImageOptions{Loop: true}, BackingLoop, false},
-		{"prefetched", ImageOptions{Prefetch: 1 << 30}, "", true},
-		{"prefetched, just fits", ImageOptions{Loop: true, Prefetch: fi.Size()}, BackingLoop, true},
-		{"too big to prefetch", ImageOptions{Loop: true, Prefetch: fi.Size() - 1}, BackingLoop, false},
-	} {
+		name string
+		opt  ImageOptions
+		want ImageBacking
+	}{{"file or loop", ImageOptions{}, ""}, {"loop", ImageOptions{Loop: true}, BackingLoop}} {
 		t.Run(c.name, func(t *testing.T) {
-			type ended struct {
-				read int64
-				err  error
-			}
-			done := make(chan ended, 1)
-			c.opt.Prefetched = func(read int64, _ time.Duration, err error) { done <- ended{read, err} }
-			got, p, err := MountImage(img, point, c.opt)
+			got, err := MountImage(img, point, c.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("backing: %s", got)
-			if (p != nil) != c.prefetch {
-				t.Fatalf("prefetch started: %v, want %v", p != nil, c.prefetch)
-			}
-			if p != nil {
-				e := <-done
-				if e.err != nil || e.read != fi.Size() {
-					t.Fatalf("prefetch read %d of %d bytes: %v", e.read, fi.Size(), e.err)
-				}
-				p.Stop(time.Second)
-			}
 			if c.want != "" && got != c.want {
 				t.Fatalf("backing %s, want %s", got, c.want)
 			}
@@ -145,11 +117,7 @@ func TestMountImage(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(dir, "bad"+string(rune('a'+i)))
 			c.make(p)
-			_, pf, err := MountImage(p, point, ImageOptions{Loop: i%2 == 0, Prefetch: 1 << 30})
-			if pf != nil {
-				t.Error("a refused image is being prefetched")
-				pf.Stop(time.Second)
-			}
+			_, err := MountImage(p, point, ImageOptions{Loop: i%2 == 0})
 			if err == nil {
 				unix.Unmount(point, unix.MNT_DETACH)
 				t.Fatalf("mounted a %s image", c.name)

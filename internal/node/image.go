@@ -53,10 +53,7 @@ func mountImageHere(rd engine.Ramdisk, opt mount.ImageOptions) (mount.ImageBacki
 		}
 		return "", nil
 	}
-	// The image lies in this host's RAM: nothing to prefetch.
-	opt.Prefetch = 0
-	backing, _, err := mount.MountImage(filepath.Join(rd.Dir, stage.ImageName), point, opt)
-	return backing, err
+	return mount.MountImage(filepath.Join(rd.Dir, stage.ImageName), point, opt)
 }
 
 // unmountImageHere removes the image mounted at engine.ImagePoint(rd) on this

@@ -227,18 +227,11 @@ echo out > %[3]s/from-$(hostname)'
 		}
 	}
 	if len(where) != 1 || !strings.Contains(where[0], ": root 400 ") {
-		t.Fatalf("the input image on the bricks: %q, want one file of root's, mode 400", where)
+		t.Errorf("the input image on the bricks: %q, want one file of root's, mode 400", where)
 	}
-	imageBytes := strings.Fields(where[0])[3]
 	c.waitJob(t, id, 120*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	for _, h := range c.compute {
-		// Each compute host read the image whole into its page cache
-		// once it was mounted (image_prefetch, 1G by default).
-		prefetched := fmt.Sprintf(`msg="input image prefetched" volume=%s bytes=%s `, volumeOf(j), imageBytes)
-		if log := readFile(t, filepath.Join(c.dir, "log", "agent-"+h+".out")); !strings.Contains(log, prefetched) {
-			t.Errorf("the agent on %s did not log %q; its lines of the image:\n%s", h, prefetched, grepLines(log, "image"))
-		}
 		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs-"+h))); got != "erofs ro,nosuid,nodev" {
 			t.Errorf("input on %s is %q, not the image read-only, nosuid, nodev", h, got)
 		}
@@ -575,15 +568,4 @@ exit 0
 	}
 	checkData(t, dirs[1]) // the other job's
 	c.assertNoLeaks(t)
-}
-
-// grepLines is the lines of text that contain s.
-func grepLines(text, s string) string {
-	var out []string
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

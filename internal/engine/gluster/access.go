@@ -39,9 +39,6 @@ type Agents struct {
 	// ImageLoop asks the compute nodes for loop devices under input
 	// images (image_mount = "loop").
 	ImageLoop bool
-	// ImagePrefetch is the largest input image a compute node reads
-	// whole into its page cache once mounted (image_prefetch).
-	ImagePrefetch int64
 }
 
 var (
@@ -144,9 +141,6 @@ func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine
 		return err
 	}
 	req.Image, req.ImageLoop = image, image && a.ImageLoop
-	if image {
-		req.ImagePrefetch = a.ImagePrefetch
-	}
 	for i, n := range nodes {
 		if err := a.mountOn(ctx, n, volume, req); err != nil {
 			if role != node.OutputRole {

@@ -42,7 +42,7 @@ func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy) (engine.Eng
 	}
 	// An agent restarting, or glusterd busy with another job's
 	// transaction, passes within half a minute.
-	return engine.WithRetry(g, 6, time.Second), Agents{Clients: cl, Servers: g.servers, Policy: policy, ImageLoop: cfg.ImageLoop, ImagePrefetch: cfg.ImagePrefetch}, nil
+	return engine.WithRetry(g, 6, time.Second), Agents{Clients: cl, Servers: g.servers, Policy: policy, ImageLoop: cfg.ImageLoop}, nil
 }
 
 // NewCluster builds the engine's view of cfg's hosts (package cluster),
