@@ -6,7 +6,8 @@
 #      stages (rsa copy, the same mover), for a floor to compare with;
 #   3. the RAM Gluster's processes take per job outside the bricks;
 #   4. a cold read of 20,000 x 4 KiB on one compute host, and on both at
-#      once, the input staged as files and as an image (runs interleaved);
+#      once, in the tree's order, and on one host in a shuffled order, the
+#      input staged as files and as an image (runs interleaved);
 #   5. the brick operations per file of each stage-in (gluster volume
 #      profile, started as the stage-in starts, read as the job runs);
 #   6. the floor of an image's build: the big set's bytes written by one
@@ -25,7 +26,8 @@
 # BENCH_SETS (which of "big small" to stage in; default both), BENCH_MODES
 # (which of "files image" to stage in as; default both), BENCH_HOSTS (over
 # how many RSA hosts to stage in: "2 3"), BENCH_STAGE_REPEAT (stage-in runs
-# per cell, 1: the small set's files mode takes minutes a run).
+# per cell, 1: the small set's files mode takes minutes a run),
+# BENCH_READS (the cold reads' cells, HOSTS:ORDER: "1:tree 2:tree 1:shuffled").
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -161,20 +163,28 @@ done
 	ram=""
 done
 
-# 4. a cold read on both compute hosts at once of the 20,000 files staged
-# in as files and as an image; each host's time in the job's output.
+# 4. cold reads of the 20,000 files staged in as files and as an image; each
+# host's time in the job's output.
+# read-node.sh DIR ORDER: reads every file under DIR, in the tree's order
+# (tree) or in one fixed shuffle of it (shuffled: as a training job samples a
+# data set, or an interpreter imports its modules).
 cat >"$work/read-node.sh" <<'SH'
 #!/bin/bash
 s=$EPOCHREALTIME
-find "$1" -type f -print0 | xargs -0 cat > /dev/null
+if [ "$2" = shuffled ]; then
+	find "$1" -type f -print0 | shuf -z --random-source=<(yes) | xargs -0 cat > /dev/null
+else
+	find "$1" -type f -print0 | xargs -0 cat > /dev/null
+fi
 echo "read host=$(hostname) seconds=$(bc <<<"${EPOCHREALTIME/,/.} - ${s/,/.}")"
 SH
 chmod 0755 "$work/read-node.sh"
 [[ $parts == *read* ]] && for r in $(seq "$repeat"); do
 	for mode in ${BENCH_MODES:-files image}; do
-		for n in 1 2; do
-			run_job "read-$mode-$n-$r" 5G "$work/read" "$mode" "$n" "srun -N$n $work/read-node.sh $work/read" >/dev/null
-			grep '^read ' "$work/read-$mode-$n-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode hosts-reading=$n run=$r files=20000 /"
+		for cell in ${BENCH_READS:-1:tree 2:tree 1:shuffled}; do
+			n=${cell%:*} order=${cell#*:}
+			run_job "read-$mode-$n-$r" 5G "$work/read" "$mode" "$n" "srun -N$n $work/read-node.sh $work/read $order" >/dev/null
+			grep '^read ' "$work/read-$mode-$n-$r.out" | sed "s/^/bench-cluster: cold-read mode=$mode hosts-reading=$n order=$order run=$r files=20000 /"
 		done
 	done
 done
@@ -252,6 +262,23 @@ for j in json.load(sys.stdin)["jobs"]:
 	# shellcheck disable=SC2016 # the inner script expands its own arguments
 	took=$(on ctl bash -c 's=$EPOCHREALTIME; cat "$1"/* > "$2/floor"; sync -f "$2/floor"; e=$EPOCHREALTIME; rm -f "$2/floor"; bc <<<"${e/,/.} - ${s/,/.}"' sh "$work/big" "$dir")
 	echo "bench-cluster: floor set=big hosts=2 writer=one-client run=$r bytes=$bytes seconds=$took"
+	# The same bytes as two halves of the one file, written at once through
+	# two clients of the volume on the same host (a second mount): what an
+	# image written by several writers could reach.
+	# shellcheck disable=SC2016 # the inner script expands its own arguments
+	[[ ${BENCH_FLOOR_TWO:-0} = 1 ]] && on ctl bash -c 'set -e
+		src=$(findmnt -n -o SOURCE --mountpoint "$2"); m2=$(mktemp -d /run/rsa-bench-m2.XXXX)
+		mount -t glusterfs -o nosuid,nodev "$src" "$m2"
+		files=("$1"/*); half=$(( ${#files[@]} / 2 ))
+		: > "$2/floor"; s=$EPOCHREALTIME
+		cat "${files[@]:0:half}" | dd of="$2/floor" bs=1M iflag=fullblock conv=notrunc status=none &
+		cat "${files[@]:half}" | dd of="$m2/floor" bs=1M seek="$half" iflag=fullblock conv=notrunc status=none &
+		wait; sync -f "$2/floor"; sync -f "$m2/floor"; e=$EPOCHREALTIME
+		size=$(stat -c %s "$2/floor"); rm -f "$2/floor"; umount "$m2"; rmdir "$m2"
+		echo "$(bc <<<"${e/,/.} - ${s/,/.}") $size"' sh "$work/big" "$dir" | {
+		read -r took size
+		echo "bench-cluster: floor set=big hosts=2 writer=two-clients run=$r bytes=$bytes seconds=$took size-seen=$size"
+	}
 	touch "$work/go-$name"
 	wait_state "$id" RELEASED >/dev/null
 done

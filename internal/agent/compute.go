@@ -336,12 +336,20 @@ func (s *Server) Release(volume string, detach bool) error {
 	return s.release(volume, detach)
 }
 
+// takeWatch hands over the descriptor held on the private output mounted
+// at point, if any (s.watch). Called with s.mu held.
+func (s *Server) takeWatch(point string) *os.File {
+	w := s.watch[point]
+	delete(s.watch, point)
+	return w
+}
+
 // release is Release with s.mu held.
 func (s *Server) release(volume string, detach bool) error {
 	if err := s.releaseImage(volume, detach); err != nil {
 		return err
 	}
-	if err := node.UnbindPrivate(engine.Ramdisk{Dir: s.volumeSource(volume)}, detach, func(point string) error { return mount.Unbind(point, detach) }); err != nil {
+	if err := node.UnbindPrivate(engine.Ramdisk{Dir: s.volumeSource(volume)}, detach, func(point string) error { return mount.Unbind(point, detach) }, s.takeWatch); err != nil {
 		if errors.Is(err, mount.ErrBusy) {
 			return failf(ErrBusy, "the private output of volume %s is still in use on this node: %w", volume, err)
 		}

@@ -94,6 +94,16 @@ func (s *Server) bindPrivate(ctx context.Context, volume string, vm mount.Info, 
 	if err != nil {
 		return Mount{}, fmt.Errorf("volume %s: %w", volume, err)
 	}
+	if s.watch[point] == nil {
+		w, err := node.WatchPrivate(point)
+		if err != nil {
+			return Mount{}, fmt.Errorf("volume %s: %w", volume, err)
+		}
+		if s.watch == nil {
+			s.watch = map[string]*os.File{}
+		}
+		s.watch[point] = w
+	}
 	pm, _, err := mount.MountedAt(point)
 	if err != nil {
 		return Mount{}, fmt.Errorf("reading the mount table: %w", err)

@@ -84,6 +84,12 @@ type Server struct {
 	// stages of one job may run here one after another or at once (the
 	// shares of a spread stage-in, and its finish).
 	staging map[string]int
+	// watch holds, per mount point, a descriptor on each private output
+	// file system mounted here since its mount (under mu), for the flush
+	// before its unmount to learn of every write-back failure
+	// (node.UnbindPrivate). Lost with the agent: after a restart the
+	// flush learns only of failures no one has seen.
+	watch map[string]*os.File
 	// vmu serialises the operations on Gluster volumes, for the same
 	// reason; apart from mu, as they wait for glusterd for seconds.
 	vmu sync.Mutex

@@ -75,6 +75,11 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 // verified, and the stage-out fails for good (a *writesLostError, which
 // the lifecycle records), leaving them in RAM for an administrator.
 //
+// A compute node's file system that could not carry all the job wrote
+// into its image (its flush failed as it was unmounted, so the image is
+// marked: node.UnbindPrivate) fails the stage-out for good in the same
+// way.
+//
 // The same name from two nodes is an error that names both: nothing is
 // copied, and every node's file system stays in RAM, where root can mount
 // each, until an administrator discards them.
@@ -100,6 +105,9 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 		// The compute nodes' file systems were flushed as they were
 		// unmounted, a moment ago, into a RAMDISK with a part gone.
 		return &writesLostError{job: j.ID, nodes: lost.nodes, image: node.PrivateImage(rd, "NODE")}
+	}
+	if wl := (*node.WritebackLostError)(nil); errors.As(err, &wl) {
+		return writebackLostError(j.ID, wl, node.PrivateImage(rd, "NODE"))
 	}
 	if err != nil {
 		return err
@@ -183,6 +191,14 @@ func (e *writesLostError) Error() string {
 
 // Nodes are the RSA nodes whose loss the lifecycle records.
 func (e *writesLostError) Nodes() []string { return e.nodes }
+
+// writebackLostError is the stage-out's failure, for good, when compute
+// nodes' file systems could not carry all the job wrote into their images
+// (marked so as they were unmounted: every retry fails the same way).
+func writebackLostError(job int64, wl *node.WritebackLostError, image string) error {
+	return fmt.Errorf("not verified, and never will be: not all that the job wrote into its own file system on %w reached that file system's image in RAM, which lacks it, unseen; nothing is copied. The usual cause: an RSA node's part of the RAMDISK filled before the file system did (an image's pieces are spread over the parts by hash), which more capacity or output=shared avoids. The images stay in RAM as %s: root can mount one to save what it holds (mount -o loop,ro), and 'rsa discard %d' releases them",
+		wl, image, job)
+}
 
 // copyPrivate mounts the checked file systems read-only and copies them
 // into the output directory as the job's user, verified; checked are the

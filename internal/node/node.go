@@ -84,7 +84,7 @@ func (Local) Unbind(_ context.Context, _ []string, rd engine.Ramdisk, detach boo
 	unbind := func(point string) error { return mount.Unbind(point, detach) }
 	err := unbindImage(rd, unbind)
 	if err == nil {
-		err = UnbindPrivate(rd, detach, unbind)
+		err = UnbindPrivate(rd, detach, unbind, nil)
 	}
 	if err == nil {
 		err = mount.Unbind(rd.Dir, detach)
@@ -185,7 +185,7 @@ func (n Namespaces) Unbind(ctx context.Context, nodes []string, rd engine.Ramdis
 	if err := unbindImage(rd, unbind); err != nil {
 		return err
 	}
-	if err := UnbindPrivate(rd, detach, unbind); err != nil {
+	if err := UnbindPrivate(rd, detach, unbind, nil); err != nil {
 		return err
 	}
 	return n.unbindFrom(ctx, nodes, rd.Dir, detach)

@@ -13,6 +13,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gate"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
 // Private output (output=private): each compute node gets a file system of
@@ -142,23 +143,140 @@ func privateMounts(rd engine.Ramdisk) ([]mount.Info, error) {
 
 // UnbindPrivate removes the private output's file systems beside rd's
 // mount on this host: each one's binds with unbind (given its mount
-// point), then its own mount.
-func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) error) error {
+// point), then its own mount. Before a read-write one goes, it is flushed
+// (syncfs) and the flush's verdict kept: a write the kernel could not
+// carry into the image (its part of the RAMDISK full, or out of reach)
+// fails only there, long after the job's write returned, and the image
+// lacks it. Such an image is marked (writesLostXattr), so that no
+// stage-out ever calls it verified (PreparePrivate); it is unmounted all
+// the same, and kept.
+//
+// watch, if not nil, gives the descriptor held on a mount point since it
+// was mounted (WatchPrivate), or nil: the flush's verdict through it
+// covers every failure since the mount, even one the job saw itself
+// (syncfs reports a failure once to each descriptor; a descriptor opened
+// now learns only of failures no one has seen). UnbindPrivate closes it.
+func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) error, watch func(point string) *os.File) error {
 	ms, err := privateMounts(rd)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, m := range ms {
+		var held *os.File
+		if watch != nil {
+			held = watch(m.Point)
+		}
 		if err := unbind(m.Point); err != nil {
+			held.Close()
 			errs = append(errs, fmt.Errorf("private output %s: %w", filepath.Base(m.Point), err))
 			continue
+		}
+		if node, ok := strings.CutPrefix(filepath.Base(m.Point), "out-"); ok {
+			if err := flushPrivate(m.Point, held); err != nil {
+				if merr := markWritebackLost(rd, node, err); merr != nil {
+					// Mounted still, for an administrator: a flush
+					// through a descriptor opened later learns
+					// nothing of a failure already reported.
+					errs = append(errs, merr)
+					continue
+				}
+			}
+		} else {
+			held.Close()
 		}
 		if err := mount.Unmount(m, detach); err != nil {
 			errs = append(errs, fmt.Errorf("unmounting private output %s: %w", filepath.Base(m.Point), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WatchPrivate opens the private file system mounted at point, for
+// UnbindPrivate's flush to learn through it of every write-back failure
+// from now on. The caller holds it while the file system is mounted.
+func WatchPrivate(point string) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, point, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return nil, fmt.Errorf("opening the private output at %s: %w", point, err)
+	}
+	return os.NewFile(uintptr(fd), point), nil
+}
+
+// flushPrivate flushes the file system at point through held (closed
+// after), or through a descriptor opened now, and returns the write-back
+// failure the kernel reports.
+func flushPrivate(point string, held *os.File) error {
+	f := held
+	if f == nil {
+		var err error
+		if f, err = WatchPrivate(point); err != nil {
+			return err
+		}
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("flushing it into its image: %w", err)
+	}
+	return nil
+}
+
+// writesLostXattr marks an image that lost writes, with why: an extended
+// attribute of the image itself, which no user may set, lives as long as
+// the image and, on a full RAMDISK, needs no block a file would.
+const writesLostXattr = "trusted.rsa.writes-lost"
+
+// markWritebackLost records on node's image in rd why it lacks writes
+// (cause).
+func markWritebackLost(rd engine.Ramdisk, node string, cause error) error {
+	if err := unix.Lsetxattr(PrivateImage(rd, node), writesLostXattr, []byte(cause.Error()), 0); err != nil {
+		return fmt.Errorf("%s's private output lost writes (%v), and marking its image so failed: %w", node, cause, err)
+	}
+	return nil
+}
+
+// WritebackLostError: the private file system of each of Nodes could not
+// carry into its image all the job wrote (WritebackLost marks): the
+// images lack it, unseen, and can never be verified.
+type WritebackLostError struct {
+	Nodes  []string
+	Causes []string // per node, what the flush reported
+}
+
+func (e *WritebackLostError) Error() string {
+	var b strings.Builder
+	for i, n := range e.Nodes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "compute node %s (%s)", n, e.Causes[i])
+	}
+	return b.String()
+}
+
+// writebackLost reads the marks of nodes' images in rd.
+func writebackLost(rd engine.Ramdisk, nodes []string) (*WritebackLostError, error) {
+	var lost WritebackLostError
+	buf := make([]byte, 1024)
+	for _, node := range orLocal(nodes) {
+		n, err := unix.Lgetxattr(PrivateImage(rd, node), writesLostXattr, buf)
+		if errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if errors.Is(err, unix.ERANGE) {
+			n, err = len(buf), nil // a longer cause, cut
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the marks of %s's private output: %w", cmpNode(node), err)
+		}
+		lost.Nodes = append(lost.Nodes, cmpNode(node))
+		lost.Causes = append(lost.Causes, textsafe.Line(string(buf[:n])))
+	}
+	if len(lost.Nodes) == 0 {
+		return nil, nil
+	}
+	return &lost, nil
 }
 
 func (l Local) BindPrivate(ctx context.Context, _ []string, rd engine.Ramdisk, target string, size int64, attrs RootAttrs) error {
@@ -207,8 +325,16 @@ type Tree struct {
 // it found. Call it once nothing holds the images any more (Unbind, and
 // the job's processes ended). On a RAMDISK already read-only, sealed after
 // its images were checked (a stage-out tried again), it only finds them:
-// nothing may write them now.
+// nothing may write them now. An image marked as lacking writes
+// (UnbindPrivate) fails it with a *WritebackLostError before anything is
+// done.
 func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) ([]string, error) {
+	switch lost, err := writebackLost(rd, nodes); {
+	case err != nil:
+		return nil, err
+	case lost != nil:
+		return nil, lost
+	}
 	var sfs unix.Statfs_t
 	sealed := unix.Statfs(rd.Dir, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
 	var found []string

@@ -30,6 +30,7 @@ func TestGlusterJobs(t *testing.T) {
 	t.Run("InputImage", func(t *testing.T) { testInputImage(t, c, us[0]) })
 	t.Run("PrivateOutput", func(t *testing.T) { testPrivateOutput(t, c, us[0]) })
 	t.Run("PrivateCollision", func(t *testing.T) { testPrivateCollision(t, c, us[0]) })
+	t.Run("PrivateWritesLost", func(t *testing.T) { testPrivateWritesLost(t, c, us[0]) })
 	t.Run("BusyInput", func(t *testing.T) { testBusyInput(t, c, us[0]) })
 	t.Run("AuthAllow", func(t *testing.T) { testAuthAllow(t, c, us[0]) })
 	t.Run("DataPath", func(t *testing.T) { testDataPath(t, c, us) })
@@ -313,6 +314,75 @@ mkdir -p %[2]s/d; hostname > %[2]s/d/same; hostname > %[2]s/only-$(hostname)'
 	}
 	if len(held) != 2 {
 		t.Errorf("the file systems kept in RAM: %v, want both hosts'", held)
+	}
+	c.rsa(t, "discard", fmt.Sprint(j.ID))
+	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	c.assertNoLeaks(t)
+}
+
+// testPrivateWritesLost: with output=private, the RSA hosts' parts of the
+// RAMDISK fill (here: root fills each brick's tmpfs beside the brick,
+// as an uneven spread of the image's pieces does) before the job's file
+// system does. The job's writes succeed (they land in its page cache);
+// the kernel fails to carry them into the image later, unseen by the job.
+// The stage-out must call nothing verified, now or on a retry, and keep
+// the image for an administrator.
+func testPrivateWritesLost(t *testing.T, c *cluster, u testutil.User) {
+	w := workDir(t, u, "writes-lost")
+	out := filepath.Join(w, "out")
+	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA out=%[2]s output=private
+while [ ! -e %[1]s/go ]; do sleep 0.2; done
+head -c 200M /dev/urandom > %[2]s/big && echo written
+`, w, out))
+	id := c.sbatch(t, u, job)
+	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
+	filled := 0
+	for _, h := range c.storage {
+		b := "/run/rsa/bricks/" + volumeOf(j)
+		if _, err := c.execErr(t, h, "test", "-d", b+"/brick"); err != nil {
+			continue
+		}
+		// All but 8 MiB of the brick's tmpfs, outside the brick's tree.
+		c.exec(t, h, "sh", "-c", `fallocate -l $(( $(df -B1 --output=avail "$1" | tail -1) - 8388608 )) "$1/filler"`, "sh", b)
+		filled++
+	}
+	if filled == 0 {
+		t.Fatalf("no brick of volume %s on the RSA hosts", volumeOf(j))
+	}
+	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	if got := readFile(t, filepath.Join(w, "job.out")); !strings.Contains(got, "written") {
+		t.Fatalf("the job's writes failed in the job (want them to succeed and fail later, unseen): %q", got)
+	}
+	for try := range 2 { // the stage-out, then a retry
+		j = c.waitRSA(t, id, 90*time.Second, "STAGE_OUT_FAILED")
+		for _, want := range []string{"never will be", "compute node c1", "filled", "rsa discard"} {
+			if !strings.Contains(j.Error, want) {
+				t.Errorf("try %d: the failure does not say %q: %q", try, want, j.Error)
+			}
+		}
+		// The loop device under the file system turns the image's
+		// ENOSPC into ENOSPC for a write that failed whole and into EIO
+		// for one cut short (drivers/block/loop.c): either is what the
+		// kernel lost.
+		if !strings.Contains(j.Error, "no space left on device") && !strings.Contains(j.Error, "input/output error") {
+			t.Errorf("try %d: the failure does not give the kernel's error: %q", try, j.Error)
+		}
+		if names, err := os.ReadDir(out); err != nil || len(names) != 0 {
+			t.Errorf("try %d: the output directory holds %d entries (%v): want none", try, len(names), err)
+		}
+		if try == 0 {
+			// Committed before it returns: the state is STAGING_OUT.
+			c.rsa(t, "retry", fmt.Sprint(j.ID))
+		}
+	}
+	if _, err := c.execErr(t, "ctl", "test", "-s", j.Ramdisk+"/out-c1.img"); err != nil {
+		t.Errorf("the image is not kept in RAM: %v", err)
 	}
 	c.rsa(t, "discard", fmt.Sprint(j.ID))
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
