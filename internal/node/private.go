@@ -174,13 +174,12 @@ func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) err
 		}
 		if node, ok := strings.CutPrefix(filepath.Base(m.Point), "out-"); ok {
 			if err := flushPrivate(m.Point, held); err != nil {
-				if merr := markWritebackLost(rd, node, err); merr != nil {
-					// Mounted still, for an administrator: a flush
-					// through a descriptor opened later learns
-					// nothing of a failure already reported.
-					errs = append(errs, merr)
-					continue
-				}
+				// A mark that cannot be made means the image is out
+				// of reach (its part of the RAMDISK lost), which a
+				// stage-out refuses on its own, from the loss; the
+				// file system goes all the same, or it would hold
+				// the teardown for good.
+				_ = markWritebackLost(rd, node, err)
 			}
 		} else {
 			held.Close()
