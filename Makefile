@@ -95,6 +95,7 @@ deb: man
 	done
 	@if grep -n /usr/local bin/pkg/slurm/*; then echo "deb: the lines above still name /usr/local: fix the sed in the Makefile"; exit 1; fi
 	for f in bin/man/*.1; do gzip -9 -n -c $$f > bin/pkg/man/$${f##*/}.gz || exit 1; done
+	GO='$(GO)' scripts/copyright.sh $(BIN) > bin/pkg/copyright
 	DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
 		$(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DEB)
 

@@ -208,7 +208,7 @@ func TestPackage(t *testing.T) {
 		"/usr/share/rsa/slurm/burst_buffer.lua", "/usr/share/rsa/slurm/prolog", "/usr/share/rsa/slurm/epilog",
 		"/usr/share/man/man1/rsa.1.gz", "/usr/share/man/man1/rsa-serve.1.gz",
 		"/usr/share/bash-completion/completions/rsa", "/usr/share/zsh/vendor-completions/_rsa",
-		"/usr/share/fish/vendor_completions.d/rsa.fish", "/usr/share/doc/rsa/README.md", "/usr/share/doc/rsa/install.md"} {
+		"/usr/share/fish/vendor_completions.d/rsa.fish", "/usr/share/doc/rsa/README.md", "/usr/share/doc/rsa/install.md", "/usr/share/doc/rsa/copyright"} {
 		if !slices.Contains(files, want) {
 			t.Errorf("the package lacks %s; it holds %v", want, files)
 		}
@@ -232,6 +232,16 @@ func TestPackage(t *testing.T) {
 		t.Fatalf("after dpkg -i the package is %q", st)
 	}
 	listed := strings.Split(strings.TrimSpace(run(t, time.Minute, "dpkg", "-L", "rsa")), "\n")
+	// RSA's license, and the Go modules compiled in with theirs.
+	if b, err := os.ReadFile("/usr/share/doc/rsa/copyright"); err != nil {
+		t.Error(err)
+	} else {
+		for _, want := range []string{"Files: *\nCopyright: The RSA authors\nLicense: Apache-2.0\n", "Comment: Go module github.com/spf13/cobra ", "Comment: the Go standard library"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("/usr/share/doc/rsa/copyright lacks %q", want)
+			}
+		}
+	}
 	conffiles := run(t, time.Minute, "dpkg-query", "-W", "-f=${Conffiles}", "rsa")
 	if !strings.Contains(conffiles, conffile+" ") {
 		t.Errorf("%s is not a conffile; conffiles: %q", conffile, conffiles)
