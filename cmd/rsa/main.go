@@ -93,7 +93,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	root.AddCommand(nodeCmd(), slurmBBCmd(g), slurmNodeCmd(g, "prolog"), slurmNodeCmd(g, "epilog"), serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
 		nodesCmd(g), versionCmd(g), healthCmd(g), adminCmd(g, "retry", "Retry a failed stage-out or teardown (root)"),
 		adminCmd(g, "discard", "Give up a failed stage-out's output and free its RAM (root; irreversible)"),
-		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), genDocsCmd())
+		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), genDocsCmd(), configCmd(g))
 	root.AddCommand(caCmd())
 	root.AddCommand(agentCmd())
 	root.AddCommand(simCmd())
