@@ -13,6 +13,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/gluster"
+	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
 )
 
@@ -90,7 +91,8 @@ may be restarted at any time without losing anything.`,
 				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
 			}
 			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Certificate().Subject.CommonName,
-				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version)
+				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version,
+				"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
 			if ctl.Any() {
 				log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")
 			}

@@ -390,7 +390,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.log.Info("remote access for login nodes (MUNGE)", "listen", rl.Addr().String())
 	}
 	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
-		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"))
+		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"),
+		"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
 
 	select {
 	case <-ctx.Done():

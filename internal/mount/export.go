@@ -2,7 +2,8 @@ package mount
 
 // Unmount removes the one mount m, found in the mount table, by its ID:
 // wherever it is now, without following any user symlink to it (see
-// unmountID). With detach a busy mount is detached, with whatever is
+// unmountID). A mount of another file system that has the ID by now is
+// left alone. With detach a busy mount is detached, with whatever is
 // mounted on or in it; without it, it fails wrapping ErrBusy. A mount
 // already gone is no error.
-func Unmount(m Info, detach bool) error { return unmountID(m.ID, detach) }
+func Unmount(m Info, detach bool) error { return unmountID(m.ID, m.Dev, detach) }

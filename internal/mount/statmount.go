@@ -81,9 +81,25 @@ type mntIDReq struct {
 	MntNsID uint64
 }
 
-// mountIDs lists the unique IDs of every mount in this process' mount
-// namespace, in ascending order.
-func mountIDs() ([]uint64, error) {
+// ids lists the IDs of every mount in this thread's mount namespace. With
+// the mountinfo table it keeps what it read (mount points up to pointLen
+// bytes), and stat answers from that until the next ids: a listing and the
+// reads that follow it then cost one read of the table, not one per mount.
+func (s *statmounter) ids(pointLen int) ([]uint64, error) {
+	if Table() == Mountinfo {
+		snap, ids, err := readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen})
+		if err != nil {
+			return nil, err
+		}
+		s.snap = snap
+		return ids, nil
+	}
+	return listMounts()
+}
+
+// listMounts lists the unique IDs of every mount in this thread's mount
+// namespace with listmount(2), in ascending order.
+func listMounts() ([]uint64, error) {
 	var ids []uint64
 	buf := make([]uint64, 512)
 	req := mntIDReq{Size: unix.MNT_ID_REQ_SIZE_VER0, MntID: lsmtRoot}
@@ -94,7 +110,7 @@ func mountIDs() ([]uint64, error) {
 			continue
 		}
 		if errno != 0 {
-			return nil, fmt.Errorf("listing mounts (listmount, Linux 6.8 or later): %w", errno)
+			return nil, fmt.Errorf("listing mounts (listmount): %w", errno)
 		}
 		ids = append(ids, buf[:n]...)
 		if int(n) < len(buf) {
@@ -117,17 +133,30 @@ type statmount struct {
 	source          string
 	root, point     string
 	hasPoint        bool
+	pointCut        bool // mountinfo only: point is longer than was kept
 }
 
-// statmounter reads mounts with statmount(2), reusing its buffer.
+// statmounter reads mounts with statmount(2), reusing its buffer, or from
+// /proc/self/mountinfo where the kernel lacks it (Table).
 type statmounter struct {
 	buf []byte
+	// snap is the mountinfo table the last ids read; nil before, and
+	// always with statmount. Without it each stat reads the table anew.
+	snap map[uint64]statmount
 }
 
 // stat reads mount id's fields in mask, growing the buffer (on EOVERFLOW)
 // up to limit bytes of strings; beyond that it returns errTooLong.
 // ENOENT means the mount is gone.
 func (s *statmounter) stat(id, mask uint64, limit int) (statmount, error) {
+	if Table() == Mountinfo {
+		return s.statMountinfo(id, mask, limit)
+	}
+	return s.statRaw(id, mask, limit)
+}
+
+// statRaw is stat with statmount(2).
+func (s *statmounter) statRaw(id, mask uint64, limit int) (statmount, error) {
 	size := statmountStart
 	if len(s.buf) > size {
 		size = len(s.buf)
@@ -155,6 +184,13 @@ func (s *statmounter) stat(id, mask uint64, limit int) (statmount, error) {
 // exactly n bytes of strings, and reports false (no error) if they are
 // longer. It finds a mount at a known path without reading longer points.
 func (s *statmounter) statFits(id, mask uint64, n int) (statmount, bool, error) {
+	if Table() == Mountinfo {
+		sm, err := s.statMountinfo(id, mask, n)
+		if errors.Is(err, errTooLong) {
+			return statmount{}, false, nil
+		}
+		return sm, err == nil, err
+	}
 	// The kernel wants room for the string's NUL and one byte more.
 	size := sizeofStatmount + n + 2
 	if len(s.buf) < size {
@@ -170,6 +206,52 @@ func (s *statmounter) statFits(id, mask uint64, n int) (statmount, bool, error) 
 	}
 	sm, err := parseStatmount(buf, id)
 	return sm, err == nil, err
+}
+
+// statMountinfo is stat from the mountinfo table: the one ids kept, or a
+// fresh read. With the mount point in mask, a point longer than limit is
+// errTooLong, as with statmount (which counts all strings in limit).
+func (s *statmounter) statMountinfo(id, mask uint64, limit int) (statmount, error) {
+	table := s.snap
+	if table == nil {
+		pointLen := 0
+		if mask&statmountMntPoint != 0 {
+			pointLen = limit
+		}
+		var err error
+		if table, _, err = readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen}); err != nil {
+			return statmount{}, err
+		}
+	}
+	sm, ok := table[id]
+	if !ok {
+		return statmount{}, unix.ENOENT
+	}
+	if mask&statmountMntPoint != 0 && (sm.pointCut || len(sm.point) > limit) {
+		return statmount{}, errTooLong
+	}
+	return sm.masked(mask), nil
+}
+
+// masked leaves the strings of sm that mask asks for, as statmount would.
+func (sm statmount) masked(mask uint64) statmount {
+	sm.mask &= mask | statmountSBBasic | statmountMntBasic
+	if mask&statmountFSType == 0 {
+		sm.fsType = ""
+	}
+	if mask&statmountFSSubtype == 0 {
+		sm.subtype = ""
+	}
+	if mask&statmountSBSource == 0 {
+		sm.source = ""
+	}
+	if mask&statmountMntRoot == 0 {
+		sm.root = ""
+	}
+	if mask&statmountMntPoint == 0 {
+		sm.point, sm.hasPoint = "", false
+	}
+	return sm
 }
 
 func statmountRaw(id, mask uint64, buf []byte) error {
@@ -247,8 +329,20 @@ func (sm statmount) info() Info {
 // mountIDOf returns the unique ID of the mount fd is on. AT_STATX_DONT_SYNC
 // keeps a user's FUSE server from being asked anything (and so from
 // stalling root).
+//
+// With the mountinfo table it is the kernel's 32-bit mount ID, the one
+// mountinfo lists.
 func mountIDOf(fd int) (uint64, error) {
 	var stx unix.Statx_t
+	if Table() == Mountinfo {
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &stx); err != nil {
+			return 0, err
+		}
+		if stx.Mask&unix.STATX_MNT_ID == 0 {
+			return 0, errors.New("the kernel reports no mount ID (statx STATX_MNT_ID, Linux 5.8)")
+		}
+		return stx.Mnt_id, nil
+	}
 	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &stx)
 	if err == nil && stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
 		return stx.Mnt_id, nil
@@ -265,11 +359,11 @@ func mountIDOf(fd int) (uint64, error) {
 	if stx.Mask&unix.STATX_MNT_ID == 0 {
 		return 0, errors.New("the kernel reports no mount ID")
 	}
-	ids, err := mountIDs()
+	var s statmounter
+	ids, err := s.ids(0)
 	if err != nil {
 		return 0, err
 	}
-	var s statmounter
 	for _, id := range ids {
 		sm, err := s.stat(id, statmountMntBasic, 0)
 		if err == nil && uint64(sm.oldID) == stx.Mnt_id {

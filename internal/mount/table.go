@@ -43,11 +43,11 @@ const statmountInfo = statmountIdentity | statmountMntRoot
 // can move a directory above a mount arbitrarily deep, and that must cost
 // no one else more than this).
 func List() ([]Info, error) {
-	ids, err := mountIDs()
+	var s statmounter
+	ids, err := s.ids(maxListPointLen)
 	if err != nil {
 		return nil, err
 	}
-	var s statmounter
 	out := make([]Info, 0, len(ids))
 	for _, id := range ids {
 		sm, err := s.stat(id, statmountInfo|statmountMntPoint, maxListPointLen+maxStringsLen)
@@ -98,11 +98,11 @@ func DevOf(src string) (string, error) {
 // fit in len(path) bytes are read: the others cannot be path, and may be
 // as long as a user made them.
 func mountsAt(path string) ([]statmount, error) {
-	ids, err := mountIDs()
+	var s statmounter
+	ids, err := s.ids(len(path))
 	if err != nil {
 		return nil, err
 	}
-	var s statmounter
 	var at []statmount
 	for _, id := range ids {
 		sm, fits, err := s.statFits(id, statmountSBBasic|statmountMntBasic|statmountMntPoint, len(path))
@@ -150,11 +150,11 @@ func Binds(src string) ([]Info, error) {
 // and its bind mounts, found by what they are rather than by a path. Their
 // Point is left empty.
 func FindBySource(source, fsType string) ([]Info, error) {
-	ids, err := mountIDs()
+	var s statmounter
+	ids, err := s.ids(0)
 	if err != nil {
 		return nil, err
 	}
-	var s statmounter
 	var out []Info
 	for _, id := range ids {
 		sm, err := s.stat(id, statmountInfo, maxStringsLen)
@@ -183,11 +183,11 @@ func MountPoint(id uint64) (string, error) {
 // sameFS returns the mounts of the file system dev, but for the one at
 // except; no mount point is read but except's candidates'.
 func sameFS(dev, except string) ([]statmount, error) {
-	ids, err := mountIDs()
+	var s statmounter
+	ids, err := s.ids(len(except))
 	if err != nil {
 		return nil, err
 	}
-	var s statmounter
 	var out []statmount
 	for _, id := range ids {
 		sm, err := s.stat(id, statmountSBBasic|statmountMntBasic, 0)
@@ -208,6 +208,9 @@ func sameFS(dev, except string) ([]statmount, error) {
 // describe reads the Info (but the point) of each mount still there.
 func describe(ms []statmount) []Info {
 	var s statmounter
+	if _, err := s.ids(0); err != nil {
+		return nil
+	}
 	out := make([]Info, 0, len(ms))
 	for _, m := range ms {
 		if sm, err := s.stat(m.id, statmountInfo, maxStringsLen); err == nil {
@@ -243,7 +246,7 @@ func UnbindDev(dev, except string, detach bool) error {
 	var errs []error
 	// Newest first: a bind made inside another goes before it.
 	for i := len(ms) - 1; i >= 0; i-- {
-		if err := unmountID(ms[i].id, detach); err != nil {
+		if err := unmountID(ms[i].id, dev, detach); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -264,7 +267,8 @@ const (
 	maxNesting = 4096
 )
 
-// unmountID unmounts mount id without following any symbolic link to it and
+// unmountID unmounts mount id, if it is still a mount of the file system
+// dev (major:minor; any if empty), without following any symbolic link to it and
 // without PATH_MAX limiting how deep it may be: it walks from "/" one
 // component at a time (staying on the mount's ancestors), checks that the
 // last component is mount id, and unmounts it through its parent's
@@ -275,13 +279,18 @@ const (
 // With detach, mounts stacked on id (a user's FUSE mount over their job
 // directory, say), which the detach would take along, are detached first;
 // without it they make id busy.
-func unmountID(id uint64, detach bool) error {
+//
+// The device guards against a mount ID reused: the mountinfo table's IDs
+// are, as soon as their mount goes, and a user's FUSE mount may get one.
+// Only root makes a mount of an existing file system (a bind), so a mount
+// with both the ID and the device is one of RSA's.
+func unmountID(id uint64, dev string, detach bool) error {
 	var s statmounter
 	var last error // why the last try did not reach the mount
 	for tries, stacked := 0, 0; tries < moveTries; {
-		sm, err := s.stat(id, statmountMntBasic|statmountMntPoint, maxPointLen)
+		sm, err := s.stat(id, statmountSBBasic|statmountMntBasic|statmountMntPoint, maxPointLen)
 		switch {
-		case errors.Is(err, unix.ENOENT):
+		case errors.Is(err, unix.ENOENT), err == nil && dev != "" && sm.dev() != dev:
 			return nil // gone, maybe detached along with its parent
 		case errors.Is(err, errTooLong):
 			return fmt.Errorf("not unmounting mount %d: its mount point is longer than %d bytes (a directory above it was moved that deep); move it back or detach it by hand", id, maxPointLen)
@@ -302,7 +311,8 @@ func unmountID(id uint64, detach bool) error {
 		case err != nil:
 			return err
 		case done:
-			if _, err := s.stat(id, statmountMntBasic, 0); errors.Is(err, unix.ENOENT) {
+			after, err := s.stat(id, statmountSBBasic|statmountMntBasic, 0)
+			if errors.Is(err, unix.ENOENT) || err == nil && after.dev() != sm.dev() {
 				return nil
 			}
 			// Something was mounted over it just before the unmount,
