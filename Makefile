@@ -52,7 +52,7 @@ deps:
 	@$(GO) version
 
 build: deps
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/rsa
+	$(GO) build -ldflags "-X github.com/rsa-hpc/rsa/internal/version.version=$(VERSION)" -o $(BIN) ./cmd/rsa
 
 # The binary where burst_buffer.lua and the docs expect it, and what an
 # administrator installs beside Slurm. DESTDIR stages a package.

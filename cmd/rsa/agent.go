@@ -15,6 +15,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // agentCmd is `rsa agent`, the node agent rsa serve dials on every RSA
@@ -82,7 +83,7 @@ may be restarted at any time without losing anything.`,
 			if err != nil {
 				return fmt.Errorf("finding the rsa binary to stage with: %w", err)
 			}
-			a, err := agent.New(agent.Config{Self: self, Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version, Gluster: glusterBin})
+			a, err := agent.New(agent.Config{Self: self, Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version.String(), Gluster: glusterBin})
 			if err != nil {
 				return err
 			}
@@ -91,7 +92,7 @@ may be restarted at any time without losing anything.`,
 				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
 			}
 			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Certificate().Subject.CommonName,
-				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version,
+				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version.String(),
 				"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
 			if ctl.Any() {
 				log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")

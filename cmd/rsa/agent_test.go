@@ -14,6 +14,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mounttest"
 	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/testutil"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // rsa agent serves with the certificate its flags name, answers the
@@ -105,7 +106,7 @@ func TestAgentCommand(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if st.Node != "rsa1" || st.Role != pki.RoleStorage || st.Version != version {
+	if st.Node != "rsa1" || st.Role != pki.RoleStorage || st.Version != version.String() {
 		t.Errorf("status %+v", st)
 	}
 	if _, err := c.MakeBrick(ctx, agent.VolumeName(1), agent.BrickSpec{Size: 1 << 20}); err != nil {

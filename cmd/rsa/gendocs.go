@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // genDocsCmd is `rsa gen-docs`: man pages and shell completions written from
@@ -59,7 +61,7 @@ func writeManPages(root *cobra.Command, dir string) error {
 	// No Title: cobra then titles each page by its command (RSA-SERVE).
 	header := &doc.GenManHeader{
 		Section: "1",
-		Source:  "rsa " + version,
+		Source:  "rsa " + version.String(),
 		Manual:  "RSA Manual",
 	}
 	if err := doc.GenManTree(root, header, dir); err != nil {

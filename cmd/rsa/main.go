@@ -32,10 +32,8 @@ import (
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 // exitCode carries a process exit status (rsa run returns its command's).
 type exitCode int
@@ -224,7 +222,7 @@ Without a config file it serves one local RSA node with half of the free RAM.`,
 			open := func(cfg *config.Config, policy mount.Policy) (engine.Engine, node.Access, error) {
 				return all.Open(cfg, all.Options{Log: log, Self: self, Policy: policy})
 			}
-			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version, Self: self, OpenEngine: open})
+			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version.String(), Self: self, OpenEngine: open})
 			if err != nil {
 				return err
 			}
@@ -241,7 +239,7 @@ func versionCmd(g *globals) *cobra.Command {
 daemon does not answer (a health check for monitoring and systemd).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := map[string]any{"client": version}
+			out := map[string]any{"client": version.String()}
 			if c, err := g.client(); err != nil {
 				out["daemon_error"] = err.Error()
 			} else if v, err := c.Version(cmd.Context()); err != nil {
@@ -255,7 +253,7 @@ daemon does not answer (a health check for monitoring and systemd).`,
 					return err
 				}
 			} else {
-				fmt.Printf("rsa client %s\n", version)
+				fmt.Printf("rsa client %s\n", version.String())
 				if v, ok := out["daemon"].(api.VersionInfo); ok {
 					fmt.Printf("rsa daemon %s (schema %d, config %s)\n", textsafe.Line(v.Version), v.Schema, textsafe.Line(v.Config))
 				} else {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // Client is the daemon's connection to the agent of one node.
@@ -312,6 +313,7 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, i
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set(version.Header, version.String())
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("agent on %s: %s %s: %w", c.node, method, req.URL.Path, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/stage"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // Config is what an agent needs.
@@ -65,6 +66,7 @@ type Server struct {
 	volumeRoot string
 	log        *slog.Logger
 	version    string
+	peer       peerVersion // the calling daemon's
 	bootID     string
 	// incarnation names this life of the node: see Status.Incarnation.
 	incarnation string
@@ -344,6 +346,7 @@ func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any,
 			if err := s.id.Authorize(r.TLS, kind); err != nil {
 				return nil, failf(ErrForbidden, "%w", err)
 			}
+			s.peer.note(s.log, r, s.version)
 			v := r.PathValue("volume")
 			if strings.Contains(r.Pattern, "{volume}") {
 				if err := CheckVolume(v); err != nil {
@@ -359,6 +362,7 @@ func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any,
 			}
 			s.log.Log(r.Context(), level, "agent request failed", "from", r.RemoteAddr, "method", r.Method, "path", shorten(r.URL.Path), "err", err)
 		}
+		w.Header().Set(version.Header, s.version)
 		reply(w, out, err)
 	}
 }

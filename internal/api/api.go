@@ -91,7 +91,10 @@ type AgentView struct {
 	// Seen is when the agent last answered; zero if never.
 	Seen time.Time `json:"seen,omitzero"`
 	// BootID changes when the node reboots (its RAMDISK parts are gone).
-	BootID       string `json:"boot_id,omitempty"`
+	BootID string `json:"boot_id,omitempty"`
+	// Version is the agent's; rsa serve logs a warning when it differs
+	// from its own.
+	Version      string `json:"version,omitempty"`
 	MemAvailable int64  `json:"mem_available,omitempty"`
 	Bricks       int    `json:"bricks"`
 	Error        string `json:"error,omitempty"`

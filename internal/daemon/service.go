@@ -661,7 +661,7 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	agents := map[string]api.AgentView{}
 	if nodes, ok := d.engineNodes(); ok {
 		for _, h := range nodes.Health() {
-			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, MemAvailable: h.MemAvailable, Bricks: h.Parts, Error: h.Err,
+			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, Version: h.Version, MemAvailable: h.MemAvailable, Bricks: h.Parts, Error: h.Err,
 				Unpooled: h.Unplaceable, PoolError: h.CheckErr}
 		}
 	}

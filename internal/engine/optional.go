@@ -91,6 +91,7 @@ type NodeHealth struct {
 	// Rebooted counts the new incarnations seen while the daemon ran.
 	Rebooted     int
 	BootID       string // the node's kernel's boot id
+	Version      string // the agent's version
 	MemAvailable int64
 	Parts        int    // RAMDISK parts on the node (engine gluster: bricks)
 	Err          string // why the node did not answer; "" when it did

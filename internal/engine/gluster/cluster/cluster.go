@@ -23,6 +23,8 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
+	"github.com/rsa-hpc/rsa/internal/textsafe"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // The states of a node, as its heartbeat tells them.
@@ -52,6 +54,7 @@ type health struct {
 	BootID      string
 	Incarnation string
 	Started     time.Time
+	Version     string // the agent's, as it reports it
 	// Rebooted counts the incarnations seen change while the daemon ran.
 	Rebooted     int
 	MemAvailable int64
@@ -285,7 +288,7 @@ func (c *Cluster) Health() []engine.NodeHealth {
 	out := make([]engine.NodeHealth, 0, len(c.health))
 	for _, h := range c.health {
 		out = append(out, engine.NodeHealth{Node: h.Node, Role: h.Role, State: h.State, Up: h.Up, Seen: h.Seen, Rebooted: h.Rebooted,
-			BootID: h.BootID, MemAvailable: h.MemAvailable, Parts: h.Bricks, Err: h.Err, Unplaceable: h.Unpooled, CheckErr: h.PoolErr})
+			BootID: h.BootID, Version: h.Version, MemAvailable: h.MemAvailable, Parts: h.Bricks, Err: h.Err, Unplaceable: h.Unpooled, CheckErr: h.PoolErr})
 	}
 	slices.SortFunc(out, func(a, b engine.NodeHealth) int { return strings.Compare(a.Node, b.Node) })
 	return out
@@ -373,10 +376,15 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*engine.Node
 		loss = &engine.NodeLoss{Node: node, Why: fmt.Sprintf("%s %s rebooted: its RAM is gone", kind(h.Role), node), Incarnation: h.Incarnation}
 	}
 	if was != StateUp {
-		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started)
+		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started, "version", textsafe.Line(st.Version))
+	}
+	if st.Version != h.Version && st.Version != version.String() {
+		c.log.Warn("agent runs another version than rsa serve; upgrade both to one version", "node", node,
+			"agent_version", textsafe.Line(st.Version), "daemon_version", version.String())
 	}
 	h.State, h.Up, h.Err, h.Seen, h.Silent = StateUp, true, "", now, time.Time{}
 	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable
+	h.Version = st.Version
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
 	if loss != nil && noted != "" {
 		h.Up = false // until placeable, once the loss is published
