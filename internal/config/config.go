@@ -155,7 +155,7 @@ type Remote struct {
 
 // Metrics is where rsa serve serves Prometheus metrics.
 type Metrics struct {
-	// Listen is the TCP address ("127.0.0.1:9477"); "": not served.
+	// Listen is the TCP address ("127.0.0.1:9478"); "": not served.
 	Listen string
 }
 
@@ -502,7 +502,7 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 	}
 	if l := f.Metrics.Listen; l != nil && *l != "" {
 		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" {
-			return nil, fmt.Errorf("metrics.listen: %q must be host:port, such as \"127.0.0.1:9477\"", *l)
+			return nil, fmt.Errorf("metrics.listen: %q must be host:port, such as \"127.0.0.1:9478\"", *l)
 		}
 		c.Metrics.Listen = *l
 	}
