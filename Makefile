@@ -2,9 +2,9 @@
 # machine as root; they install what they need.
 SHELL := /bin/bash
 BIN   := bin/rsa
-PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua-socket slurmctld slurmd slurm-client munge curl \
+PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua5.4 lua-socket slurmctld slurmd slurm-client munge curl \
 	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ erofs-utils \
-	systemd chromium e2fsprogs
+	systemd chromium e2fsprogs rpm
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 # Go: GO if given, else the go in PATH if it is 1.21 or later, else
@@ -23,7 +23,7 @@ export PATH := $(dir $(GO_BACKPORT)):$(PATH)
 endif
 export GOTOOLCHAIN ?= auto
 
-.PHONY: all build deps install man deb test test-long test-slurm-latest test-load lint unit fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
+.PHONY: all build deps install man pkg-stage deb rpm test test-long test-slurm test-slurm-latest test-slurm-matrix test-load lint unit test-kernel fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
 
 all: build
 
@@ -73,37 +73,77 @@ man: build
 	rm -rf bin/man bin/completions
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN) gen-docs --man bin/man --completions bin/completions
 
-# The Debian package, bin/rsa_<version>_<arch>.deb (packaging/nfpm.yaml says
-# what goes where). git describe gives a3f9c1d[-dirty] or v1.2[-3-ga3f9c1d]
-# [-dirty]; Debian wants a version that starts with a digit and orders
-# builds: 0.0~gita3f9c1d[+dirty], 1.2[+3.ga3f9c1d][+dirty]. nfpm runs at a
-# pinned version through go run, so it is not a dependency in go.mod (go run
-# caches the built tool). The Slurm scripts call rsa by path; the package's
-# copies are rewritten to /usr/bin/rsa, and the build fails if one is missed.
+# The packages' common part, in bin/pkg (packaging/nfpm.yaml says what goes
+# where). nfpm runs at a pinned version through go run, so it is not a
+# dependency in go.mod (go run caches the built tool). The binary must run
+# on the oldest glibc the packages are for, RHEL 9's 2.34 (Debian 12 has
+# 2.36): scripts/check-glibc.sh fails naming the symbols that need a newer
+# one, and writes the newest glibc version the binary needs to
+# bin/pkg/glibc, which each package then requires. The Slurm scripts call
+# rsa by path; the packages' copies are rewritten to /usr/bin/rsa, and the
+# build fails if one is missed. scripts/copyright.sh lists every Go module
+# compiled in, with its license's text.
+GLIBC_MAX ?= 2.34
+NFPM      := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+pkg-stage: man
+	rm -rf bin/pkg
+	install -d bin/pkg/slurm bin/pkg/man
+	scripts/check-glibc.sh $(BIN) $(GLIBC_MAX) > bin/pkg/glibc
+	for f in burst_buffer.lua prolog epilog; do \
+		sed 's|/usr/local/bin/rsa|/usr/bin/rsa|g' contrib/slurm/$$f > bin/pkg/slurm/$$f || exit 1; \
+	done
+	@if grep -n /usr/local bin/pkg/slurm/*; then echo "$@: the lines above still name /usr/local: fix the sed in the Makefile"; exit 1; fi
+	for f in bin/man/*.1; do gzip -9 -n -c $$f > bin/pkg/man/$${f##*/}.gz || exit 1; done
+	GO='$(GO)' scripts/copyright.sh $(BIN) > bin/pkg/copyright
+
+# The Debian package, bin/rsa_<version>_<arch>.deb. git describe gives
+# a3f9c1d[-dirty] or v1.2[-3-ga3f9c1d][-dirty]; Debian wants a version that
+# starts with a digit and orders builds: 0.0~gita3f9c1d[+dirty],
+# 1.2[+3.ga3f9c1d][+dirty].
 DEB_VERSION    := $(shell echo '$(VERSION)' | sed -E 's/^v([0-9])/\1/; s/-dirty$$/+dirty/; s/-([0-9]+)-g([0-9a-f]+)/+\1.g\2/; s/^([0-9a-f]{7,}([+]dirty)?)$$/0.0~git\1/; s/^([^0-9])/0.0~\1/')
 # Expanded when deb runs, after deps has installed Go.
 DEB_ARCH        = $(shell $(GO) env GOARCH)
 DEB             = bin/rsa_$(DEB_VERSION)_$(DEB_ARCH).deb
 DEB_MAINTAINER ?= RSA maintainers <root@localhost>
-NFPM           := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
-deb: man
+deb: pkg-stage
 	dpkg --validate-version '$(DEB_VERSION)'
-	rm -rf bin/pkg bin/rsa_*.deb
-	install -d bin/pkg/slurm bin/pkg/man
-	for f in burst_buffer.lua prolog epilog; do \
-		sed 's|/usr/local/bin/rsa|/usr/bin/rsa|g' contrib/slurm/$$f > bin/pkg/slurm/$$f || exit 1; \
-	done
-	@if grep -n /usr/local bin/pkg/slurm/*; then echo "deb: the lines above still name /usr/local: fix the sed in the Makefile"; exit 1; fi
-	for f in bin/man/*.1; do gzip -9 -n -c $$f > bin/pkg/man/$${f##*/}.gz || exit 1; done
-	GO='$(GO)' scripts/copyright.sh $(BIN) > bin/pkg/copyright
-	DEB_VERSION='$(DEB_VERSION)' DEB_ARCH='$(DEB_ARCH)' DEB_MAINTAINER='$(DEB_MAINTAINER)' \
+	rm -f bin/rsa_*.deb
+	glibc=$$(cat bin/pkg/glibc) && \
+	PKG_VERSION='$(DEB_VERSION)' PKG_ARCH='$(DEB_ARCH)' PKG_MAINTAINER='$(DEB_MAINTAINER)' PKG_LIBC="$${glibc:+libc6 (>= $$glibc)}" \
 		$(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DEB)
+
+# The RPM, for RHEL/Rocky/Alma 9 and later: bin/rsa-<version>-1.<arch>.rpm,
+# from the same packaging/nfpm.yaml (its overrides: rpm, and the contents
+# marked packager: rpm). RPM's version may not hold a '-' (it would split
+# version from release) and orders '~' before anything, as Debian does:
+# DEB_VERSION with any '-' left (a tag such as v1.2-rc1) made a '~', so
+# 0.0~gita3f9c1d[+dirty] between releases, 1.2 at a tag v1.2; the release
+# is 1. Each Go module compiled in is named as RPM's convention for
+# bundled code asks, Provides: bundled(golang(MODULE)) = VERSION (its
+# version without the v, a '-' made '_'): written from go version -m into
+# the config's rpm overrides, at its @bundled-provides@ line. The checks
+# after the build read the package with rpm (make deps installs it).
+RPM_VERSION  := $(subst -,~,$(DEB_VERSION))
+RPM_ARCH      = $(shell $(GO) env GOARCH | sed 's/^amd64$$/x86_64/; s/^arm64$$/aarch64/')
+RPM           = bin/rsa-$(RPM_VERSION)-1.$(RPM_ARCH).rpm
+RPM_PACKAGER ?= $(DEB_MAINTAINER)
+rpm: pkg-stage
+	@[[ '$(RPM_VERSION)' =~ ^[0-9][A-Za-z0-9._+~^]*$$ ]] || { echo "rpm: RPM_VERSION '$(RPM_VERSION)' is not an RPM version (a digit first, then letters, digits and . _ + ~ ^)"; exit 1; }
+	rm -f bin/rsa-*.rpm
+	$(GO) version -m $(BIN) | awk '$$1 == "dep" { v = $$3; sub(/^v/, "", v); gsub(/-/, "_", v); print "      - bundled(golang(" $$2 ")) = " v }' > bin/pkg/provides
+	sed '/@bundled-provides@/r bin/pkg/provides' packaging/nfpm.yaml > bin/pkg/nfpm-rpm.yaml
+	@[ "$$(grep -c '^ *- bundled(golang(' bin/pkg/nfpm-rpm.yaml)" = "$$(wc -l < bin/pkg/provides)" ] || { echo "rpm: packaging/nfpm.yaml lacks its @bundled-provides@ line under overrides: rpm: provides:"; exit 1; }
+	glibc=$$(cat bin/pkg/glibc) && \
+	PKG_VERSION='$(RPM_VERSION)' PKG_ARCH='$(RPM_ARCH)' PKG_MAINTAINER='$(RPM_PACKAGER)' PKG_LIBC="$${glibc:+glibc >= $$glibc}" \
+		$(NFPM) package --config bin/pkg/nfpm-rpm.yaml --packager rpm --target $(RPM)
+	@nvr=$$(rpm -qp --qf '%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}' $(RPM)) && [ "$$nvr" = 'rsa-$(RPM_VERSION)-1.$(RPM_ARCH)' ] || { echo "rpm: rpm reads $(RPM) as $$nvr, not rsa-$(RPM_VERSION)-1.$(RPM_ARCH)"; exit 1; }
+	@[ "$$(rpm -qp --provides $(RPM) | grep -c '^bundled(golang(')" = "$$(wc -l < bin/pkg/provides)" ] || { echo "rpm: $(RPM) does not provide every Go module compiled in (bin/pkg/provides)"; exit 1; }
 
 lint: deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	shellcheck scripts/*.sh scripts/slurm-up scripts/slurm-down scripts/cluster-up scripts/cluster-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
-	luac5.1 -p contrib/slurm/burst_buffer.lua
+	shellcheck scripts/*.sh packaging/postinst packaging/prerm packaging/postrm packaging/rpm/post packaging/rpm/preun packaging/rpm/postun scripts/slurm-up scripts/slurm-down scripts/cluster-up scripts/cluster-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
+	luac5.1 -p contrib/slurm/burst_buffer.lua && luac5.4 -p contrib/slurm/burst_buffer.lua
 
 # All tests, the root ones included, always under CI=true: a test that
 # cannot run fails, and a skip anywhere fails the run (scripts/go-test.sh).
@@ -118,12 +158,27 @@ test: lint
 test-long: lint
 	GO=$(GO) RSA_TEST_LONG=1 scripts/go-test.sh
 
-# Today's Slurm (SchedMD's source in ../shared/tools, SLURM_TARBALL to
-# change), built once into /var/cache/rsa-test (a few minutes), and the
-# whole Slurm test suite against it. make test keeps Debian's 22.05.
-test-slurm-latest: build
-	prefix=$$(scripts/build-slurm-latest.sh | tail -1) && \
+# SchedMD's Slurm SLURM (its source in ../shared/tools, SLURM_TARBALL to
+# change) linked with Lua SLURM_LUA, built once into /var/cache/rsa-test (a
+# few minutes), and the whole Slurm test suite against it. make test keeps
+# Debian's 22.05. test-slurm-matrix runs every release in SLURM_MATRIX
+# (VERSION:LUA), one after another, and says which passed.
+SLURM        ?= 25.11.7
+SLURM_LUA    ?= 5.1
+SLURM_MATRIX ?= 23.11.11:5.4 24.05.8:5.1 24.11.7:5.4 25.05.8:5.1 25.11.7:5.4
+test-slurm: build
+	prefix=$$(scripts/build-slurm.sh $(SLURM) $(SLURM_LUA) | tail -1) && \
 		CI=true RSA_SLURM_PREFIX=$$prefix $(GO) test -count=1 -v -timeout 20m ./test/slurm/
+
+test-slurm-latest: test-slurm
+
+test-slurm-matrix: build
+	@failed=""; for v in $(SLURM_MATRIX); do \
+		start=$$(date +%s); \
+		if $(MAKE) --no-print-directory test-slurm SLURM=$${v%%:*} SLURM_LUA=$${v##*:} > bin/test-slurm-$${v%%:*}.log 2>&1; \
+		then echo "slurm $${v%%:*} (Lua $${v##*:}): passed in $$(( $$(date +%s) - start )) s"; \
+		else echo "slurm $${v%%:*} (Lua $${v##*:}): FAILED in $$(( $$(date +%s) - start )) s (bin/test-slurm-$${v%%:*}.log)"; failed="$$failed $$v"; fi; \
+	done; [ -z "$$failed" ] || { echo "test-slurm-matrix: failed:$$failed"; exit 1; }
 
 # The load tests at full size (issue 14): 1,000 Slurm jobs of four users
 # through RSA, once undisturbed and once with rsa serve killed three times
@@ -143,6 +198,17 @@ test-load: build
 # CI=true (a skip fails).
 unit:
 	GO=$(GO) scripts/go-test.sh ./internal/...
+
+# The mount tests (internal/mount, and the local engine's in
+# internal/engine) on Debian 12's own kernel, 6.1: no listmount, no
+# file-backed erofs. scripts/test-kernel.sh boots bookworm's
+# linux-image-amd64 under QEMU (TCG, no KVM needed) with a busybox
+# initramfs and runs the tests in it as root under CI=true; the kernel
+# package is fetched once into /var/cache/rsa-test-kernel. About 15 s once
+# fetched; RSA_KERNEL_TEST_ENV passes environment to the tests
+# (RSA_MOUNT_TABLE=mountinfo), RSA_KERNEL_TEST_ARGS arguments.
+test-kernel: deps
+	GO=$(GO) scripts/test-kernel.sh
 
 # IOR and mdtest (third_party/ior, GPL-2.0, run as separate programs),
 # built once into /var/cache/rsa-bench: about 10 s, plus Debian's Open MPI

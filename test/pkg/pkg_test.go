@@ -1,9 +1,11 @@
 // Package pkg tests what a site installs: the Debian package that make deb
 // builds (installed with dpkg, its daemon run, removed and purged), the
-// systemd unit, the tmpfiles.d entry, the shipped /etc/rsa/rsa.toml and the
-// package's maintainer scripts. The package test installs into the real
-// /usr/bin and /etc, so it refuses to run where anything of an rsa package
-// is already there, and purges what it installed even when it fails.
+// RPM that make rpm builds (read with rpm, installed, upgraded and erased
+// in a scratch root: rpm_test.go), the systemd units, the tmpfiles.d entry,
+// the shipped /etc/rsa/rsa.toml and the packages' maintainer scripts. The
+// Debian package test installs into the real /usr/bin and /etc, so it
+// refuses to run where anything of an rsa package is already there, and
+// purges what it installed even when it fails.
 package pkg
 
 import (
@@ -127,17 +129,22 @@ func refuseExisting(t *testing.T, paths ...string) {
 	}
 }
 
-// makeVars evaluates the Makefile's VERSION and DEB_VERSION, so the test
-// expects what make deb built, by the Makefile's own rule.
-func makeVars(t *testing.T, root string) (version, debVersion string) {
+// makeVars evaluates the Makefile's variables names (VERSION,
+// DEB_VERSION, RPM_VERSION), in that order, so the test expects what make
+// deb or make rpm built, by the Makefile's own rules.
+func makeVars(t *testing.T, root string, names ...string) []string {
 	t.Helper()
-	out := run(t, time.Minute, "make", "-s", "--no-print-directory", "-C", root,
-		"--eval", "pkgtest-vars: ; @echo '$(VERSION)' '$(DEB_VERSION)'", "pkgtest-vars")
-	f := strings.Fields(out)
-	if len(f) != 2 {
-		t.Fatalf("the Makefile's VERSION and DEB_VERSION: %q", out)
+	var refs []string
+	for _, n := range names {
+		refs = append(refs, "'$("+n+")'")
 	}
-	return f[0], f[1]
+	out := run(t, time.Minute, "make", "-s", "--no-print-directory", "-C", root,
+		"--eval", "pkgtest-vars: ; @echo "+strings.Join(refs, " "), "pkgtest-vars")
+	f := strings.Fields(out)
+	if len(f) != len(names) {
+		t.Fatalf("the Makefile's %v: %q", names, out)
+	}
+	return f
 }
 
 // The package as a site gets it: built by make deb, installed with dpkg,
@@ -170,7 +177,8 @@ func TestPackage(t *testing.T) {
 		t.Fatalf("make deb left %d packages in bin (%v), want 1", len(debs), debs)
 	}
 	deb := debs[0]
-	version, debVersion := makeVars(t, root)
+	vars := makeVars(t, root, "VERSION", "DEB_VERSION")
+	version, debVersion := vars[0], vars[1]
 	if got := strings.TrimSpace(run(t, time.Minute, "dpkg-deb", "-f", deb, "Version")); got != debVersion {
 		t.Errorf("package version %q, want the Makefile's DEB_VERSION %q", got, debVersion)
 	}
@@ -179,7 +187,9 @@ func TestPackage(t *testing.T) {
 	}
 	run(t, time.Minute, "dpkg", "--validate-version", debVersion)
 	ctrl := run(t, time.Minute, "dpkg-deb", "-f", deb, "Package", "Depends", "Recommends")
-	for _, want := range []string{"Package: rsa", "Depends: util-linux, iproute2", "Recommends: e2fsprogs, munge, lua5.1, lua-socket"} {
+	// libc6: the binary is linked with cgo; make deb writes the version
+	// scripts/check-glibc.sh found.
+	for _, want := range []string{"Package: rsa", "Depends: util-linux, iproute2, libc6 (>= 2.", "Recommends: e2fsprogs, munge, lua5.1, lua-socket"} {
 		if !strings.Contains(ctrl, want) {
 			t.Errorf("control fields lack %q:\n%s", want, ctrl)
 		}
@@ -660,20 +670,29 @@ func TestShippedConfig(t *testing.T) {
 	}
 }
 
-// The package's maintainer scripts are bash with set -euo pipefail, and
-// shellcheck-clean like the rest of the shell in the repository.
+// The packages' maintainer scripts are shellcheck-clean like the rest of
+// the shell in the repository: the .deb's bash with set -euo pipefail, the
+// RPM's scriptlets sh with set -eu (RPM runs them with /bin/sh, whatever
+// their first line says).
 func TestMaintainerScripts(t *testing.T) {
 	sc := testutil.RequireTool(t, "shellcheck")
 	root := repoRoot(t)
 	var scripts []string
-	for _, s := range []string{"postinst", "prerm", "postrm"} {
-		p := filepath.Join(root, "packaging", s)
+	for _, s := range []struct{ path, shebang, set string }{
+		{"packaging/postinst", "#!/bin/bash", "set -euo pipefail"},
+		{"packaging/prerm", "#!/bin/bash", "set -euo pipefail"},
+		{"packaging/postrm", "#!/bin/bash", "set -euo pipefail"},
+		{"packaging/rpm/post", "#!/bin/sh", "set -eu"},
+		{"packaging/rpm/preun", "#!/bin/sh", "set -eu"},
+		{"packaging/rpm/postun", "#!/bin/sh", "set -eu"},
+	} {
+		p := filepath.Join(root, s.path)
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.HasPrefix(b, []byte("#!/bin/bash\n")) || !bytes.Contains(b, []byte("\nset -euo pipefail\n")) {
-			t.Errorf("%s: want #!/bin/bash and set -euo pipefail", p)
+		if !bytes.HasPrefix(b, []byte(s.shebang+"\n")) || !bytes.Contains(b, []byte("\n"+s.set+"\n")) {
+			t.Errorf("%s: want %s and %s", p, s.shebang, s.set)
 		}
 		scripts = append(scripts, p)
 	}

@@ -100,8 +100,9 @@ func metricValue(text, series string) float64 {
 }
 
 // ctldTiming is slurmctld's line for one Lua hook (DebugFlags=BurstBuffer):
-// "slurm_bb_job_process ran for usec=1234" (a job's hooks name the job).
-var ctldTiming = regexp.MustCompile(`slurm_bb_(job_process|paths|pools)(?: for JobId=\d+)? ran for usec=(\d+)`)
+// "slurm_bb_job_process ran for usec=1234" (a job's hooks name the job:
+// "for JobId=7", on 23.11 "for job JobId=7").
+var ctldTiming = regexp.MustCompile(`slurm_bb_(job_process|paths|pools)(?: for (?:job )?JobId=\d+)? ran for usec=(\d+)`)
 
 // floorLua is a burst_buffer.lua that does nothing: every hook returns
 // success at once (pools a fixed pool of RSA's name and the cluster's
