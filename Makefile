@@ -23,7 +23,7 @@ export PATH := $(dir $(GO_BACKPORT)):$(PATH)
 endif
 export GOTOOLCHAIN ?= auto
 
-.PHONY: all build deps install man pkg-stage deb rpm test test-long test-slurm test-slurm-latest test-slurm-matrix test-load lint unit test-kernel fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
+.PHONY: all build deps install man pkg-stage deb rpm test test-long test-slurm test-slurm-latest test-slurm-matrix test-cluster test-load lint unit test-kernel fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
 
 all: build
 
@@ -179,6 +179,18 @@ test-slurm-matrix: build
 		then echo "slurm $${v%%:*} (Lua $${v##*:}): passed in $$(( $$(date +%s) - start )) s"; \
 		else echo "slurm $${v%%:*} (Lua $${v##*:}): FAILED in $$(( $$(date +%s) - start )) s (bin/test-slurm-$${v%%:*}.log)"; failed="$$failed $$v"; fi; \
 	done; [ -z "$$failed" ] || { echo "test-slurm-matrix: failed:$$failed"; exit 1; }
+
+# The emulated cluster's suite alone (test/cluster, as make test runs it),
+# with GLUSTER=10 or 11 first making this machine's GlusterFS that release
+# (scripts/gluster-version.sh: 11 is bookworm-backports' 11.1; it replaces
+# the installed packages, down as well as up). make test uses whichever is
+# installed, Debian 12's 10.3 on a fresh machine.
+GLUSTER ?=
+test-cluster: build
+	@[ -z "$(GLUSTER)" ] || scripts/gluster-version.sh $(GLUSTER)
+	cd test/cluster && $(GO) test -c -o $(CURDIR)/bin/cluster.test . && \
+		CI=true RSA_TEST_BIN=$(CURDIR)/$(BIN) $(CURDIR)/bin/cluster.test -test.v -test.count=1 -test.parallel 2 \
+		-test.timeout 40m -test.skip '^Test[A-Za-z0-9_]*Long$$'
 
 # The load tests at full size (issue 14): 1,000 Slurm jobs of four users
 # through RSA, once undisturbed and once with rsa serve killed three times

@@ -229,7 +229,7 @@ func (c *cluster) slurmMajor() int {
 
 // slurmTool is the path of one of Slurm's commands: Debian's, found on
 // $PATH, or that of the Slurm under RSA_SLURM_PREFIX (make
-// test-slurm-latest), whose clients must talk to its own slurmctld.
+// test-slurm), whose clients must talk to its own slurmctld.
 func slurmTool(name string) string {
 	switch name {
 	case "sbatch", "squeue", "scontrol", "scancel", "sinfo", "srun", "sacct":
