@@ -46,6 +46,13 @@ func TestParseMountinfo(t *testing.T) {
 			want: statmount{id: 9, parent: 1, oldID: 9, devMinor: 31, root: "/", point: long[:100],
 				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2"},
 		},
+		{
+			name: "only another mount's point is kept: this one's is cut",
+			line: "9 1 0:31 / /run/rsa/x rw - tmpfs rsa-j2 rw\n",
+			lim:  mountinfoLimits{point: 100, strings: 1 << 10, only: 10},
+			want: statmount{id: 9, parent: 1, oldID: 9, devMinor: 31, root: "/", point: "",
+				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2"},
+		},
 		{name: "no separator", line: "9 1 0:31 / /x rw tmpfs rsa-j2 rw\n", wantErr: "separator"},
 		{name: "not a device", line: "9 1 031 / /x rw - tmpfs s rw\n", wantErr: "major:minor"},
 		{name: "cut short", line: "9 1 0:31 / /x\n", wantErr: "ends early"},

@@ -219,7 +219,7 @@ func (s *statmounter) statMountinfo(id, mask uint64, limit int) (statmount, erro
 			pointLen = limit
 		}
 		var err error
-		if table, _, err = readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen}); err != nil {
+		if table, _, err = readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen, only: id}); err != nil {
 			return statmount{}, err
 		}
 	}
