@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +44,14 @@ out (the agent warns of it at start). A connection from the control host
 must finish its TLS handshake within seconds, in places of its own apart
 from those of the daemon's authenticated connections.
 
+Its certificate, key, CA and revocation list (--pki: node.crt, node.key,
+ca.crt, ca.crl) are read again when one of them changes, and used from the
+next connection on: install a renewed certificate, or a new revocation list,
+without a restart. Files half installed leave the agent with those it had
+until they are whole; a certificate for another role or host takes a
+restart. The agent warns as it starts, and as it loads a new certificate,
+when its certificate expires within 30 days.
+
 What it does depends on the role in its certificate (rsa ca issue --role):
   storage   make and remove jobs' bricks: a tmpfs per job under --brick-root;
             make, seal and remove jobs' Gluster volumes through this
@@ -73,11 +82,26 @@ may be restarted at any time without losing anything.`,
 			if files.Key != "" {
 				f.Key = files.Key
 			}
-			id, err := pki.Load(f)
+			if files.CRL != "" {
+				// Named on purpose: a list missing would revoke nothing.
+				if _, err := os.Stat(files.CRL); err != nil {
+					return fmt.Errorf("--crl: %w; give the CA's revocation list (rsa ca revoke writes it), or leave --crl out", err)
+				}
+				f.CRL = files.CRL
+			}
+			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			id, err := pki.LoadLive(f, func(id *pki.Identity, err error) {
+				if err != nil {
+					log.Warn("the agent's certificate files changed and could not be loaded; it serves with those it had until they are whole", "cert", f.Cert, "err", err)
+					return
+				}
+				c := id.Certificate()
+				log.Info("the agent loaded its new certificate files", "cert", f.Cert, "serial", pki.FormatSerial(c.SerialNumber), "expires", c.NotAfter.UTC().Format(time.RFC3339))
+				agent.WarnCertificate(log, id, time.Now())
+			})
 			if err != nil {
 				return fmt.Errorf("loading the agent's certificate: %w", err)
 			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			// Stages run this very binary (rsa copy) as the job's user.
 			self, err := os.Executable()
 			if err != nil {
@@ -91,8 +115,8 @@ may be restarted at any time without losing anything.`,
 			if err != nil {
 				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
 			}
-			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Certificate().Subject.CommonName,
-				"role", id.Role(), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version.String(),
+			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Current().Certificate().Subject.CommonName,
+				"role", id.Current().Role(), "cert_expires", id.Current().Certificate().NotAfter.UTC().Format(time.RFC3339), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version.String(),
 				"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
 			if ctl.Any() {
 				log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")
@@ -112,6 +136,7 @@ may be restarted at any time without losing anything.`,
 	cmd.Flags().StringVar(&files.CA, "ca", "", "CA certificate(s) to trust (default DIR/ca.crt of --pki)")
 	cmd.Flags().StringVar(&files.Cert, "cert", "", "this node's certificate (default DIR/node.crt of --pki)")
 	cmd.Flags().StringVar(&files.Key, "key", "", "this node's private key, mode 0600 (default DIR/node.key of --pki)")
+	cmd.Flags().StringVar(&files.CRL, "crl", "", "the CA's revocation list, which must exist (default DIR/ca.crl of --pki, if it exists)")
 	cmd.Flags().StringVar(&brickRoot, "brick-root", agent.DefaultBrickRoot, "directory of the bricks' mount points (storage)")
 	cmd.Flags().StringVar(&volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute): the control host's ramdisk_root")
 	cmd.Flags().StringVar(&glusterBin, "gluster", gluster.DefaultBin, "the gluster command (storage)")

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -27,10 +31,13 @@ type healthReport struct {
 	Summary string   `json:"summary"`
 	Jobs    []string `json:"jobs,omitempty"`  // the jobs behind a WARNING
 	Nodes   []string `json:"nodes,omitempty"` // the RSA nodes behind a WARNING
+	// Certificates are the certificates behind a WARNING: expiring
+	// within --cert-within, or expired.
+	Certificates []string `json:"certificates,omitempty"`
 }
 
 func healthCmd(g *globals) *cobra.Command {
-	var lostWithin time.Duration
+	var lostWithin, certWithin time.Duration
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check RSA for monitoring: exit 0 OK, 1 WARNING (jobs wait for an administrator), 2 CRITICAL (daemon down)",
@@ -43,20 +50,24 @@ func healthCmd(g *globals) *cobra.Command {
               (OUTPUT_LOST) within --lost-within; the jobs follow, one a line;
               or an RSA node's agent is silent (suspect or down), or the
               node takes no new RAMDISKs because glusterd's trusted pool is
-              split there; the nodes follow, one a line
+              split there; the nodes follow, one a line;
+              or a TLS certificate expires within --cert-within (30 days)
+              or has expired: rsa serve's own, or an agent's as rsa serve's
+              last handshake with it saw it (engine gluster); the
+              certificates follow, one a line
   2 CRITICAL  the daemon does not answer
 
 Run it as root: a user sees only their own jobs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep := health(cmd, g, lostWithin)
+			rep := health(cmd, g, lostWithin, certWithin)
 			if g.json {
 				if err := printJSON(os.Stdout, rep); err != nil {
 					return err
 				}
 			} else {
 				fmt.Printf("%s: %s\n", rep.Status, rep.Summary)
-				for _, l := range append(rep.Nodes, rep.Jobs...) {
+				for _, l := range append(append(rep.Nodes, rep.Certificates...), rep.Jobs...) {
 					fmt.Println("  " + l)
 				}
 			}
@@ -70,11 +81,12 @@ Run it as root: a user sees only their own jobs.`,
 		},
 	}
 	cmd.Flags().DurationVar(&lostWithin, "lost-within", 24*time.Hour, "warn of jobs whose output was lost this recently")
+	cmd.Flags().DurationVar(&certWithin, "cert-within", pki.ExpiryWarning, "warn of TLS certificates that expire this soon")
 	addJSON(cmd, g)
 	return cmd
 }
 
-func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthReport {
+func health(cmd *cobra.Command, g *globals, lostWithin, certWithin time.Duration) healthReport {
 	critical := func(err error) healthReport {
 		return healthReport{Status: "CRITICAL", Summary: "rsa serve does not answer: " + textsafe.Line(err.Error())}
 	}
@@ -106,7 +118,16 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 	if err != nil {
 		return critical(err)
 	}
-	rep := healthReport{Status: "OK"}
+	certs, err := c.Certificates(cmd.Context())
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		// A daemon older than this rsa, or one reached from another
+		// host, which does not say.
+		certs, err = nil, nil
+	}
+	if err != nil {
+		return critical(err)
+	}
+	rep := healthReport{Status: "OK", Certificates: expiring(certs, time.Now(), certWithin)}
 	var held, total int64
 	for _, n := range nodes {
 		held += n.Used
@@ -136,6 +157,11 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 		rep.Status = "WARNING"
 		rep.Summary = fmt.Sprintf("%d jobs need an administrator's attention (rsa log ID, then rsa retry or rsa discard where the output is still in RAM); %s", len(rep.Jobs), rep.Summary)
 	}
+	if len(rep.Certificates) > 0 {
+		rep.Status = "WARNING"
+		rep.Summary = fmt.Sprintf("%d TLS certificates expire within %s or have expired (renew them: rsa ca issue, or rsa ca request and rsa ca sign; rsa serve and the agents read the new files at their next connection); %s",
+			len(rep.Certificates), inDays(certWithin), rep.Summary)
+	}
 	if len(rep.Nodes) > 0 {
 		rep.Status = "WARNING"
 		rep.Summary = fmt.Sprintf("%d RSA nodes take no new RAMDISKs (rsa nodes says why); %s", len(rep.Nodes), rep.Summary)
@@ -145,4 +171,39 @@ func health(cmd *cobra.Command, g *globals, lostWithin time.Duration) healthRepo
 	}
 	rep.Summary = strings.TrimSpace(rep.Summary)
 	return rep
+}
+
+// expiring describes, one a line, the certificates of certs that expire
+// within within of now or have expired, in the daemon's order (its own
+// first, then the agents' by node).
+func expiring(certs []api.CertificateView, now time.Time, within time.Duration) []string {
+	var out []string
+	for _, c := range certs {
+		left := c.NotAfter.Sub(now)
+		if left >= within {
+			continue
+		}
+		who := fmt.Sprintf("agent of %s", textsafe.Line(c.Node))
+		if c.Role == string(pki.RoleControl) {
+			who = fmt.Sprintf("rsa serve on %s", textsafe.Line(c.Node))
+		}
+		when := fmt.Sprintf("expires on %s, in %s", c.NotAfter.UTC().Format(time.DateOnly), inDays(left))
+		if left <= 0 {
+			when = fmt.Sprintf("expired on %s: its peers refuse it", c.NotAfter.UTC().Format(time.DateOnly))
+		}
+		out = append(out, fmt.Sprintf("%s: certificate (role %s, serial %s) %s", who, textsafe.Line(c.Role), textsafe.Line(c.Serial), when))
+	}
+	return out
+}
+
+// inDays says a duration in whole days.
+func inDays(d time.Duration) string {
+	switch n := int(d / (24 * time.Hour)); n {
+	case 0:
+		return "less than a day"
+	case 1:
+		return "1 day"
+	default:
+		return fmt.Sprintf("%d days", n)
+	}
 }

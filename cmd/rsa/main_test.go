@@ -45,6 +45,8 @@ type fakeDaemon struct {
 	verbs    []string
 	hooks    []api.HookRequest
 	reply    api.HookReply
+	certs    []api.CertificateView
+	certsErr error
 }
 
 // serve starts f on a socket in a fresh directory.
@@ -121,6 +123,10 @@ func (f *fakeDaemon) GC(context.Context, api.Peer) (*api.GCReport, error) {
 }
 
 func (f *fakeDaemon) Version(context.Context) api.VersionInfo { return f.version }
+
+func (f *fakeDaemon) Certificates(context.Context, api.Peer) ([]api.CertificateView, error) {
+	return f.certs, f.certsErr
+}
 
 func (f *fakeDaemon) Hook(_ context.Context, _ api.Peer, r api.HookRequest) (*api.HookReply, error) {
 	f.mu.Lock()

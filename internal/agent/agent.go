@@ -17,6 +17,7 @@
 package agent
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strconv"
@@ -270,4 +271,9 @@ type Status struct {
 	MemAvailable int64     `json:"mem_available"` // bytes
 	Bricks       []Brick   `json:"bricks"`
 	Mounts       []Mount   `json:"mounts"`
+	// Certificate is the agent's certificate as the daemon verified it
+	// in the handshake of the connection that carried the answer: set by
+	// Client.Status, never sent (what the agent would say of itself is
+	// not what the daemon checked).
+	Certificate *x509.Certificate `json:"-"`
 }

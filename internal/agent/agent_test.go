@@ -85,8 +85,13 @@ type agent struct {
 // ends (or earlier with stop).
 func (e *env) start(t *testing.T, node string) *agent {
 	t.Helper()
-	s, err := New(Config{Identity: e.identity(t, node), BrickRoot: e.brickRoot, VolumeRoot: e.volumeRoot,
-		Log: slog.New(slog.NewTextHandler(t.Output(), nil)), Version: "test"})
+	return e.startWith(t, node, e.identity(t, node), slog.New(slog.NewTextHandler(t.Output(), nil)))
+}
+
+// startWith starts an agent serving with id, logging to log, as start does.
+func (e *env) startWith(t *testing.T, node string, id pki.Source, log *slog.Logger) *agent {
+	t.Helper()
+	s, err := New(Config{Identity: id, BrickRoot: e.brickRoot, VolumeRoot: e.volumeRoot, Log: log, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

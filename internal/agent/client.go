@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,10 +33,25 @@ import (
 // that the agent's certificate names the node and carries a role that
 // serves that kind (pki.Identity.ClientConfig): a storage operation never
 // reaches a compute node's agent, even one that answers at the address
-// dialled. A Client may be used concurrently.
+// dialled. Each connection is made with the daemon's identity as it is
+// when the connection is dialled (a *pki.Live's: renewed certificates and
+// new revocation lists apply from the next connection), and every answer
+// is checked against the identity's revocation lists again, so that a
+// connection made before an agent was revoked serves no more answers.
+// Connections are made anew every 10 minutes, so that a certificate
+// renewed on either side is used, and an expired one refused, within that
+// time. A Client may be used concurrently.
 type Client struct {
+	id   pki.Source
 	node string
 	base string
+	// connAge is how long the client keeps using connections: then it
+	// closes its idle ones, so that the next request shakes hands anew
+	// and sees the agent's certificate as it is now (renewed, or
+	// expired).
+	connAge time.Duration
+	mu      sync.Mutex
+	renewed time.Time // when the idle connections were last closed for age
 	// One HTTP client per kind of operation, each pooling its own
 	// connections, checked for that kind in the handshake.
 	status, storage, compute *http.Client
@@ -51,33 +67,33 @@ const (
 	// agent is closing.
 	clientIdle      = idleTimeout / 2
 	maxResponseBody = 16 << 20
+	// maxConnAge bounds how long the client uses a connection, which a
+	// heartbeat would otherwise keep open for ever.
+	maxConnAge = 10 * time.Minute
 )
 
 // NewClient returns a client of the agent of node, reached at addr
 // (HOST:PORT; empty means node:DefaultPort), with the daemon's identity
 // id (role control). It connects nothing yet.
-func NewClient(id *pki.Identity, node, addr string) (*Client, error) {
+func NewClient(id pki.Source, node, addr string) (*Client, error) {
 	if addr == "" {
 		addr = net.JoinHostPort(node, strconv.Itoa(DefaultPort))
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("agent address %q of node %s: %w; give HOST:PORT", addr, node, err)
 	}
-	c := &Client{node: node, base: "https://" + addr}
+	if _, err := id.Current().ClientConfig(node); err != nil {
+		return nil, err
+	}
+	c := &Client{id: id, node: node, base: "https://" + addr, connAge: maxConnAge, renewed: time.Now()}
 	for _, k := range []struct {
 		hc   **http.Client
 		kind pki.Kind
 	}{{&c.status, pki.KindStatus}, {&c.storage, pki.KindStorage}, {&c.compute, pki.KindCompute}} {
-		tc, err := id.ClientConfig(node, k.kind)
-		if err != nil {
-			return nil, err
-		}
 		*k.hc = &http.Client{
 			Transport: &http.Transport{
 				Proxy:               nil, // the cluster's own network, never a proxy
-				DialContext:         (&net.Dialer{Timeout: dialTimeout}).DialContext,
-				TLSClientConfig:     tc,
-				TLSHandshakeTimeout: handshakeTimeout,
+				DialTLSContext:      c.dialer(k.kind),
 				IdleConnTimeout:     clientIdle,
 				MaxIdleConnsPerHost: 4,
 			},
@@ -88,6 +104,53 @@ func NewClient(id *pki.Identity, node, addr string) (*Client, error) {
 	}
 	return c, nil
 }
+
+// dialer returns the transport's dial for operations of kind: TCP within
+// dialTimeout, then the TLS handshake within handshakeTimeout, with the
+// configuration of the daemon's identity as it is now.
+func (c *Client) dialer(kind pki.Kind) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		tc, err := c.id.Current().ClientConfig(c.node, kind)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tconn := tls.Client(conn, tc)
+		hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+		defer cancel()
+		if err := tconn.HandshakeContext(hctx); err != nil {
+			conn.Close()
+			if ctx.Err() == nil && hctx.Err() != nil {
+				return nil, errHandshakeTimeout{}
+			}
+			return nil, err
+		}
+		return tconn, nil
+	}
+}
+
+// aged reports, once every connAge, that the client's connections are
+// due to be made anew.
+func (c *Client) aged() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.renewed) < c.connAge {
+		return false
+	}
+	c.renewed = time.Now()
+	return true
+}
+
+// errHandshakeTimeout is a TLS handshake that took longer than
+// handshakeTimeout: a timeout, so Transient.
+type errHandshakeTimeout struct{}
+
+func (errHandshakeTimeout) Error() string   { return "TLS handshake timeout" }
+func (errHandshakeTimeout) Timeout() bool   { return true }
+func (errHandshakeTimeout) Temporary() bool { return true }
 
 // Node is the node the client talks to.
 func (c *Client) Node() string { return c.node }
@@ -101,13 +164,16 @@ func (c *Client) Close() {
 
 // Status reads the node's state: RAM, bricks, mounts, and its boot id and
 // the agent's start time, by which the daemon tells a rebooted node (every
-// brick and mount gone) from a restarted agent (nothing lost). Any agent
-// role answers it.
+// brick and mount gone) from a restarted agent (nothing lost), and the
+// agent's certificate as the handshake verified it (Status.Certificate).
+// Any agent role answers it.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var st Status
-	if err := c.do(ctx, c.status, http.MethodGet, "/v1/status", nil, &st); err != nil {
+	cs, err := c.send(ctx, c.status, http.MethodGet, "/v1/status", nil, &st)
+	if err != nil {
 		return nil, err
 	}
+	st.Certificate = cs.VerifiedChains[0][0]
 	return &st, nil
 }
 
@@ -298,43 +364,59 @@ func answerError(node, method, path string, resp *http.Response, data []byte) *E
 
 // do sends one request and decodes the answer into out (if not nil).
 func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, in, out any) error {
+	_, err := c.send(ctx, hc, method, path, in, out)
+	return err
+}
+
+// send is do, returning the state of the connection the answer came on:
+// its peer's certificate verified, and not revoked.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in, out any) (*tls.ConnectionState, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("agent on %s: encoding the request: %w", c.node, err)
+			return nil, fmt.Errorf("agent on %s: encoding the request: %w", c.node, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return fmt.Errorf("agent on %s: %w", c.node, err)
+		return nil, fmt.Errorf("agent on %s: %w", c.node, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(version.Header, version.String())
+	if c.aged() {
+		c.Close()
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent on %s: %s %s: %w", c.node, method, req.URL.Path, err)
+		return nil, fmt.Errorf("agent on %s: %s %s: %w", c.node, method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
+	// The handshake checked the agent against the lists of its time; a
+	// pooled connection may be older than the agent's revocation.
+	if err := c.id.Current().CheckPeer(resp.TLS); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("agent on %s: %s %s: %w", c.node, method, req.URL.Path, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody+1))
 	if err == nil && len(data) > maxResponseBody {
 		err = fmt.Errorf("answer longer than %d bytes", maxResponseBody)
 	}
 	if err != nil {
-		return fmt.Errorf("agent on %s: %s %s: reading the answer: %w", c.node, method, req.URL.Path, err)
+		return nil, fmt.Errorf("agent on %s: %s %s: reading the answer: %w", c.node, method, req.URL.Path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return answerError(c.node, method, req.URL.Path, resp, data)
+		return nil, answerError(c.node, method, req.URL.Path, resp, data)
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("agent on %s: %s %s: decoding the answer: %w", c.node, method, req.URL.Path, err)
+			return nil, fmt.Errorf("agent on %s: %s %s: decoding the answer: %w", c.node, method, req.URL.Path, err)
 		}
 	}
-	return nil
+	return resp.TLS, nil
 }
 
 // Transient reports whether the same request, sent again later, may

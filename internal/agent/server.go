@@ -32,8 +32,11 @@ import (
 // Config is what an agent needs.
 type Config struct {
 	// Identity is the agent's certificate: its role (storage, compute or
-	// both) says which operations it serves.
-	Identity *pki.Identity
+	// both) says which operations it serves. A *pki.Live serves each
+	// connection with the certificate, key, CA and revocation list its
+	// files hold as the connection begins; its role and name stay those
+	// it had at New.
+	Identity pki.Source
 	// BrickRoot holds one tmpfs per brick (default DefaultBrickRoot).
 	BrickRoot string
 	// VolumeRoot is where jobs' volumes are mounted on this node
@@ -60,7 +63,7 @@ type Config struct {
 // configuration: what it reports it reads from the kernel on each request.
 // Its methods may be called concurrently.
 type Server struct {
-	id         *pki.Identity
+	id         pki.Source
 	tls        *tls.Config
 	brickRoot  string
 	volumeRoot string
@@ -102,15 +105,18 @@ type Server struct {
 // user passes there); VolumeRoot, root-owned 0711, if it serves compute
 // (a job's user passes it, and the job's gate below it, to reach the
 // job's volume by the path the control host gives it). It fails for an
-// identity that cannot serve, such as the daemon's (role control).
+// identity that cannot serve, such as the daemon's (role control). It
+// logs a warning if the agent's certificate expires within
+// pki.ExpiryWarning, or is revoked.
 func New(cfg Config) (*Server, error) {
 	if cfg.Identity == nil {
 		return nil, errors.New("agent: no TLS identity")
 	}
-	tc, err := cfg.Identity.ServerConfig()
+	tc, err := pki.ServerConfigFrom(cfg.Identity)
 	if err != nil {
 		return nil, err
 	}
+	id := cfg.Identity.Current()
 	s := &Server{
 		id:         cfg.Identity,
 		tls:        tc,
@@ -129,6 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	WarnCertificate(s.log, id, time.Now())
 	s.gl = &gluster.CLI{Bin: cfg.Gluster, Log: s.log}
 	if s.sslDir = cfg.GlusterSSLDir; s.sslDir == "" {
 		s.sslDir = gluster.SSLDir(context.Background())
@@ -141,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 		if !filepath.IsAbs(r.dir) || filepath.Clean(r.dir) != r.dir || r.dir == "/" {
 			return nil, fmt.Errorf("agent %s %q must be a clean absolute path below /", r.flag, r.dir)
 		}
-		if cfg.Identity.Role().Allows(r.kind) {
+		if id.Role().Allows(r.kind) {
 			if err := prepareRoot(r.flag, r.dir, r.mode); err != nil {
 				return nil, err
 			}
@@ -153,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 	if s.incarnation, err = readIncarnation(filepath.Join(filepath.Dir(s.brickRoot), "incarnation"), s.bootID); err != nil {
 		return nil, err
 	}
-	if cfg.Self != "" && cfg.Identity.Role().Allows(pki.KindStorage) {
+	if cfg.Self != "" && id.Role().Allows(pki.KindStorage) {
 		// Staging children in cgroups of their own, named after what
 		// tells this agent from another on the host's cgroup tree and
 		// stays across its restarts: its node, its CA and its brick
@@ -161,7 +168,7 @@ func New(cfg Config) (*Server, error) {
 		// one cgroup tree from mount namespaces of their own (the
 		// emulated clusters of the tests): a restarted agent would kill
 		// every other's stages as its own leftovers.
-		cert := cfg.Identity.Certificate()
+		cert := id.Certificate()
 		owner := fmt.Sprintf("rsa-agent %s %x %s", cert.Subject.CommonName, cert.AuthorityKeyId, s.brickRoot)
 		cg, err := cgroup.Open(owner)
 		if err != nil {
@@ -175,6 +182,20 @@ func New(cfg Config) (*Server, error) {
 		s.runner = &stage.Runner{Self: cfg.Self, Cgroups: cg}
 	}
 	return s, nil
+}
+
+// WarnCertificate logs a warning if id's certificate expires within
+// pki.ExpiryWarning of now, or is in id's own revocation list: the
+// daemon would soon refuse, or refuses, the agent. Called as the agent
+// starts and as it loads a new identity.
+func WarnCertificate(log *slog.Logger, id *pki.Identity, now time.Time) {
+	c := id.Certificate()
+	if w := pki.ExpiresSoon(c, now); w != "" {
+		log.Warn("the agent's "+w, "node", nodeName(id), "expires", c.NotAfter.UTC().Format(time.RFC3339), "serial", pki.FormatSerial(c.SerialNumber))
+	}
+	if err := id.Revoked(); err != nil {
+		log.Warn("the agent's own certificate is in the revocation list it reads: rsa serve refuses it if it reads the same list; issue the node a new certificate", "node", nodeName(id), "err", err)
+	}
 }
 
 // prepareRoot makes dir a root-owned directory of mode, not a symbolic link.
@@ -343,7 +364,7 @@ func detachOf(r *http.Request) (bool, error) {
 func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		out, err := func() (any, error) {
-			if err := s.id.Authorize(r.TLS, kind); err != nil {
+			if err := s.id.Current().Authorize(r.TLS, kind); err != nil {
 				return nil, failf(ErrForbidden, "%w", err)
 			}
 			s.peer.note(s.log, r, s.version)
@@ -503,9 +524,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Status reads the node's state from the kernel: RAM, bricks, mounts.
 func (s *Server) Status() (*Status, error) {
+	id := s.id.Current()
 	st := &Status{
-		Node:        nodeName(s.id),
-		Role:        s.id.Role(),
+		Node:        nodeName(id),
+		Role:        id.Role(),
 		Version:     s.version,
 		BootID:      s.bootID,
 		Incarnation: s.incarnation,

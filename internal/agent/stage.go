@@ -469,7 +469,7 @@ const (
 func (s *Server) streamOp(kind pki.Kind, fn func(w http.ResponseWriter, r *http.Request, volume string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		err := func() error {
-			if err := s.id.Authorize(r.TLS, kind); err != nil {
+			if err := s.id.Current().Authorize(r.TLS, kind); err != nil {
 				return failf(ErrForbidden, "%w", err)
 			}
 			v := r.PathValue("volume")

@@ -107,6 +107,17 @@ type AgentView struct {
 	PoolError string `json:"pool_error,omitempty"`
 }
 
+// CertificateView is one host's TLS certificate, as far as its expiry
+// goes: the daemon's own (role control), or an agent's as the daemon's
+// last handshake with it verified it.
+type CertificateView struct {
+	Node string `json:"node"`
+	// Role is the certificate's: control, storage, compute or both.
+	Role     string    `json:"role"`
+	NotAfter time.Time `json:"not_after"`
+	Serial   string    `json:"serial"` // hex
+}
+
 // DrainView says who drained a node, when and why.
 type DrainView struct {
 	Reason string    `json:"reason"`
@@ -170,6 +181,9 @@ type Service interface {
 	// asked twice, the second changes only the reason.
 	Drain(ctx context.Context, p Peer, node string, r DrainRequest) (*NodeView, error)
 	GC(ctx context.Context, p Peer) (*GCReport, error)
+	// Certificates are the daemon's TLS certificate and each agent's
+	// (engine gluster), to anyone; none without agents.
+	Certificates(ctx context.Context, p Peer) ([]CertificateView, error)
 	Version(ctx context.Context) VersionInfo
 	// Hook answers a scheduler hook: one of Slurm's burst_buffer/lua
 	// calls, or the prolog or epilog. Only root and the configured

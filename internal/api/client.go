@@ -155,6 +155,15 @@ func (c *Client) Nodes(ctx context.Context) ([]NodeView, error) {
 	return out.Nodes, c.do(ctx, "GET", "/v1/nodes", nil, &out)
 }
 
+// Certificates are the daemon's TLS certificate and each agent's, as the
+// daemon last saw them.
+func (c *Client) Certificates(ctx context.Context) ([]CertificateView, error) {
+	var out struct {
+		Certificates []CertificateView `json:"certificates"`
+	}
+	return out.Certificates, c.do(ctx, "GET", "/v1/certificates", nil, &out)
+}
+
 // Drain drains node (r.Drain) or returns it to service.
 func (c *Client) Drain(ctx context.Context, node string, r DrainRequest) (*NodeView, error) {
 	var out NodeView

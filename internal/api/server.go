@@ -174,6 +174,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("GET /v1/nodes", h.nodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.drain)
 	mux.HandleFunc("POST /v1/gc", h.gc)
+	mux.HandleFunc("GET /v1/certificates", h.certificates)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
 	srv := newHTTPServer(mux, 64<<10)
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
@@ -354,6 +355,13 @@ func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return h.svc.Drain(r.Context(), p, r.PathValue("name"), req)
+	})
+}
+
+func (h *handler) certificates(w http.ResponseWriter, r *http.Request) {
+	h.with(w, r, func(p Peer) (any, error) {
+		cs, err := h.svc.Certificates(r.Context(), p)
+		return map[string]any{"certificates": cs}, err
 	})
 }
 

@@ -788,6 +788,15 @@ func (d *Daemon) waitsOf(j *job.Job) func(*job.Job) {
 // on; ok is false for an engine whose parts are all on this host.
 func (d *Daemon) engineNodes() (engine.Nodes, bool) { return engine.As[engine.Nodes](d.engine) }
 
+// certificates are the TLS certificates the engine knows the expiry of
+// (engine.Certificates): none unless its nodes are reached over TLS.
+func (d *Daemon) certificates() []engine.Certificate {
+	if c, ok := engine.As[engine.Certificates](d.engine); ok {
+		return c.Certificates()
+	}
+	return nil
+}
+
 // placement is what the engine needs of the way a job's capacity is split
 // over RSA nodes: nothing, unless it is an engine.Placer.
 func (d *Daemon) placement() engine.Placement {

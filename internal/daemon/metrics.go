@@ -45,6 +45,14 @@ func (s metricsSource) Agents(context.Context) []metrics.AgentHealth {
 	return out
 }
 
+func (s metricsSource) Certificates(context.Context) []metrics.Certificate {
+	var out []metrics.Certificate
+	for _, c := range s.d.certificates() {
+		out = append(out, metrics.Certificate{Node: c.Node, Role: c.Role, NotAfter: c.NotAfter})
+	}
+	return out
+}
+
 func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
 	views, used, err := s.d.ramUse(ctx)
 	if err != nil {

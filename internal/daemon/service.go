@@ -696,6 +696,16 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 	return out
 }
 
+// Certificates are the daemon's certificate and each agent's, to anyone:
+// a certificate's name, role and expiry are no secret.
+func (d *Daemon) Certificates(context.Context, api.Peer) ([]api.CertificateView, error) {
+	out := []api.CertificateView{}
+	for _, c := range d.certificates() {
+		out = append(out, api.CertificateView{Node: c.Node, Role: c.Role, NotAfter: c.NotAfter, Serial: c.Serial})
+	}
+	return out, nil
+}
+
 func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
 	if !p.Root() {
 		return nil, api.Forbidden("only root may run gc")

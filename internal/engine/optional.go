@@ -105,6 +105,26 @@ type NodeHealth struct {
 	CheckErr string
 }
 
+// Certificates is an Engine that reaches its nodes with TLS certificates,
+// which expire (engine gluster: the daemon's and its agents'). Safe for
+// concurrent use.
+type Certificates interface {
+	// Certificates lists the daemon's own certificate first, then each
+	// node's as the engine last verified it; a node never reached is
+	// left out.
+	Certificates() []Certificate
+}
+
+// Certificate is one host's certificate, as far as its expiry goes.
+type Certificate struct {
+	Node string // the host's name: the daemon's own, or a node's
+	// Role is the certificate's role: control (the daemon's own),
+	// storage, compute or both.
+	Role     string
+	NotAfter time.Time // when it expires
+	Serial   string    // its serial number, in hex
+}
+
 // NodeLoss is a node lost to the jobs on it: silent for long enough, or
 // back as a new incarnation (its parts went with the old one).
 type NodeLoss struct {

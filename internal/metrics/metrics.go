@@ -52,6 +52,15 @@ type AgentHealth struct {
 // rsa_agent_state.
 var agentStates = []string{"up", "suspect", "down"}
 
+// Certificate is one host's TLS certificate, as far as its expiry goes.
+type Certificate struct {
+	Node string
+	// Role is the certificate's: control (the daemon's own), storage,
+	// compute or both.
+	Role     string
+	NotAfter time.Time
+}
+
 // JobCount is how many jobs not done are in one pair of states.
 type JobCount struct {
 	JobState, RSAState string
@@ -65,6 +74,9 @@ type Source interface {
 	Nodes(ctx context.Context) ([]NodeUse, error)
 	// Agents is empty without agents (engine local).
 	Agents(ctx context.Context) []AgentHealth
+	// Certificates are the daemon's own and each agent's, as its last
+	// handshake verified it; empty without agents (engine local).
+	Certificates(ctx context.Context) []Certificate
 }
 
 // Metrics records and serves RSA's metrics.
@@ -181,10 +193,11 @@ var (
 		[]string{"node", "role", "state"}, nil)
 	agentUnpooledDesc = prometheus.NewDesc("rsa_agent_unpooled", "1 when the RSA node's glusterd is split from the trusted pool (a peer not \"Peer in Cluster\" or not connected), which keeps it out of new RAMDISKs though its agent answers; rsa nodes says why.", []string{"node", "role"}, nil)
 	agentRebootsDesc  = prometheus.NewDesc("rsa_agent_reboots_total", "Reboots of the node (a new incarnation: its RAMDISK parts gone) the daemon saw since it started.", []string{"node", "role"}, nil)
+	certExpiryDesc    = prometheus.NewDesc("rsa_certificate_expiry_timestamp_seconds", "When a host's TLS certificate expires (Unix time): the daemon's own (role control), as it loaded it, and each agent's, as the daemon's last handshake with it verified it (engine gluster); role is the certificate's.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc, certExpiryDesc} {
 		ch <- d
 	}
 }
@@ -222,6 +235,9 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 			unpooled = 1
 		}
 		ch <- prometheus.MustNewConstMetric(agentUnpooledDesc, prometheus.GaugeValue, unpooled, a.Node, a.Role)
+	}
+	for _, c := range g.src.Certificates(ctx) {
+		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), c.Node, c.Role)
 	}
 	nodes, err := g.src.Nodes(ctx)
 	if err != nil {

@@ -23,6 +23,10 @@ func (fakeSource) Agents(context.Context) []AgentHealth {
 	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, State: "up", Seen: time.Unix(1700000000, 0)}, {Node: "rsa2", Role: "storage", State: "suspect", Rebooted: 1, Unpooled: true}}
 }
 
+func (fakeSource) Certificates(context.Context) []Certificate {
+	return []Certificate{{Node: "ctl1", Role: "control", NotAfter: time.Unix(1800000000, 0)}, {Node: "rsa1", Role: "storage", NotAfter: time.Unix(1700000000, 0)}}
+}
+
 // Every series the Grafana dashboard and the runbook's alerts name exists,
 // so that neither shows nothing for a renamed metric.
 func TestDashboardNamesExist(t *testing.T) {
@@ -99,7 +103,8 @@ func TestGauges(t *testing.T) {
 	}
 	for name, want := range map[string]float64{"rsa_jobs": 2, "rsa_node_capacity_bytes": 100, "rsa_node_allocated_bytes": 40,
 		"rsa_node_used_bytes": 10, "rsa_node_drained": 1, "rsa_build_info": 1,
-		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1, "rsa_agent_unpooled": 1} {
+		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1, "rsa_agent_unpooled": 1,
+		"rsa_certificate_expiry_timestamp_seconds": 1800000000 + 1700000000} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}

@@ -3,12 +3,16 @@ package pki
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/url"
@@ -120,11 +124,270 @@ type IssueOptions struct {
 // files the host loads (DirFiles). The certificate names node as its DNS
 // name (and opts.IPs as its addresses), carries role as a URI SAN (see
 // RoleURIScheme), has a random 128-bit serial number and may not outlive
-// the CA. It never replaces a file: an existing node.crt or node.key, or a
-// ca.crt of another CA, is an error wrapping fs.ErrExist, and then
-// nothing is written. It returns the issued certificate.
+// the CA; a line for it is appended to the CA's register (IssuedFile). It
+// never replaces a file: an existing node.crt or node.key, or a ca.crt of
+// another CA, is an error wrapping fs.ErrExist, and then nothing is
+// written. It returns the issued certificate.
 func Issue(caDir, outDir, node string, role Role, opts IssueOptions) (*x509.Certificate, error) {
-	node, err := checkNodeName(node)
+	is, err := newIssuer(caDir, node, role, opts)
+	if err != nil {
+		return nil, err
+	}
+	keyPath, certPath := filepath.Join(outDir, KeyFile), filepath.Join(outDir, CertFile)
+	fix := "move it away first, or issue into another directory"
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	for _, p := range []string{keyPath, certPath} {
+		if err := mustBeAbsent(p, fix); err != nil {
+			return nil, err
+		}
+	}
+	caPath, writeCA, err := is.caCopy(outDir, fix)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the key of %s: %w", is.node, err)
+	}
+	cert, err := is.sign(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeNew(keyPath, keyPEM, 0o600, fix); err != nil {
+		return nil, err
+	}
+	if err := writeNew(certPath, encodeCert(cert.Raw), 0o644, fix); err != nil {
+		os.Remove(keyPath)
+		return nil, err
+	}
+	if writeCA {
+		if err := writeNew(caPath, is.caPEM, 0o644, fix); err != nil {
+			os.Remove(keyPath)
+			os.Remove(certPath)
+			return nil, err
+		}
+	}
+	return cert, nil
+}
+
+// Request makes host node's key and a certificate signing request for it,
+// on the host itself, without the CA: outDir's node.key (0600), unless
+// outDir holds one already, whose key it then uses (so a certificate is
+// renewed for the key the host has), and node.csr (0644, replacing an
+// older one), which names node as its common name and DNS name. The CA
+// host signs node.csr with Sign, which sets the role, the addresses and
+// the validity itself. It returns the request.
+func Request(outDir, node string) (*x509.CertificateRequest, error) {
+	node, err := CheckNodeName(node)
+	if err != nil {
+		return nil, err
+	}
+	keyPath, csrPath := filepath.Join(outDir, KeyFile), filepath.Join(outDir, CSRFile)
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	var key crypto.Signer
+	var keyPEM []byte
+	if _, err := os.Lstat(keyPath); err == nil {
+		b, err := readPrivate(keyPath)
+		if err != nil {
+			return nil, err
+		}
+		if key, err = parseKey(keyPath, b); err != nil {
+			return nil, err
+		}
+	} else if errors.Is(err, fs.ErrNotExist) {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, fmt.Errorf("generating the key of %s: %w", node, err)
+		}
+		if keyPEM, err = encodeKey(k); err != nil {
+			return nil, err
+		}
+		key = k
+	} else {
+		return nil, fmt.Errorf("checking %s: %w", keyPath, err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject:  pkix.Name{CommonName: node},
+		DNSNames: []string{node},
+	}, key)
+	if err != nil {
+		return nil, fmt.Errorf("making the certificate request of %s: %w", node, err)
+	}
+	csr, err := x509.ParseCertificateRequest(der)
+	if err != nil {
+		return nil, fmt.Errorf("reading back the certificate request of %s: %w", node, err)
+	}
+	if keyPEM != nil {
+		if err := writeNew(keyPath, keyPEM, 0o600, "move it away first, or request into another directory"); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeReplace(csrPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), 0o644); err != nil {
+		if keyPEM != nil {
+			os.Remove(keyPath) // ours: made a moment ago, useless without its request
+		}
+		return nil, err
+	}
+	return csr, nil
+}
+
+// Sign signs the certificate signing request csrPEM (PEM, as Request
+// writes it, or the site's tools) with the CA in caDir and writes the
+// certificate to certFile (0644), and a copy of ca.crt (0644) next to it
+// unless the CA's is there already: with the host's node.key, the files
+// the host loads (DirFiles), once the two are copied there.
+//
+// Sign checks the request's signature (its maker holds the key) and its
+// names: the common name (or, without one, the single DNS name) must be a
+// host name (CheckNodeName), and any DNS name it lists must be that one;
+// a request for addresses, e-mail addresses or URIs other than an
+// rsa-role of role is refused (give addresses with opts.IPs). The
+// certificate is the one Issue would make for the node and the request's
+// key: the role is role, never the request's, and the key usages,
+// validity and serial are Sign's; a line for it is appended to the CA's
+// register. It never replaces a file: an existing certFile, or a ca.crt of
+// another CA next to it, is an error wrapping fs.ErrExist, and then
+// nothing is written. It returns the certificate.
+func Sign(caDir string, csrPEM []byte, certFile string, role Role, opts IssueOptions) (*x509.Certificate, error) {
+	csr, node, err := checkRequest(csrPEM, role)
+	if err != nil {
+		return nil, err
+	}
+	is, err := newIssuer(caDir, node, role, opts)
+	if err != nil {
+		return nil, err
+	}
+	fix := "move it away first, or sign into another file (--out)"
+	outDir := filepath.Dir(certFile)
+	if err := os.MkdirAll(outDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	if err := mustBeAbsent(certFile, fix); err != nil {
+		return nil, err
+	}
+	caPath, writeCA, err := is.caCopy(outDir, fix)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := is.sign(csr.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeNew(certFile, encodeCert(cert.Raw), 0o644, fix); err != nil {
+		return nil, err
+	}
+	if writeCA {
+		if err := writeNew(caPath, is.caPEM, 0o644, fix); err != nil {
+			os.Remove(certFile)
+			return nil, err
+		}
+	}
+	return cert, nil
+}
+
+// ReadRequest returns the node a certificate signing request (PEM) is
+// for, after Sign's checks of it for role: its signature and its names.
+func ReadRequest(csrPEM []byte, role Role) (string, error) {
+	_, node, err := checkRequest(csrPEM, role)
+	return node, err
+}
+
+// checkRequest parses a PEM certificate request and checks it for Sign.
+func checkRequest(csrPEM []byte, role Role) (*x509.CertificateRequest, string, error) {
+	var block *pem.Block
+	for rest := csrPEM; ; {
+		block, rest = pem.Decode(rest)
+		if block == nil || block.Type == "CERTIFICATE REQUEST" || block.Type == "NEW CERTIFICATE REQUEST" {
+			break
+		}
+	}
+	if block == nil {
+		return nil, "", errors.New("no PEM certificate request (-----BEGIN CERTIFICATE REQUEST-----) found: give the node.csr that rsa ca request wrote")
+	}
+	csr, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, "", fmt.Errorf("parsing the certificate request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, "", fmt.Errorf("the certificate request's signature does not verify (%w): it is damaged or was not made with the key it carries; make it again with rsa ca request", err)
+	}
+	name := csr.Subject.CommonName
+	if name == "" && len(csr.DNSNames) == 1 {
+		name = csr.DNSNames[0]
+	}
+	node, err := CheckNodeName(name)
+	if err != nil {
+		return nil, "", fmt.Errorf("the certificate request's name: %w", err)
+	}
+	for _, d := range csr.DNSNames {
+		if !strings.EqualFold(d, node) {
+			return nil, "", fmt.Errorf("the certificate request for %s also asks for the name %q: a certificate names one host; make the request with rsa ca request %s", node, d, node)
+		}
+	}
+	if len(csr.IPAddresses) > 0 {
+		return nil, "", fmt.Errorf("the certificate request for %s asks for addresses (%v): the CA host names them, with --ip", node, csr.IPAddresses)
+	}
+	if len(csr.EmailAddresses) > 0 {
+		return nil, "", fmt.Errorf("the certificate request for %s asks for e-mail addresses (%v): a host's certificate names none", node, csr.EmailAddresses)
+	}
+	for _, u := range csr.URIs {
+		if !strings.EqualFold(u.Scheme, RoleURIScheme) {
+			return nil, "", fmt.Errorf("the certificate request for %s asks for the URI %s: a host's certificate carries its role alone", node, u)
+		}
+		if u.Opaque != string(role) {
+			return nil, "", fmt.Errorf("the certificate request for %s asks for role %s, and it is being signed for role %s: sign it with the role the host is (the role is the signer's, never the request's)", node, u.Opaque, role)
+		}
+	}
+	if err := checkPublicKey(csr.PublicKey); err != nil {
+		return nil, "", fmt.Errorf("the certificate request for %s: %w", node, err)
+	}
+	return csr, node, nil
+}
+
+// checkPublicKey refuses a key too weak, or of a kind TLS 1.3 cannot use.
+func checkPublicKey(pub crypto.PublicKey) error {
+	switch k := pub.(type) {
+	case *ecdsa.PublicKey:
+		switch k.Curve {
+		case elliptic.P256(), elliptic.P384(), elliptic.P521():
+			return nil
+		}
+		return fmt.Errorf("its ECDSA key's curve %s is not one TLS 1.3 signs with (P-256, P-384, P-521)", k.Curve.Params().Name)
+	case ed25519.PublicKey:
+		return nil
+	case *rsa.PublicKey:
+		if n := k.N.BitLen(); n < 2048 {
+			return fmt.Errorf("its RSA key has %d bits: give one of at least 2048 bits, or an ECDSA key (rsa ca request makes one)", n)
+		}
+		return nil
+	}
+	return fmt.Errorf("its key is of a kind a host's certificate cannot carry (%T): give an ECDSA, Ed25519 or RSA key", pub)
+}
+
+// issuer is a CA ready to sign one host's certificate: the inputs
+// checked, the CA loaded, the validity within the CA's.
+type issuer struct {
+	caDir    string
+	ca       *x509.Certificate
+	caKey    crypto.Signer
+	caPEM    []byte // ca.crt's certificates, for the hosts' copies
+	node     string // lower-cased
+	role     Role
+	opts     IssueOptions // defaults filled in
+	notAfter time.Time
+}
+
+// newIssuer checks what Issue and Sign are asked and loads the CA.
+func newIssuer(caDir, node string, role Role, opts IssueOptions) (*issuer, error) {
+	node, err := CheckNodeName(node)
 	if err != nil {
 		return nil, err
 	}
@@ -157,43 +420,42 @@ func Issue(caDir, outDir, node string, role Role, opts IssueOptions) (*x509.Cert
 		return nil, fmt.Errorf("a certificate valid until %s would outlive the CA in %s, which expires on %s: ask for at most %d days, or make a new CA",
 			notAfter.Format(time.DateOnly), caDir, ca.NotAfter.Format(time.DateOnly), int(ca.NotAfter.Sub(opts.Now)/(24*time.Hour)))
 	}
+	return &issuer{caDir: caDir, ca: ca, caKey: caKey, caPEM: caPEM, node: node, role: role, opts: opts, notAfter: notAfter}, nil
+}
 
-	keyPath, certPath, caPath := filepath.Join(outDir, KeyFile), filepath.Join(outDir, CertFile), filepath.Join(outDir, CAFile)
-	fix := "move it away first, or issue into another directory"
-	if err := os.MkdirAll(outDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating the output directory: %w", err)
-	}
-	for _, p := range []string{keyPath, certPath} {
-		if err := mustBeAbsent(p, fix); err != nil {
-			return nil, err
-		}
-	}
-	writeCA := true
-	if same, err := sameFile(caPath, caPEM); err == nil {
+// caCopy says where the host's copy of ca.crt goes in dir, and whether it
+// is to be written: not if the CA's is there already (the CA's own
+// directory, or issued there before); an error wrapping fs.ErrExist if
+// another CA's is.
+func (is *issuer) caCopy(dir, fix string) (string, bool, error) {
+	caPath := filepath.Join(dir, CAFile)
+	if same, err := sameFile(caPath, is.caPEM); err == nil {
 		if !same {
-			return nil, errExists(caPath, "it is another CA's certificate: "+fix)
+			return "", false, errExists(caPath, "it is another CA's certificate: "+fix)
 		}
-		writeCA = false // the CA's own directory, or issued there before
-	} else if err := mustBeAbsent(caPath, fix); err != nil {
-		return nil, err
+		return caPath, false, nil
 	}
+	if err := mustBeAbsent(caPath, fix); err != nil {
+		return "", false, err
+	}
+	return caPath, true, nil
+}
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generating the key of %s: %w", node, err)
-	}
+// sign makes the host's certificate for public key pub and records it in
+// the CA's register.
+func (is *issuer) sign(pub crypto.PublicKey) (*x509.Certificate, error) {
 	serial, err := newSerial()
 	if err != nil {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: node},
-		NotBefore:    opts.Now.Add(-clockSkew),
-		NotAfter:     notAfter,
-		DNSNames:     []string{node},
-		IPAddresses:  opts.IPs,
-		URIs:         []*url.URL{roleURI(role)},
+		Subject:      pkix.Name{CommonName: is.node},
+		NotBefore:    is.opts.Now.Add(-clockSkew),
+		NotAfter:     is.notAfter,
+		DNSNames:     []string{is.node},
+		IPAddresses:  is.opts.IPs,
+		URIs:         []*url.URL{roleURI(is.role)},
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		// The daemon is only ever a TLS client and agents only servers:
 		// a control key cannot serve as an agent, and an agent's key
@@ -201,34 +463,22 @@ func Issue(caDir, outDir, node string, role Role, opts IssueOptions) (*x509.Cert
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 	}
-	if role == RoleControl {
+	if is.role == RoleControl {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, is.ca, pub, is.caKey)
 	if err != nil {
-		return nil, fmt.Errorf("issuing the certificate of %s: %w", node, err)
+		return nil, fmt.Errorf("issuing the certificate of %s: %w", is.node, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("reading back the certificate of %s: %w", node, err)
+		return nil, fmt.Errorf("reading back the certificate of %s: %w", is.node, err)
 	}
-	keyPEM, err := encodeKey(key)
-	if err != nil {
+	// Recorded before the certificate is written: a line for one never
+	// delivered is harmless, a certificate out there without one could
+	// not be revoked by its node's name.
+	if err := appendIssued(is.caDir, cert, is.role); err != nil {
 		return nil, err
-	}
-	if err := writeNew(keyPath, keyPEM, 0o600, fix); err != nil {
-		return nil, err
-	}
-	if err := writeNew(certPath, encodeCert(der), 0o644, fix); err != nil {
-		os.Remove(keyPath)
-		return nil, err
-	}
-	if writeCA {
-		if err := writeNew(caPath, caPEM, 0o644, fix); err != nil {
-			os.Remove(keyPath)
-			os.Remove(certPath)
-			return nil, err
-		}
 	}
 	return cert, nil
 }
@@ -282,9 +532,10 @@ func newSerial() (*big.Int, error) {
 	}
 }
 
-// checkNodeName returns node, lower-cased, if it is a host name the daemon
-// can dial and check a certificate against.
-func checkNodeName(node string) (string, error) {
+// CheckNodeName returns node, lower-cased, if it is a host name the
+// daemon can dial and check a certificate against: what Issue and Sign
+// accept as a host's name.
+func CheckNodeName(node string) (string, error) {
 	bad := func(why string) (string, error) {
 		return "", fmt.Errorf("%q is not a host name (%s): give the node's name as the daemon dials it, e.g. rsa1 or rsa1.cluster.example.org", node, why)
 	}

@@ -17,13 +17,21 @@ import (
 	"syscall"
 )
 
-// The files of a directory as Init and Issue write it, and as DirFiles
-// names them.
+// The files of a directory as Init, Issue, Request, Sign and Revoke write
+// it, and as DirFiles names them.
 const (
 	CAFile    = "ca.crt"   // the cluster CA's certificate: public, on every host
 	CAKeyFile = "ca.key"   // the cluster CA's private key: only where certificates are issued
 	CertFile  = "node.crt" // a host's certificate
 	KeyFile   = "node.key" // a host's private key
+	CSRFile   = "node.csr" // a host's certificate signing request (Request), for the CA host to Sign
+	// CRLFile is the CA's certificate revocation list (Revoke): written
+	// next to ca.key, copied next to ca.crt on every host.
+	CRLFile = "ca.crl"
+	// IssuedFile is the CA's register of the certificates it issued, one
+	// a line (Issue and Sign append to it): what Revoke finds a host's
+	// serial numbers in.
+	IssuedFile = "issued.txt"
 )
 
 // Files names the PEM files a host's TLS identity is loaded from. A site
@@ -32,12 +40,17 @@ type Files struct {
 	CA   string // the CA certificate(s) to trust; nothing else is trusted
 	Cert string // this host's certificate, then any intermediate certificates
 	Key  string // this host's private key: mode 0600, owned by the user loading it
+	// CRL is the revocation list(s) of the CAs trusted: a peer whose
+	// certificate is listed is refused. "" or a file that does not exist
+	// revokes nothing.
+	CRL string
 }
 
 // DirFiles returns the files as Issue writes them into dir: ca.crt,
-// node.crt and node.key.
+// node.crt and node.key, and ca.crl, the revocation list, if it is there.
 func DirFiles(dir string) Files {
-	return Files{CA: filepath.Join(dir, CAFile), Cert: filepath.Join(dir, CertFile), Key: filepath.Join(dir, KeyFile)}
+	return Files{CA: filepath.Join(dir, CAFile), Cert: filepath.Join(dir, CertFile), Key: filepath.Join(dir, KeyFile),
+		CRL: filepath.Join(dir, CRLFile)}
 }
 
 // readPrivate reads a private key file, refusing one that others could
@@ -202,6 +215,35 @@ func writeNew(path string, data []byte, perm fs.FileMode, fix string) (err error
 		if errors.Is(err, fs.ErrExist) {
 			return errExists(path, fix)
 		}
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// writeReplace writes data to path with mode perm, replacing what is
+// there: a temporary file in the same directory, flushed to disk and
+// renamed over path. A reader sees the old file or the new one, whole.
+func writeReplace(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // fails once renamed
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(perm)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return syncDir(dir)

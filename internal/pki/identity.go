@@ -7,16 +7,30 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Identity is a host's TLS identity: its certificate and key, its role,
-// and the CA certificates it trusts in its peers. It is immutable; one
-// Identity may make any number of configs, used concurrently.
+// the CA certificates it trusts in its peers, and the certificates of
+// theirs it refuses (the revocation lists). It is immutable; one Identity
+// may make any number of configs, used concurrently. A *Live holds the
+// Identity its files hold now.
 type Identity struct {
-	role  Role
-	cert  tls.Certificate // the chain, with Leaf set
-	roots *x509.CertPool
+	role    Role
+	cert    tls.Certificate // the chain, with Leaf set
+	roots   *x509.CertPool
+	revoked revocations // nil: none
 }
+
+// Source is where a host's identity comes from: an *Identity, the same
+// for its whole life, or a *Live, loaded again when its files change.
+type Source interface {
+	// Current is the identity for the next handshake.
+	Current() *Identity
+}
+
+// Current returns id itself: an Identity never changes.
+func (id *Identity) Current() *Identity { return id }
 
 // Load reads a host's identity from f and checks it before any peer does:
 // the key is private (mode 0600, owned by the user loading it: root for
@@ -24,7 +38,9 @@ type Identity struct {
 // certificate is valid now, chains to f.CA (through any intermediates
 // that follow it in f.Cert), carries exactly one role, and may be used the
 // way that role uses it (client for control, server for the agents). The
-// files may come from `rsa ca issue` or from the site's own PKI.
+// files may come from `rsa ca issue` or from the site's own PKI. f.CRL,
+// if it exists, must hold revocation lists signed by a CA of f.CA (or an
+// intermediate of f.Cert); the peers they list are refused.
 func Load(f Files) (*Identity, error) {
 	rootCerts, err := parseCerts(f.CA)
 	if err != nil {
@@ -67,11 +83,61 @@ func Load(f Files) (*Identity, error) {
 		return nil, fmt.Errorf("%s is not a valid certificate of the CA in %s for role %s (peers would refuse it): %w; issue a new one (rsa ca issue) or, with a site PKI, put the intermediate certificates after it in %s",
 			f.Cert, f.CA, role, err, f.Cert)
 	}
+	revoked, err := loadRevocations(f.CRL, append(rootCerts, chain[1:]...))
+	if err != nil {
+		return nil, fmt.Errorf("%w; copy the CA's %s again, or remove %s to revoke nothing", err, CRLFile, f.CRL)
+	}
 	var raw [][]byte
 	for _, c := range chain {
 		raw = append(raw, c.Raw)
 	}
-	return &Identity{role: role, roots: roots, cert: tls.Certificate{Certificate: raw, PrivateKey: key, Leaf: leaf}}, nil
+	return &Identity{role: role, roots: roots, revoked: revoked, cert: tls.Certificate{Certificate: raw, PrivateKey: key, Leaf: leaf}}, nil
+}
+
+// Revoked returns an error if the identity's own certificate is in its
+// revocation lists: its peers that read the same lists refuse it.
+func (id *Identity) Revoked() error {
+	chain := []*x509.Certificate{id.cert.Leaf}
+	return id.revoked.check(chain)
+}
+
+// ExpiryWarning is how long before a host's certificate expires RSA warns
+// of it: the agents and rsa serve as they start and as they load a new
+// one, and rsa health.
+const ExpiryWarning = 30 * 24 * time.Hour
+
+// ExpiresSoon returns a warning, for a log or rsa health, if c expires
+// within ExpiryWarning of now or has expired; "" otherwise.
+func ExpiresSoon(c *x509.Certificate, now time.Time) string {
+	left := c.NotAfter.Sub(now)
+	if left >= ExpiryWarning {
+		return ""
+	}
+	what := fmt.Sprintf("certificate %s (role %s) expires on %s, in %s", names(c), roleOrNone(c), c.NotAfter.UTC().Format(time.DateOnly), days(left))
+	if left <= 0 {
+		what = fmt.Sprintf("certificate %s (role %s) expired on %s: its peers refuse it", names(c), roleOrNone(c), c.NotAfter.UTC().Format(time.DateOnly))
+	}
+	return what + "; renew it (rsa ca issue, or rsa ca request and rsa ca sign) and install it: it is read again at the next connection"
+}
+
+// days says a duration in whole days.
+func days(d time.Duration) string {
+	switch n := int(d / (24 * time.Hour)); n {
+	case 0:
+		return "less than a day"
+	case 1:
+		return "1 day"
+	default:
+		return fmt.Sprintf("%d days", n)
+	}
+}
+
+// roleOrNone is c's role, or "none".
+func roleOrNone(c *x509.Certificate) Role {
+	if r, err := CertRole(c); err == nil {
+		return r
+	}
+	return "none"
 }
 
 // Role returns the role the identity's certificate carries.
@@ -108,7 +174,24 @@ func (id *Identity) ServerConfig() (*tls.Config, error) {
 			if r != RoleControl {
 				return fmt.Errorf("client %s has role %s: agents accept only the control daemon (role control)", names(cs.VerifiedChains[0][0]), r)
 			}
-			return nil
+			return id.revoked.check(cs.VerifiedChains[0])
+		},
+	}, nil
+}
+
+// ServerConfigFrom returns the TLS configuration of an agent's server
+// that serves each handshake with src's identity as it is when the
+// handshake begins: its ServerConfig. With a *Live, a certificate, key,
+// CA or revocation list installed while the agent runs is used from the
+// next connection on. It is an error if src's identity cannot serve.
+func ServerConfigFrom(src Source) (*tls.Config, error) {
+	if _, err := src.Current().ServerConfig(); err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return src.Current().ServerConfig()
 		},
 	}, nil
 }
@@ -152,15 +235,26 @@ func (id *Identity) ClientConfig(node string, needs ...Kind) (*tls.Config, error
 					return fmt.Errorf("node %s is an agent of role %s, which does not serve %s operations", node, r, k)
 				}
 			}
-			return nil
+			return id.revoked.check(cs.VerifiedChains[0])
 		},
 	}, nil
 }
 
+// CheckPeer returns an error if the verified certificate of the peer of
+// cs is in the identity's revocation lists: for a connection made before
+// the lists named it, which its handshake could not refuse.
+func (id *Identity) CheckPeer(cs *tls.ConnectionState) error {
+	if cs == nil || len(cs.VerifiedChains) == 0 {
+		return errors.New("the peer's certificate was not verified against the cluster CA")
+	}
+	return id.revoked.check(cs.VerifiedChains[0])
+}
+
 // Authorize is what an agent's handler calls before an operation of kind
 // op, with the request's connection state (http.Request.TLS): it returns
-// nil only if the caller's verified certificate has role control and this
-// agent's own role serves op. The handshake already refused every caller
+// nil only if the caller's verified certificate has role control, is not
+// in the identity's revocation lists, and this agent's own role serves
+// op. The handshake already refused every caller
 // but the daemon; Authorize says so again where the operation is done, and
 // refuses what this node is not for (a compute node makes no bricks).
 func (id *Identity) Authorize(cs *tls.ConnectionState, op Kind) error {
@@ -173,6 +267,11 @@ func (id *Identity) Authorize(cs *tls.ConnectionState, op Kind) error {
 	}
 	if !id.role.Allows(op) {
 		return fmt.Errorf("refused %s operation: this agent's role is %s", op, id.role)
+	}
+	// A connection outlives its handshake: the caller's certificate may
+	// have been revoked since.
+	if err := id.revoked.check(cs.VerifiedChains[0]); err != nil {
+		return fmt.Errorf("refused %s operation: %w", op, err)
 	}
 	return nil
 }

@@ -17,6 +17,13 @@
 // A certificate's role travels in the certificate, signed by the CA, as a
 // URI subject alternative name (see RoleURIScheme), so a site may issue the
 // certificates from its own PKI instead of `rsa ca`.
+//
+// The CA issues a host its key and certificate (Issue), or signs a
+// request made on the host for a key that never leaves it (Request,
+// Sign), and revokes certificates in a list signed by the CA (Revoke);
+// each side refuses a peer in its list. A Live identity is loaded again
+// when its files change, so that a renewed certificate or a new list is
+// used without a restart.
 package pki
 
 import (

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,7 +27,12 @@ const (
 // a host name (longer than maxHostName bytes; empty, "." or ".."; with a
 // '/', ',', bracket, space or control character) is refused before it is
 // expanded.
-func ExpandHosts(list string) ([]string, error) {
+func ExpandHosts(list string) ([]string, error) { return ExpandHostsMax(list, maxHosts) }
+
+// ExpandHostsMax is ExpandHosts refusing a list of more than limit names
+// (at most maxHosts), before it is expanded, with a *TooManyHostsError.
+func ExpandHostsMax(list string, limit int) ([]string, error) {
+	limit = min(limit, maxHosts)
 	var out []string
 	for _, item := range splitTop(list) {
 		if item == "" {
@@ -35,7 +41,10 @@ func ExpandHosts(list string) ([]string, error) {
 		if item == "." || item == ".." {
 			return nil, fmt.Errorf("host list %s: %q is not a host name", quoteShort(list), item)
 		}
-		names, err := expand(item, maxHosts-len(out), maxHostName)
+		names, err := expand(item, limit-len(out), maxHostName)
+		if errors.Is(err, errTooMany) {
+			return nil, &TooManyHostsError{List: list, Limit: limit}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("host list %s: %w", quoteShort(list), err)
 		}
@@ -43,6 +52,20 @@ func ExpandHosts(list string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// TooManyHostsError is ExpandHostsMax's error for a list of more names
+// than its bound.
+type TooManyHostsError struct {
+	List  string
+	Limit int
+}
+
+func (e *TooManyHostsError) Error() string {
+	return fmt.Sprintf("host list %s: more than %d host names", quoteShort(e.List), e.Limit)
+}
+
+// errTooMany is expand's error for more names than it has room for.
+var errTooMany = errors.New("too many host names")
 
 // expand expands one item of a host list ("n[1-3]x[2,4]") into at most
 // room names of at most maxLen bytes each, checking both before it
@@ -57,7 +80,7 @@ func expand(item string, room, maxLen int) ([]string, error) {
 			return nil, err
 		}
 		if room < 1 {
-			return nil, fmt.Errorf("more than %d host names", maxHosts)
+			return nil, errTooMany
 		}
 		return []string{item}, nil
 	}
@@ -100,7 +123,7 @@ func expand(item string, room, maxLen int) ([]string, error) {
 		// b-a+1 cannot overflow: a and b are at most 9 digits.
 		n := b - a + 1
 		if n > (room-count)/len(rest) {
-			return nil, fmt.Errorf("more than %d host names", maxHosts)
+			return nil, errTooMany
 		}
 		count += n * len(rest)
 		if len(prefix)+max(len(lo), len(strconv.Itoa(b)))+restLen > maxLen {

@@ -129,8 +129,20 @@ func TestExpandHosts(t *testing.T) {
 	if got, err := ExpandHosts(fmt.Sprintf("n[1-%d]", maxHosts)); err != nil || len(got) != maxHosts {
 		t.Errorf("%d names: %d, %v", maxHosts, len(got), err)
 	}
-	if _, err := ExpandHosts(fmt.Sprintf("n[1-%d],m", maxHosts)); err == nil || !strings.Contains(err.Error(), "more than") {
+	if _, err := ExpandHosts(fmt.Sprintf("n[1-%d],m", maxHosts)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d host names", maxHosts)) {
 		t.Errorf("%d names: %v", maxHosts+1, err)
+	}
+	// A bound of the caller's: exactly it passes, one more does not,
+	// over items and within a product.
+	for _, c := range []struct {
+		in    string
+		limit int
+		ok    bool
+	}{{"n[1-10]", 10, true}, {"n[1-11]", 10, false}, {"n[1-6],m[1-5]", 10, false}, {"r[1-2]n[1-5]", 10, true}, {"r[1-3]n[1-4]", 10, false}} {
+		got, err := ExpandHostsMax(c.in, c.limit)
+		if c.ok && (err != nil || len(got) > c.limit) || !c.ok && (err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d host names", c.limit))) {
+			t.Errorf("ExpandHostsMax(%q, %d) = %d names, %v", c.in, c.limit, len(got), err)
+		}
 	}
 }
 

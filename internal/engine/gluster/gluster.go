@@ -78,6 +78,9 @@ type Nodes interface {
 	Incarnation(node string) string
 	// Health is every known agent's health, by node name.
 	Health() []engine.NodeHealth
+	// Certificates are the daemon's certificate and each agent's, as
+	// engine.Certificates says.
+	Certificates() []engine.Certificate
 	// Start and Watch are engine.Watcher's, for the agents and the pool.
 	Start(ctx context.Context, ev engine.NodeEvents)
 	Watch(ctx context.Context)
@@ -121,6 +124,7 @@ type Engine struct {
 var (
 	_ engine.Engine         = (*Engine)(nil)
 	_ engine.Nodes          = (*Engine)(nil)
+	_ engine.Certificates   = (*Engine)(nil)
 	_ engine.Watcher        = (*Engine)(nil)
 	_ engine.Stager         = (*Engine)(nil)
 	_ engine.ClientAdmitter = (*Engine)(nil)

@@ -25,6 +25,9 @@ func (e *Engine) ComputeNodes() []string { return e.Nodes.ComputeNodes() }
 
 func (e *Engine) Health() []engine.NodeHealth { return e.Nodes.Health() }
 
+// Certificates: the daemon's certificate and each agent's (engine.Certificates).
+func (e *Engine) Certificates() []engine.Certificate { return e.Nodes.Certificates() }
+
 // Start beats once and checks glusterd's pool once, each node bounded.
 func (e *Engine) Start(ctx context.Context, ev engine.NodeEvents) { e.Nodes.Start(ctx, ev) }
 

@@ -10,6 +10,7 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,11 +69,16 @@ type health struct {
 	// PoolErr is why the node's glusterd did not answer the last
 	// question about its pool; "" when it did.
 	PoolErr string
+	// Cert is the agent's certificate as the last heartbeat's handshake
+	// verified it; nil until one was answered. Kept while the agent is
+	// silent: its expiry may be why.
+	Cert *x509.Certificate
 }
 
 // Cluster holds the agents' clients and health. Safe for concurrent use.
 type Cluster struct {
-	id        *pki.Identity
+	// id is the daemon's identity, loaded again as its files change.
+	id        *pki.Live
 	port      int
 	downAfter time.Duration
 	// heartbeat paces the heartbeat and the looks at a split pool,
@@ -119,15 +125,28 @@ type Host struct {
 }
 
 // New loads the daemon's identity from o.PKI and prepares a client per
-// configured node; it dials nothing.
+// configured node; it dials nothing. The identity is loaded again when its
+// files change (pki.Live): a renewed certificate, a new CA file or
+// revocation list is used from the next connection to each agent on,
+// which the log says. It logs a warning if the daemon's certificate
+// expires within pki.ExpiryWarning.
 func New(o Options, log *slog.Logger) (*Cluster, error) {
-	id, err := pki.Load(pki.DirFiles(o.PKI))
+	id, err := pki.LoadLive(pki.DirFiles(o.PKI), func(id *pki.Identity, err error) {
+		if err != nil {
+			log.Warn("cluster.pki: the daemon's certificate files changed and could not be loaded; it goes on with the identity it had", "dir", o.PKI, "err", err)
+			return
+		}
+		c := id.Certificate()
+		log.Info("cluster.pki: loaded the daemon's new certificate files", "dir", o.PKI, "serial", pki.FormatSerial(c.SerialNumber), "expires", c.NotAfter.UTC().Format(time.RFC3339))
+		warnCertificate(log, c, time.Now())
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster.pki: %w", err)
 	}
-	if id.Role() != pki.RoleControl {
-		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", o.PKI, id.Role())
+	if r := id.Current().Role(); r != pki.RoleControl {
+		return nil, fmt.Errorf("cluster.pki: the certificate in %s has role %s; the daemon needs one of role control (rsa ca issue HOST --role control)", o.PKI, r)
 	}
+	warnCertificate(log, id.Current().Certificate(), time.Now())
 	c := &Cluster{id: id, port: o.AgentPort, downAfter: o.DownAfter,
 		heartbeat: o.Heartbeat, poolCheck: o.PoolCheck, poolTimeout: o.PoolTimeout,
 		log: log, now: time.Now, lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
@@ -186,9 +205,36 @@ func (c *Cluster) remember(incarnations map[string]string) {
 	}
 }
 
+// warnCertificate logs a warning if the daemon's certificate c expires
+// within pki.ExpiryWarning of now.
+func warnCertificate(log *slog.Logger, c *x509.Certificate, now time.Time) {
+	if w := pki.ExpiresSoon(c, now); w != "" {
+		log.Warn("the daemon's "+w, "expires", c.NotAfter.UTC().Format(time.RFC3339), "serial", pki.FormatSerial(c.SerialNumber))
+	}
+}
+
 // Name is the control host's name, as its certificate gives it: what
 // Gluster's TLS knows it by.
-func (c *Cluster) Name() string { return c.id.Certificate().Subject.CommonName }
+func (c *Cluster) Name() string { return c.id.Current().Certificate().Subject.CommonName }
+
+// Certificates are the daemon's certificate (role control) and each
+// agent's as the last heartbeat's handshake with it verified it (an agent
+// never answered is left out), the daemon's first, then by node.
+func (c *Cluster) Certificates() []engine.Certificate {
+	own := c.id.Current().Certificate()
+	out := []engine.Certificate{{Node: own.Subject.CommonName, Role: string(pki.RoleControl), NotAfter: own.NotAfter, Serial: pki.FormatSerial(own.SerialNumber)}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range slices.Sorted(maps.Keys(c.health)) {
+		cert := c.health[n].Cert
+		if cert == nil {
+			continue
+		}
+		role, _ := pki.CertRole(cert)
+		out = append(out, engine.Certificate{Node: n, Role: string(role), NotAfter: cert.NotAfter, Serial: pki.FormatSerial(cert.SerialNumber)})
+	}
+	return out
+}
 
 // StorageNodes are the configured RSA nodes, sorted.
 func (c *Cluster) StorageNodes() []string {
@@ -386,6 +432,9 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*engine.Node
 	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable
 	h.Version = st.Version
 	h.Bricks, h.Mounts = len(st.Bricks), len(st.Mounts)
+	if st.Certificate != nil {
+		h.Cert = st.Certificate
+	}
 	if loss != nil && noted != "" {
 		h.Up = false // until placeable, once the loss is published
 	}
