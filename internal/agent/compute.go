@@ -283,7 +283,10 @@ func (s *Server) openGate(volume string, uid uint32, image bool) error {
 // compute node out) ends and unmounts its own mount point, and the binds
 // made of it stay behind, dead, where Release's search by device no longer
 // finds them. They are found by their source instead, which names the
-// volume; only root makes Gluster client mounts, so none is a user's.
+// volume, and by their owner: a user may mount FUSE of their own with any
+// type and source (fusermount), and one made to look like this volume's
+// client must neither be detached by root nor, by failing to detach, fail
+// this volume's release; only root's are RSA's (mount.FUSEOwner).
 func releaseOrphans(volume string) error {
 	ms, err := mount.List()
 	if err != nil {
@@ -291,7 +294,16 @@ func releaseOrphans(volume string) error {
 	}
 	var errs []error
 	for i := len(ms) - 1; i >= 0; i-- {
-		if m := ms[i]; m.FSType == "fuse.glusterfs" && SourceVolume(m) == volume {
+		m := ms[i]
+		if m.FSType != "fuse.glusterfs" || SourceVolume(m) != volume {
+			continue
+		}
+		uid, ok, err := mount.FUSEOwner(m)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok && uid == 0 {
 			errs = append(errs, mount.Unmount(m, true))
 		}
 	}

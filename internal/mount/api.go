@@ -16,10 +16,10 @@ const (
 	// Statmount: listmount(2) and statmount(2), Linux 6.8 and later.
 	// Mount IDs are 64-bit and never reused.
 	Statmount TableAPI = iota
-	// Mountinfo: /proc/self/mountinfo, read whole, on older kernels
-	// (Debian 12's 6.1, RHEL 9's 5.14). Mount IDs are the kernel's 32-bit
-	// ones, reused once their mount is gone, so each is checked together
-	// with its mount's device before RSA acts on it.
+	// Mountinfo: /proc/thread-self/mountinfo, read as a stream, on older
+	// kernels (Debian 12's 6.1, RHEL 9's 5.14). Mount IDs are the kernel's
+	// 32-bit ones, reused once their mount is gone, so each is checked
+	// together with its mount's identity before RSA acts on it.
 	Mountinfo
 )
 
@@ -50,6 +50,11 @@ var tableAPI = sync.OnceValue(func() TableAPI {
 	// ENOSYS: an older kernel; EPERM: a seccomp filter (a container's)
 	// that does not know the call.
 	if errors.Is(errno, unix.ENOSYS) || errors.Is(errno, unix.EPERM) {
+		return Mountinfo
+	}
+	// A filter may know one call and not the other.
+	buf := make([]byte, sizeofStatmount)
+	if err := statmountRaw(id, statmountMntBasic, buf); errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
 		return Mountinfo
 	}
 	return Statmount

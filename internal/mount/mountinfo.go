@@ -19,14 +19,17 @@ import (
 // kept only up to the bytes its caller needs (the rest is skipped, and the
 // field marked as cut). A mount ID there is the kernel's 32-bit one, which
 // is reused as soon as its mount goes; callers therefore check a mount's
-// device along with its ID before acting on it (unmountID).
+// identity along with its ID before acting on it (unmountID).
 
 // mountinfoPath is the calling thread's mount table (its mount namespace).
 const mountinfoPath = "/proc/thread-self/mountinfo"
 
 // mountinfoLimits bound what a read of mountinfo keeps of each mount.
 type mountinfoLimits struct {
-	point   int // bytes of the mount point; a longer one is cut
+	// point is the bytes of the mount point kept; a longer one is cut.
+	// They are counted unescaped: up to four times as many are read
+	// (a space is written \040).
+	point   int
 	strings int // bytes of the root, type, source and options
 	// only, if not 0, is the one mount whose point is kept: the others'
 	// are cut at once, so that reading one mount's long point never costs
@@ -76,7 +79,7 @@ var errCut = errors.New("cut")
 func parseMountinfoLine(r *bufio.Reader, lim mountinfoLimits) (statmount, error) {
 	var sm statmount
 	var fields [6]string
-	caps := [6]int{32, 32, 32, lim.strings, lim.point, lim.strings}
+	caps := [6]int{32, 32, 32, lim.strings, 4 * lim.point, lim.strings}
 	for i := range fields {
 		if i == 4 && lim.only != 0 && fields[0] != strconv.FormatUint(lim.only, 10) {
 			caps[i] = 0
@@ -151,6 +154,7 @@ func parseMountinfoLine(r *bufio.Reader, lim mountinfoLimits) (statmount, error)
 	sm.attr = mountAttrs(fields[5])
 	sm.fsType, sm.subtype, _ = strings.Cut(unescapeMountinfo(tail[0]), ".")
 	sm.source = unescapeMountinfo(tail[1])
+	sm.superOptions = tail[2]
 	sm.mask = statmountIdentity | statmountMntRoot | statmountMntPoint
 	return sm, nil
 }

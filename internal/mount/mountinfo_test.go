@@ -23,35 +23,36 @@ func TestParseMountinfo(t *testing.T) {
 			name: "plain",
 			line: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n",
 			want: statmount{id: 36, parent: 35, oldID: 36, devMajor: 98, root: "/mnt1", point: "/mnt2",
-				hasPoint: true, fsType: "ext3", source: "/dev/root", attr: unix.MOUNT_ATTR_NOATIME},
+				hasPoint: true, fsType: "ext3", source: "/dev/root", attr: unix.MOUNT_ATTR_NOATIME,
+				superOptions: "rw,errors=continue"},
 		},
 		{
 			name: "no optional fields, escapes, a FUSE subtype, nosuid and nodev",
 			line: "120 25 0:52 / /home/u/my\\040dir\\134x rw,nosuid,nodev,relatime - fuse.sshfs u@h:/a\\040b rw,user_id=1000\n",
 			want: statmount{id: 120, parent: 25, oldID: 120, devMinor: 52, root: "/", point: `/home/u/my dir\x`,
 				hasPoint: true, fsType: "fuse", subtype: "sshfs", source: "u@h:/a b",
-				attr: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV},
+				attr: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, superOptions: "rw,user_id=1000"},
 		},
 		{
 			name: "several optional fields, read-only, no newline at the end",
 			line: "7 1 0:30 / /run/rsa/ramdisk/j1 ro,nosuid,nodev shared:5 master:2 propagate_from:1 - tmpfs rsa-j1 rw,size=1024k",
 			want: statmount{id: 7, parent: 1, oldID: 7, devMinor: 30, root: "/", point: "/run/rsa/ramdisk/j1",
 				hasPoint: true, fsType: "tmpfs", source: "rsa-j1",
-				attr: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV},
+				attr: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, superOptions: "rw,size=1024k"},
 		},
 		{
 			name: "a mount point longer than kept is cut, the rest of the line still read",
 			line: "9 1 0:31 / " + long + " rw - tmpfs rsa-j2 rw\n",
-			lim:  mountinfoLimits{point: 100, strings: 1 << 10},
-			want: statmount{id: 9, parent: 1, oldID: 9, devMinor: 31, root: "/", point: long[:100],
-				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2"},
+			lim:  mountinfoLimits{point: 50, strings: 1 << 10},
+			want: statmount{id: 9, parent: 1, oldID: 9, devMinor: 31, root: "/", point: long[:200],
+				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2", superOptions: "rw"},
 		},
 		{
 			name: "only another mount's point is kept: this one's is cut",
 			line: "9 1 0:31 / /run/rsa/x rw - tmpfs rsa-j2 rw\n",
 			lim:  mountinfoLimits{point: 100, strings: 1 << 10, only: 10},
 			want: statmount{id: 9, parent: 1, oldID: 9, devMinor: 31, root: "/", point: "",
-				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2"},
+				hasPoint: true, pointCut: true, fsType: "tmpfs", source: "rsa-j2", superOptions: "rw"},
 		},
 		{name: "no separator", line: "9 1 0:31 / /x rw tmpfs rsa-j2 rw\n", wantErr: "separator"},
 		{name: "not a device", line: "9 1 031 / /x rw - tmpfs s rw\n", wantErr: "major:minor"},
@@ -132,5 +133,23 @@ func TestMountinfoMatchesStatmount(t *testing.T) {
 	}
 	if compared < 2 {
 		t.Fatalf("compared %d mounts; / and /proc at least are mounted", compared)
+	}
+}
+
+// TestFdinfoMountID: fdinfo's mount ID, read where statx fails (a FUSE
+// file system its server broke), is the one statx gives.
+func TestFdinfoMountID(t *testing.T) {
+	fd, err := unix.Open("/proc", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, 0, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		t.Fatalf("statx: %v, mask %#x", err, stx.Mask)
+	}
+	got, err := fdinfoMountID(fd)
+	if err != nil || got != stx.Mnt_id {
+		t.Fatalf("fdinfo says mount %d (%v), statx %d", got, err, stx.Mnt_id)
 	}
 }

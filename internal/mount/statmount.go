@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -97,6 +100,21 @@ func (s *statmounter) ids(pointLen int) ([]uint64, error) {
 	return listMounts()
 }
 
+// snapshot makes stat answer from one read of the mountinfo table, which
+// keeps the point of mount only alone (up to pointLen bytes), until snap
+// is cleared. With statmount it does nothing: each stat asks the kernel.
+func (s *statmounter) snapshot(only uint64, pointLen int) error {
+	if Table() != Mountinfo {
+		return nil
+	}
+	snap, _, err := readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen, only: only})
+	if err != nil {
+		return err
+	}
+	s.snap = snap
+	return nil
+}
+
 // listMounts lists the unique IDs of every mount in this thread's mount
 // namespace with listmount(2), in ascending order.
 func listMounts() ([]uint64, error) {
@@ -133,7 +151,8 @@ type statmount struct {
 	source          string
 	root, point     string
 	hasPoint        bool
-	pointCut        bool // mountinfo only: point is longer than was kept
+	pointCut        bool   // mountinfo only: point is longer than was kept
+	superOptions    string // mountinfo only: the super block's options
 }
 
 // statmounter reads mounts with statmount(2), reusing its buffer, or from
@@ -333,31 +352,21 @@ func (sm statmount) info() Info {
 // With the mountinfo table it is the kernel's 32-bit mount ID, the one
 // mountinfo lists.
 func mountIDOf(fd int) (uint64, error) {
-	var stx unix.Statx_t
 	if Table() == Mountinfo {
-		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &stx); err != nil {
-			return 0, err
-		}
-		if stx.Mask&unix.STATX_MNT_ID == 0 {
-			return 0, errors.New("the kernel reports no mount ID (statx STATX_MNT_ID, Linux 5.8)")
-		}
-		return stx.Mnt_id, nil
+		return oldMountIDOf(fd)
 	}
+	var stx unix.Statx_t
 	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID_UNIQUE, &stx)
 	if err == nil && stx.Mask&unix.STATX_MNT_ID_UNIQUE != 0 {
 		return stx.Mnt_id, nil
 	}
-	if err != nil && !errors.Is(err, unix.EACCES) {
-		return 0, err
-	}
 	// FUSE answers any request mask from someone not allowed in (root,
-	// without allow_other) with EACCES, except the empty one, which still
-	// yields the old 32-bit mount ID; map that to the unique one.
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &stx); err != nil {
+	// without allow_other) with EACCES, and a FUSE file system its server
+	// broke answers with EIO; the old 32-bit mount ID is still to be had
+	// (oldMountIDOf). Map that to the unique one.
+	old, err := oldMountIDOf(fd)
+	if err != nil {
 		return 0, err
-	}
-	if stx.Mask&unix.STATX_MNT_ID == 0 {
-		return 0, errors.New("the kernel reports no mount ID")
 	}
 	var s statmounter
 	ids, err := s.ids(0)
@@ -366,9 +375,41 @@ func mountIDOf(fd int) (uint64, error) {
 	}
 	for _, id := range ids {
 		sm, err := s.stat(id, statmountMntBasic, 0)
-		if err == nil && uint64(sm.oldID) == stx.Mnt_id {
+		if err == nil && uint64(sm.oldID) == old {
 			return id, nil
 		}
 	}
-	return 0, fmt.Errorf("mount %d is not in this mount namespace", stx.Mnt_id)
+	return 0, fmt.Errorf("mount %d is not in this mount namespace", old)
+}
+
+// oldMountIDOf returns the kernel's 32-bit ID of the mount fd is on: from
+// statx with the empty request mask, which FUSE answers without asking
+// its server, or, where even that fails (a FUSE file system its server
+// marked bad answers EIO), from the descriptor's fdinfo, which asks no
+// file system anything.
+func oldMountIDOf(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, 0, &stx)
+	if err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
+		return stx.Mnt_id, nil
+	}
+	id, ferr := fdinfoMountID(fd)
+	if ferr != nil {
+		return 0, fmt.Errorf("reading the mount ID (statx: %v): %w", err, ferr)
+	}
+	return id, nil
+}
+
+// fdinfoMountID reads the "mnt_id:" line of fd's fdinfo.
+func fdinfoMountID(fd int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/thread-self/fdinfo/%d", fd))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+		}
+	}
+	return 0, errors.New("no mnt_id in its fdinfo")
 }

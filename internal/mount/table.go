@@ -11,7 +11,8 @@ import (
 // Info describes one mount of this process' mount namespace.
 type Info struct {
 	// ID and Parent are unique 64-bit mount IDs, as listmount(2) and statx
-	// STATX_MNT_ID_UNIQUE give them (never reused, unlike mountinfo's);
+	// STATX_MNT_ID_UNIQUE give them, never reused; on kernels without
+	// listmount (Table() == Mountinfo) mountinfo's 32-bit ones, which are.
 	// Parent is ID for the namespace's root.
 	ID, Parent uint64
 	Dev        string // major:minor of the file system
@@ -77,6 +78,9 @@ func MountedAt(path string) (Info, bool, error) {
 	}
 	if err != nil {
 		return Info{}, false, fmt.Errorf("reading mount %d at %s: %w", top.id, path, err)
+	}
+	if sm.dev() != top.dev() || sm.parent != top.parent {
+		return Info{}, false, nil // gone since; its ID names another mount
 	}
 	m := sm.info()
 	m.Point = path
@@ -190,7 +194,7 @@ func sameFS(dev, except string) ([]statmount, error) {
 	}
 	var out []statmount
 	for _, id := range ids {
-		sm, err := s.stat(id, statmountSBBasic|statmountMntBasic, 0)
+		sm, err := s.stat(id, statmountInfo, maxStringsLen)
 		if err != nil || sm.dev() != dev {
 			continue
 		}
@@ -213,7 +217,7 @@ func describe(ms []statmount) []Info {
 	}
 	out := make([]Info, 0, len(ms))
 	for _, m := range ms {
-		if sm, err := s.stat(m.id, statmountInfo, maxStringsLen); err == nil {
+		if sm, err := s.stat(m.id, statmountInfo, maxStringsLen); err == nil && sm.dev() == m.dev() && sm.parent == m.parent {
 			out = append(out, sm.info())
 		}
 	}
@@ -246,7 +250,7 @@ func UnbindDev(dev, except string, detach bool) error {
 	var errs []error
 	// Newest first: a bind made inside another goes before it.
 	for i := len(ms) - 1; i >= 0; i-- {
-		if err := unmountID(ms[i].id, dev, detach); err != nil {
+		if err := unmountID(ms[i].id, identityOf(ms[i]), detach); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -267,8 +271,26 @@ const (
 	maxNesting = 4096
 )
 
-// unmountID unmounts mount id, if it is still a mount of the file system
-// dev (major:minor; any if empty), without following any symbolic link to it and
+// identity is what tells a mount from another that got its ID: the
+// mountinfo table's IDs are reused as soon as their mount goes, and the
+// next file system made often gets the freed device number too (both are
+// handed out lowest first), so the device alone does not tell a user's
+// FUSE mount, unmounted a moment ago, from another job's RAMDISK mounted
+// since. A file system's type, source and root do. The zero identity
+// matches any mount.
+type identity struct{ dev, fsType, source, root string }
+
+func identityOf(sm statmount) identity {
+	return identity{dev: sm.dev(), fsType: sm.fullType(), source: sm.source, root: sm.root}
+}
+
+// of reports whether sm is (still) the mount want names.
+func (want identity) of(sm statmount) bool {
+	return want == identity{} || want == identityOf(sm)
+}
+
+// unmountID unmounts mount id, if it is still the mount want names (see
+// identity), without following any symbolic link to it and
 // without PATH_MAX limiting how deep it may be: it walks from "/" one
 // component at a time (staying on the mount's ancestors), checks that the
 // last component is mount id, and unmounts it through its parent's
@@ -279,18 +301,18 @@ const (
 // With detach, mounts stacked on id (a user's FUSE mount over their job
 // directory, say), which the detach would take along, are detached first;
 // without it they make id busy.
-//
-// The device guards against a mount ID reused: the mountinfo table's IDs
-// are, as soon as their mount goes, and a user's FUSE mount may get one.
-// Only root makes a mount of an existing file system (a bind), so a mount
-// with both the ID and the device is one of RSA's.
-func unmountID(id uint64, dev string, detach bool) error {
+func unmountID(id uint64, want identity, detach bool) error {
 	var s statmounter
 	var last error // why the last try did not reach the mount
 	for tries, stacked := 0, 0; tries < moveTries; {
-		sm, err := s.stat(id, statmountSBBasic|statmountMntBasic|statmountMntPoint, maxPointLen)
+		// One read of the table for the try's walk (mountinfo: the
+		// table whole, costly when users' mount points are long).
+		if err := s.snapshot(id, maxPointLen); err != nil {
+			return fmt.Errorf("reading mount %d: %w", id, err)
+		}
+		sm, err := s.stat(id, statmountInfo|statmountMntPoint, maxPointLen+maxStringsLen)
 		switch {
-		case errors.Is(err, unix.ENOENT), err == nil && dev != "" && sm.dev() != dev:
+		case errors.Is(err, unix.ENOENT), err == nil && !want.of(sm):
 			return nil // gone, maybe detached along with its parent
 		case errors.Is(err, errTooLong):
 			return fmt.Errorf("not unmounting mount %d: its mount point is longer than %d bytes (a directory above it was moved that deep); move it back or detach it by hand", id, maxPointLen)
@@ -311,8 +333,9 @@ func unmountID(id uint64, dev string, detach bool) error {
 		case err != nil:
 			return err
 		case done:
-			after, err := s.stat(id, statmountSBBasic|statmountMntBasic, 0)
-			if errors.Is(err, unix.ENOENT) || err == nil && after.dev() != sm.dev() {
+			s.snap = nil
+			after, err := s.stat(id, statmountInfo, maxStringsLen)
+			if errors.Is(err, unix.ENOENT) || err == nil && identityOf(after) != identityOf(sm) {
 				return nil
 			}
 			// Something was mounted over it just before the unmount,
@@ -358,6 +381,7 @@ func unmountAt(s *statmounter, sm statmount, detach bool) (bool, error) {
 	// Through the parent's descriptor, so the path stays short.
 	where := fmt.Sprintf("/proc/self/fd/%d/%s", pfd, name)
 	if got != sm.id {
+		s.snap = nil // other mounts' points, read fresh
 		top, ok := stackedOn(s, got, sm.id, point)
 		if !ok {
 			return false, moved("%s now leads to mount %d, not %d", shortPath(point), got, sm.id)

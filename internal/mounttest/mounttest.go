@@ -4,8 +4,10 @@
 package mounttest
 
 import (
+	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"golang.org/x/sys/unix"
 
@@ -31,4 +33,26 @@ func UnmountBelow(dir string) ([]mount.Info, error) {
 		unix.Unmount(p, unix.MNT_DETACH)
 	}
 	return ms, nil
+}
+
+// FakeFUSE mounts, at dir, a FUSE file system of type fstype ("fuse.NAME")
+// and source src whose super block says uid made it: what fusermount makes
+// for that user (the same mount call, made by root here), with no server
+// behind it. Nothing that only reads the mount table asks the server
+// anything. It is detached, and its connection closed, when the test ends.
+func FakeFUSE(t testing.TB, dir, fstype, src string, uid, gid uint32) {
+	t.Helper()
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("opening /dev/fuse: %v", err)
+	}
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=%d,group_id=%d", fd, uid, gid)
+	if err := unix.Mount(src, dir, fstype, unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		unix.Close(fd)
+		t.Fatalf("mounting a %s at %s: %v", fstype, dir, err)
+	}
+	t.Cleanup(func() {
+		unix.Unmount(dir, unix.MNT_DETACH)
+		unix.Close(fd)
+	})
 }
