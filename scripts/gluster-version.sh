@@ -39,6 +39,15 @@ apt-get update -qq
 mapfile -t pkgs < <(dpkg-query -W -f '${Package} ${Status}\n' 'glusterfs-*' 'libgluster*' 'libgfapi*' 'libgfchangelog*' 'libgfrpc*' 'libgfxdr*' 2>/dev/null |
 	awk '$NF == "installed" { print $1 }')
 [[ ${#pkgs[@]} -gt 0 ]] || pkgs=(glusterfs-server glusterfs-client)
+# A library one release has and the other has not (11 has no
+# libglusterd0) is left to apt, which replaces it.
+have=()
+for p in "${pkgs[@]}"; do
+	if apt-cache madison "$p" | grep -q " $release/"; then
+		have+=("$p")
+	fi
+done
+pkgs=("${have[@]}")
 echo "gluster-version: installing GlusterFS $major from $release: ${pkgs[*]}"
 DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends --allow-downgrades \
 	"${pkgs[@]/%//$release}"

@@ -657,8 +657,10 @@ whatever user it claims to be.
 
 Gluster reads its TLS files from fixed paths: this copies the host's
 node.crt, node.key (mode 0600, root's) and ca.crt from --pki to
-glusterfs.pem, glusterfs.key and glusterfs.ca in OpenSSL's directory
-(--ssl-dir, default what 'openssl version -d' says), and creates
+glusterfs.pem, glusterfs.key and glusterfs.ca in the directory the
+installed Gluster reads them from (--ssl-dir; by default the one its socket
+transport names: OpenSSL's directory for Debian's 10.3, /etc/ssl for 11),
+and creates
 ` + gluster.SecureAccessFile + `, which turns on TLS for Gluster's
 management connections. Files already the same are left alone.
 
@@ -695,6 +697,6 @@ a host a new certificate, run it again.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "pki", defaultPKIDir, "this host's RSA identity: ca.crt, node.crt and node.key")
-	cmd.Flags().StringVar(&sslDir, "ssl-dir", "", "OpenSSL's directory, where Gluster reads glusterfs.pem, .key and .ca (default: openssl version -d)")
+	cmd.Flags().StringVar(&sslDir, "ssl-dir", "", "where Gluster reads glusterfs.pem, .key and .ca (default: the path its installed socket transport names, else openssl version -d)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"syscall"
 	"time"
 )
@@ -23,7 +24,7 @@ import (
 //
 // Gluster reads its TLS files from fixed paths, compiled in: its
 // certificate, key and CA list as glusterfs.pem, glusterfs.key and
-// glusterfs.ca in OpenSSL's directory (OPENSSLDIR), and management TLS is
+// glusterfs.ca in a directory of its release's choosing (SSLDir), and management TLS is
 // on when SecureAccessFile exists, read by glusterd, the FUSE client and
 // libgfapi as they start.
 
@@ -48,10 +49,15 @@ func TLSFilesIn(dir string) TLSFiles {
 
 var openSSLDir = regexp.MustCompile(`OPENSSLDIR: "([^"]+)"`)
 
-// SSLDir is the directory Gluster reads its TLS files from: OpenSSL's, as
-// `openssl version -d` says (Gluster is built against the distribution's
-// OpenSSL, and takes the directory from it), else DefaultSSLDir.
+// SSLDir is the directory Gluster reads its TLS files from. Gluster
+// compiles it in, and releases differ: Debian's 10.3 takes OpenSSL's
+// directory, 11.1 /etc/ssl. So the installed Gluster's socket transport
+// is asked first (glusterTLSDir); without one, OpenSSL's directory, as
+// `openssl version -d` says, else DefaultSSLDir.
 func SSLDir(ctx context.Context) string {
+	if dir, ok := glusterTLSDir(); ok {
+		return dir
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "openssl", "version", "-d").Output()
@@ -59,6 +65,39 @@ func SSLDir(ctx context.Context) string {
 		return string(m[1])
 	}
 	return DefaultSSLDir
+}
+
+// socketTransports are where distributions install Gluster's socket
+// transport, which reads the TLS files.
+var socketTransports = []string{
+	"/usr/lib/*/glusterfs/*/rpc-transport/socket.so", // Debian, Ubuntu
+	"/usr/lib64/glusterfs/*/rpc-transport/socket.so", // EL
+	"/usr/lib/glusterfs/*/rpc-transport/socket.so",
+}
+
+// glusterCertPath is the certificate's path as Gluster's transport holds
+// it, a C string.
+var glusterCertPath = regexp.MustCompile(`(/[A-Za-z0-9._/-]+)/glusterfs\.pem\x00`)
+
+// glusterTLSDir reads the directory of glusterfs.pem from the installed
+// Gluster's socket transport (the newest release's, if several are).
+func glusterTLSDir() (string, bool) {
+	var found []string
+	for _, pattern := range socketTransports {
+		m, _ := filepath.Glob(pattern)
+		found = append(found, m...)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(found)))
+	for _, so := range found {
+		b, err := os.ReadFile(so)
+		if err != nil {
+			continue
+		}
+		if m := glusterCertPath.FindSubmatch(b); m != nil {
+			return string(m[1]), true
+		}
+	}
+	return "", false
 }
 
 // InstallTLS makes this host's RSA identity (from, the files `rsa ca
