@@ -160,18 +160,7 @@ rsa ca request and rsa ca sign instead.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if roleName == "" {
-				return errors.New("--role is required: control (the host running rsa serve), storage (an RSA node), compute (a compute node) or both")
-			}
-			role, err := pki.ParseRole(roleName)
-			if err != nil {
-				return fmt.Errorf("--role: %w", err)
-			}
-			addrs, err := parseIPs(ips)
-			if err != nil {
-				return err
-			}
-			validity, err := daysFlag(days)
+			role, addrs, validity, err := certFlags(roleName, ips, days)
 			if err != nil {
 				return err
 			}
@@ -417,18 +406,7 @@ A running agent, or rsa serve, uses them from its next connection.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if roleName == "" {
-				return errors.New("--role is required: control (the host running rsa serve), storage (an RSA node), compute (a compute node) or both")
-			}
-			role, err := pki.ParseRole(roleName)
-			if err != nil {
-				return fmt.Errorf("--role: %w", err)
-			}
-			addrs, err := parseIPs(ips)
-			if err != nil {
-				return err
-			}
-			validity, err := daysFlag(days)
+			role, addrs, validity, err := certFlags(roleName, ips, days)
 			if err != nil {
 				return err
 			}
@@ -699,4 +677,25 @@ a host a new certificate, run it again.`,
 	cmd.Flags().StringVar(&dir, "pki", defaultPKIDir, "this host's RSA identity: ca.crt, node.crt and node.key")
 	cmd.Flags().StringVar(&sslDir, "ssl-dir", "", "where Gluster reads glusterfs.pem, .key and .ca (default: the path its installed socket transport names, else openssl version -d)")
 	return cmd
+}
+
+// certFlags reads the flags a certificate is made with, as rsa ca issue
+// and rsa ca sign take them.
+func certFlags(roleName string, ips []string, days int) (pki.Role, []net.IP, time.Duration, error) {
+	if roleName == "" {
+		return "", nil, 0, errors.New("--role is required: control (the host running rsa serve), storage (an RSA node), compute (a compute node) or both")
+	}
+	role, err := pki.ParseRole(roleName)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("--role: %w", err)
+	}
+	addrs, err := parseIPs(ips)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	validity, err := daysFlag(days)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	return role, addrs, validity, nil
 }

@@ -160,7 +160,7 @@ func health(cmd *cobra.Command, g *globals, lostWithin, certWithin time.Duration
 	if len(rep.Certificates) > 0 {
 		rep.Status = "WARNING"
 		rep.Summary = fmt.Sprintf("%d TLS certificates expire within %s or have expired (renew them: rsa ca issue, or rsa ca request and rsa ca sign; rsa serve and the agents read the new files at their next connection); %s",
-			len(rep.Certificates), inDays(certWithin), rep.Summary)
+			len(rep.Certificates), pki.InDays(certWithin), rep.Summary)
 	}
 	if len(rep.Nodes) > 0 {
 		rep.Status = "WARNING"
@@ -187,23 +187,11 @@ func expiring(certs []api.CertificateView, now time.Time, within time.Duration) 
 		if c.Role == string(pki.RoleControl) {
 			who = fmt.Sprintf("rsa serve on %s", textsafe.Line(c.Node))
 		}
-		when := fmt.Sprintf("expires on %s, in %s", c.NotAfter.UTC().Format(time.DateOnly), inDays(left))
+		when := fmt.Sprintf("expires on %s, in %s", c.NotAfter.UTC().Format(time.DateOnly), pki.InDays(left))
 		if left <= 0 {
 			when = fmt.Sprintf("expired on %s: its peers refuse it", c.NotAfter.UTC().Format(time.DateOnly))
 		}
 		out = append(out, fmt.Sprintf("%s: certificate (role %s, serial %s) %s", who, textsafe.Line(c.Role), textsafe.Line(c.Serial), when))
 	}
 	return out
-}
-
-// inDays says a duration in whole days.
-func inDays(d time.Duration) string {
-	switch n := int(d / (24 * time.Hour)); n {
-	case 0:
-		return "less than a day"
-	case 1:
-		return "1 day"
-	default:
-		return fmt.Sprintf("%d days", n)
-	}
 }

@@ -234,22 +234,19 @@ func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 func mountAttrs(options string) uint64 {
 	var attr uint64
 	for _, o := range strings.Split(options, ",") {
-		switch o {
-		case "ro":
-			attr |= unix.MOUNT_ATTR_RDONLY
-		case "nosuid":
-			attr |= unix.MOUNT_ATTR_NOSUID
-		case "nodev":
-			attr |= unix.MOUNT_ATTR_NODEV
-		case "noexec":
-			attr |= unix.MOUNT_ATTR_NOEXEC
-		case "noatime":
-			attr |= unix.MOUNT_ATTR_NOATIME
-		case "nodiratime":
-			attr |= unix.MOUNT_ATTR_NODIRATIME
-		case "nosymfollow":
-			attr |= unix.MOUNT_ATTR_NOSYMFOLLOW
-		}
+		attr |= mountOptionAttrs[o]
 	}
 	return attr
+}
+
+// mountOptionAttrs are the per-mount options mountinfo shows that have a
+// MOUNT_ATTR_* flag.
+var mountOptionAttrs = map[string]uint64{
+	"ro":          unix.MOUNT_ATTR_RDONLY,
+	"nosuid":      unix.MOUNT_ATTR_NOSUID,
+	"nodev":       unix.MOUNT_ATTR_NODEV,
+	"noexec":      unix.MOUNT_ATTR_NOEXEC,
+	"noatime":     unix.MOUNT_ATTR_NOATIME,
+	"nodiratime":  unix.MOUNT_ATTR_NODIRATIME,
+	"nosymfollow": unix.MOUNT_ATTR_NOSYMFOLLOW,
 }

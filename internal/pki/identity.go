@@ -113,15 +113,15 @@ func ExpiresSoon(c *x509.Certificate, now time.Time) string {
 	if left >= ExpiryWarning {
 		return ""
 	}
-	what := fmt.Sprintf("certificate %s (role %s) expires on %s, in %s", names(c), roleOrNone(c), c.NotAfter.UTC().Format(time.DateOnly), days(left))
+	what := fmt.Sprintf("certificate %s (role %s) expires on %s, in %s", names(c), roleOrNone(c), c.NotAfter.UTC().Format(time.DateOnly), InDays(left))
 	if left <= 0 {
 		what = fmt.Sprintf("certificate %s (role %s) expired on %s: its peers refuse it", names(c), roleOrNone(c), c.NotAfter.UTC().Format(time.DateOnly))
 	}
 	return what + "; renew it (rsa ca issue, or rsa ca request and rsa ca sign) and install it: it is read again at the next connection"
 }
 
-// days says a duration in whole days.
-func days(d time.Duration) string {
+// InDays says a duration in whole days ("1 day", "30 days").
+func InDays(d time.Duration) string {
 	switch n := int(d / (24 * time.Hour)); n {
 	case 0:
 		return "less than a day"
