@@ -399,7 +399,7 @@ log "initramfs: $(du -k "$initrd" | cut -f1) KiB, built in $(since "$t_initrd") 
 # with panic=-1, when the kernel panics: /init died).
 # One virtual CPU: TCG runs a thread per CPU, and make test runs this beside
 # the emulated cluster's tests, which need the other core; the tests in the
-# VM take as long with one (VM 13 s against 11.5 s).
+# VM take about as long with one (13 s in the VM against 11.5 s with two).
 console=$work/console.log
 : >"$console"
 log "booting $kver under QEMU (TCG), for at most $vm_timeout s"
