@@ -90,12 +90,7 @@ type mntIDReq struct {
 // reads that follow it then cost one read of the table, not one per mount.
 func (s *statmounter) ids(pointLen int) ([]uint64, error) {
 	if Table() == Mountinfo {
-		snap, ids, err := readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen})
-		if err != nil {
-			return nil, err
-		}
-		s.snap = snap
-		return ids, nil
+		return s.readTable(mountinfoLimits{point: pointLen, strings: maxStringsLen})
 	}
 	return listMounts()
 }
@@ -107,12 +102,18 @@ func (s *statmounter) snapshot(only uint64, pointLen int) error {
 	if Table() != Mountinfo {
 		return nil
 	}
-	snap, _, err := readMountinfo(mountinfoLimits{point: pointLen, strings: maxStringsLen, only: only})
+	_, err := s.readTable(mountinfoLimits{point: pointLen, strings: maxStringsLen, only: only})
+	return err
+}
+
+// readTable reads the mountinfo table into snap and lists its IDs.
+func (s *statmounter) readTable(lim mountinfoLimits) ([]uint64, error) {
+	snap, ids, err := readMountinfo(lim)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.snap = snap
-	return nil
+	return ids, nil
 }
 
 // listMounts lists the unique IDs of every mount in this thread's mount

@@ -194,8 +194,9 @@ func sameFS(dev, except string) ([]statmount, error) {
 	}
 	var out []statmount
 	for _, id := range ids {
-		sm, err := s.stat(id, statmountInfo, maxStringsLen)
-		if err != nil || sm.dev() != dev {
+		// The device first, with no strings; the identity only of the
+		// mounts of dev (unmountID checks it).
+		if sm, err := s.stat(id, statmountSBBasic|statmountMntBasic, 0); err != nil || sm.dev() != dev {
 			continue
 		}
 		if except != "" {
@@ -203,6 +204,10 @@ func sameFS(dev, except string) ([]statmount, error) {
 			if err == nil && fits && at.hasPoint && at.point == except {
 				continue
 			}
+		}
+		sm, err := s.stat(id, statmountInfo, maxStringsLen)
+		if err != nil || sm.dev() != dev {
+			continue
 		}
 		out = append(out, sm)
 	}
@@ -212,7 +217,7 @@ func sameFS(dev, except string) ([]statmount, error) {
 // describe reads the Info (but the point) of each mount still there.
 func describe(ms []statmount) []Info {
 	var s statmounter
-	if _, err := s.ids(0); err != nil {
+	if err := s.snapshot(0, 0); err != nil {
 		return nil
 	}
 	out := make([]Info, 0, len(ms))
@@ -280,8 +285,15 @@ const (
 // matches any mount.
 type identity struct{ dev, fsType, source, root string }
 
-func identityOf(sm statmount) identity {
-	return identity{dev: sm.dev(), fsType: sm.fullType(), source: sm.source, root: sm.root}
+func identityOf(sm statmount) identity { return sm.info().identity() }
+
+// identity is m's; the zero identity (any mount) when m's file system is
+// not known, only its ID.
+func (m Info) identity() identity {
+	if m.Dev == "" {
+		return identity{}
+	}
+	return identity{dev: m.Dev, fsType: m.FSType, source: m.Source, root: m.Root}
 }
 
 // of reports whether sm is (still) the mount want names.
