@@ -48,6 +48,8 @@ type poller struct {
 	noStart map[string]int
 	// unheld: RSA jobs already found running without RSA (said once).
 	unheld map[int64]bool
+	// toldAccount: the InvalidAccount hint was logged (once per run).
+	toldAccount bool
 }
 
 func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
@@ -99,6 +101,13 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 		}
 	}
 	for _, sj := range sjobs {
+		if sj.Pending() && sj.Reason == "InvalidAccount" && !p.toldAccount {
+			p.toldAccount = true
+			d.log.Warn("a Slurm job is pending with reason InvalidAccount; if every job shows it, "+
+				"this is Slurm 23.11 or later without accounting storage, whose main scheduler then "+
+				"never reports Resources and RSA never stages a job in: give slurmctld an mpi.conf "+
+				"(it may be empty) and restart it (docs/slurm.md)", "slurm", sj.ID)
+		}
 		if known[sj.ID] || p.skip[sj.ID] || !sj.Pending() || sj.Reason != "Resources" {
 			continue
 		}

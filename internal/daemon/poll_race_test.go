@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,5 +212,29 @@ func TestAdoptedAlready(t *testing.T) {
 		if err := d.adoptedAlready(context.Background(), c.name); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("Slurm job %s: %v, want %v", c.name, err, c.want)
 		}
+	}
+}
+
+// TestPollerHintsAtInvalidAccountOnce: Slurm 23.11 and later without
+// accounting storage report every pending job InvalidAccount and never
+// Resources, so polling stages nothing in; the poller says what to do,
+// once per run however many jobs and polls show it, and adopts none.
+func TestPollerHintsAtInvalidAccountOnce(t *testing.T) {
+	d := startDaemon(t, 1, 1<<30, time.Second)
+	var logged strings.Builder
+	d.log = slog.New(slog.NewTextHandler(&logged, nil))
+	d.slurmc = fakeSqueue(t, "7|PENDING|InvalidAccount|1||2026-11-29T10:00:00|1000|1000\n"+
+		"8|PENDING|InvalidAccount|1||2026-11-29T10:00:00|1000|1000\n")
+	p := poller{skip: map[string]bool{}, noStart: map[string]int{}, unheld: map[int64]bool{}}
+	for range 3 {
+		if err := d.pollOnce(context.Background(), &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logged.String(), "mpi.conf"); n != 1 {
+		t.Errorf("the hint was logged %d times in three polls of two jobs, want once:\n%s", n, logged.String())
+	}
+	if jobs, err := d.store.List(context.Background(), true, 0); err != nil || len(jobs) != 0 {
+		t.Errorf("the poller took on %d jobs (%v) that Slurm does not report on Resources", len(jobs), err)
 	}
 }
