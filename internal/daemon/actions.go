@@ -592,26 +592,9 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// counts as held until it is really gone. An input image or a
 		// private output mounted here holds its file in the RAMDISK open
 		// until the last process using it lets go: their holders are
-		// ended too, found by their devices, read before their mounts
+		// ended too, found by their devices, pinned before their mounts
 		// here go.
-		beside := engine.BesideDevices(rd)
-		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
-			// A compute node out of reach keeps its client mount until
-			// it answers again (a debt, paid then); it holds no RSA
-			// RAM, and the volume goes below.
-			un, ok := unreachable(err)
-			if !ok {
-				return fail(lifecycle.EvDestroyFailed, err)
-			}
-			d.log.Warn("compute node out of reach at teardown: its mount is removed when it answers", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
-			if err := d.oweMounts(ctx, j, un); err != nil {
-				return fail(lifecycle.EvDestroyFailed, err)
-			}
-		}
-		if err := d.engine.Revoke(ctx, rd); err != nil {
-			return fail(lifecycle.EvDestroyFailed, err)
-		}
-		if err := d.evict(ctx, j, rd, beside...); err != nil {
+		if err := d.unbindAndEvict(ctx, j, rd); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
@@ -750,6 +733,34 @@ func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error 
 		return err
 	}
 	return d.engine.Seal(ctx, rd)
+}
+
+// unbindAndEvict removes the job's mounts on its compute nodes, closes the
+// gate and ends what still holds the RAMDISK or the file systems mounted
+// beside it here (an input image, private output), which are pinned from
+// before their mounts go until their holders are gone: see
+// engine.PinBeside. A compute node out of reach keeps its client mount
+// until it answers again (a debt, paid then); it holds no RSA RAM.
+func (d *Daemon) unbindAndEvict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	beside, unpin, err := engine.PinBeside(rd)
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
+		un, ok := unreachable(err)
+		if !ok {
+			return err
+		}
+		d.log.Warn("compute node out of reach at teardown: its mount is removed when it answers", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
+		if err := d.oweMounts(ctx, j, un); err != nil {
+			return err
+		}
+	}
+	if err := d.engine.Revoke(ctx, rd); err != nil {
+		return err
+	}
+	return d.evict(ctx, j, rd, beside...)
 }
 
 // evict ends the processes that still hold a finished job's RAMDISK, the

@@ -87,13 +87,11 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	if j.PrivateLost {
 		return &writesLostError{job: j.ID, nodes: j.Lost, image: node.PrivateImage(rd, "NODE")}
 	}
-	held := engine.BesideDevices(rd)
-	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
-		return err
-	}
 	// What the job left running may hold its file systems open, and so
 	// their loop devices: a file system still mounted is never checked.
-	if err := d.evict(ctx, j, rd, held...); err != nil {
+	// They are pinned (engine.PinBeside) only until their holders are
+	// gone, and let go before the check.
+	if err := d.unbindAndEvictPrivate(ctx, j, rd); err != nil {
 		return err
 	}
 	var checked []string
@@ -120,6 +118,20 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	return d.inReach(ctx, j, rd, "what was copied before is on disk", func() error {
 		return d.copyPrivate(ctx, j, rd, checked)
 	})
+}
+
+// unbindAndEvictPrivate removes the job's mounts on its compute nodes and
+// ends what still holds the file systems mounted beside its RAMDISK here.
+func (d *Daemon) unbindAndEvictPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	held, unpin, err := engine.PinBeside(rd)
+	if err != nil {
+		return err
+	}
+	defer unpin()
+	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
+		return err
+	}
+	return d.evict(ctx, j, rd, held...)
 }
 
 // inReach runs phase, a part of a private stage-out, and fails unless

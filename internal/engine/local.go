@@ -271,21 +271,56 @@ func ClearBeside(r Ramdisk) error {
 	return nil
 }
 
-// BesideDevices are the devices of what node access mounts beside r's
-// mount point on this host (see ClearBeside), by which the processes that
-// still hold them are found: read before those mounts go.
-func BesideDevices(r Ramdisk) []uint64 {
+// PinBeside holds open what node access mounts beside r's mount point on
+// this host (see ClearBeside) and returns their device numbers, by which
+// the processes that still hold them are found once those mounts are
+// removed. While pinned, a file system outlives its unmount, so its device
+// number (a loop device's, or an anonymous one) cannot pass to another
+// job's file system mounted meanwhile: processes found by these numbers
+// are r's holders, never another user's. unpin lets them go; call it once
+// the holders are gone and before anything that needs the file systems
+// released (a check of a private image, the RAMDISK's unmount). The
+// daemon's own process is no holder (package holders skips it).
+func PinBeside(r Ramdisk) (devs []uint64, unpin func(), err error) {
 	ms, err := BesideMounts(r)
 	if err != nil {
-		return nil
+		return nil, func() {}, err
 	}
-	var devs []uint64
-	for _, m := range ms {
-		if dev, err := DeviceOf(m); err == nil {
-			devs = append(devs, dev)
+	var fds []int
+	unpin = func() {
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
+		fds = nil
 	}
-	return devs
+	for _, m := range ms {
+		want, err := DeviceOf(m)
+		if err != nil {
+			unpin()
+			return nil, func() {}, err
+		}
+		// O_PATH reaches the mount's root without asking its file
+		// system; the gate above it is root's, and no link is followed.
+		fd, err := unix.Openat2(unix.AT_FDCWD, m.Point, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since the listing: nothing holds it through r
+		}
+		if err != nil {
+			unpin()
+			return nil, func() {}, fmt.Errorf("holding job %d's %s: %w", r.Job, filepath.Base(m.Point), err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Dev != want {
+			// Replaced since the listing: what is there now is not
+			// what node access mounted for r.
+			unix.Close(fd)
+			continue
+		}
+		fds = append(fds, fd)
+		devs = append(devs, want)
+	}
+	return devs, unpin, nil
 }
 
 // BesideMounts are the input image (erofs) and the private output images
