@@ -228,9 +228,11 @@ func TestRunnerOOMKillsOnlyTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { bystander.Process.Kill(); bystander.Wait() }()
-	err := r.Run(context.Background(), Task{Job: 5, Phase: "stage-in", User: sd.who, Program: prog, Ramdisk: ram, Data: sd.data})
+	var log bytes.Buffer
+	err := r.Run(context.Background(), Task{Job: 5, Phase: "stage-in", User: sd.who, Program: prog, Ramdisk: ram, Data: sd.data, Log: &log})
 	if err == nil || !strings.Contains(err.Error(), "limits.stage_memory") || !strings.Contains(err.Error(), "64.0M") {
-		t.Fatalf("a stage past its memory limit: %v, want a failure naming limits.stage_memory and its 64.0M", err)
+		_, survived := os.Stat(filepath.Join(ram, "survived"))
+		t.Fatalf("a stage past its memory limit: %v, want a failure naming limits.stage_memory and its 64.0M (the program went on: %v; its output:\n%s)", err, survived == nil, log.String())
 	}
 	t.Log(err)
 	if gone(bystander.Process.Pid, 100*time.Millisecond) {

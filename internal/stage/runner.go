@@ -350,7 +350,10 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	<-finished
 	var childErr error
 	switch {
-	case err != nil:
+	case err != nil, events.OOMKills > 0 && r.Limits.Memory > 0:
+		// A stage the kernel killed processes of at its memory limit
+		// failed, even if what was left of it exited 0: a program that
+		// ignores its copy's death must not pass a cut-short stage.
 		childErr = r.childError(ctx, t, err, events, ramdisk, tail, custom, cloneflags)
 	case cerr != nil:
 		childErr = fmt.Errorf("%s: %w", t.Phase, cerr)
@@ -365,7 +368,8 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	return childErr
 }
 
-// childError explains how a stage's child failed with err.
+// childError explains how a stage's child failed: with err, or (err nil)
+// by the kernel's OOM kills at the stage's memory limit.
 func (r *Runner) childError(ctx context.Context, t Task, err error, events cgroup.Events, ramdisk int64, tail *tailWriter, custom bool, cloneflags uintptr) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s stopped: %w", t.Phase, ctx.Err())
@@ -378,7 +382,7 @@ func (r *Runner) childError(ctx context.Context, t Task, err error, events cgrou
 		if ramdisk > 0 {
 			beside = fmt.Sprintf(", beside the %s of its RAMDISK", units.FormatSize(ramdisk))
 		}
-		return fmt.Errorf("%s killed whole: its processes together needed more than the %s of memory a stage may use%s (limits.stage_memory)%s",
+		return fmt.Errorf("%s killed: its processes together needed more than the %s of memory a stage may use%s (limits.stage_memory)%s",
 			t.Phase, units.FormatSize(r.Limits.Memory), beside, lastLine(msg))
 	}
 	var hit string
