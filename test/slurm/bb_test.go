@@ -424,6 +424,10 @@ func testCtldRestart(c *cluster, crash bool) {
 		// the job as after a restart, or have forgotten it (then RSA
 		// releases it by itself). What follows checks either.
 		c.t.Logf("after the crash Slurm knows job %s: %v (eligible at %s)", id, known, deferredTo.Format(time.TimeOnly))
+		if known && !deferredTo.After(time.Now()) && c.bbState(id) == "staging-in" {
+			testLostStageIn(c, id)
+			return
+		}
 	}
 	c.waitFor("the interrupted stage-in to be released", 60*time.Second, func() bool {
 		j := c.rsaJob(id)
@@ -452,6 +456,41 @@ func testCtldRestart(c *cluster, crash bool) {
 	}
 	c.waitFor("RSA to release the job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 	c.assertNoLeaks()
+}
+
+// testLostStageIn is the third way a slurmctld crash during stage-in can
+// end, and right on RSA's side too: Slurm saved the job after its stage-in
+// began but not yet its burst buffer (burst_buffer/lua saves those every
+// 30 s, AGENT_INTERVAL; jobs more often). It recovers the job staging in
+// with no allocation to tear down, and never runs data_in again
+// (_recover_bb_state, bb_p_job_test_stage_in): the job waits for good.
+// Slurm tells RSA nothing, so RSA keeps the job's RAMDISK as it must for a
+// job Slurm still has; the way out docs/slurm.md gives, scancel, releases
+// it and leaves nothing behind.
+func testLostStageIn(c *cluster, id string) {
+	c.t.Logf("Slurm recovered job %s staging in without its burst buffer: cancelling it, as docs/slurm.md says", id)
+	c.root("scancel", id)
+	c.waitFor("RSA to release the job Slurm lost the stage-in of", 60*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	c.file("release-in", "", 0o644)
+	c.assertNoLeaks()
+}
+
+// bbState is Slurm's burst buffer state of job id (scontrol's
+// BurstBufferState), "" if it shows none.
+func (c *cluster) bbState(id string) string {
+	c.t.Helper()
+	cmd := c.command("scontrol", "show", "job", "-o", id)
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "BurstBufferState="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // eligibleAt is the earliest time Slurm lets job id start (scontrol's
