@@ -114,6 +114,15 @@ var migrations = []string{
 		incarnation TEXT NOT NULL,
 		seen        INTEGER NOT NULL
 	);`,
+	// A job's record names the scheduler adapter that created it, as its
+	// scheduler column does, and the daemon goes by the record: a Slurm
+	// job whose record names none would be handled as an rsa submit job.
+	// A record that names none while its column does (the active named
+	// jobs of migration 2) takes the column's. The record stays a BLOB,
+	// as the store writes it, and is read as TEXT: the JSON functions
+	// take a BLOB that looks like JSONB for JSONB.
+	`UPDATE jobs SET record = CAST(json_set(CAST(record AS TEXT), '$.scheduler', scheduler) AS BLOB)
+		WHERE scheduler != '' AND coalesce(json_extract(CAST(record AS TEXT), '$.scheduler'), '') = '';`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700
