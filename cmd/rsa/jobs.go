@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -287,7 +289,7 @@ func runJob(ctx context.Context, c *api.Client, f *specFlags, jobID int64, noWai
 		}
 	}
 	if err := patiently(ctx, r, func() (err error) {
-		j, err = c.Act(ctx, id, api.VerbStart, true)
+		j, err = c.Act(ctx, id, api.VerbStart, api.ActOptions{Attach: true})
 		return err
 	}); err != nil {
 		return interrupted(ctx, r, c, id, err)
@@ -426,7 +428,7 @@ func interrupted(ctx context.Context, r *reporter, c *api.Client, id int64, err 
 func cancelJob(c *api.Client, id int64, r *reporter, why string) {
 	ctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
-	if _, err := c.Act(ctx, id, api.VerbCancel, false); err != nil {
+	if _, err := c.Act(ctx, id, api.VerbCancel, api.ActOptions{}); err != nil {
 		r.say("job %d: %s; cancelling it failed: %v (rsa cancel %d)", id, why, err, id)
 		return
 	}
@@ -477,7 +479,7 @@ func finishJob(ctx context.Context, c *api.Client, id int64, r *reporter) error 
 	err := patiently(ctx, r, func() error {
 		actx, stop := context.WithTimeout(ctx, 30*time.Second)
 		defer stop()
-		_, err := c.Act(actx, id, api.VerbFinish, false)
+		_, err := c.Act(actx, id, api.VerbFinish, api.ActOptions{})
 		return err
 	})
 	var in interrupt
@@ -673,25 +675,104 @@ func cancelCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func adminCmd(g *globals, verb, short string) *cobra.Command {
+func retryCmd(g *globals) *cobra.Command {
+	var to string
 	cmd := &cobra.Command{
-		Use:   verb + " JOB",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:   "retry JOB",
+		Short: "Retry a failed stage-out (the job's user or root) or teardown (root)",
+		Long: `retry stages a job's output out again after its stage-out failed
+(STAGE_OUT_FAILED): its user or root may. With --to DIR the output goes to
+DIR instead of the job's output directory, for instance when that one's
+quota is full: DIR must be a directory the job's user owns, as the output
+directory had to be. Only root retries a failed teardown (TEARDOWN_FAILED).`,
+		Args: cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
-			return act(cmd.Context(), g, c, args[0], verb)
+			if to != "" {
+				abs, err := filepath.Abs(to)
+				if err != nil {
+					return err
+				}
+				to = abs
+			}
+			return actWith(cmd.Context(), g, c, args[0], api.VerbRetry, api.ActOptions{To: to})
 		}),
 	}
+	cmd.Flags().StringVar(&to, "to", "", "stage the output out to this directory instead (the job's user must own it)")
 	addJSON(cmd, g)
 	return cmd
 }
 
+func discardCmd(g *globals) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "discard JOB",
+		Short: "Give up a failed stage-out's output and free its RAM (the job's user or root; irreversible)",
+		Long: `discard gives up the output a failed stage-out left in RAM
+(STAGE_OUT_FAILED) and frees its RAM: the output is lost for good. The
+job's user or root may. A user is asked to confirm by typing the job's
+number, or gives --yes (needed where there is no terminal to ask on).`,
+		Args: cobra.ExactArgs(1),
+		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
+			ctx := cmd.Context()
+			if !yes && os.Geteuid() != 0 {
+				id, err := jobRef(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				j, err := c.Job(ctx, id, 0, 0)
+				if err != nil {
+					return hintSlurm(err, args[0])
+				}
+				// Only the job's user is asked: the daemon refuses
+				// anyone else's discard, and says so.
+				if j.UID == uint32(os.Getuid()) {
+					_, err = unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+					if err := confirmDiscard(j, os.Stdin, os.Stderr, err == nil); err != nil {
+						return err
+					}
+				}
+			}
+			return actWith(ctx, g, c, args[0], api.VerbDiscard, api.ActOptions{})
+		}),
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "discard without asking")
+	addJSON(cmd, g)
+	return cmd
+}
+
+// confirmDiscard asks on a terminal, before a user discards job j's
+// output, for j's number typed back; without a terminal it refuses, as
+// nothing can be asked. What it prints of the job is the daemon's and may
+// quote the user: it is made one safe line.
+func confirmDiscard(j *api.JobView, in io.Reader, out io.Writer, terminal bool) error {
+	if !terminal {
+		return fmt.Errorf("discarding %s loses its output for good: give --yes to confirm (there is no terminal to ask on)", jobName(j))
+	}
+	fmt.Fprintf(out, "%s is %s", jobName(j), textsafe.Line(string(j.RSA)))
+	if j.Error != "" {
+		fmt.Fprintf(out, ": %s", textsafe.Line(j.Error))
+	}
+	fmt.Fprintf(out, "\nIts output is held only in RAM; discarding loses it for good.\nType %d to discard it: ", j.ID)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if strings.TrimSpace(line) != strconv.FormatInt(j.ID, 10) {
+		return fmt.Errorf("not discarded: %s keeps its output", jobName(j))
+	}
+	return nil
+}
+
 func act(ctx context.Context, g *globals, c *api.Client, arg, verb string) error {
+	return actWith(ctx, g, c, arg, verb, api.ActOptions{})
+}
+
+func actWith(ctx context.Context, g *globals, c *api.Client, arg, verb string, o api.ActOptions) error {
 	id, err := jobRef(ctx, c, arg)
 	if err != nil {
 		return err
 	}
-	j, err := c.Act(ctx, id, verb, false)
+	j, err := c.Act(ctx, id, verb, o)
 	if err != nil {
 		return hintSlurm(err, arg)
 	}

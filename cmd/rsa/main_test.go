@@ -101,7 +101,7 @@ func (f *fakeDaemon) Events(context.Context, api.Peer, int64) ([]job.Event, stri
 	return f.events, f.stageLog, nil
 }
 
-func (f *fakeDaemon) Act(_ context.Context, _ api.Peer, _ int64, verb string, _ bool) (*api.JobView, error) {
+func (f *fakeDaemon) Act(_ context.Context, _ api.Peer, _ int64, verb string, _ api.ActOptions) (*api.JobView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.verbs = append(f.verbs, verb)

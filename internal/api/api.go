@@ -167,6 +167,16 @@ const (
 	VerbDiscard = "discard"
 )
 
+// ActOptions qualify a verb.
+type ActOptions struct {
+	// Attach (start): the job's processes are the caller's, for the
+	// daemon to watch.
+	Attach bool
+	// To (retry): stage the output out to this directory instead of the
+	// job's, which the job's user must own, as at submission.
+	To string
+}
+
 // Service is what the daemon offers. Implementations check the peer's right
 // to each call.
 type Service interface {
@@ -175,7 +185,7 @@ type Service interface {
 	// Job returns the job once its version is above after, or when wait ends.
 	Job(ctx context.Context, p Peer, id int64, after int64, wait time.Duration) (*JobView, error)
 	Events(ctx context.Context, p Peer, id int64) ([]job.Event, string, error)
-	Act(ctx context.Context, p Peer, id int64, verb string, attach bool) (*JobView, error)
+	Act(ctx context.Context, p Peer, id int64, verb string, o ActOptions) (*JobView, error)
 	Nodes(ctx context.Context, p Peer) ([]NodeView, error)
 	// Drain drains an RSA node or returns it to service (root only);
 	// asked twice, the second changes only the reason.

@@ -139,13 +139,20 @@ func (c *Client) Events(ctx context.Context, id int64) ([]job.Event, string, err
 }
 
 // Act applies a verb (start, finish, cancel, retry, discard) to a job.
-func (c *Client) Act(ctx context.Context, id int64, verb string, attach bool) (*JobView, error) {
+func (c *Client) Act(ctx context.Context, id int64, verb string, o ActOptions) (*JobView, error) {
 	var j JobView
-	q := ""
-	if attach {
-		q = "?attach=1"
+	q := url.Values{}
+	if o.Attach {
+		q.Set("attach", "1")
 	}
-	return &j, c.do(ctx, "POST", fmt.Sprintf("/v1/jobs/%d/%s%s", id, verb, q), nil, &j)
+	if o.To != "" {
+		q.Set("to", o.To)
+	}
+	path := fmt.Sprintf("/v1/jobs/%d/%s", id, verb)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return &j, c.do(ctx, "POST", path, nil, &j)
 }
 
 func (c *Client) Nodes(ctx context.Context) ([]NodeView, error) {

@@ -337,7 +337,8 @@ func (h *handler) act(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return h.svc.Act(r.Context(), p, id, r.PathValue("verb"), r.URL.Query().Get("attach") == "1")
+		q := r.URL.Query()
+		return h.svc.Act(r.Context(), p, id, r.PathValue("verb"), ActOptions{Attach: q.Get("attach") == "1", To: q.Get("to")})
 	})
 }
 

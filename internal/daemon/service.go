@@ -302,10 +302,8 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		if t.path == "" {
 			continue
 		}
-		for _, own := range []string{d.cfg.RamdiskRoot, d.cfg.StateDir, filepath.Dir(d.cfg.Socket)} {
-			if t.path == own || strings.HasPrefix(t.path, own+"/") || strings.HasPrefix(own, t.path+"/") {
-				return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
-			}
+		if own, ok := d.overlapsOwn(t.path); ok {
+			return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
 		}
 		if who == nil && !anyoneReaches(t.path) {
 			continue // checked at setup, once the user is known
@@ -586,8 +584,11 @@ func tail(path string, n int64) string {
 }
 
 // Act applies a verb: the job's user (or root) starts, finishes and cancels
-// it; only root retries or discards.
-func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, attachCaller bool) (*api.JobView, error) {
+// it, and retries or discards a failed stage-out (lifecycle.OwnersToFix);
+// only root retries a failed teardown. A retry may stage the output out to
+// another directory (o.To), which the job's user must own, checked with
+// their rights as at submission.
+func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o api.ActOptions) (*api.JobView, error) {
 	j, err := d.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -601,7 +602,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 	switch verb {
 	case api.VerbStart:
 		m.ev.Kind = lifecycle.EvStarted
-		if attachCaller && !p.Root() {
+		if o.Attach && !p.Root() {
 			var o job.Job
 			if err := attach(&o, p); err != nil {
 				return nil, err
@@ -620,10 +621,12 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 		return nil, api.NotFound("unknown action %q (start, finish, cancel, retry, discard)", verb)
 	}
 	switch {
-	case (verb == api.VerbRetry || verb == api.VerbDiscard) && !p.Root():
-		return nil, api.Forbidden("only root may %s job %d", verb, id)
 	case !owner:
 		return nil, api.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
+	case (verb == api.VerbRetry || verb == api.VerbDiscard) && !p.Root() && !lifecycle.OwnersToFix(j.RSA):
+		return nil, api.Forbidden("job %d is %s: only root may %s it (its user may retry or discard a failed stage-out)", id, j.RSA, verb)
+	case o.To != "" && verb != api.VerbRetry:
+		return nil, api.Invalid("a directory to stage out to is given only with retry")
 	}
 	if m.ev.Kind == lifecycle.EvFinished && j.Machine().Ended() {
 		return d.view(j, p), nil // finishing twice is harmless
@@ -634,17 +637,64 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, att
 				map[bool]string{true: " or teardown", false: ""}[verb == api.VerbRetry])
 		}
 	}
+	if o.To != "" {
+		if err := d.checkRetryTo(j, o.To); err != nil {
+			return nil, err
+		}
+		m.edit = func(n *job.Job) { n.Spec.Output = o.To }
+	}
 	got, err := d.call(ctx, m)
 	if err != nil {
 		return nil, err
 	}
-	if m.edit != nil {
+	if o.To != "" {
+		d.jobLog(got, "stage-out retried by %s to %q instead of %q", who, o.To, j.Spec.Output)
+	}
+	if verb == api.VerbStart && m.edit != nil {
 		d.watchOwner(got)
 	}
 	if got.Machine().Ended() && verb != api.VerbFinish {
 		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
 	}
 	return d.view(got, p), nil
+}
+
+// checkRetryTo checks a directory to retry j's stage-out to as its output
+// directory was checked at submission: absolute, apart from RSA's own
+// directories and the job's input, and a directory the job's user owns,
+// opened with their rights. The stage-out runs as them all the same.
+func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
+	if j.Spec.Output == "" {
+		return api.Invalid("job %d has no output directory: there is nothing to stage out elsewhere", j.ID)
+	}
+	if !lifecycle.OwnersToFix(j.RSA) {
+		return api.Invalid("job %d is %s: only a failed stage-out can be retried to another directory", j.ID, j.RSA)
+	}
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+		return api.Invalid("directory to stage out to %s: give an absolute path without . or .. parts", strconv.Quote(dir))
+	}
+	if own, ok := d.overlapsOwn(dir); ok {
+		return api.Invalid("directory to stage out to %s overlaps RSA's own %s", strconv.Quote(dir), own)
+	}
+	if in := j.Spec.Input; in != "" && (dir == in || strings.HasPrefix(dir, in+"/") || strings.HasPrefix(in, dir+"/")) {
+		return api.Invalid("directory to stage out to %s and the job's input %s must be separate directories (neither inside the other)", strconv.Quote(dir), strconv.Quote(in))
+	}
+	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
+	if err := d.asUser(&who, func() error { return d.policy.CheckTarget("directory to stage out to", dir, j.UID) }); err != nil {
+		return api.Invalid("%v", err)
+	}
+	return nil
+}
+
+// overlapsOwn reports which of RSA's own directories path is, is inside
+// or holds, if any.
+func (d *Daemon) overlapsOwn(path string) (string, bool) {
+	for _, own := range []string{d.cfg.RamdiskRoot, d.cfg.StateDir, filepath.Dir(d.cfg.Socket)} {
+		if own != "" && (path == own || strings.HasPrefix(path, own+"/") || strings.HasPrefix(own, path+"/")) {
+			return own, true
+		}
+	}
+	return "", false
 }
 
 func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {

@@ -56,8 +56,8 @@ const (
 const (
 	EvTick    EventKind = "tick"    // time passed: re-evaluate (the thesis' polling pass)
 	EvResume  EventKind = "resume"  // the daemon restarted: start the current state's work again
-	EvRetry   EventKind = "retry"   // an administrator retries a failed stage-out or teardown
-	EvDiscard EventKind = "discard" // an administrator gives up a failed stage-out's output
+	EvRetry   EventKind = "retry"   // the job's user or root retries a failed stage-out; root a failed teardown
+	EvDiscard EventKind = "discard" // the job's user or root gives up a failed stage-out's output
 	// EvLost: the RAMDISK is gone though the job's state says it exists
 	// (its host restarted, or someone unmounted it). Found by the daemon
 	// when it starts, before it resumes anything.

@@ -165,6 +165,12 @@ func NeedsAdmin(s RSAState) bool {
 	return s == StageOutFailed || s == TeardownFailed
 }
 
+// OwnersToFix reports the states of NeedsAdmin that the job's own user may
+// also retry or discard: a failed stage-out, whose output is theirs and
+// whose retry runs as them, to their own directory. A failed teardown is
+// root's alone: what holds the RAMDISK may be root's processes.
+func OwnersToFix(s RSAState) bool { return s == StageOutFailed }
+
 // Job is the part of a job the machine decides on.
 type Job struct {
 	State     JobState

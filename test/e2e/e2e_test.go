@@ -318,9 +318,14 @@ cp -a "$1/." "$2/"
 		if b, err := os.ReadFile(filepath.Join(e.root, itoa(id), "ram", "result")); err != nil || string(b) != "precious\n" {
 			t.Fatalf("output not kept in RAM: %v", err)
 		}
-		if _, stderr, err := e.rsa(false, "retry", itoa(id)); err == nil || !strings.Contains(stderr, "only root") {
-			t.Fatalf("a user retried: %v %q", err, stderr)
-		}
+	}
+	// The owner may retry: the archive still unreachable, the stage-out
+	// fails again and the output stays in RAM.
+	if _, stderr, err := e.rsa(false, "retry", "2"); err != nil {
+		t.Fatalf("the owner's retry: %v %s", err, stderr)
+	}
+	if _, stderr, err := e.rsa(false, "wait", "2"); err == nil || !strings.Contains(stderr, "archive server unreachable") {
+		t.Fatalf("wait after the owner's retry should report the failure again: %v %q", err, stderr)
 	}
 	status, _, _ := e.rsa(false, "status")
 	if !strings.Contains(status, "STAGE_OUT_FAILED") || !strings.Contains(status, "archive server unreachable") {
@@ -334,26 +339,43 @@ cp -a "$1/." "$2/"
 			t.Fatalf("job %d's output not kept in RAM across a restart: %v", id, err)
 		}
 	}
-	// Job 1: fixed and retried by root.
+	// Job 1: fixed, and retried by its owner to another directory of
+	// theirs (as when the first one's quota is full); not to one they do
+	// not own.
 	e.writeFile(allow, nil, 0o644)
-	if _, stderr, err := e.rsa(true, "retry", "1"); err != nil {
-		t.Fatalf("retry: %v %s", err, stderr)
+	roots := filepath.Join(e.home, "roots")
+	if err := os.Mkdir(roots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := e.rsa(false, "retry", "--to", roots, "1"); err == nil || !strings.Contains(stderr, "owned by") {
+		t.Fatalf("the owner retried to a directory of root's: %v %q", err, stderr)
+	}
+	if e.job(1).RSA != lifecycle.StageOutFailed || e.job(1).Spec.Output != out {
+		t.Fatalf("a refused retry changed job 1: %s to %s", e.job(1).RSA, e.job(1).Spec.Output)
+	}
+	elsewhere := e.mkdir("elsewhere")
+	if _, stderr, err := e.rsa(false, "retry", "--to", elsewhere, "1"); err != nil {
+		t.Fatalf("the owner's retry to %s: %v %s", elsewhere, err, stderr)
 	}
 	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
 		t.Fatalf("wait after retry: %v %s", err, stderr)
 	}
-	if b, _ := os.ReadFile(filepath.Join(out, "result")); string(b) != "precious\n" {
-		t.Fatal("output not staged after retry")
+	if b, _ := os.ReadFile(filepath.Join(elsewhere, "result")); string(b) != "precious\n" {
+		t.Fatal("output not staged to the retry's directory")
 	}
-	// Job 2: its owner may not drop output that only RAM holds; root may.
+	if l, stderr, err := e.rsa(false, "log", "1"); err != nil || !strings.Contains(l, "retried by "+e.user.Name+" to \""+elsewhere) {
+		t.Errorf("job 1's log does not say who retried it where: %v %s\n%s", err, stderr, l)
+	}
+	// Job 2: its owner drops output that only RAM holds, but only when
+	// they confirm it (no terminal here: --yes).
 	os.Remove(allow)
-	if _, stderr, err := e.rsa(false, "discard", "2"); err == nil || !strings.Contains(stderr, "only root") {
-		t.Fatalf("the owner discarded: %v %q", err, stderr)
+	if _, stderr, err := e.rsa(false, "discard", "2"); err == nil || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("the owner discarded without confirming: %v %q", err, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.root, "2", "ram", "result")); err != nil || string(b) != "precious\n" || e.job(2).RSA != lifecycle.StageOutFailed {
-		t.Fatalf("output of job 2 not kept in RAM after the owner's discard: %v", err)
+		t.Fatalf("output of job 2 not kept in RAM after an unconfirmed discard: %v", err)
 	}
-	if _, stderr, err := e.rsa(true, "discard", "2"); err != nil {
+	if _, stderr, err := e.rsa(false, "discard", "--yes", "2"); err != nil {
 		t.Fatalf("discard: %v %s", err, stderr)
 	}
 	_, stderr, err := e.rsa(false, "wait", "2")

@@ -736,7 +736,7 @@ func (l *load) act(u *loadUnit, rj *api.JobView) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := l.rsa.Act(ctx, rj.ID, api.VerbRetry, false); err != nil {
+	if _, err := l.rsa.Act(ctx, rj.ID, api.VerbRetry, api.ActOptions{}); err != nil {
 		if api.Unreachable(err) {
 			return // restarting: the next poll retries
 		}
