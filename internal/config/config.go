@@ -83,6 +83,7 @@ type Config struct {
 	Slurm            Slurm
 	Remote           Remote
 	Metrics          Metrics
+	Notify           Notify
 	// PrivateData hides other users' job details (paths, home, groups,
 	// errors, logs): a user sees only id, user, states, size and progress
 	// of jobs not their own, as Slurm's PrivateData=jobs does.
@@ -158,6 +159,25 @@ type Metrics struct {
 	// Listen is the TCP address ("127.0.0.1:9478"); "": not served.
 	Listen string
 }
+
+// Notify is how a job's user is told what waits for them (package
+// notify): a failed stage-out, lost output, output still held in RAM.
+type Notify struct {
+	// Program is called as Slurm calls MailProg (PROGRAM -s SUBJECT
+	// USER, the message on its standard input), as root; "": nobody is
+	// told.
+	Program string
+	// HeldAfter is how long output may wait in RAM after a failed
+	// stage-out before its user is reminded, and again after as long;
+	// 0: no reminders.
+	HeldAfter time.Duration
+	// Timeout bounds one call of Program.
+	Timeout time.Duration
+}
+
+// DefaultNotifyHeldAfter is notify.held_after: a day, so that output
+// left in RAM over a night or a weekend is noticed.
+const DefaultNotifyHeldAfter = 24 * time.Hour
 
 // Limits bound what one job or one user may take.
 type Limits struct {
@@ -261,6 +281,11 @@ type file struct {
 	Metrics struct {
 		Listen *string `toml:"listen"`
 	} `toml:"metrics"`
+	Notify struct {
+		Program   *string `toml:"program"`
+		HeldAfter *string `toml:"held_after"`
+		Timeout   *string `toml:"timeout"`
+	} `toml:"notify"`
 	Remote struct {
 		Listen      *string `toml:"listen"`
 		MungeSocket *string `toml:"munge_socket"`
@@ -509,6 +534,9 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 	if err := SetPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
 		return nil, err
 	}
+	if err := parseNotify(&f, &c.Notify); err != nil {
+		return nil, err
+	}
 	if err := parseEngine(data, eng, engines, &c); err != nil {
 		return nil, err
 	}
@@ -659,6 +687,29 @@ func SetPath(key string, p *string, dst *string) error {
 		return fmt.Errorf("%s: %q must be a clean absolute path", key, *p)
 	}
 	*dst = *p
+	return nil
+}
+
+func parseNotify(f *file, n *Notify) error {
+	fn := f.Notify
+	if err := SetPath("notify.program", fn.Program, &n.Program); err != nil {
+		return err
+	}
+	n.HeldAfter, n.Timeout = DefaultNotifyHeldAfter, 30*time.Second
+	if fn.HeldAfter != nil {
+		d, err := units.ParseDuration(*fn.HeldAfter)
+		if err != nil || (d != 0 && d < time.Hour) {
+			return fmt.Errorf("notify.held_after: %q must be a duration of an hour or more, such as \"24h\" (0: no reminders)", *fn.HeldAfter)
+		}
+		n.HeldAfter = d
+	}
+	if fn.Timeout != nil {
+		d, err := units.ParseDuration(*fn.Timeout)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			return fmt.Errorf("notify.timeout: %q must be a duration between 1s and 10m", *fn.Timeout)
+		}
+		n.Timeout = d
+	}
 	return nil
 }
 

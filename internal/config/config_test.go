@@ -26,9 +26,15 @@ capacity = "30G"
 [limits]
 max_active_jobs = 8
 max_job_capacity = "40G"
+[notify]
+program = "/usr/bin/mail"
+held_after = "12h"
 `))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Notify != (Notify{Program: "/usr/bin/mail", HeldAfter: 12 * time.Hour, Timeout: 30 * time.Second}) {
+		t.Fatalf("notify: %+v", c.Notify)
 	}
 	if c.Proportion != 64 || c.MinJobNodes != 64 || c.DefaultDelay != 90*time.Second || len(c.Nodes) != 2 ||
 		c.Nodes[1].Capacity != 30<<30 || c.Limits.MaxActiveJobs != 8 || c.Limits.MaxJobCapacity != 40<<30 {
@@ -54,6 +60,9 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"[slurm]\nnode_namespaces = \"/run/../ns\"", "slurm.node_namespaces"},
 		{"[slurm]\npoll_interval = \"1ms\"", "slurm.poll_interval"},
 		{"[slurm]\nprolog_grace = \"-1s\"", "slurm.prolog_grace"},
+		{"[notify]\nprogram = \"mail\"", "notify.program"},
+		{"[notify]\nheld_after = \"5m\"", "notify.held_after"},
+		{"[notify]\ntimeout = \"1h\"", "notify.timeout"},
 		// Found by FuzzParse: "/" contains every directory; a tiny share
 		// of RAM was taken although the same bytes written as a size were
 		// refused.
@@ -77,6 +86,9 @@ func TestLoadDefaultAndMissing(t *testing.T) {
 	avail, _ := MemAvailable()
 	if len(c.Nodes) != 1 || c.Nodes[0].Name != "local" || c.Nodes[0].Capacity < avail/4 || c.Nodes[0].Capacity > avail {
 		t.Fatalf("embedded default should be one local node with half of free RAM (%d): %+v", avail, c.Nodes)
+	}
+	if c.Notify.Program != "" || c.Notify.HeldAfter != DefaultNotifyHeldAfter {
+		t.Fatalf("embedded default notifies nobody, reminding after a day once given a program: %+v", c.Notify)
 	}
 	if c.Proportion != 128 || c.DefaultDelay != 300*time.Second || c.Socket != DefaultSocket {
 		t.Fatalf("thesis defaults expected: %+v", c)

@@ -50,6 +50,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/node"
+	"github.com/rsa-hpc/rsa/internal/notify"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
@@ -107,6 +108,9 @@ type Daemon struct {
 	// the daemon is down; unset without a scheduler.
 	markers *slurm.Markers
 	metrics *metrics.Metrics
+	// tell tells job users what waits for them; nil without
+	// notify.program.
+	tell *teller
 }
 
 // wait is what a job waits for, and why.
@@ -265,6 +269,7 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		d.markers = &m
 	}
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
+	d.tell = newTeller(cfg.Notify)
 	d.actx, d.cancel = context.WithCancel(context.Background())
 	return d
 }
@@ -498,6 +503,7 @@ func (d *Daemon) loop(ctx context.Context) {
 			d.handle(ctx, m)
 		case now := <-tick.C:
 			d.tick(ctx, now)
+			d.remindHeld(ctx, now)
 		}
 	}
 }
@@ -611,6 +617,10 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.edit != nil {
 		m.edit(&next)
 	}
+	notice, tell := noticeFor(j, &next)
+	if tell && d.tell != nil && notice == notify.StageOutFailed {
+		next.NoticeAt = m.ev.At
+	}
 	var evs []job.Event
 	for _, c := range out.Changes {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
@@ -622,6 +632,9 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
 		}
 		d.changed()
+	}
+	if tell {
+		d.sendNotice(&next, notice)
 	}
 	if next.Machine().Done() {
 		d.forget(next.ID)

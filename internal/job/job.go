@@ -140,6 +140,9 @@ type Job struct {
 	InputAt    time.Time `json:"input_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// NoticeAt is when the job's user was last told that its output
+	// waits in RAM (config [notify]); notify.held_after counts from it.
+	NoticeAt time.Time `json:"notice_at,omitzero"`
 	// Version increases with every committed change; clients wait on it.
 	Version int64 `json:"version"`
 }
