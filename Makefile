@@ -139,11 +139,18 @@ rpm: pkg-stage
 	@nvr=$$(rpm -qp --qf '%{NAME}-%{VERSION}-%{RELEASE}.%{ARCH}' $(RPM)) && [ "$$nvr" = 'rsa-$(RPM_VERSION)-1.$(RPM_ARCH)' ] || { echo "rpm: rpm reads $(RPM) as $$nvr, not rsa-$(RPM_VERSION)-1.$(RPM_ARCH)"; exit 1; }
 	@[ "$$(rpm -qp --provides $(RPM) | grep -c '^bundled(golang(')" = "$$(wc -l < bin/pkg/provides)" ] || { echo "rpm: $(RPM) does not provide every Go module compiled in (bin/pkg/provides)"; exit 1; }
 
+# The Prometheus alert rules (contrib/prometheus) are checked and their
+# tests run with promtool (scripts/promtool.sh: Debian's, fetched once,
+# unless one is on PATH); the Go tests check that every series and label
+# value they name is one rsa serve exports, which promtool cannot know.
 lint: deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	shellcheck scripts/*.sh packaging/postinst packaging/prerm packaging/postrm packaging/rpm/post packaging/rpm/preun packaging/rpm/postun scripts/slurm-up scripts/slurm-down scripts/cluster-up scripts/cluster-down contrib/slurm/prolog contrib/slurm/epilog .ci/run
 	luac5.1 -p contrib/slurm/burst_buffer.lua && luac5.4 -p contrib/slurm/burst_buffer.lua
+	scripts/promtool.sh check rules contrib/prometheus/rsa-alerts.yml
+	scripts/promtool.sh test rules contrib/prometheus/rsa-alerts_test.yml
+	$(GO) test -count=1 -run '^(TestDashboardNamesExist|TestAlertLabelValues|TestAlertAnnotations)$$' ./internal/metrics/
 
 # All tests, the root ones included, always under CI=true: a test that
 # cannot run fails, and a skip anywhere fails the run (scripts/go-test.sh).

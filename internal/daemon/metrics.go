@@ -53,6 +53,14 @@ func (s metricsSource) Certificates(context.Context) []metrics.Certificate {
 	return out
 }
 
+func (s metricsSource) Debts(context.Context) []metrics.Debt {
+	var out []metrics.Debt
+	for _, db := range s.d.owed() {
+		out = append(out, metrics.Debt{Node: db.Node, Bytes: db.Bytes, Since: db.Since})
+	}
+	return out
+}
+
 func (s metricsSource) Nodes(ctx context.Context) ([]metrics.NodeUse, error) {
 	views, used, err := s.d.ramUse(ctx)
 	if err != nil {

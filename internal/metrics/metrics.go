@@ -61,6 +61,16 @@ type Certificate struct {
 	NotAfter time.Time
 }
 
+// Debt is what one teardown left on a node it could not reach: a part of
+// a RAMDISK on an RSA node (its RAM, or none where only the volume's
+// definition is left), or a RAMDISK's mount on a compute node (no RSA
+// RAM). The daemon removes it when the node answers again.
+type Debt struct {
+	Node  string
+	Bytes int64
+	Since time.Time
+}
+
 // JobCount is how many jobs not done are in one pair of states.
 type JobCount struct {
 	JobState, RSAState string
@@ -77,6 +87,9 @@ type Source interface {
 	// Certificates are the daemon's own and each agent's, as its last
 	// handshake verified it; empty without agents (engine local).
 	Certificates(ctx context.Context) []Certificate
+	// Debts are what teardowns left on nodes out of reach; empty
+	// without agents (engine local).
+	Debts(ctx context.Context) []Debt
 }
 
 // Metrics records and serves RSA's metrics.
@@ -193,11 +206,14 @@ var (
 		[]string{"node", "role", "state"}, nil)
 	agentUnpooledDesc = prometheus.NewDesc("rsa_agent_unpooled", "1 when the RSA node's glusterd is split from the trusted pool (a peer not \"Peer in Cluster\" or not connected), which keeps it out of new RAMDISKs though its agent answers; rsa nodes says why.", []string{"node", "role"}, nil)
 	agentRebootsDesc  = prometheus.NewDesc("rsa_agent_reboots_total", "Reboots of the node (a new incarnation: its RAMDISK parts gone) the daemon saw since it started.", []string{"node", "role"}, nil)
+	debtsDesc         = prometheus.NewDesc("rsa_debts", "What teardowns left on a node out of reach, not yet removed (each removed when the node's agent answers again): RAMDISK parts on an RSA node, RAMDISK mounts on a compute node. Only nodes owed anything have the series.", []string{"node"}, nil)
+	debtBytesDesc     = prometheus.NewDesc("rsa_debt_bytes", "RAM of an RSA node that teardowns left held there (part of rsa_node_allocated_bytes).", []string{"node"}, nil)
+	debtSinceDesc     = prometheus.NewDesc("rsa_debt_oldest_timestamp_seconds", "When a teardown left the node's oldest debt (Unix time).", []string{"node"}, nil)
 	certExpiryDesc    = prometheus.NewDesc("rsa_certificate_expiry_timestamp_seconds", "When a host's TLS certificate expires (Unix time): the daemon's own (role control), as it loaded it, and each agent's, as the daemon's last handshake with it verified it (engine gluster); role is the certificate's.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc, certExpiryDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc, certExpiryDesc, debtsDesc, debtBytesDesc, debtSinceDesc} {
 		ch <- d
 	}
 }
@@ -238,6 +254,28 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, c := range g.src.Certificates(ctx) {
 		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), c.Node, c.Role)
+	}
+	type owed struct {
+		n, bytes int64
+		since    time.Time
+	}
+	debts := map[string]*owed{}
+	for _, d := range g.src.Debts(ctx) {
+		o := debts[d.Node]
+		if o == nil {
+			o = &owed{since: d.Since}
+			debts[d.Node] = o
+		}
+		o.n++
+		o.bytes += d.Bytes
+		if d.Since.Before(o.since) {
+			o.since = d.Since
+		}
+	}
+	for node, o := range debts {
+		ch <- prometheus.MustNewConstMetric(debtsDesc, prometheus.GaugeValue, float64(o.n), node)
+		ch <- prometheus.MustNewConstMetric(debtBytesDesc, prometheus.GaugeValue, float64(o.bytes), node)
+		ch <- prometheus.MustNewConstMetric(debtSinceDesc, prometheus.GaugeValue, float64(o.since.UnixNano())/1e9, node)
 	}
 	nodes, err := g.src.Nodes(ctx)
 	if err != nil {

@@ -23,12 +23,19 @@ func (fakeSource) Agents(context.Context) []AgentHealth {
 	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, State: "up", Seen: time.Unix(1700000000, 0)}, {Node: "rsa2", Role: "storage", State: "suspect", Rebooted: 1, Unpooled: true}}
 }
 
+func (fakeSource) Debts(context.Context) []Debt {
+	return []Debt{{Node: "rsa2", Bytes: 30, Since: time.Unix(1700000100, 0)}, {Node: "rsa2", Since: time.Unix(1700000000, 0)},
+		{Node: "c1", Since: time.Unix(1700000500, 0)}}
+}
+
 func (fakeSource) Certificates(context.Context) []Certificate {
 	return []Certificate{{Node: "ctl1", Role: "control", NotAfter: time.Unix(1800000000, 0)}, {Node: "rsa1", Role: "storage", NotAfter: time.Unix(1700000000, 0)}}
 }
 
-// Every series the Grafana dashboard and the runbook's alerts name exists,
-// so that neither shows nothing for a renamed metric.
+// Every series the Grafana dashboard, the runbook and the Prometheus alert
+// rules (and their tests) name exists, so that none shows nothing, or
+// never fires, for a renamed metric. process_* are the process
+// collector's, which an alert watches for restarts.
 func TestDashboardNamesExist(t *testing.T) {
 	m := New(fakeSource{}, "v")
 	m.ObservePhase(StageIn, time.Second)
@@ -45,16 +52,18 @@ func TestDashboardNamesExist(t *testing.T) {
 			have[name+suffix] = true
 		}
 	}
-	names := regexp.MustCompile(`\brsa_[a-z_]+`)
-	// At least this many distinct series each file names (8 and 16 when
-	// written, less a margin for an edit): a file restructured so that
-	// the pattern finds none of them must not pass as all present.
+	names := regexp.MustCompile(`\b(?:rsa|process)_[a-z_]+`)
+	// At least this many distinct series each file names (8, 16, 13 and
+	// 16 when written, less a margin for an edit): a file restructured so
+	// that the pattern finds none of them must not pass as all present.
 	for _, c := range []struct {
 		file string
 		min  int
 	}{
 		{"../../contrib/grafana/rsa.json", 6},
 		{"../../docs/operations.md", 12},
+		{"../../" + alertRules, 11},
+		{"../../" + alertTests, 14},
 	} {
 		b, err := os.ReadFile(c.file)
 		if err != nil {
@@ -104,7 +113,8 @@ func TestGauges(t *testing.T) {
 	for name, want := range map[string]float64{"rsa_jobs": 2, "rsa_node_capacity_bytes": 100, "rsa_node_allocated_bytes": 40,
 		"rsa_node_used_bytes": 10, "rsa_node_drained": 1, "rsa_build_info": 1,
 		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1, "rsa_agent_unpooled": 1,
-		"rsa_certificate_expiry_timestamp_seconds": 1800000000 + 1700000000} {
+		"rsa_certificate_expiry_timestamp_seconds": 1800000000 + 1700000000,
+		"rsa_debts": 3, "rsa_debt_bytes": 30, "rsa_debt_oldest_timestamp_seconds": 1700000000 + 1700000500} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}
