@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +40,7 @@ type healthReport struct {
 
 func healthCmd(g *globals) *cobra.Command {
 	var lostWithin, certWithin time.Duration
+	var textfile string
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check RSA for monitoring: exit 0 OK, 1 WARNING (jobs wait for an administrator), 2 CRITICAL (daemon down)",
@@ -57,10 +60,19 @@ func healthCmd(g *globals) *cobra.Command {
               certificates follow, one a line
   2 CRITICAL  the daemon does not answer
 
-Run it as root: a user sees only their own jobs.`,
+Any user may run it: the states it counts are no secret (as rsa status
+shows them), but only root sees other users' errors in the lines.
+
+With --textfile FILE it writes the same as Prometheus series, for
+node_exporter's textfile collector (a FILE ending .prom in its directory;
+written whole, by a rename), and exits 0 whatever the status, which is in
+the file: run it from a timer, as any user who may write there.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep := health(cmd, g, lostWithin, certWithin)
+			if textfile != "" {
+				return writeTextfile(textfile, rep, time.Now())
+			}
 			if g.json {
 				if err := printJSON(os.Stdout, rep); err != nil {
 					return err
@@ -82,6 +94,7 @@ Run it as root: a user sees only their own jobs.`,
 	}
 	cmd.Flags().DurationVar(&lostWithin, "lost-within", 24*time.Hour, "warn of jobs whose output was lost this recently")
 	cmd.Flags().DurationVar(&certWithin, "cert-within", pki.ExpiryWarning, "warn of TLS certificates that expire this soon")
+	cmd.Flags().StringVar(&textfile, "textfile", "", "write the result as Prometheus series to this file (node_exporter's textfile collector) and exit 0")
 	addJSON(cmd, g)
 	return cmd
 }
@@ -167,10 +180,51 @@ func health(cmd *cobra.Command, g *globals, lostWithin, certWithin time.Duration
 		rep.Summary = fmt.Sprintf("%d RSA nodes take no new RAMDISKs (rsa nodes says why); %s", len(rep.Nodes), rep.Summary)
 	}
 	if os.Geteuid() != 0 {
-		rep.Summary += "; not root: only your own jobs were checked"
+		rep.Summary += "; not root: other users' errors are not shown"
 	}
 	rep.Summary = strings.TrimSpace(rep.Summary)
 	return rep
+}
+
+// writeTextfile writes rep as Prometheus series to path, whole: to a file
+// beside it, then renamed over it, so that the collector never reads half
+// of one. The values are counts and the status; no user's text.
+func writeTextfile(path string, rep healthReport, now time.Time) error {
+	status := map[string]int{"OK": healthOK, "WARNING": healthWarning, "CRITICAL": healthCritical}[rep.Status]
+	var b strings.Builder
+	series := []struct {
+		name, help string
+		value      float64
+	}{
+		{"rsa_health_status", "What rsa health found: 0 OK, 1 WARNING, 2 CRITICAL (rsa serve does not answer).", float64(status)},
+		{"rsa_health_jobs", "Jobs that wait for an administrator or the job's user (STAGE_OUT_FAILED, TEARDOWN_FAILED) or lost their output within --lost-within.", float64(len(rep.Jobs))},
+		{"rsa_health_nodes", "RSA nodes that take no new RAMDISKs: agent silent, or glusterd's pool split there.", float64(len(rep.Nodes))},
+		{"rsa_health_certificates", "TLS certificates that expire within --cert-within or have expired.", float64(len(rep.Certificates))},
+		{"rsa_health_timestamp_seconds", "When rsa health ran.", float64(now.UnixMilli()) / 1000},
+	}
+	for _, s := range series {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", s.name, s.help, s.name, s.name, strconv.FormatFloat(s.value, 'f', -1, 64))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(b.String()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // expiring describes, one a line, the certificates of certs that expire

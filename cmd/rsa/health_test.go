@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +77,51 @@ func TestHealthCertificates(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || status != healthWarning || rep.Status != "WARNING" ||
 		len(rep.Certificates) != 1 || !strings.Contains(rep.Certificates[0], "agent of rsa2") {
 		t.Errorf("rsa --json health: %v, status %d, %+v", err, status, rep)
+	}
+}
+
+// --textfile writes the result as Prometheus series for node_exporter's
+// textfile collector: every status as its number, the counts, no user's
+// text; whole, by a rename, and readable by the collector.
+func TestHealthTextfile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rsa.prom")
+	now := time.Unix(1796000000, 500e6)
+	line := regexp.MustCompile(`^(# (HELP|TYPE) rsa_health_[a-z_]+ .+|rsa_health_[a-z_]+ [0-9.]+)$`)
+	for _, c := range []struct {
+		rep  healthReport
+		want []string
+	}{
+		{healthReport{Status: "OK"}, []string{"rsa_health_status 0\n", "rsa_health_jobs 0\n", "rsa_health_timestamp_seconds 1796000000.5\n"}},
+		{healthReport{Status: "WARNING", Jobs: []string{"job 3 of alice: STAGE_OUT_FAILED: \x1b[2J quota"}, Nodes: []string{"a", "b"}},
+			[]string{"rsa_health_status 1\n", "rsa_health_jobs 1\n", "rsa_health_nodes 2\n", "rsa_health_certificates 0\n"}},
+		{healthReport{Status: "CRITICAL", Summary: "rsa serve does not answer"}, []string{"rsa_health_status 2\n"}},
+	} {
+		if err := writeTextfile(path, c.rep, now); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: the file lacks %q:\n%s", c.rep.Status, w, b)
+			}
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			if !line.MatchString(l) {
+				t.Errorf("%s: not a line of the text exposition format: %q", c.rep.Status, l)
+			}
+		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("the file's mode: %v, %v; want 0644 for the collector", st.Mode(), err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("files left beside it: %v", ents)
+	}
+	if err := writeTextfile(filepath.Join(dir, "none", "rsa.prom"), healthReport{Status: "OK"}, now); err == nil || !strings.Contains(err.Error(), "none/rsa.prom") {
+		t.Errorf("a file in a missing directory: %v, want an error naming it", err)
 	}
 }
