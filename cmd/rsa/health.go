@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type healthReport struct {
 	// Certificates are the certificates behind a WARNING: expiring
 	// within --cert-within, or expired.
 	Certificates []string `json:"certificates,omitempty"`
+	// Quarantined are the RAMDISKs behind a WARNING that hold data no
+	// job record knows of (rsa gc).
+	Quarantined []string `json:"quarantined,omitempty"`
 }
 
 func healthCmd(g *globals) *cobra.Command {
@@ -57,7 +61,10 @@ func healthCmd(g *globals) *cobra.Command {
               or a TLS certificate expires within --cert-within (30 days)
               or has expired: rsa serve's own, or an agent's as rsa serve's
               last handshake with it saw it (engine gluster); the
-              certificates follow, one a line
+              certificates follow, one a line;
+              or a RAMDISK holds data that no job record knows of (a
+              state directory restored from an older backup?), which RSA
+              keeps: rsa gc; the RAMDISKs follow, one a line
   2 CRITICAL  the daemon does not answer
 
 Any user may run it: the states it counts are no secret (as rsa status
@@ -79,7 +86,7 @@ the file: run it from a timer, as any user who may write there.`,
 				}
 			} else {
 				fmt.Printf("%s: %s\n", rep.Status, rep.Summary)
-				for _, l := range append(append(rep.Nodes, rep.Certificates...), rep.Jobs...) {
+				for _, l := range slices.Concat(rep.Nodes, rep.Certificates, rep.Quarantined, rep.Jobs) {
 					fmt.Println("  " + l)
 				}
 			}
@@ -140,7 +147,17 @@ func health(cmd *cobra.Command, g *globals, lostWithin, certWithin time.Duration
 	if err != nil {
 		return critical(err)
 	}
+	quarantined, err := c.Quarantined(cmd.Context())
+	if ae := (*api.Error)(nil); errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+		quarantined, err = nil, nil // a daemon older than this rsa
+	}
+	if err != nil {
+		return critical(err)
+	}
 	rep := healthReport{Status: "OK", Certificates: expiring(certs, time.Now(), certWithin)}
+	for _, q := range quarantined {
+		rep.Quarantined = append(rep.Quarantined, quarantinedLine(q))
+	}
 	var held, total int64
 	for _, n := range nodes {
 		held += n.Used
@@ -175,6 +192,10 @@ func health(cmd *cobra.Command, g *globals, lostWithin, certWithin time.Duration
 		rep.Summary = fmt.Sprintf("%d TLS certificates expire within %s or have expired (renew them: rsa ca issue, or rsa ca request and rsa ca sign; rsa serve and the agents read the new files at their next connection); %s",
 			len(rep.Certificates), pki.InDays(certWithin), rep.Summary)
 	}
+	if len(rep.Quarantined) > 0 {
+		rep.Status = "WARNING"
+		rep.Summary = fmt.Sprintf("%d RAMDISKs hold data no job record knows of (a state directory restored from an older backup?): RSA keeps them; %s", len(rep.Quarantined), rep.Summary)
+	}
 	if len(rep.Nodes) > 0 {
 		rep.Status = "WARNING"
 		rep.Summary = fmt.Sprintf("%d RSA nodes take no new RAMDISKs (rsa nodes says why); %s", len(rep.Nodes), rep.Summary)
@@ -200,6 +221,7 @@ func writeTextfile(path string, rep healthReport, now time.Time) error {
 		{"rsa_health_jobs", "Jobs that wait for an administrator or the job's user (STAGE_OUT_FAILED, TEARDOWN_FAILED) or lost their output within --lost-within.", float64(len(rep.Jobs))},
 		{"rsa_health_nodes", "RSA nodes that take no new RAMDISKs: agent silent, or glusterd's pool split there.", float64(len(rep.Nodes))},
 		{"rsa_health_certificates", "TLS certificates that expire within --cert-within or have expired.", float64(len(rep.Certificates))},
+		{"rsa_health_quarantined", "RAMDISKs that hold data no job record knows of (rsa gc lists them).", float64(len(rep.Quarantined))},
 		{"rsa_health_timestamp_seconds", "When rsa health ran.", float64(now.UnixMilli()) / 1000},
 	}
 	for _, s := range series {

@@ -863,12 +863,20 @@ func nodesCmd(g *globals) *cobra.Command {
 }
 
 func gcCmd(g *globals) *cobra.Command {
+	var discard int64
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove RAMDISKs (and their mounts) that no job holds (root)",
-		Args:  cobra.NoArgs,
+		Long: `gc removes RAMDISKs that no job holds: leftovers of an earlier run.
+One whose job has no record at all (the state directory was lost, or
+restored from a backup older than the RAMDISK) is removed only if it
+holds nothing; one that holds data is quarantined: listed here, by rsa
+health and by the metric rsa_quarantined_ramdisks, its job id kept from
+new jobs, and never removed by RSA. Save what it holds (as its owner:
+see docs/operations.md), then remove it with --discard ID.`,
+		Args: cobra.NoArgs,
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, _ []string) error {
-			rep, err := c.GC(cmd.Context())
+			rep, err := c.GC(cmd.Context(), api.GCRequest{Discard: discard})
 			if err != nil {
 				return err
 			}
@@ -881,11 +889,27 @@ func gcCmd(g *globals) *cobra.Command {
 			for _, r := range rep.Removed {
 				fmt.Println("removed", textsafe.Line(r))
 			}
+			for _, q := range rep.Quarantined {
+				fmt.Println("quarantined", quarantinedLine(q))
+			}
 			return nil
 		}),
 	}
+	cmd.Flags().Int64Var(&discard, "discard", 0, "remove the quarantined RAMDISK of this job id, data and all (after saving what it holds)")
 	addJSON(cmd, g)
 	return cmd
+}
+
+// quarantinedLine describes a quarantined RAMDISK on one line.
+func quarantinedLine(q api.QuarantinedView) string {
+	held := "what it holds cannot be read"
+	if q.Used >= 0 {
+		held = units.FormatSize(q.Used)
+		if q.Files >= 0 {
+			held += fmt.Sprintf(" in %d files and directories", q.Files)
+		}
+	}
+	return fmt.Sprintf("%s (job %d): %s, no job record knows of it; save it, then rsa gc --discard %d", textsafe.Line(q.Dir), q.Job, held, q.Job)
 }
 
 func cmpOr(a, b string) string {

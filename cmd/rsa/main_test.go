@@ -118,7 +118,11 @@ func (f *fakeDaemon) Act(_ context.Context, _ api.Peer, _ int64, verb string, _ 
 
 func (f *fakeDaemon) Nodes(context.Context, api.Peer) ([]api.NodeView, error) { return f.nodes, nil }
 
-func (f *fakeDaemon) GC(context.Context, api.Peer) (*api.GCReport, error) {
+func (f *fakeDaemon) Quarantined(context.Context, api.Peer) ([]api.QuarantinedView, error) {
+	return nil, nil
+}
+
+func (f *fakeDaemon) GC(context.Context, api.Peer, api.GCRequest) (*api.GCReport, error) {
 	return &api.GCReport{Removed: f.removed}, nil
 }
 

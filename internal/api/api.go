@@ -149,6 +149,27 @@ type DrainRequest struct {
 // GCReport lists what gc removed.
 type GCReport struct {
 	Removed []string `json:"removed"`
+	// Quarantined are the RAMDISKs gc found holding data that no job
+	// record knows of, and left alone.
+	Quarantined []QuarantinedView `json:"quarantined"`
+}
+
+// GCRequest asks gc for more than its sweep.
+type GCRequest struct {
+	// Discard is a quarantined RAMDISK's job id to destroy, data and
+	// all; 0: none.
+	Discard int64 `json:"discard,omitempty"`
+}
+
+// QuarantinedView is a RAMDISK that holds data (or may: its engine cannot
+// tell) and that no job record knows of, as after a state directory was
+// restored from a backup older than the RAMDISK. RSA never destroys one
+// by itself: an administrator saves what it holds, then discards it.
+type QuarantinedView struct {
+	Job   int64  `json:"job"`   // the id in its path, kept from new jobs
+	Dir   string `json:"dir"`   // where the control host sees it
+	Used  int64  `json:"used"`  // bytes in it; -1 unknown
+	Files int64  `json:"files"` // what is below its root; -1 unknown
 }
 
 // VersionInfo identifies the daemon.
@@ -190,7 +211,10 @@ type Service interface {
 	// Drain drains an RSA node or returns it to service (root only);
 	// asked twice, the second changes only the reason.
 	Drain(ctx context.Context, p Peer, node string, r DrainRequest) (*NodeView, error)
-	GC(ctx context.Context, p Peer) (*GCReport, error)
+	GC(ctx context.Context, p Peer, r GCRequest) (*GCReport, error)
+	// Quarantined are the RAMDISKs the last gc left alone for holding
+	// data no job record knows of, to anyone.
+	Quarantined(ctx context.Context, p Peer) ([]QuarantinedView, error)
 	// Certificates are the daemon's TLS certificate and each agent's
 	// (engine gluster), to anyone; none without agents.
 	Certificates(ctx context.Context, p Peer) ([]CertificateView, error)

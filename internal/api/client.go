@@ -177,9 +177,21 @@ func (c *Client) Drain(ctx context.Context, node string, r DrainRequest) (*NodeV
 	return &out, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/drain", r, &out)
 }
 
-func (c *Client) GC(ctx context.Context) (*GCReport, error) {
+func (c *Client) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	var r GCReport
-	return &r, c.do(ctx, "POST", "/v1/gc", nil, &r)
+	var body any
+	if req != (GCRequest{}) {
+		body = req
+	}
+	return &r, c.do(ctx, "POST", "/v1/gc", body, &r)
+}
+
+// Quarantined are the RAMDISKs that hold data no job record knows of.
+func (c *Client) Quarantined(ctx context.Context) ([]QuarantinedView, error) {
+	var out struct {
+		Quarantined []QuarantinedView `json:"quarantined"`
+	}
+	return out.Quarantined, c.do(ctx, "GET", "/v1/quarantined", nil, &out)
 }
 
 // Hook calls a scheduler hook.

@@ -174,6 +174,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("GET /v1/nodes", h.nodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.drain)
 	mux.HandleFunc("POST /v1/gc", h.gc)
+	mux.HandleFunc("GET /v1/quarantined", h.quarantined)
 	mux.HandleFunc("GET /v1/certificates", h.certificates)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
 	srv := newHTTPServer(mux, 64<<10)
@@ -367,7 +368,22 @@ func (h *handler) certificates(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) gc(w http.ResponseWriter, r *http.Request) {
-	h.with(w, r, func(p Peer) (any, error) { return h.svc.GC(r.Context(), p) })
+	h.with(w, r, func(p Peer) (any, error) {
+		var req GCRequest
+		if r.ContentLength != 0 {
+			if err := decode(w, r, 4<<10, &req); err != nil {
+				return nil, err
+			}
+		}
+		return h.svc.GC(r.Context(), p, req)
+	})
+}
+
+func (h *handler) quarantined(w http.ResponseWriter, r *http.Request) {
+	h.with(w, r, func(p Peer) (any, error) {
+		qs, err := h.svc.Quarantined(r.Context(), p)
+		return map[string]any{"quarantined": qs}, err
+	})
 }
 
 func (h *handler) hook(w http.ResponseWriter, r *http.Request) {

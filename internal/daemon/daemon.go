@@ -111,6 +111,9 @@ type Daemon struct {
 	// tell tells job users what waits for them; nil without
 	// notify.program.
 	tell *teller
+	// quarantined: RAMDISKs the last gc left alone for holding data no
+	// job record knows of (quarantine.go); under mu.
+	quarantined []api.QuarantinedView
 }
 
 // wait is what a job waits for, and why.

@@ -53,6 +53,12 @@ func (s metricsSource) Certificates(context.Context) []metrics.Certificate {
 	return out
 }
 
+func (s metricsSource) Quarantined(context.Context) int {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	return len(s.d.quarantined)
+}
+
 func (s metricsSource) Debts(context.Context) []metrics.Debt {
 	var out []metrics.Debt
 	for _, db := range s.d.owed() {

@@ -756,19 +756,24 @@ func (d *Daemon) Certificates(context.Context, api.Peer) ([]api.CertificateView,
 	return out, nil
 }
 
-func (d *Daemon) GC(ctx context.Context, p api.Peer) (*api.GCReport, error) {
+func (d *Daemon) GC(ctx context.Context, p api.Peer, r api.GCRequest) (*api.GCReport, error) {
 	if !p.Root() {
 		return nil, api.Forbidden("only root may run gc")
+	}
+	if r.Discard != 0 {
+		return d.discardQuarantined(ctx, r.Discard)
 	}
 	return d.gc(ctx)
 }
 
 // gc destroys RAMDISKs that no job in the store holds: leftovers of a
-// previous run or of a lost state directory, or one the engine's nodes
-// brought back (sweepLeftovers). A RAMDISK of a job that holds RSA nodes, or may again (one waiting
+// previous run, or one the engine's nodes brought back (sweepLeftovers).
+// A RAMDISK of a job that holds RSA nodes, or may again (one waiting
 // to be assigned, as after a lost node), is never touched: its gate and
 // directory are its live RAMDISK's too. One a debt is owed for is left to
-// the debt's payer.
+// the debt's payer. One whose job has no record at all (a lost state
+// directory, one restored from an older backup) is destroyed only if its
+// engine says it holds nothing: else it is quarantined (quarantine.go).
 func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 	return d.gcWhere(ctx, func(engine.Found) bool { return true })
 }
@@ -796,6 +801,16 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 		if slices.ContainsFunc(debts, func(db store.Debt) bool { return db.Job == f.Job && max(db.Build, 1) == f.Build }) {
 			continue
 		}
+		if err != nil { // no record: RSA knows nothing of what it holds
+			q, keep, err := d.unknownRamdisk(ctx, f)
+			if err != nil {
+				return rep, err
+			}
+			if keep {
+				rep.Quarantined = append(rep.Quarantined, q)
+				continue
+			}
+		}
 		if !remove(f) {
 			continue
 		}
@@ -817,5 +832,6 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 		d.log.Warn("gc removed a RAMDISK no job holds", "dir", f.Dir, "job", f.Job)
 		rep.Removed = append(rep.Removed, f.Dir)
 	}
+	d.setQuarantined(rep.Quarantined)
 	return rep, errors.Join(errs...)
 }

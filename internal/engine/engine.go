@@ -66,6 +66,10 @@ type Found struct {
 // Usage is a RAMDISK's fill.
 type Usage struct {
 	Used, Size int64
+	// Files counts what the RAMDISK holds below its root (files,
+	// directories, links); -1 where the engine cannot tell. A RAMDISK
+	// with Used 0 and Files 0 holds nothing anyone could miss.
+	Files int64
 }
 
 // Degraded says which parts of a RAMDISK are out of reach now.

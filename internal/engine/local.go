@@ -356,7 +356,9 @@ func (l *Local) Usage(r Ramdisk) (Usage, error) {
 		return Usage{}, fmt.Errorf("%s is not a tmpfs", r.Dir)
 	}
 	bs := int64(st.Bsize)
-	return Usage{Used: (int64(st.Blocks) - int64(st.Bfree)) * bs, Size: int64(st.Blocks) * bs}, nil
+	// A tmpfs's inodes in use are its root and what is below it.
+	files := max(int64(st.Files)-int64(st.Ffree)-1, 0)
+	return Usage{Used: (int64(st.Blocks) - int64(st.Bfree)) * bs, Size: int64(st.Blocks) * bs, Files: files}, nil
 }
 
 func (l *Local) List(ctx context.Context) ([]Found, error) {

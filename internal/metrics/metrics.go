@@ -90,6 +90,9 @@ type Source interface {
 	// Debts are what teardowns left on nodes out of reach; empty
 	// without agents (engine local).
 	Debts(ctx context.Context) []Debt
+	// Quarantined counts the RAMDISKs the last gc left alone for
+	// holding data no job record knows of.
+	Quarantined(ctx context.Context) int
 }
 
 // Metrics records and serves RSA's metrics.
@@ -209,11 +212,12 @@ var (
 	debtsDesc         = prometheus.NewDesc("rsa_debts", "What teardowns left on a node out of reach, not yet removed (each removed when the node's agent answers again): RAMDISK parts on an RSA node, RAMDISK mounts on a compute node. Only nodes owed anything have the series.", []string{"node"}, nil)
 	debtBytesDesc     = prometheus.NewDesc("rsa_debt_bytes", "RAM of an RSA node that teardowns left held there (part of rsa_node_allocated_bytes).", []string{"node"}, nil)
 	debtSinceDesc     = prometheus.NewDesc("rsa_debt_oldest_timestamp_seconds", "When a teardown left the node's oldest debt (Unix time).", []string{"node"}, nil)
+	quarantinedDesc   = prometheus.NewDesc("rsa_quarantined_ramdisks", "RAMDISKs that hold data no job record knows of (a state directory restored from an older backup, say): RSA never destroys them; save what they hold, then rsa gc --discard ID.", nil, nil)
 	certExpiryDesc    = prometheus.NewDesc("rsa_certificate_expiry_timestamp_seconds", "When a host's TLS certificate expires (Unix time): the daemon's own (role control), as it loaded it, and each agent's, as the daemon's last handshake with it verified it (engine gluster); role is the certificate's.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc, certExpiryDesc, debtsDesc, debtBytesDesc, debtSinceDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, capacityDesc, allocDesc, usedDesc, drainedDesc, agentUpDesc, agentSeenDesc, agentStateDesc, agentRebootsDesc, agentUnpooledDesc, certExpiryDesc, debtsDesc, debtBytesDesc, debtSinceDesc, quarantinedDesc} {
 		ch <- d
 	}
 }
@@ -252,6 +256,7 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(agentUnpooledDesc, prometheus.GaugeValue, unpooled, a.Node, a.Role)
 	}
+	ch <- prometheus.MustNewConstMetric(quarantinedDesc, prometheus.GaugeValue, float64(g.src.Quarantined(ctx)))
 	for _, c := range g.src.Certificates(ctx) {
 		ch <- prometheus.MustNewConstMetric(certExpiryDesc, prometheus.GaugeValue, float64(c.NotAfter.Unix()), c.Node, c.Role)
 	}

@@ -23,6 +23,8 @@ func (fakeSource) Agents(context.Context) []AgentHealth {
 	return []AgentHealth{{Node: "rsa1", Role: "storage", Up: true, State: "up", Seen: time.Unix(1700000000, 0)}, {Node: "rsa2", Role: "storage", State: "suspect", Rebooted: 1, Unpooled: true}}
 }
 
+func (fakeSource) Quarantined(context.Context) int { return 2 }
+
 func (fakeSource) Debts(context.Context) []Debt {
 	return []Debt{{Node: "rsa2", Bytes: 30, Since: time.Unix(1700000100, 0)}, {Node: "rsa2", Since: time.Unix(1700000000, 0)},
 		{Node: "c1", Since: time.Unix(1700000500, 0)}}
@@ -123,7 +125,7 @@ func TestGauges(t *testing.T) {
 		"rsa_node_used_bytes": 10, "rsa_node_drained": 1, "rsa_build_info": 1,
 		"rsa_agent_up": 1, "rsa_agent_state{up}": 1, "rsa_agent_state{suspect}": 1, "rsa_agent_state{down}": 0, "rsa_agent_reboots_total": 1, "rsa_agent_unpooled": 1,
 		"rsa_certificate_expiry_timestamp_seconds": 1800000000 + 1700000000,
-		"rsa_debts": 3, "rsa_debt_bytes": 30, "rsa_debt_oldest_timestamp_seconds": 1700000000 + 1700000500} {
+		"rsa_debts": 3, "rsa_debt_bytes": 30, "rsa_debt_oldest_timestamp_seconds": 1700000000 + 1700000500, "rsa_quarantined_ramdisks": 2} {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}

@@ -22,20 +22,18 @@ import (
 )
 
 // fixtureEnv names the environment variable that makes
-// TestWriteSchemaFixture write the fixture of this code's schema version;
-// its value says which commit's code wrote it, for the fixture's header.
+// TestSchemaFixtureForEveryVersion write the missing fixture of this
+// code's schema version (writeSchemaFixture); its value says which
+// commit's code wrote it, for the fixture's header.
 const fixtureEnv = "RSA_WRITE_SCHEMA_FIXTURE"
 
-// TestWriteSchemaFixture writes testdata/schema/vN.sql, N the schema
-// version of this code, from a store that fillFixture filled through this
-// code's API: the rows a daemon of this version leaves. It runs only when
+// writeSchemaFixture writes testdata/schema/vN.sql, N the schema version
+// of this code, from a store that fillFixture filled through this code's
+// API: the rows a daemon of this version leaves. It is called only when
 // asked (testdata/schema/README.md), and never overwrites a fixture: a
 // fixture is what a version that shipped wrote, as fixed as its migration.
-func TestWriteSchemaFixture(t *testing.T) {
-	madeAt := os.Getenv(fixtureEnv)
-	if madeAt == "" {
-		t.Skipf("writes a schema fixture only when %s names the commit (testdata/schema/README.md)", fixtureEnv)
-	}
+func writeSchemaFixture(t *testing.T, madeAt string) {
+	t.Helper()
 	path := fixturePath(len(migrations))
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s exists (%v): a shipped version's fixture is never remade; a new schema version needs a new migration first", path, err)
@@ -61,7 +59,7 @@ func TestWriteSchemaFixture(t *testing.T) {
 	}
 	header := fmt.Sprintf(`-- Schema version %d of RSA's state database, as a daemon left it.
 -- Made from: %s.
--- How: TestWriteSchemaFixture (fixture_test.go) filled a store through
+-- How: writeSchemaFixture (fixture_test.go) filled a store through
 -- that code's API (fillFixture) and dumped it (dumpSQL).
 -- Never edit: TestMigrateFromEveryShippedSchema opens it with every later
 -- rsa (README.md).

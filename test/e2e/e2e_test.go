@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -736,6 +737,97 @@ rm -f "$1/big"
 	e.logHas(1, "a file system of 32.0M of its own at the output directory", "the private output of local", "copied 2 files", "2 dirs", "stage-out done")
 	if _, err := os.Lstat(filepath.Join(out, "lost+found")); !os.IsNotExist(err) {
 		t.Errorf("the file system's lost+found reached the output directory: %v", err)
+	}
+	e.noLeaks()
+}
+
+// TestRestoredStateKeepsUnknownOutput: the state directory is restored
+// from a backup older than a job whose stage-out failed. The restored
+// daemon has no record of that job, but its RAMDISK holds the job's only
+// copy of its output: it is quarantined, never destroyed by RSA, reported
+// (rsa gc, rsa health), and its id is not given to a new job; an
+// administrator who saved what it holds discards it.
+func TestRestoredStateKeepsUnknownOutput(t *testing.T) {
+	t.Parallel()
+	e := setup(t, "")
+	state := filepath.Join(e.dir, "state")
+	backup := filepath.Join(e.dir, "backup")
+	copyDB := func(from, to string) {
+		t.Helper()
+		os.MkdirAll(to, 0o700)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(filepath.Join(to, "rsa.db"+suffix))
+			b, err := os.ReadFile(filepath.Join(from, "rsa.db"+suffix))
+			if errors.Is(err, os.ErrNotExist) && suffix != "" {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(to, "rsa.db"+suffix), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The backup: taken with the daemon stopped, before any job.
+	e.kill(syscall.SIGTERM)
+	copyDB(state, backup)
+	e.start()
+
+	out := e.mkdir("out")
+	so := e.script("so.sh", "echo 'archive server unreachable' >&2; exit 4\n")
+	job := e.script("job.sh", inRAM+`waitram "$1"; echo precious > "$1/result"
+`)
+	if b := e.runBG("--out", out, "--stage-out", so, "--capacity", "64M", "--", job, out); b.wait(t) != 0 {
+		t.Fatalf("the job: %s", b.errb.String())
+	}
+	waitFor(t, "the stage-out to fail", step, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
+	result := filepath.Join(e.root, "1", "ram", "result")
+
+	// The restore.
+	e.kill(syscall.SIGTERM)
+	copyDB(backup, state)
+	e.start()
+	if _, ok := e.maybeJob(1); ok {
+		t.Fatal("the restored state knows job 1: the test's premise is gone")
+	}
+	if b, err := os.ReadFile(result); err != nil || string(b) != "precious\n" {
+		t.Fatalf("the restored daemon destroyed job 1's output: %v", err)
+	}
+	if !strings.Contains(e.daemonLog(), "quarantined") {
+		t.Error("the daemon's log does not say it quarantined a RAMDISK")
+	}
+	if o, _, err := e.rsa(true, "gc"); err != nil || !strings.Contains(o, "quarantined "+filepath.Join(e.root, "1", "ram")+" (job 1)") {
+		t.Fatalf("rsa gc: %v\n%s", err, o)
+	}
+	if o, _, err := e.rsa(true, "health"); err == nil || !strings.Contains(o, "WARNING: 1 RAMDISKs hold data no job record knows of") || !strings.Contains(o, "rsa gc --discard 1") {
+		t.Fatalf("rsa health: %v\n%s", err, o)
+	}
+	if b, err := os.ReadFile(result); err != nil || string(b) != "precious\n" {
+		t.Fatalf("rsa gc destroyed job 1's output: %v", err)
+	}
+
+	// A new job gets an id of its own, not the quarantined one's.
+	if _, stderr, err := e.rsa(false, "run", "--out", e.mkdir("out2"), "--", "true"); err != nil {
+		t.Fatalf("a new job: %v %s", err, stderr)
+	}
+	if j, ok := e.maybeJob(2); !ok || j.ID != 2 {
+		t.Fatalf("the new job is not job 2: %+v", j)
+	}
+	waitFor(t, "job 2 to be released", step, func() bool { return e.job(2).RSA == lifecycle.Released })
+
+	// Saved by the administrator, then discarded.
+	if _, stderr, err := e.rsa(true, "gc", "--discard", "1"); err != nil {
+		t.Fatalf("rsa gc --discard 1: %v %s", err, stderr)
+	}
+	if _, err := os.Stat(result); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after --discard the RAMDISK is still there: %v", err)
+	}
+	if o, _, err := e.rsa(true, "health"); err != nil || !strings.HasPrefix(o, "OK: ") {
+		t.Fatalf("rsa health after the discard: %v\n%s", err, o)
+	}
+	if _, stderr, err := e.rsa(true, "gc", "--discard", "1"); err == nil || !strings.Contains(stderr, "no RAMDISK of job 1 is quarantined") {
+		t.Fatalf("a second --discard: %v %s", err, stderr)
 	}
 	e.noLeaks()
 }

@@ -742,7 +742,9 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 		return engine.Usage{}, fmt.Errorf("%s is not a Gluster volume", r.Dir)
 	}
 	bs := int64(st.Bsize)
-	return engine.Usage{Used: (int64(st.Blocks) - int64(st.Bfree)) * bs, Size: int64(st.Blocks) * bs}, nil
+	// A volume's inode counts are its bricks', Gluster's own files
+	// among them: how many are the job's it cannot tell.
+	return engine.Usage{Used: (int64(st.Blocks) - int64(st.Bfree)) * bs, Size: int64(st.Blocks) * bs, Files: -1}, nil
 }
 
 // List finds every job's volume RSA made, known or not: the control host's

@@ -348,7 +348,8 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	return nil
 }
 
-// Usage: Size is r's, Used the size of the files in r.Dir.
+// Usage: Size is r's, Used the size of the files in r.Dir, Files what is
+// below it.
 func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -359,10 +360,16 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 	if err != nil {
 		return engine.Usage{}, err
 	}
-	var used int64
-	err = filepath.WalkDir(d.r.Dir, func(_ string, de fs.DirEntry, err error) error {
-		if err != nil || !de.Type().IsRegular() {
+	var used, files int64
+	err = filepath.WalkDir(d.r.Dir, func(path string, de fs.DirEntry, err error) error {
+		if err != nil {
 			return err
+		}
+		if path != d.r.Dir {
+			files++
+		}
+		if !de.Type().IsRegular() {
+			return nil
 		}
 		info, err := de.Info()
 		if err != nil {
@@ -374,7 +381,7 @@ func (e *Engine) Usage(r engine.Ramdisk) (engine.Usage, error) {
 	if err != nil {
 		return engine.Usage{}, fmt.Errorf("reading the usage of the RAMDISK of job %d: %w", r.Job, err)
 	}
-	return engine.Usage{Used: used, Size: d.r.Size()}, nil
+	return engine.Usage{Used: used, Size: d.r.Size(), Files: files}, nil
 }
 
 // Check reports what Degrade set.

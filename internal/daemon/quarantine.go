@@ -1,0 +1,105 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+)
+
+// A RAMDISK whose job has no record in the store is one RSA knows nothing
+// of: its state directory was lost, or restored from a backup older than
+// the RAMDISK. It may hold a job's only copy of its output. gc destroys it
+// only if its engine says it holds nothing (engine.Usage: no bytes, no
+// files); any other, or one whose engine cannot tell, is quarantined:
+// never destroyed automatically, reported (rsa gc, rsa health, the metric
+// rsa_quarantined_ramdisks, the daemon's log), its id kept from new jobs,
+// until an administrator saves what it holds and discards it (rsa gc
+// --discard ID). The list is found anew by every gc; it is no state of
+// its own.
+
+// unknownRamdisk decides on f, a RAMDISK without a job record: keep says
+// whether it is quarantined (q). Its id is reserved either way, before
+// anything else can give it to a new job.
+func (d *Daemon) unknownRamdisk(ctx context.Context, f engine.Found) (q api.QuarantinedView, keep bool, err error) {
+	if err := d.store.ReserveIDs(ctx, f.Job); err != nil {
+		return q, false, err
+	}
+	q = api.QuarantinedView{Job: f.Job, Dir: f.Dir, Used: -1, Files: -1}
+	u, err := d.engine.Usage(engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir})
+	if err != nil {
+		d.log.Warn("a RAMDISK no job record knows of, whose fill cannot be read: quarantined", "job", f.Job, "dir", f.Dir, "err", err)
+		return q, true, nil
+	}
+	q.Used, q.Files = u.Used, u.Files
+	if u.Used == 0 && u.Files == 0 {
+		return q, false, nil
+	}
+	if !d.wasQuarantined(f.Job) {
+		d.log.Warn("a RAMDISK no job record knows of holds data: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
+			"job", f.Job, "dir", f.Dir, "bytes", u.Used, "files", u.Files)
+	}
+	return q, true, nil
+}
+
+// setQuarantined records what the last gc quarantined.
+func (d *Daemon) setQuarantined(qs []api.QuarantinedView) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.quarantined = slices.Clone(qs)
+}
+
+func (d *Daemon) wasQuarantined(id int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.ContainsFunc(d.quarantined, func(q api.QuarantinedView) bool { return q.Job == id })
+}
+
+// Quarantined is what the last gc quarantined, to anyone: ids and RSA's
+// own paths, nothing of a job's.
+func (d *Daemon) Quarantined(context.Context, api.Peer) ([]api.QuarantinedView, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]api.QuarantinedView{}, d.quarantined...), nil
+}
+
+// discardQuarantined destroys the quarantined RAMDISK of job id, data and
+// all, as an administrator asked; a gc then reports what is left.
+func (d *Daemon) discardQuarantined(ctx context.Context, id int64) (*api.GCReport, error) {
+	found, err := d.engine.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !d.wasQuarantined(id) {
+		return nil, api.NotFound("no RAMDISK of job %d is quarantined (rsa gc lists those that are)", id)
+	}
+	if _, err := d.store.Get(ctx, id); err == nil {
+		return nil, api.Errorf(409, "job %d has a record now: it is no longer quarantined", id)
+	}
+	removed := []string{}
+	for _, f := range found {
+		if f.Job != id {
+			continue
+		}
+		rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
+		if err := d.engine.Revoke(ctx, rd); err != nil {
+			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
+		}
+		if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
+			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
+		}
+		if err := d.engine.Destroy(ctx, rd); err != nil {
+			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
+		}
+		d.log.Warn("an administrator discarded a quarantined RAMDISK", "job", f.Job, "dir", f.Dir)
+		removed = append(removed, f.Dir)
+	}
+	rep, err := d.gc(ctx)
+	if rep != nil {
+		rep.Removed = append(removed, rep.Removed...)
+	}
+	return rep, err
+}
