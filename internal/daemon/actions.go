@@ -594,7 +594,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// until the last process using it lets go: their holders are
 		// ended too, found by their devices, pinned before their mounts
 		// here go.
-		if err := d.unbindAndEvict(ctx, j, rd); err != nil {
+		if err := d.unbindAndEvict(ctx, j, rd, true); err != nil {
 			return fail(lifecycle.EvDestroyFailed, err)
 		}
 		if err := d.engine.Destroy(ctx, rd); err != nil {
@@ -735,13 +735,14 @@ func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error 
 	return d.engine.Seal(ctx, rd)
 }
 
-// unbindAndEvict removes the job's mounts on its compute nodes, closes the
-// gate and ends what still holds the RAMDISK or the file systems mounted
-// beside it here (an input image, private output), which are pinned from
-// before their mounts go until their holders are gone: see
-// engine.PinBeside. A compute node out of reach keeps its client mount
-// until it answers again (a debt, paid then); it holds no RSA RAM.
-func (d *Daemon) unbindAndEvict(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+// unbindAndEvict removes the job's mounts on its compute nodes and ends
+// what still holds the RAMDISK or the file systems mounted beside it here
+// (an input image, private output), which are pinned from before their
+// mounts go until their holders are gone: see engine.PinBeside. At
+// teardown the gate closes first, and a compute node out of reach keeps
+// its client mount until it answers again (a debt, paid then; it holds no
+// RSA RAM); before a private stage-out every node must answer.
+func (d *Daemon) unbindAndEvict(ctx context.Context, j *job.Job, rd engine.Ramdisk, teardown bool) error {
 	beside, unpin, err := engine.PinBeside(rd)
 	if err != nil {
 		return err
@@ -749,7 +750,7 @@ func (d *Daemon) unbindAndEvict(ctx context.Context, j *job.Job, rd engine.Ramdi
 	defer unpin()
 	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 		un, ok := unreachable(err)
-		if !ok {
+		if !ok || !teardown {
 			return err
 		}
 		d.log.Warn("compute node out of reach at teardown: its mount is removed when it answers", "job", j.ID, "nodes", un.Nodes, "err", un.Err)
@@ -757,8 +758,10 @@ func (d *Daemon) unbindAndEvict(ctx context.Context, j *job.Job, rd engine.Ramdi
 			return err
 		}
 	}
-	if err := d.engine.Revoke(ctx, rd); err != nil {
-		return err
+	if teardown {
+		if err := d.engine.Revoke(ctx, rd); err != nil {
+			return err
+		}
 	}
 	return d.evict(ctx, j, rd, beside...)
 }

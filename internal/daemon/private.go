@@ -91,7 +91,7 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	// their loop devices: a file system still mounted is never checked.
 	// They are pinned (engine.PinBeside) only until their holders are
 	// gone, and let go before the check.
-	if err := d.unbindAndEvictPrivate(ctx, j, rd); err != nil {
+	if err := d.unbindAndEvict(ctx, j, rd, false); err != nil {
 		return err
 	}
 	var checked []string
@@ -118,20 +118,6 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	return d.inReach(ctx, j, rd, "what was copied before is on disk", func() error {
 		return d.copyPrivate(ctx, j, rd, checked)
 	})
-}
-
-// unbindAndEvictPrivate removes the job's mounts on its compute nodes and
-// ends what still holds the file systems mounted beside its RAMDISK here.
-func (d *Daemon) unbindAndEvictPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
-	held, unpin, err := engine.PinBeside(rd)
-	if err != nil {
-		return err
-	}
-	defer unpin()
-	if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
-		return err
-	}
-	return d.evict(ctx, j, rd, held...)
 }
 
 // inReach runs phase, a part of a private stage-out, and fails unless

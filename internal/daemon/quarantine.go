@@ -31,7 +31,10 @@ func (d *Daemon) unknownRamdisk(ctx context.Context, f engine.Found) (q api.Quar
 	q = api.QuarantinedView{Job: f.Job, Dir: f.Dir, Used: -1, Files: -1}
 	u, err := d.engine.Usage(engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir})
 	if err != nil {
-		d.log.Warn("a RAMDISK no job record knows of, whose fill cannot be read: quarantined", "job", f.Job, "dir", f.Dir, "err", err)
+		if !d.wasQuarantined(f.Job) {
+			d.log.Warn("a RAMDISK no job record knows of, whose fill cannot be read: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
+				"job", f.Job, "dir", f.Dir, "err", err)
+		}
 		return q, true, nil
 	}
 	q.Used, q.Files = u.Used, u.Files

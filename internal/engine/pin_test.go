@@ -1,18 +1,14 @@
 package engine
 
 import (
-	"archive/tar"
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rsa-hpc/rsa/internal/erofs"
+	"github.com/rsa-hpc/rsa/internal/erofs/erofstest"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -32,8 +28,8 @@ func TestPinBesideKeepsTheDeviceNumber(t *testing.T) {
 	r := Ramdisk{Job: 7, Dir: filepath.Join(gate, "mnt")}
 	img := filepath.Join(dir, "input.erofs")
 	other := filepath.Join(dir, "other.erofs")
-	writeImage(t, img)
-	writeImage(t, other)
+	erofstest.WriteImage(t, img)
+	erofstest.WriteImage(t, other)
 	point := ImagePoint(r)
 	otherPoint := filepath.Join(dir, "other")
 	for _, p := range []string{point, otherPoint} {
@@ -63,7 +59,7 @@ func TestPinBesideKeepsTheDeviceNumber(t *testing.T) {
 	if err := unix.Unmount(point, unix.MNT_DETACH); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(loopsOf(img)); n != 1 {
+	if n := len(testutil.LoopsOf(img)); n != 1 {
 		t.Fatalf("%d loop devices on the pinned image after its unmount, want its own still bound", n)
 	}
 	if _, err := mount.MountImage(other, otherPoint, mount.ImageOptions{Loop: true}); err != nil {
@@ -79,40 +75,10 @@ func TestPinBesideKeepsTheDeviceNumber(t *testing.T) {
 
 	unpin()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(loopsOf(img)) != 0 {
+	for len(testutil.LoopsOf(img)) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the image's loop device is still bound 10 s after unpin: %v", loopsOf(img))
+			t.Fatalf("the image's loop device is still bound 10 s after unpin: %v", testutil.LoopsOf(img))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// writeImage builds an erofs image of one file at path, root's, 0400.
-func writeImage(t *testing.T, path string) {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg})
-	tw.Write([]byte("world"))
-	tw.Close()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := erofs.FromTar(context.Background(), &buf, f, erofs.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// loopsOf lists the loop devices bound to file.
-func loopsOf(file string) []string {
-	var on []string
-	ms, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, m := range ms {
-		if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == file {
-			on = append(on, m)
-		}
-	}
-	return on
 }

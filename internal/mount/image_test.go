@@ -1,9 +1,7 @@
 package mount
 
 import (
-	"archive/tar"
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,40 +9,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rsa-hpc/rsa/internal/erofs"
+	"github.com/rsa-hpc/rsa/internal/erofs/erofstest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
-
-// writeImage builds an erofs image of one file, hello, at path.
-func writeImage(t *testing.T, path string) {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg})
-	tw.Write([]byte("world"))
-	tw.Close()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o400)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := erofs.FromTar(context.Background(), &buf, f, erofs.Limits{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// loopsOf lists the loop devices bound to file.
-func loopsOf(t *testing.T, file string) []string {
-	t.Helper()
-	var on []string
-	ms, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, m := range ms {
-		if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == file {
-			on = append(on, m)
-		}
-	}
-	return on
-}
 
 // MountImage mounts a checked image read-only, nosuid, nodev by either
 // backing, leaves no loop device once unmounted, and refuses an image it
@@ -54,7 +21,7 @@ func TestMountImage(t *testing.T) {
 	testutil.RequireRoot(t)
 	dir := testutil.TempDir(t)
 	img := filepath.Join(dir, "input.erofs")
-	writeImage(t, img)
+	erofstest.WriteImage(t, img)
 	point := filepath.Join(dir, "point")
 	os.Mkdir(point, 0o700)
 
@@ -82,13 +49,13 @@ func TestMountImage(t *testing.T) {
 			if sfs.Flags&want != want {
 				t.Fatalf("mount flags %#x lack ro,nosuid,nodev", sfs.Flags)
 			}
-			if got == BackingLoop && len(loopsOf(t, img)) != 1 {
-				t.Fatalf("loop devices on the image while mounted: %v", loopsOf(t, img))
+			if got == BackingLoop && len(testutil.LoopsOf(img)) != 1 {
+				t.Fatalf("loop devices on the image while mounted: %v", testutil.LoopsOf(img))
 			}
 			if err := unix.Unmount(point, 0); err != nil {
 				t.Fatal(err)
 			}
-			if l := loopsOf(t, img); len(l) != 0 {
+			if l := testutil.LoopsOf(img); len(l) != 0 {
 				t.Fatalf("loop device left after the unmount: %v", l)
 			}
 		})
@@ -98,16 +65,16 @@ func TestMountImage(t *testing.T) {
 		name, want string
 		make       func(path string)
 	}{
-		{"user's", "root's", func(p string) { writeImage(t, p); os.Chown(p, 65534, 65534) }},
-		{"writable", "no one else may write", func(p string) { writeImage(t, p); os.Chmod(p, 0o666) }},
+		{"user's", "root's", func(p string) { erofstest.WriteImage(t, p); os.Chown(p, 65534, 65534) }},
+		{"writable", "no one else may write", func(p string) { erofstest.WriteImage(t, p); os.Chmod(p, 0o666) }},
 		{"symlink", "symbolic link", func(p string) { os.Symlink(img, p) }},
 		{"truncated", "not a valid image", func(p string) {
-			writeImage(t, p)
+			erofstest.WriteImage(t, p)
 			fi, _ := os.Stat(p)
 			os.Truncate(p, fi.Size()-4096)
 		}},
 		{"corrupt", "not a valid image", func(p string) {
-			writeImage(t, p)
+			erofstest.WriteImage(t, p)
 			f, _ := os.OpenFile(p, os.O_WRONLY, 0)
 			f.WriteAt(bytes.Repeat([]byte{0xff}, 64), 1024+64) // superblock fields after the checksum
 			f.Close()

@@ -271,3 +271,16 @@ func CommandWithin(t testing.TB, limit time.Duration, name string, args ...strin
 	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
+
+// LoopsOf lists the loop devices bound to file (their sysfs
+// backing_file), as the kernel names it.
+func LoopsOf(file string) []string {
+	var on []string
+	ms, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, m := range ms {
+		if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == file {
+			on = append(on, m)
+		}
+	}
+	return on
+}

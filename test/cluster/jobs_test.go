@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/agent"
+	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -46,11 +49,27 @@ func TestGlusterJobs(t *testing.T) {
 // testVolumeBack: a job's volume appears in glusterd after its job let it
 // go, as one does when a peer that was down while it was deleted returns
 // with it in its store and glusterd hands it to the others. The running
-// daemon removes it, brick and all, without being asked. (That it leaves
-// the volumes of the jobs it holds alone, every other test here checks.)
+// daemon removes it, brick and all, without being asked: its record says
+// the job let it go. (That it leaves the volumes of the jobs it holds
+// alone, every other test here checks; that it keeps one of a job it has
+// no record of, TestGlusterFailures' DaemonKilled.) The job is the newest that
+// an earlier subtest of TestGlusterAlone ran to its end.
 func testVolumeBack(t *testing.T, c *cluster) {
 	ctx := context.Background()
-	const vol = "rsa-job-990" // no job of the store: ids here start at 1
+	var st struct{ Jobs []api.JobView }
+	if err := json.Unmarshal([]byte(c.rsa(t, "status", "--all", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	var gone int64
+	for _, j := range st.Jobs {
+		if j.RSA == lifecycle.Released && j.ID > gone {
+			gone = j.ID
+		}
+	}
+	if gone == 0 {
+		t.Fatal("no job of this cluster has ended to plant its volume back: the subtests before this one run jobs")
+	}
+	vol := agent.VolumeName(gone)
 	rsa3 := c.agentClient(t, filepath.Join(c.dir, "pki", "ctl"), "rsa3", c.addr("rsa3"))
 	b, err := rsa3.MakeBrick(ctx, vol, agent.BrickSpec{Size: 8 << 20})
 	if err != nil {
