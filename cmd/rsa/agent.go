@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,7 @@ import (
 // agentCmd is `rsa agent`, the node agent rsa serve dials on every RSA
 // node and compute node.
 func agentCmd() *cobra.Command {
-	var listen, pkiDir, brickRoot, volumeRoot, glusterBin string
+	var listen, metricsListen, pkiDir, brickRoot, volumeRoot, glusterBin string
 	var control []string
 	var files pki.Files
 	cmd := &cobra.Command{
@@ -60,6 +61,17 @@ What it does depends on the role in its certificate (rsa ca issue --role):
             path) and bind them at jobs' paths
   both      either
 and every agent reports its status: RAM, bricks, mounts, boot id.
+
+--metrics-listen HOST:PORT (off by default) serves the agent's own
+Prometheus metrics at /metrics, plain HTTP without authentication: the
+requests the daemon sent it, the bricks and mounts this node holds, the
+stages it runs, when the daemon last reached it and when its certificate
+expires; no user name, path or job id. Give a port of its own (` + strconv.Itoa(agent.MetricsPort) + ` by
+convention), not the agent's (` + strconv.Itoa(agent.DefaultPort) + `) nor, on a host that runs rsa serve, its
+metrics' (9478); keep it on loopback or an administrators' network. It
+answers only requests that name this host in their Host header (its
+address, localhost, its hostname or a name in its certificate): any other
+name gets 421.
 
 The agent keeps no state: it reads everything back from the kernel, so it
 may be restarted at any time without losing anything.`,
@@ -115,6 +127,13 @@ may be restarted at any time without losing anything.`,
 			if err != nil {
 				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
 			}
+			var mln net.Listener
+			if metricsListen != "" {
+				if mln, err = agent.ListenMetrics(metricsListen); err != nil {
+					ln.Close()
+					return err
+				}
+			}
 			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Current().Certificate().Subject.CommonName,
 				"role", id.Current().Role(), "cert_expires", id.Current().Certificate().NotAfter.UTC().Format(time.RFC3339), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version.String(),
 				"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
@@ -125,12 +144,32 @@ may be restarted at any time without losing anything.`,
 				log.Info("agent listening on every address of this host (--listen without HOST); give --listen ADDR:PORT to serve on the cluster's network alone",
 					"addresses", addrs)
 			}
-			err = a.Serve(cmd.Context(), ln)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			metricsDone := make(chan struct{})
+			if mln != nil {
+				log.Info("agent metrics for Prometheus", "listen", mln.Addr().String())
+				go func() {
+					defer close(metricsDone)
+					// The agent goes on without them: its work is the
+					// daemon's; Prometheus sees the target down.
+					if err := a.ServeMetrics(ctx, mln); err != nil {
+						log.Error("agent metrics stopped; the agent serves on without them", "err", err)
+					}
+				}()
+			} else {
+				close(metricsDone)
+			}
+			err = a.Serve(ctx, ln)
+			// The metrics' listener goes with the agent.
+			cancel()
+			<-metricsDone
 			log.Info("agent stopped")
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", ":"+strconv.Itoa(agent.DefaultPort), "address to serve on, [HOST]:PORT; without HOST every address of the host (give the node's address on the cluster's network)")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "address to serve the agent's Prometheus metrics on, HOST:PORT, plain HTTP at /metrics (default off; e.g. 127.0.0.1:"+strconv.Itoa(agent.MetricsPort)+"; not the agent's port nor rsa serve's metrics port 9478)")
 	cmd.Flags().StringSliceVar(&control, "control", nil, "IP address or CIDR prefix of the control host (rsa serve), repeated or comma-separated; only connections from there are served (required; \"any\" serves every address)")
 	cmd.Flags().StringVar(&pkiDir, "pki", defaultPKIDir, "directory of ca.crt, node.crt and node.key")
 	cmd.Flags().StringVar(&files.CA, "ca", "", "CA certificate(s) to trust (default DIR/ca.crt of --pki)")

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,6 +51,7 @@ func TestAgentCommand(t *testing.T) {
 		{"empty --control", append([]string{"--control", ""}, good...), "rsa agent needs --control"},
 		{"a name in --control", append([]string{"--control", "ctl1"}, good...), `--control "ctl1": not an IP address or a CIDR prefix`},
 		{"any with an address", append([]string{"--control", "any", "--control", "10.1.0.2"}, good...), "give it alone"},
+		{"a port alone in --metrics-listen", append([]string{"--control", "127.0.0.1", "--metrics-listen", "9479"}, good...), "--metrics-listen \"9479\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := newRoot(&globals{})
@@ -66,18 +69,22 @@ func TestAgentCommand(t *testing.T) {
 		})
 	}
 
-	// A free port for the agent (listening on :0 would hide it from the test).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Free ports for the agent and its metrics (listening on :0 would
+	// hide them from the test).
+	var addr, metricsAddr string
+	for _, a := range []*string{&addr, &metricsAddr} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*a = ln.Addr().String()
+		ln.Close()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	node := filepath.Join(dir, "rsa1")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	root := newRoot(&globals{})
-	root.SetArgs(append([]string{"agent", "--listen", addr, "--control", "127.0.0.1", "--pki", filepath.Join(dir, "elsewhere"),
+	root.SetArgs(append([]string{"agent", "--listen", addr, "--metrics-listen", metricsAddr, "--control", "127.0.0.1", "--pki", filepath.Join(dir, "elsewhere"),
 		"--ca", filepath.Join(node, pki.CAFile), "--cert", filepath.Join(node, pki.CertFile), "--key", filepath.Join(node, pki.KeyFile)}, roots...))
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -115,6 +122,25 @@ func TestAgentCommand(t *testing.T) {
 	if err := c.RemoveBrick(ctx, agent.VolumeName(1)); err != nil {
 		t.Fatal(err)
 	}
+	// --metrics-listen: the agent's metrics, named as its certificate
+	// names it, counting what the daemon asked.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping the agent's metrics: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`rsa_agent_info{node="rsa1",role="storage",version="` + version.String() + `"} 1`,
+		`rsa_agent_requests_total{code="200",op="make-brick"} 1`,
+		`rsa_agent_requests_total{code="200",op="remove-brick"} 1`,
+		`rsa_certificate_expiry_timestamp_seconds{node="rsa1",role="storage"} `,
+		"rsa_agent_bricks 0\n",
+	} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("the agent's metrics (%s) lack %s:\n%s", resp.Status, want, body)
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -123,6 +149,11 @@ func TestAgentCommand(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("rsa agent did not stop when told to")
+	}
+	// The metrics' listener went with it.
+	if conn, err := net.DialTimeout("tcp", metricsAddr, 5*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("%s still takes connections after rsa agent stopped", metricsAddr)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/gluster"
+	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/stage"
@@ -79,6 +80,8 @@ type Server struct {
 	// runner runs stages on a storage node; nil if the agent stages
 	// nothing.
 	runner *stage.Runner
+	// metrics counts the requests and stages, served by ServeMetrics.
+	metrics *metrics.Agent
 
 	// mu serialises the operations that change mounts, so that two
 	// requests for one volume (the daemon retrying while the first is
@@ -109,32 +112,11 @@ type Server struct {
 // logs a warning if the agent's certificate expires within
 // pki.ExpiryWarning, or is revoked.
 func New(cfg Config) (*Server, error) {
-	if cfg.Identity == nil {
-		return nil, errors.New("agent: no TLS identity")
-	}
-	tc, err := pki.ServerConfigFrom(cfg.Identity)
+	s, err := newServer(cfg)
 	if err != nil {
 		return nil, err
 	}
-	id := cfg.Identity.Current()
-	s := &Server{
-		id:         cfg.Identity,
-		tls:        tc,
-		brickRoot:  cfg.BrickRoot,
-		volumeRoot: cfg.VolumeRoot,
-		log:        cfg.Log,
-		version:    cfg.Version,
-		started:    time.Now(),
-	}
-	if s.brickRoot == "" {
-		s.brickRoot = DefaultBrickRoot
-	}
-	if s.volumeRoot == "" {
-		s.volumeRoot = DefaultVolumeRoot
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
+	id := s.id.Current()
 	WarnCertificate(s.log, id, time.Now())
 	s.gl = &gluster.CLI{Bin: cfg.Gluster, Log: s.log}
 	if s.sslDir = cfg.GlusterSSLDir; s.sslDir == "" {
@@ -181,6 +163,39 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.runner = &stage.Runner{Self: cfg.Self, Cgroups: cg}
 	}
+	return s, nil
+}
+
+// newServer is the part of New that touches nothing on the node: cfg
+// checked, with its defaults, and the metrics.
+func newServer(cfg Config) (*Server, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("agent: no TLS identity")
+	}
+	tc, err := pki.ServerConfigFrom(cfg.Identity)
+	if err != nil {
+		return nil, err
+	}
+	id := cfg.Identity.Current()
+	s := &Server{
+		id:         cfg.Identity,
+		tls:        tc,
+		brickRoot:  cfg.BrickRoot,
+		volumeRoot: cfg.VolumeRoot,
+		log:        cfg.Log,
+		version:    cfg.Version,
+		started:    time.Now(),
+	}
+	if s.brickRoot == "" {
+		s.brickRoot = DefaultBrickRoot
+	}
+	if s.volumeRoot == "" {
+		s.volumeRoot = DefaultVolumeRoot
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.metrics = metrics.NewAgent(metricsSource{s}, metrics.AgentInfo{Version: s.version, Node: nodeName(id), Role: string(id.Role())})
 	return s, nil
 }
 
@@ -274,74 +289,81 @@ const (
 // Handler serves the agent's operations. It expects requests over a TLS
 // connection made with the agent's ServerConfig (Serve does that): each
 // handler first authorises the caller's verified certificate for the
-// operation's kind.
+// operation's kind. Every request is counted and timed in the agent's
+// metrics under its route's name (instrument).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/status", s.op(pki.KindStatus, func(*http.Request, string) (any, error) {
+	// ops names each route for the metrics (op).
+	ops := map[string]string{}
+	handle := func(pattern, op string, h http.HandlerFunc) {
+		mux.HandleFunc(pattern, h)
+		ops[pattern] = op
+	}
+	handle("GET /v1/status", "status", s.op(pki.KindStatus, func(*http.Request, string) (any, error) {
 		return s.Status()
 	}))
-	mux.HandleFunc("PUT /v1/bricks/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+	handle("PUT /v1/bricks/{volume}", "make-brick", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		var spec BrickSpec
 		if err := decode(r, &spec); err != nil {
 			return nil, err
 		}
 		return s.MakeBrick(v, spec)
 	}))
-	mux.HandleFunc("DELETE /v1/bricks/{volume}", s.op(pki.KindStorage, func(_ *http.Request, v string) (any, error) {
+	handle("DELETE /v1/bricks/{volume}", "remove-brick", s.op(pki.KindStorage, func(_ *http.Request, v string) (any, error) {
 		return struct{}{}, s.RemoveBrick(v)
 	}))
-	mux.HandleFunc("PUT /v1/mounts/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+	handle("PUT /v1/mounts/{volume}", "mount", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
 		var req MountRequest
 		if err := decode(r, &req); err != nil {
 			return nil, err
 		}
 		return s.Mount(r.Context(), v, req)
 	}))
-	mux.HandleFunc("DELETE /v1/mounts/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+	handle("DELETE /v1/mounts/{volume}", "unmount", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
 		detach, err := detachOf(r)
 		if err != nil {
 			return nil, err
 		}
 		return struct{}{}, s.Unmount(v, r.URL.Query().Get("target"), detach)
 	}))
-	mux.HandleFunc("DELETE /v1/clients/{volume}", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
+	handle("DELETE /v1/clients/{volume}", "release", s.op(pki.KindCompute, func(r *http.Request, v string) (any, error) {
 		detach, err := detachOf(r)
 		if err != nil {
 			return nil, err
 		}
 		return struct{}{}, s.Release(v, detach)
 	}))
-	mux.HandleFunc("GET /v1/volumes", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+	handle("GET /v1/volumes", "volumes", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
 		return s.Volumes(r.Context())
 	}))
-	mux.HandleFunc("GET /v1/peers", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+	handle("GET /v1/peers", "peers", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
 		return s.Peers(r.Context())
 	}))
-	mux.HandleFunc("PUT /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+	handle("PUT /v1/volumes/{volume}", "make-volume", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		var spec VolumeSpec
 		if err := decode(r, &spec); err != nil {
 			return nil, err
 		}
 		return s.MakeVolume(r.Context(), v, spec)
 	}))
-	mux.HandleFunc("DELETE /v1/volumes/{volume}", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+	handle("DELETE /v1/volumes/{volume}", "remove-volume", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return struct{}{}, s.RemoveVolume(r.Context(), v)
 	}))
-	mux.HandleFunc("POST /v1/peers/reconnect", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
+	handle("POST /v1/peers/reconnect", "reconnect-peers", s.op(pki.KindStorage, func(r *http.Request, _ string) (any, error) {
 		return s.ReconnectPeers(r.Context())
 	}))
-	mux.HandleFunc("GET /v1/volumes/{volume}/bricks", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+	handle("GET /v1/volumes/{volume}/bricks", "brick-status", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return s.BrickStatus(r.Context(), v)
 	}))
-	mux.HandleFunc("POST /v1/stage/{volume}", s.streamOp(pki.KindStorage, s.serveStage))
-	mux.HandleFunc("POST /v1/volumes/{volume}/seal", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+	handle("POST /v1/stage/{volume}", "stage", s.streamOp(pki.KindStorage, s.serveStage))
+	handle("POST /v1/volumes/{volume}/seal", "seal-volume", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		var spec SealSpec
 		if err := decode(r, &spec); err != nil {
 			return nil, err
 		}
 		return struct{}{}, s.SealVolume(r.Context(), v, spec)
 	}))
-	return mux
+	return s.instrument(mux, ops)
 }
 
 // detachOf reads a request's detach parameter: true or false, absent false.
@@ -367,6 +389,7 @@ func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any,
 			if err := s.id.Current().Authorize(r.TLS, kind); err != nil {
 				return nil, failf(ErrForbidden, "%w", err)
 			}
+			s.metrics.DaemonRequest()
 			s.peer.note(s.log, r, s.version)
 			v := r.PathValue("volume")
 			if strings.Contains(r.Pattern, "{volume}") {

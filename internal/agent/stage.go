@@ -186,6 +186,9 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 	if s.runner == nil {
 		return failf(ErrForbidden, "this agent does not stage (no cgroup for staging children)")
 	}
+	// Running from here, its mount included; ok only once it is done.
+	ended, ok := s.metrics.StageStarted(req.Phase), false
+	defer func() { ended(ok) }()
 	dir, err := s.mountForStage(r.Context(), volume, req.Servers, req.UID, req.Image)
 	if err != nil {
 		return err
@@ -230,6 +233,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 		return nil
 	}
 	s.log.Info("stage done", "volume", volume, "phase", req.Phase, "seconds", time.Since(started).Seconds())
+	ok = true
 	sw.send(StageEvent{Done: true})
 	return nil
 }
@@ -472,6 +476,7 @@ func (s *Server) streamOp(kind pki.Kind, fn func(w http.ResponseWriter, r *http.
 			if err := s.id.Current().Authorize(r.TLS, kind); err != nil {
 				return failf(ErrForbidden, "%w", err)
 			}
+			s.metrics.DaemonRequest()
 			v := r.PathValue("volume")
 			if err := CheckVolume(v); err != nil {
 				return err

@@ -12,13 +12,14 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 )
 
-// The address of [metrics] listen serves the metrics and the dashboard to
-// whoever reaches it, without authentication: nothing there changes
-// anything, and nothing there is private to a user. Two things keep it
-// from being used against the site: its connections are bounded, in all
-// and per source address, so that no one host takes every place (Listen);
-// and a request must name this server in its Host header (CheckHost), so
-// that a page of another site cannot read it through DNS rebinding.
+// The address of [metrics] listen serves the metrics and the dashboard
+// (and rsa agent's --metrics-listen the agent's metrics) to whoever
+// reaches it, without authentication: nothing there changes anything, and
+// nothing there is private to a user. Two things keep it from being used
+// against the site: its connections are bounded, in all and per source
+// address, so that no one host takes every place (Listen); and a request
+// must name this server in its Host header (CheckHost), so that a page of
+// another site cannot read it through DNS rebinding.
 
 // maxConns bounds the open connections to the address: Prometheus and a
 // few browsers. maxConnsPerHost bounds those of one source address: a
@@ -34,10 +35,14 @@ const (
 // the dashboard, holding at most maxConns connections open and
 // maxConnsPerHost from one source address; one past either bound is
 // closed as soon as it is accepted.
-func Listen(addr string) (net.Listener, error) {
+func Listen(addr string) (net.Listener, error) { return ListenAs("metrics.listen", addr) }
+
+// ListenAs is Listen for the setting named what (rsa agent's
+// --metrics-listen), which its error names.
+func ListenAs(what, addr string) (net.Listener, error) {
 	l, err := api.ListenTCP(addr, maxConns, maxConnsPerHost)
 	if err != nil {
-		return nil, fmt.Errorf("metrics.listen %s: %w (free the port, or choose another address)", addr, err)
+		return nil, fmt.Errorf("%s %s: %w (free the port, or choose another address)", what, addr, err)
 	}
 	return l, nil
 }

@@ -1,6 +1,7 @@
 // Package metrics is what rsa serve tells Prometheus: jobs by state, how
 // long each phase of a job's RAMDISK took, what was staged, each RSA node's
-// RAM, failures, and the Slurm hooks' latency as the daemon sees them.
+// RAM, failures, and the Slurm hooks' latency as the daemon sees them; and
+// what rsa agent tells of its own node (NewAgent).
 //
 // Counters and histograms are recorded as things happen; job and node
 // gauges are read from the daemon at each scrape (Source), so they are
@@ -193,6 +194,10 @@ func (m *Metrics) Handler(hosts ...string) http.Handler {
 	return CheckHost(promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, Timeout: 10 * time.Second}), hosts...)
 }
 
+// certExpiryName is the series of a certificate's expiry, the daemon's
+// and the agents' alike.
+const certExpiryName = "rsa_certificate_expiry_timestamp_seconds"
+
 // gauges reads jobs and nodes from the daemon at each scrape.
 type gauges struct{ src Source }
 
@@ -213,7 +218,7 @@ var (
 	debtBytesDesc     = prometheus.NewDesc("rsa_debt_bytes", "RAM of an RSA node that teardowns left held there (part of rsa_node_allocated_bytes).", []string{"node"}, nil)
 	debtSinceDesc     = prometheus.NewDesc("rsa_debt_oldest_timestamp_seconds", "When a teardown left the node's oldest debt (Unix time).", []string{"node"}, nil)
 	quarantinedDesc   = prometheus.NewDesc("rsa_quarantined_ramdisks", "RAMDISKs that hold data no job record knows of (a state directory restored from an older backup, say): RSA never destroys them; save what they hold, then rsa gc --discard ID.", nil, nil)
-	certExpiryDesc    = prometheus.NewDesc("rsa_certificate_expiry_timestamp_seconds", "When a host's TLS certificate expires (Unix time): the daemon's own (role control), as it loaded it, and each agent's, as the daemon's last handshake with it verified it (engine gluster); role is the certificate's.", []string{"node", "role"}, nil)
+	certExpiryDesc    = prometheus.NewDesc(certExpiryName, "When a host's TLS certificate expires (Unix time): the daemon's own (role control), as it loaded it, and each agent's, as the daemon's last handshake with it verified it (engine gluster); role is the certificate's.", []string{"node", "role"}, nil)
 )
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"os"
 	"regexp"
@@ -34,9 +35,23 @@ func (fakeSource) Certificates(context.Context) []Certificate {
 	return []Certificate{{Node: "ctl1", Role: "control", NotAfter: time.Unix(1800000000, 0)}, {Node: "rsa1", Role: "storage", NotAfter: time.Unix(1700000000, 0)}}
 }
 
+// fakeAgent is an RSA node's agent with two bricks, one amiss, and a
+// volume bound at two job directories.
+type fakeAgent struct{ err error }
+
+func (f fakeAgent) Holdings(context.Context) (AgentHoldings, error) {
+	return AgentHoldings{Bricks: []BrickUse{{Size: 100, Used: 10, Inodes: 1024, InodesUsed: 3}, {Size: 50, Used: 5, Inodes: 2048, InodesUsed: 1, Problem: true}},
+		Mounts: 1, Binds: 2}, f.err
+}
+
+func (fakeAgent) Certificate(context.Context) Certificate {
+	return Certificate{Node: "rsa1", Role: "storage", NotAfter: time.Unix(1800000000, 0)}
+}
+
 // Every series the Grafana dashboard, the runbook and the Prometheus alert
 // rules (and their tests) name exists, so that none shows nothing, or
-// never fires, for a renamed metric. process_* are the process
+// never fires, for a renamed metric: rsa serve's, rsa agent's
+// (--metrics-listen) or rsa health --textfile's. process_* are the process
 // collector's, which an alert watches for restarts.
 func TestDashboardNamesExist(t *testing.T) {
 	m := New(fakeSource{}, "v")
@@ -46,6 +61,13 @@ func TestDashboardNamesExist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := NewAgent(fakeAgent{}, AgentInfo{Version: "v", Node: "rsa1", Role: "storage"})
+	a.ObserveRequest("status", 200, time.Millisecond)
+	afs, err := a.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs = append(mfs, afs...)
 	have := map[string]bool{}
 	for _, mf := range mfs {
 		name := mf.GetName()
@@ -88,7 +110,7 @@ func TestDashboardNamesExist(t *testing.T) {
 			}
 			found[n] = true
 			if !have[n] {
-				t.Errorf("%s names %s, which neither rsa serve nor rsa health --textfile exports", c.file, n)
+				t.Errorf("%s names %s, which neither rsa serve, rsa agent nor rsa health --textfile exports", c.file, n)
 			}
 		}
 		if len(found) < c.min {
@@ -129,5 +151,104 @@ func TestGauges(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s = %v, want %v", name, got[name], want)
 		}
+	}
+}
+
+// An agent's series: what it was told (requests, stages, the daemon's
+// last request) and what its source reads at each scrape, summed over
+// the bricks, which are never named; a source that cannot read the node
+// leaves the rest whole.
+func TestAgentGauges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  fakeAgent
+		want map[string]float64
+	}{
+		{"holdings read", fakeAgent{}, map[string]float64{
+			"rsa_agent_info": 1, "rsa_agent_bricks": 2, "rsa_agent_brick_problems": 1, "rsa_agent_bricks_size_bytes": 150,
+			"rsa_agent_bricks_used_bytes": 15, "rsa_agent_bricks_inodes": 3072, "rsa_agent_bricks_inodes_used": 4,
+			"rsa_agent_mounts": 1, "rsa_agent_mount_binds": 2, "rsa_certificate_expiry_timestamp_seconds": 1800000000,
+			"rsa_agent_requests_total{code=200,op=status}": 2, "rsa_agent_requests_total{code=404,op=other}": 1,
+			"rsa_agent_request_duration_seconds{op=status}": 2,
+			"rsa_agent_stages_running{phase=stage-in}":      1, "rsa_agent_stages_running{phase=stage-out}": 0,
+			"rsa_agent_stages_total{phase=stage-in,result=ok}": 1, "rsa_agent_stages_total{phase=stage-in,result=failed}": 0,
+			"rsa_agent_stages_total{phase=stage-out,result=failed}": 1, "rsa_agent_stages_total{phase=stage-out,result=ok}": 0,
+		}},
+		{"holdings unreadable", fakeAgent{err: errors.New("no mount table")}, map[string]float64{
+			"rsa_agent_info": 1, "rsa_certificate_expiry_timestamp_seconds": 1800000000,
+			"rsa_agent_stages_total{phase=stage-in,result=ok}": 1,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAgent(tc.src, AgentInfo{Version: "v1", Node: "rsa1", Role: "storage"})
+			a.ObserveRequest("status", 200, time.Millisecond)
+			a.ObserveRequest("status", 200, time.Second)
+			a.ObserveRequest(OpOther, 404, time.Millisecond)
+			a.StageStarted(StageIn)(true)
+			a.StageStarted(StageOut)(false)
+			a.StageStarted(StageIn)     // still running
+			a.StageStarted("elsewhere") // no series of its own
+			before := time.Now()
+			a.DaemonRequest()
+			mfs, err := a.reg.Gather()
+			if tc.src.err != nil && err == nil {
+				t.Errorf("Gather: no error from a source that failed")
+			}
+			got := map[string]float64{}
+			for _, mf := range mfs {
+				for _, mm := range mf.GetMetric() {
+					name := mf.GetName()
+					var labels []string
+					for _, l := range mm.GetLabel() {
+						if name == "rsa_agent_info" || name == "rsa_certificate_expiry_timestamp_seconds" {
+							continue // checked below
+						}
+						labels = append(labels, l.GetName()+"="+l.GetValue())
+					}
+					if len(labels) > 0 {
+						name += "{" + strings.Join(labels, ",") + "}"
+					}
+					switch {
+					case mm.GetGauge() != nil:
+						got[name] = mm.GetGauge().GetValue()
+					case mm.GetCounter() != nil:
+						got[name] = mm.GetCounter().GetValue()
+					case mm.GetHistogram() != nil:
+						got[name] = float64(mm.GetHistogram().GetSampleCount())
+					}
+					for _, l := range mm.GetLabel() {
+						if l.GetName() == "phase" && l.GetValue() == "elsewhere" {
+							t.Errorf("%s: a phase no stage has", mf.GetName())
+						}
+					}
+					if mf.GetName() == "rsa_agent_info" {
+						want := map[string]string{"version": "v1", "node": "rsa1", "role": "storage"}
+						for _, l := range mm.GetLabel() {
+							if want[l.GetName()] != l.GetValue() {
+								t.Errorf("rsa_agent_info{%s=%q}, want %q", l.GetName(), l.GetValue(), want[l.GetName()])
+							}
+						}
+					}
+				}
+			}
+			for name, want := range tc.want {
+				if v, ok := got[name]; !ok || v != want {
+					t.Errorf("%s = %v (%v), want %v", name, v, ok, want)
+				}
+			}
+			if tc.src.err != nil {
+				if _, ok := got["rsa_agent_bricks"]; ok {
+					t.Errorf("rsa_agent_bricks from a source that failed")
+				}
+			}
+			if v := got["rsa_agent_last_daemon_request_timestamp_seconds"]; v < float64(before.Unix()) || v > float64(time.Now().Unix()+1) {
+				t.Errorf("rsa_agent_last_daemon_request_timestamp_seconds = %v, want now", v)
+			}
+			for name := range got {
+				if strings.HasPrefix(name, "go_") {
+					t.Errorf("%s: no Go collector in the agent's metrics", name)
+				}
+			}
+		})
 	}
 }
