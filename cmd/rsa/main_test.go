@@ -118,6 +118,10 @@ func (f *fakeDaemon) Act(_ context.Context, _ api.Peer, _ int64, verb string, _ 
 
 func (f *fakeDaemon) Nodes(context.Context, api.Peer) ([]api.NodeView, error) { return f.nodes, nil }
 
+func (f *fakeDaemon) Settle(context.Context, api.Peer, string, api.SettleRequest) (*api.SettleReport, error) {
+	return nil, api.NotFound("nothing is owed")
+}
+
 func (f *fakeDaemon) Quarantined(context.Context, api.Peer) ([]api.QuarantinedView, error) {
 	return nil, nil
 }

@@ -146,6 +146,20 @@ type DrainRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// SettleRequest asks to forget what teardowns left on a node that will
+// not answer again.
+type SettleRequest struct {
+	Reason string `json:"reason"`
+}
+
+// SettleReport is what settling a node forgot.
+type SettleReport struct {
+	Node    string  `json:"node"`
+	Settled int     `json:"settled"` // debts forgotten
+	Bytes   int64   `json:"bytes"`   // RSA RAM they held there
+	Jobs    []int64 `json:"jobs"`    // whose records say who settled them, and why
+}
+
 // GCReport lists what gc removed.
 type GCReport struct {
 	Removed []string `json:"removed"`
@@ -212,6 +226,9 @@ type Service interface {
 	// asked twice, the second changes only the reason.
 	Drain(ctx context.Context, p Peer, node string, r DrainRequest) (*NodeView, error)
 	GC(ctx context.Context, p Peer, r GCRequest) (*GCReport, error)
+	// Settle forgets the debts owed on a node that will not answer
+	// again (root only).
+	Settle(ctx context.Context, p Peer, node string, r SettleRequest) (*SettleReport, error)
 	// Quarantined are the RAMDISKs the last gc left alone for holding
 	// data no job record knows of, to anyone.
 	Quarantined(ctx context.Context, p Peer) ([]QuarantinedView, error)

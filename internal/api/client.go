@@ -171,6 +171,12 @@ func (c *Client) Certificates(ctx context.Context) ([]CertificateView, error) {
 	return out.Certificates, c.do(ctx, "GET", "/v1/certificates", nil, &out)
 }
 
+// Settle forgets the debts owed on node, which will not answer again.
+func (c *Client) Settle(ctx context.Context, node string, r SettleRequest) (*SettleReport, error) {
+	var out SettleReport
+	return &out, c.do(ctx, http.MethodPost, "/v1/nodes/"+url.PathEscape(node)+"/settle", r, &out)
+}
+
 // Drain drains node (r.Drain) or returns it to service.
 func (c *Client) Drain(ctx context.Context, node string, r DrainRequest) (*NodeView, error) {
 	var out NodeView

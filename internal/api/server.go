@@ -173,6 +173,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("POST /v1/jobs/{id}/{verb}", h.act)
 	mux.HandleFunc("GET /v1/nodes", h.nodes)
 	mux.HandleFunc("POST /v1/nodes/{name}/drain", h.drain)
+	mux.HandleFunc("POST /v1/nodes/{name}/settle", h.settle)
 	mux.HandleFunc("POST /v1/gc", h.gc)
 	mux.HandleFunc("GET /v1/quarantined", h.quarantined)
 	mux.HandleFunc("GET /v1/certificates", h.certificates)
@@ -357,6 +358,16 @@ func (h *handler) drain(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		return h.svc.Drain(r.Context(), p, r.PathValue("name"), req)
+	})
+}
+
+func (h *handler) settle(w http.ResponseWriter, r *http.Request) {
+	h.with(w, r, func(p Peer) (any, error) {
+		var req SettleRequest
+		if err := decode(w, r, 64<<10, &req); err != nil {
+			return nil, err
+		}
+		return h.svc.Settle(r.Context(), p, r.PathValue("name"), req)
 	})
 }
 
