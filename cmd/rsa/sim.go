@@ -281,6 +281,9 @@ type simReport struct {
 	Sweep       *simSweep         `json:"sweep,omitempty"`
 	Calibration *sim.Calibration  `json:"calibration,omitempty"`
 	Plots       []string          `json:"plots,omitempty"`
+	// Warnings say what in the parameters makes the answer doubtful
+	// (sim.Config.Warnings).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type simSweep struct {
@@ -297,9 +300,14 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := simReport{Parameters: map[string]string{}}
+	rep := simReport{Parameters: map[string]string{}, Warnings: cfg.Warnings()}
 	for _, p := range simParams() {
 		rep.Parameters[p.name] = p.get(&cfg)
+	}
+	if !f.json {
+		for _, w := range rep.Warnings {
+			fmt.Fprintln(os.Stderr, "rsa sim: warning:", w)
+		}
 	}
 	ctx := cmd.Context()
 	if len(args) == 0 {
