@@ -31,10 +31,7 @@ func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.Drain
 		if r.Reason == "" {
 			return nil, api.Invalid("say why the node is drained (--reason): whoever finds it drained needs to know")
 		}
-		by := strconv.FormatUint(uint64(p.UID), 10)
-		if u, err := user.LookupId(by); err == nil {
-			by = u.Username
-		}
+		by := userName(p.UID)
 		dr := store.Drain{Node: node, Reason: r.Reason, By: by, Since: time.Now()}
 		if err := d.store.SetDrain(ctx, dr); err != nil {
 			return nil, err
@@ -77,4 +74,14 @@ func (d *Daemon) drained() map[string]store.Drain {
 		out[k] = v
 	}
 	return out
+}
+
+// userName is uid's user name, or uid as a number where passwd has none:
+// who did something, for a record.
+func userName(uid uint32) string {
+	n := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(n); err == nil {
+		return u.Username
+	}
+	return n
 }

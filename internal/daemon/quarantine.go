@@ -7,7 +7,6 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/engine"
-	"github.com/rsa-hpc/rsa/internal/job"
 )
 
 // A RAMDISK whose job has no record in the store is one RSA knows nothing
@@ -87,14 +86,7 @@ func (d *Daemon) discardQuarantined(ctx context.Context, id int64) (*api.GCRepor
 		if f.Job != id {
 			continue
 		}
-		rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
-		if err := d.engine.Revoke(ctx, rd); err != nil {
-			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
-		}
-		if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
-			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
-		}
-		if err := d.engine.Destroy(ctx, rd); err != nil {
+		if err := d.removeFound(ctx, f); err != nil {
 			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
 		}
 		d.log.Warn("an administrator discarded a quarantined RAMDISK", "job", f.Job, "dir", f.Dir)

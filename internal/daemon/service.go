@@ -331,7 +331,7 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		return err
 	}
 	if s.Input != "" && s.Output != "" {
-		if s.Input == s.Output || strings.HasPrefix(s.Output, s.Input+"/") || strings.HasPrefix(s.Input, s.Output+"/") {
+		if nested(s.Input, s.Output) {
 			return api.Invalid("input %q and output %q must be separate directories (neither inside the other)", s.Input, s.Output)
 		}
 	}
@@ -676,7 +676,7 @@ func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
 	if own, ok := d.overlapsOwn(dir); ok {
 		return api.Invalid("directory to stage out to %s overlaps RSA's own %s", strconv.Quote(dir), own)
 	}
-	if in := j.Spec.Input; in != "" && (dir == in || strings.HasPrefix(dir, in+"/") || strings.HasPrefix(in, dir+"/")) {
+	if in := j.Spec.Input; in != "" && nested(dir, in) {
 		return api.Invalid("directory to stage out to %s and the job's input %s must be separate directories (neither inside the other)", strconv.Quote(dir), strconv.Quote(in))
 	}
 	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
@@ -686,11 +686,17 @@ func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
 	return nil
 }
 
+// nested reports whether clean absolute paths a and b are one directory
+// or one is inside the other.
+func nested(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
+}
+
 // overlapsOwn reports which of RSA's own directories path is, is inside
 // or holds, if any.
 func (d *Daemon) overlapsOwn(path string) (string, bool) {
 	for _, own := range []string{d.cfg.RamdiskRoot, d.cfg.StateDir, filepath.Dir(d.cfg.Socket)} {
-		if own != "" && (path == own || strings.HasPrefix(path, own+"/") || strings.HasPrefix(own, path+"/")) {
+		if own != "" && nested(path, own) {
 			return own, true
 		}
 	}
@@ -778,6 +784,19 @@ func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
 	return d.gcWhere(ctx, func(engine.Found) bool { return true })
 }
 
+// removeFound destroys f, a RAMDISK no job holds: its gate closed, what
+// still holds it ended, then the RAMDISK itself.
+func (d *Daemon) removeFound(ctx context.Context, f engine.Found) error {
+	rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
+	if err := d.engine.Revoke(ctx, rd); err != nil {
+		return err
+	}
+	if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
+		return err
+	}
+	return d.engine.Destroy(ctx, rd)
+}
+
 // gcWhere is gc of the leftovers remove accepts; remove sees only
 // RAMDISKs no job holds.
 func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*api.GCReport, error) {
@@ -816,16 +835,7 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 		}
 		// One leftover that cannot go (a process of root's holds it)
 		// must not keep gc from the others.
-		rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
-		if err := d.engine.Revoke(ctx, rd); err != nil {
-			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
-			continue
-		}
-		if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
-			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
-			continue
-		}
-		if err := d.engine.Destroy(ctx, rd); err != nil {
+		if err := d.removeFound(ctx, f); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
 			continue
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/user"
-	"strconv"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
@@ -44,10 +42,7 @@ func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.Sett
 	if nodes, ok := d.engineNodes(); ok && nodes.Up(node) {
 		return nil, api.Errorf(409, "node %s answers: it pays its debts itself (rsa nodes shows them shrink); settle only a node that will not answer again", node)
 	}
-	by := strconv.FormatUint(uint64(p.UID), 10)
-	if u, err := user.LookupId(by); err == nil {
-		by = u.Username
-	}
+	by := userName(p.UID)
 	rep := &api.SettleReport{Node: node, Jobs: []int64{}}
 	var errs []error
 	for _, db := range owed {
