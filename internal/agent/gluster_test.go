@@ -365,11 +365,26 @@ func TestAgentGluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("sealed in %v", time.Since(start).Round(time.Millisecond))
-	// The seal is a new volfile: the client switches graphs and connects
-	// to the bricks anew, one of them restarted a moment ago
-	// (testStageOutReach). Until it reaches the brick the file hashes
-	// to, a write fails with EIO: refused too, but not yet by the seal.
-	// Only EROFS ends the wait; a write that succeeds fails the test.
+	// glusterd has committed the seal; the bricks apply it a moment
+	// later. Wait for that as the gluster engine does
+	// (gluster.AwaitReadOnly, in this node's mount namespace): the
+	// volume's root refuses a setxattr, which Gluster sends to every
+	// brick and answers success if any took it.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		o, err := n.command(ctx, "setfattr", "-n", gluster.SealProbe, "-v", "1", ram).CombinedOutput()
+		if err != nil && strings.Contains(string(o), "Read-only file system") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bricks still do not refuse a write 30 s after the seal: setfattr: %q, %v", o, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the bricks refuse writes %v after the seal began", time.Since(start).Round(time.Millisecond))
+	// Until the client reaches the brick the file hashes to (one was
+	// restarted a moment ago, testStageOutReach), a write fails with EIO:
+	// refused too, but not yet by the seal. Only EROFS ends the wait; a
+	// write that succeeds fails the test.
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		o, err := asUser(fmt.Sprintf("echo more > %s/g", out))
 		if err == nil || strings.Contains(o, "Read-only file system") {

@@ -296,11 +296,15 @@ type SealSpec struct {
 // transaction. The fence: auth.allow and auth.ssl-allow become spec's, and
 // the bricks close the connection of every client they no longer admit
 // (Gluster checks its clients again when the lists change). Read-only
-// (features.read-only): from then on a write fails with EROFS, on clients
-// mounted before as well. A file a process holds open for writing takes
-// writes into the client's write-behind cache, but its fsync and close
-// fail with EROFS and the data never reaches the bricks. A volume not
-// there fails wrapping ErrNotFound.
+// (features.read-only): a write fails with EROFS, on clients mounted
+// before as well, once each brick has applied it. SealVolume returns when
+// glusterd has committed both; the brick processes reconfigure a moment
+// later, so a caller that must know that writes fail waits for that
+// through a client (gluster.AwaitReadOnly), as the gluster engine's Seal
+// does. A file a process holds open for writing takes writes into the
+// client's write-behind cache, but its fsync and close fail with EROFS
+// and the data never reaches the bricks. A volume not there fails
+// wrapping ErrNotFound.
 func (s *Server) SealVolume(ctx context.Context, volume string, spec SealSpec) error {
 	if err := CheckVolume(volume); err != nil {
 		return err

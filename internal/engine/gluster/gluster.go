@@ -453,8 +453,22 @@ func (e *Engine) Seal(ctx context.Context, r engine.Ramdisk) error {
 	if err := co.SealVolume(ctx, e.volume(r), agent.SealSpec{AuthAllow: spec.AuthAllow, TLSAllow: spec.TLSAllow}); err != nil {
 		return fmt.Errorf("fencing the compute nodes out of volume %s and making it read-only: %w", e.volume(r), err)
 	}
-	return nil
+	// glusterd has committed the seal; the bricks apply it a moment
+	// later. Seal's contract is that the next write fails.
+	m, ok, err := e.mounted(r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("volume %s is sealed, but it is not mounted at %s to check that its bricks refuse writes", e.volume(r), r.Dir)
+	}
+	return gcli.AwaitReadOnly(ctx, m.Point, sealTimeout)
 }
+
+// sealTimeout bounds the wait for a volume's bricks to apply a seal that
+// glusterd has committed: they do in milliseconds, seconds on a host short
+// of CPU.
+const sealTimeout = 30 * time.Second
 
 func (e *Engine) Revoke(ctx context.Context, r engine.Ramdisk) error {
 	return gate.Close(engine.GateFor(e.Root, r.Job))
