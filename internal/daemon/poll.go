@@ -90,6 +90,10 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 		case sj.Reason == "Resources":
 			kind = lifecycle.EvOnDeck
 			d.refreshStart(j, sj)
+		case sj.Pending() && sj.Reason == "None":
+			// Slurm has not looked at the job since it was submitted or
+			// updated (scontrol update resets a pending job's Reason):
+			// no news of its place in the queue.
 		case sj.Pending():
 			kind = lifecycle.EvDemoted
 		}

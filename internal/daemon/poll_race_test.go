@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,30 @@ func TestPollerHintsAtInvalidAccountOnce(t *testing.T) {
 	}
 	if jobs, err := d.store.List(context.Background(), true, 0); err != nil || len(jobs) != 0 {
 		t.Errorf("the poller took on %d jobs (%v) that Slurm does not report on Resources", len(jobs), err)
+	}
+}
+
+// TestPollerTakesNoneForNoNews: Slurm shows a pending job's Reason as None
+// until its next scheduling pass after a submission or any scontrol update
+// (an admin's, or RSA's own AdminComment): no news of its place, so a job
+// on deck is not demoted for it; any other reason of a pending job is.
+func TestPollerTakesNoneForNoNews(t *testing.T) {
+	for _, c := range []struct {
+		reason  string
+		demoted bool
+	}{{"None", false}, {"Resources", false}, {"Priority", true}, {"JobHeldAdmin", true}} {
+		t.Run(c.reason, func(t *testing.T) {
+			d := startDaemon(t, 1, 1<<30, time.Second)
+			j := slurmJobOf(t, d, "7", lifecycle.OnDeck, lifecycle.Ready, 1<<30)
+			d.slurmc = fakeSqueue(t, fmt.Sprintf("7|PENDING|%s|1||2026-11-29T10:00:00|%d|%d\n", c.reason, j.UID, j.GID))
+			p := poller{skip: map[string]bool{}, noStart: map[string]int{}, unheld: map[int64]bool{}}
+			if err := d.pollOnce(context.Background(), &p); err != nil {
+				t.Fatal(err)
+			}
+			demoted := slices.ContainsFunc(drain(d.inbox), func(m msg) bool { return m.ev.Kind == lifecycle.EvDemoted })
+			if demoted != c.demoted {
+				t.Errorf("a job on deck that squeue shows PENDING %s: demoted %v, want %v", c.reason, demoted, c.demoted)
+			}
+		})
 	}
 }
