@@ -585,6 +585,9 @@ func printJobs(js []api.JobView) {
 		if phase := lifecycle.PhaseOf(j.RSA); note == "" && (lifecycle.NeedsAdmin(j.RSA) || phase == lifecycle.PhaseWithoutRSA || phase == lifecycle.PhaseAborted) {
 			note = j.Error
 		}
+		if note == "" && !lifecycle.Staging(j.RSA) {
+			note = j.Staged.String()
+		}
 		row := []string{strconv.FormatInt(j.ID, 10)}
 		if sched {
 			row = append(row, cmpOr(j.Spec.Name, "-"))

@@ -605,6 +605,14 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	next.Lost, next.Error = out.Job.Lost, out.Job.Error
 	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
 		len(next.Lost) != len(j.Lost) || next.PrivateLost != j.PrivateLost
+	if a, ok := d.stagedBy(j.ID, m.ev.Kind); ok {
+		if m.ev.Kind == lifecycle.EvStagedIn {
+			next.Staged.In = a
+		} else {
+			next.Staged.Out = a
+		}
+		recorded = true
+	}
 	if out.Failure != "" {
 		d.metrics.Failure(out.Failure)
 		if why := d.waitingFor(j.ID); why != "" {
@@ -638,6 +646,9 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	}
 	if tell {
 		d.sendNotice(&next, notice)
+	}
+	if j.State != lifecycle.Running && next.State == lifecycle.Running {
+		d.account(&next)
 	}
 	if next.Machine().Done() {
 		d.forget(next.ID)

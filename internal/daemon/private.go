@@ -220,7 +220,8 @@ func (d *Daemon) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk,
 		return fmt.Errorf("%w; nothing was copied, and each node's file system stays in RAM as %s (root can mount one: mount -o loop,ro) until an administrator runs 'rsa discard %d'",
 			err, node.PrivateImage(rd, "NODE"), j.ID)
 	}
-	for _, t := range trees {
+	var all job.Progress
+	for i, t := range trees {
 		jj := *j
 		jj.Ramdisk = t.Dir
 		d.appendStageLog(j, fmt.Sprintf("stage-out: the private output of %s", t.Node))
@@ -228,7 +229,16 @@ func (d *Daemon) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk,
 		if err := d.stageOn(ctx, &jj, "stage-out", "", j.Spec.Output, false, true); err != nil {
 			return fmt.Errorf("the private output of %s: %w", t.Node, err)
 		}
+		// Each tree's stage counts from zero; the job's stage-out is
+		// all of them.
+		p := d.progressOf(j.ID)
+		if i == 0 {
+			all = p
+		} else {
+			all.Files, all.Bytes, all.Updated = all.Files+p.Files, all.Bytes+p.Bytes, p.Updated
+		}
 	}
+	d.setProgress(j.ID, all)
 	return nil
 }
 

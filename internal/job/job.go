@@ -6,10 +6,12 @@ package job
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // Spec is what a job asks of RSA (the thesis' RSA_* variables, App. R and U).
@@ -143,8 +145,40 @@ type Job struct {
 	// NoticeAt is when the job's user was last told that its output
 	// waits in RAM (config [notify]); notify.held_after counts from it.
 	NoticeAt time.Time `json:"notice_at,omitzero"`
+	// Staged is what the job's last stage-in and stage-out copied, as
+	// the mover counted it (a stage program of the user's own counts
+	// nothing): shown by rsa status and, for a Slurm job, written to its
+	// AdminComment for sacct.
+	Staged Staged `json:"staged,omitzero"`
 	// Version increases with every committed change; clients wait on it.
 	Version int64 `json:"version"`
+}
+
+// Staged counts what a job's stages copied.
+type Staged struct {
+	In  Amount `json:"in,omitzero"`
+	Out Amount `json:"out,omitzero"`
+}
+
+// String is what was staged, "in 12 files 1.5G, out 3 files 1.0K", or ""
+// when nothing was counted.
+func (s Staged) String() string {
+	var parts []string
+	for _, p := range []struct {
+		dir string
+		a   Amount
+	}{{"in", s.In}, {"out", s.Out}} {
+		if p.a != (Amount{}) {
+			parts = append(parts, fmt.Sprintf("%s %d files %s", p.dir, p.a.Files, units.FormatSize(p.a.Bytes)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Amount is a count of files and their bytes.
+type Amount struct {
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
 }
 
 // Machine is the job as the lifecycle machine sees it.

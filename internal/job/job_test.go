@@ -30,3 +30,19 @@ func TestCheckText(t *testing.T) {
 		}
 	}
 }
+
+func TestStagedString(t *testing.T) {
+	for _, c := range []struct {
+		s    Staged
+		want string
+	}{
+		{Staged{}, ""},
+		{Staged{In: Amount{Files: 12, Bytes: 3 << 20}}, "in 12 files 3.0M"},
+		{Staged{Out: Amount{Files: 1, Bytes: 0}}, "out 1 files 0B"},
+		{Staged{In: Amount{Files: 2, Bytes: 2 << 30}, Out: Amount{Files: 3, Bytes: 1 << 10}}, "in 2 files 2.0G, out 3 files 1.0K"},
+	} {
+		if got := c.s.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.s, got, c.want)
+		}
+	}
+}

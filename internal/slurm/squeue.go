@@ -214,3 +214,35 @@ func ParseVersion(s string) (major, minor int, err error) {
 	}
 	return 0, 0, fmt.Errorf("cannot read a Slurm version from %q", strings.TrimSpace(s))
 }
+
+// AdminComment is a job's AdminComment, which only root and SlurmUser may
+// set, so that a job's user cannot forge what it says.
+func (c Client) AdminComment(ctx context.Context, id string) (string, error) {
+	if err := CheckID(id); err != nil {
+		return "", err
+	}
+	out, err := c.cmd(ctx, "squeue", "--noheader", "--jobs="+id, "--Format=admin_comment:"+strconv.Itoa(maxAdminComment))
+	if err != nil {
+		return "", err
+	}
+	// squeue prints a job without one as glibc's printf prints NULL.
+	if c := strings.TrimSpace(string(out)); c != "(null)" {
+		return c, nil
+	}
+	return "", nil
+}
+
+// SetAdminComment replaces a job's AdminComment. Slurm takes it while the
+// job is pending, running or suspended, not once it is completing; it
+// reaches slurmdbd with the job's completion.
+func (c Client) SetAdminComment(ctx context.Context, id, text string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	_, err := c.cmd(ctx, "scontrol", "update", "JobId="+id, "AdminComment="+text)
+	return err
+}
+
+// maxAdminComment bounds the AdminComment read back: squeue pads or cuts
+// a field to its width.
+const maxAdminComment = 4096

@@ -674,6 +674,8 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	if log := c.root(rsaBin, "--config", c.rsaConf, "log", "slurm:"+id); !strings.Contains(log, "input image of 20 entries") {
 		c.t.Errorf("the job's log does not tell of its image:\n%s", log)
 	}
+	// sacct's view: what the stage-in copied, in the job's AdminComment.
+	c.assertAccounted(id, 20, 20*4000*20)
 	c.assertNoLeaks()
 }
 

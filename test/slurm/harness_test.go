@@ -502,3 +502,28 @@ func (c *cluster) output(name, id string) string {
 	b, _ := os.ReadFile(filepath.Join(c.work, name+"."+id+".out"))
 	return string(b)
 }
+
+// accountingRE is RSA's token in a job's AdminComment, alone: a job
+// without a comment of the site's gets exactly it.
+var accountingRE = regexp.MustCompile(`(?m)\bAdminComment=rsa:in=(\d+)b/(\d+)f(\s|$)`)
+
+// assertAccounted waits for the job's AdminComment to record its
+// stage-in (RSA writes it off its loop, right after the stage-in) and
+// checks the figures against what was staged: files files, at least
+// minBytes bytes.
+func (c *cluster) assertAccounted(id string, files, minBytes int64) {
+	c.t.Helper()
+	var show string
+	var m []string
+	c.waitFor("the stage-in in the job's AdminComment", 20*time.Second, func() bool {
+		show = c.root("scontrol", "show", "job", id)
+		m = accountingRE.FindStringSubmatch(show)
+		return m != nil
+	})
+	b, _ := strconv.ParseInt(m[1], 10, 64)
+	f, _ := strconv.ParseInt(m[2], 10, 64)
+	if f != files || b < minBytes {
+		c.t.Errorf("the job's AdminComment records %d bytes in %d files; want %d files, at least %d bytes:\n%s", b, f, files, minBytes, show)
+	}
+}
+

@@ -269,6 +269,7 @@ srun %[3]s/node-write.sh %[2]s
 	if got, err := os.ReadFile(filepath.Join(out, "n1")); err != nil || string(got) != "tmpfs from n1\n" {
 		c.t.Errorf("output on disk: %q (err %v)", got, err)
 	}
+	c.assertAccounted(id, 10, 10*4000*20)
 	c.assertNoLeaks()
 }
 
