@@ -142,7 +142,8 @@ rpm: pkg-stage
 # The Prometheus alert rules (contrib/prometheus) are checked and their
 # tests run with promtool (scripts/promtool.sh: Debian's, fetched once,
 # unless one is on PATH); the Go tests check that every series and label
-# value they name is one rsa serve exports, which promtool cannot know.
+# value the rules and the Grafana dashboard (contrib/grafana) name is one
+# that RSA exports, which promtool cannot know.
 lint: deps
 	$(GO) vet ./...
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -150,7 +151,7 @@ lint: deps
 	luac5.1 -p contrib/slurm/burst_buffer.lua && luac5.4 -p contrib/slurm/burst_buffer.lua
 	scripts/promtool.sh check rules contrib/prometheus/rsa-alerts.yml
 	scripts/promtool.sh test rules contrib/prometheus/rsa-alerts_test.yml
-	$(GO) test -count=1 -run '^(TestDashboardNamesExist|TestAlertLabelValues|TestAlertAnnotations)$$' ./internal/metrics/
+	$(GO) test -count=1 -run '^(TestDashboardNamesExist|TestAlertLabelValues|TestAlertAnnotations|TestGrafanaDashboard|TestScanPromQL)$$' ./internal/metrics/
 
 # All tests, the root ones included, always under CI=true: a test that
 # cannot run fails, and a skip anywhere fails the run (scripts/go-test.sh).

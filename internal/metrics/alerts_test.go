@@ -20,11 +20,10 @@ const (
 	alertTests = "contrib/prometheus/rsa-alerts_test.yml"
 )
 
-// Every label value the alert rules match is one rsa serve exports: a
-// matcher on a misspelt state or failure kind selects nothing, and its
-// alert never fires, which promtool's tests (written with the same
-// spelling) cannot see.
-func TestAlertLabelValues(t *testing.T) {
+// labelValues are the values rsa serve and rsa agent give the labels
+// whose values are a fixed set, by label.
+func labelValues(t *testing.T) map[string][]string {
+	t.Helper()
 	m := New(fakeSource{}, "v")
 	mfs, err := m.reg.Gather()
 	if err != nil {
@@ -50,7 +49,7 @@ func TestAlertLabelValues(t *testing.T) {
 	for _, s := range lifecycle.AllJobStates {
 		jobStates = append(jobStates, string(s))
 	}
-	valid := map[string][]string{
+	return map[string][]string{
 		"kind":      kinds,
 		"rsa_state": rsaStates,
 		"job_state": jobStates,
@@ -58,7 +57,18 @@ func TestAlertLabelValues(t *testing.T) {
 		// The agents' roles (storage, compute) and the certificates'.
 		"role":  {string(pki.RoleControl), string(pki.RoleStorage), string(pki.RoleCompute), string(pki.RoleBoth)},
 		"phase": {Construct, StageIn, Mount, Switch, StageOut, Teardown},
+		// rsa_staged_*_total's, rsa_agent_stages_total's.
+		"direction": {"in", "out"},
+		"result":    {StageOK, StageFailed},
 	}
+}
+
+// Every label value the alert rules match is one rsa serve exports: a
+// matcher on a misspelt state or failure kind selects nothing, and its
+// alert never fires, which promtool's tests (written with the same
+// spelling) cannot see.
+func TestAlertLabelValues(t *testing.T) {
+	valid := labelValues(t)
 	matcher := regexp.MustCompile(`\b(kind|rsa_state|job_state|state|role|phase)\s*(?:=~|!~|!=|=)\s*"([^"]*)"`)
 	for _, file := range []string{alertRules, alertTests} {
 		b, err := os.ReadFile(filepath.Join("../..", file))
