@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,9 +18,10 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// simParam is one model parameter's flag: its default as the flag shows it
-// and how a value applies. Flags start from the preset (the seeds'
-// defaults, or --testbed); only those given on the command line change it.
+// simParam is one model parameter's flag: its value as the flag shows it
+// and how a value applies. Parameters start from the preset (--preset,
+// the thesis' by default); only the flags given on the command line
+// change them.
 type simParam struct {
 	name, kind, usage string
 	get               func(c *sim.Config) string
@@ -172,14 +174,20 @@ func setFloat(p *float64, v string) error {
 	return nil
 }
 
-// flagRate prints a speed so that ParseRate reads it back: whole Mbit/s
-// as bits (link speeds), the rest in MiB/s.
+// flagRate prints a speed so that ParseRate reads it back: whole Gbit/s
+// or Mbit/s as bits (link speeds), whole GiB/s as such, the rest in MiB/s.
 func flagRate(r float64) string {
 	if r == 0 {
 		return "0"
 	}
-	if mbit := r * 8 / 1e6; mbit == math.Trunc(mbit) {
-		return strconv.FormatFloat(mbit, 'f', -1, 64) + "Mbit"
+	whole := func(x float64) bool { return x == math.Trunc(x) }
+	switch bits := r * 8; {
+	case whole(bits / 1e9):
+		return strconv.FormatFloat(bits/1e9, 'f', -1, 64) + "Gbit"
+	case whole(bits / 1e6):
+		return strconv.FormatFloat(bits/1e6, 'f', -1, 64) + "Mbit"
+	case whole(r / (1 << 30)):
+		return strconv.FormatFloat(r/(1<<30), 'f', -1, 64) + "GiB/s"
 	}
 	return strconv.FormatFloat(r/(1<<20), 'f', 2, 64) + "MiB/s"
 }
@@ -207,35 +215,73 @@ func parseLinear(v string) (sim.Linear, error) {
 }
 
 type simFlags struct {
-	values  map[string]*string
-	testbed string
-	sweep   []string
-	plots   string
-	gantt   string
-	json    bool
+	values    map[string]*string
+	preset    string
+	testbed   string // --preset's old name, kept as an alias
+	fromSacct string
+	sweep     []string
+	plots     string
+	gantt     string
+	json      bool
+}
+
+// testbedPreset is the preset a value of the deprecated --testbed names.
+func testbedPreset(testbed string) (string, bool) {
+	switch testbed {
+	case "thesis":
+		return "testbed", true
+	case "measured":
+		return "measured", true
+	}
+	return "", false
 }
 
 func simCmd() *cobra.Command {
-	f := simFlags{values: map[string]*string{}}
+	cmd, _ := newSimCmd()
+	return cmd
+}
+
+// newSimCmd is rsa sim, and the flags it parses into.
+func newSimCmd() (*cobra.Command, *simFlags) {
+	f := &simFlags{values: map[string]*string{}}
 	def := sim.Defaults()
 	cmd := &cobra.Command{
 		Use:   "sim [flags] [TRACE]",
 		Short: "Simulate a batch machine with and without RSA on a workload trace",
-		Long: `Replay a Standard Workload Format trace (Parallel Workloads Archive) on a
-simulated machine twice, without and with RSA, and compare: compute-node hours
-spent waiting on I/O, utilisation, makespan, waits, bounded slowdown, how many
-jobs RSA served and how full its RAM was. The scheduler is FCFS (or SJF) with
+		Long: `Replay a workload on a simulated machine twice, without and with RSA, and
+compare: compute-node hours spent waiting on I/O, utilisation, makespan, waits,
+bounded slowdown, how many jobs RSA served and how full its RAM was. The
+workload is a Standard Workload Format trace (Parallel Workloads Archive), or
+your Slurm's accounting (--from-sacct). The scheduler is FCFS (or SJF) with
 EASY backfill; RSA's side is the daemon's own lifecycle machine and allocation
-planner. Every model parameter is a flag; defaults come from the thesis and the
-other seed documents (docs/simulator.md says which number comes from where).
+planner. Every model parameter is a flag; docs/simulator.md says where each
+number comes from, docs/sizing.md how to size RSA for a site with them.
 
   rsa sim internal/sim/testdata/lublin_256.swf
+  rsa sim --preset modern --nodes 200 --input exp:20G --output exp:20G TRACE
   rsa sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
-  rsa sim --testbed thesis        # thesis Table 5.2's job, simulated
-  rsa sim --testbed measured      # the same with rsa copy as the mover`,
+  rsa sim --from-sacct jobs.sacct --nodes 200 --preset modern
+  rsa sim --preset testbed        # thesis Table 5.2's job, simulated
+  rsa sim --preset measured       # the same with rsa copy as the mover
+
+` + presetHelp() + `
+
+From Slurm (--from-sacct FILE): FILE holds sacct's listing of the period to
+simulate, made on a host that reaches Slurm's accounting (without --starttime,
+sacct lists today's jobs only):
+
+  ` + sim.SacctCommand + ` \
+    --starttime 2025-01-01 --endtime 2025-04-01 > FILE
+
+A header line (sacct without --noheader) is read too. Times are sacct's
+default form, 2025-01-01T12:00:00, read in this host's time zone. Each job
+that started and ended is one job: its nodes (NNodes), run time (End - Start)
+and time limit. Job steps, jobs that never started and jobs still running are
+skipped and counted. sacct does not record the machine's size: give --nodes.
+Nor does Slurm record I/O: every job's sizes come from --input and --output.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSim(cmd, &f, args)
+			return runSim(cmd, f, args)
 		},
 	}
 	fl := cmd.Flags()
@@ -244,37 +290,113 @@ other seed documents (docs/simulator.md says which number comes from where).
 		f.values[p.name] = &text
 		fl.Var(paramValue{p, &text}, p.name, p.usage)
 	}
-	fl.StringVar(&f.testbed, "testbed", "", "preset: thesis (the thesis' proof of concept) or measured (the same with rsa copy's measured rates); without TRACE, simulate thesis Table 5.2's job")
+	fl.StringVar(&f.preset, "preset", "thesis", "start from the parameters of preset `NAME`: "+strings.Join(presetNames(), ", ")+" (listed above); flags given change them")
+	fl.StringVar(&f.testbed, "testbed", "", "thesis or measured: the old name of --preset testbed and --preset measured")
+	_ = fl.MarkDeprecated("testbed", "use --preset testbed (for --testbed thesis) or --preset measured")
+	fl.StringVar(&f.fromSacct, "from-sacct", "", "simulate Slurm's accounting instead of a TRACE: `FILE` holds the output of "+sim.SacctCommand+" (needs --nodes)")
 	fl.StringArrayVar(&f.sweep, "sweep", nil, "vary KEY=V1,V2,... (rsa-nodes, ram, proportion, link); repeat for a grid")
 	fl.StringVar(&f.plots, "plots", "", "write PNG charts into this directory")
 	fl.StringVar(&f.gantt, "gantt", "", "the Gantt chart's jobs, FIRST_ID:COUNT (default: 30 from the middle of the trace)")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
-	return cmd
+	return cmd, f
+}
+
+func presetNames() []string {
+	var names []string
+	for _, p := range sim.Presets() {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// presetHelp lists the presets for --help, each with the parameters it
+// sets that differ from the defaults, as the flags print them.
+func presetHelp() string {
+	var b strings.Builder
+	b.WriteString("Presets (--preset NAME) set every parameter; a flag given on the command line\n")
+	b.WriteString("overrides its value. The flags' defaults below are preset thesis'.\n")
+	def := sim.Defaults()
+	for _, p := range sim.Presets() {
+		b.WriteString("\n")
+		b.WriteString(wrap("  "+p.Name+": "+p.Summary, "    ", 80))
+		c := p.Config()
+		var set []string
+		for _, sp := range simParams() {
+			if v := sp.get(&c); v != sp.get(&def) {
+				set = append(set, "--"+sp.name+"="+v)
+			}
+		}
+		if len(set) > 0 {
+			b.WriteString(wrap("    sets "+strings.Join(set, ", "), "      ", 80))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// wrap breaks s into lines of at most width at spaces, indenting the lines
+// after the first; each line ends in a newline. A number stays on the line
+// of the word after it (its unit).
+func wrap(s, indent string, width int) string {
+	var words []string
+	for w := range strings.FieldsSeq(s) {
+		if n := len(words); n > 0 && strings.Trim(words[n-1], "0123456789.,") == "" {
+			words[n-1] += " " + w
+			continue
+		}
+		words = append(words, w)
+	}
+	var b strings.Builder
+	line := s[:len(s)-len(strings.TrimLeft(s, " "))] // s's own indent
+	for i, w := range words {
+		switch {
+		case i == 0:
+			line += w
+		case len(line)+1+len(w) > width:
+			b.WriteString(line + "\n")
+			line = indent + w
+		default:
+			line += " " + w
+		}
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 // config is the preset with the flags given on the command line applied.
-func (f *simFlags) config(cmd *cobra.Command) (sim.Config, error) {
-	cfg := sim.Defaults()
+func (f *simFlags) config(cmd *cobra.Command) (sim.Config, sim.Preset, error) {
+	name := f.preset
 	if f.testbed != "" {
-		var err error
-		if cfg, err = sim.Testbed(f.testbed); err != nil {
-			return cfg, fmt.Errorf("--testbed: %w", err)
+		if cmd.Flags().Changed("preset") {
+			return sim.Config{}, sim.Preset{}, errors.New("--testbed is the old name of --preset: give --preset alone")
+		}
+		var ok bool
+		if name, ok = testbedPreset(f.testbed); !ok {
+			return sim.Config{}, sim.Preset{}, fmt.Errorf("--testbed %q: want thesis or measured (now --preset testbed or --preset measured)", f.testbed)
 		}
 	}
+	preset, err := sim.PresetNamed(name)
+	if err != nil {
+		return sim.Config{}, sim.Preset{}, fmt.Errorf("--preset: %w", err)
+	}
+	cfg := preset.Config()
 	for _, p := range simParams() {
 		if !cmd.Flags().Changed(p.name) {
 			continue
 		}
 		if err := p.set(&cfg, *f.values[p.name]); err != nil {
-			return cfg, fmt.Errorf("--%s %q: %w", p.name, *f.values[p.name], err)
+			return cfg, preset, fmt.Errorf("--%s %q: %w", p.name, *f.values[p.name], err)
 		}
 	}
-	return cfg, nil
+	return cfg, preset, nil
 }
 
 // simReport is the JSON output.
 type simReport struct {
-	Trace       string            `json:"trace,omitempty"`
+	Trace string `json:"trace,omitempty"`
+	// Sacct says what became of the lines of --from-sacct's listing.
+	Sacct       *sim.SacctStats   `json:"sacct,omitempty"`
+	Preset      string            `json:"preset"`
+	Flags       []string          `json:"flags,omitempty"` // the parameters given on the command line
 	Parameters  map[string]string `json:"parameters"`
 	WithoutRSA  *sim.Result       `json:"without_rsa,omitempty"`
 	WithRSA     *sim.Result       `json:"with_rsa,omitempty"`
@@ -291,8 +413,71 @@ type simSweep struct {
 	Runs []sim.SweepRun `json:"runs"`
 }
 
+// simTrace is the workload a run replays: an SWF file, read afresh for
+// each run, or sacct's listing, read once.
+type simTrace struct {
+	run sim.Runner
+	// hasJob reports whether the trace has a job with this id.
+	hasJob func(id int64) (bool, error)
+	// middle is the id --gantt starts from by default.
+	middle func() (int64, error)
+}
+
+// swfTrace is the SWF trace at path.
+func swfTrace(path string) simTrace {
+	open := func() (io.ReadCloser, error) {
+		r, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		return r, nil
+	}
+	return simTrace{
+		run: func(ctx context.Context, c sim.Config) (*sim.Result, error) { return sim.RunTrace(ctx, open, c) },
+		hasJob: func(id int64) (bool, error) {
+			r, err := open()
+			if err != nil {
+				return false, err
+			}
+			defer r.Close()
+			return sim.HasJob(r, id)
+		},
+		middle: func() (int64, error) {
+			r, err := open()
+			if err != nil {
+				return 0, err
+			}
+			defer r.Close()
+			rd, err := sim.NewReader(r)
+			if err != nil {
+				return 0, err
+			}
+			return int64(rd.Header.MaxJobs / 2), nil
+		},
+	}
+}
+
+// sacctTrace reads sacct's listing at path, its times in the local zone.
+func sacctTrace(path string) (simTrace, sim.SacctStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return simTrace{}, sim.SacctStats{}, fmt.Errorf("--from-sacct: %w", err)
+	}
+	defer f.Close()
+	t, st, err := sim.ReadSacct(f, time.Local)
+	if err != nil {
+		return simTrace{}, st, fmt.Errorf("--from-sacct %s: %w", path, err)
+	}
+	return simTrace{
+		run:    t.Run,
+		hasJob: func(id int64) (bool, error) { return t.HasJob(id), nil },
+		middle: func() (int64, error) { return t.Jobs[len(t.Jobs)/2].ID, nil },
+	}, st, nil
+}
+
 func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
-	cfg, err := f.config(cmd)
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	cfg, preset, err := f.config(cmd)
 	if err != nil {
 		return err
 	}
@@ -300,22 +485,43 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := simReport{Parameters: map[string]string{}, Warnings: cfg.Warnings()}
+	rep := simReport{Preset: preset.Name, Parameters: map[string]string{}, Warnings: cfg.Warnings()}
 	for _, p := range simParams() {
 		rep.Parameters[p.name] = p.get(&cfg)
+		if cmd.Flags().Changed(p.name) {
+			rep.Flags = append(rep.Flags, p.name)
+		}
 	}
 	if !f.json {
 		for _, w := range rep.Warnings {
-			fmt.Fprintln(os.Stderr, "rsa sim: warning:", w)
+			fmt.Fprintln(stderr, "rsa sim: warning:", w)
 		}
 	}
 	ctx := cmd.Context()
-	if len(args) == 0 {
-		if f.testbed == "" {
-			return errors.New("give a trace (the bundled example is internal/sim/testdata/lublin_256.swf), or --testbed thesis to simulate thesis Table 5.2's job")
+	var tr simTrace
+	switch {
+	case len(args) > 0 && f.fromSacct != "":
+		return errors.New("give a TRACE or --from-sacct FILE, not both")
+	case f.fromSacct != "":
+		if cmd.Flags().Changed("procs-per-node") {
+			return errors.New("--procs-per-node does not apply to --from-sacct: sacct gives each job's nodes (NNodes)")
+		}
+		if cfg.Nodes == 0 {
+			return errors.New("--from-sacct: sacct does not record the machine's size: give --nodes, the compute nodes the jobs ran on (a partition's: scontrol show partition NAME, TotalNodes)")
+		}
+		var st sim.SacctStats
+		if tr, st, err = sacctTrace(f.fromSacct); err != nil {
+			return err
+		}
+		rep.Trace, rep.Sacct = f.fromSacct, &st
+	case len(args) > 0:
+		tr, rep.Trace = swfTrace(args[0]), args[0]
+	default:
+		if !preset.Calibrates {
+			return fmt.Errorf("give a trace (the bundled example is internal/sim/testdata/lublin_256.swf) or --from-sacct FILE; or, to simulate thesis Table 5.2's job, --preset testbed (now %s)", preset.Name)
 		}
 		if cfg.RSA.Nodes == 0 {
-			return errors.New("--testbed without a trace compares the shared file system with RSA: give --rsa-nodes above 0")
+			return fmt.Errorf("--preset %s without a trace compares the shared file system with RSA: give --rsa-nodes above 0", preset.Name)
 		}
 		cal, err := sim.Calibrate(ctx, cfg)
 		if err != nil {
@@ -327,35 +533,26 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 		}
 		rep.Calibration = &cal
 		if f.json {
-			return printJSON(os.Stdout, rep)
+			return printJSON(stdout, rep)
 		}
-		printCalibration(os.Stdout, f.testbed, cal)
+		printCalibration(stdout, preset.Name, cal)
 		return nil
 	}
-	path := args[0]
-	open := func() (io.ReadCloser, error) {
-		r, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("trace: %w", err)
-		}
-		return r, nil
-	}
-	if cfg.Gantt, err = ganttWindow(f.gantt, open); err != nil {
+	if cfg.Gantt, err = ganttWindow(f.gantt, tr); err != nil {
 		return err
 	}
-	rep.Trace = path
 	base := cfg
 	base.RSA.Nodes = 0
-	if rep.WithoutRSA, err = sim.RunTrace(ctx, open, base); err != nil {
+	if rep.WithoutRSA, err = tr.run(ctx, base); err != nil {
 		return err
 	}
 	if cfg.RSA.Nodes > 0 {
-		if rep.WithRSA, err = sim.RunTrace(ctx, open, cfg); err != nil {
+		if rep.WithRSA, err = tr.run(ctx, cfg); err != nil {
 			return err
 		}
 	}
 	if len(axes) > 0 {
-		runs, err := sim.Sweep(ctx, open, cfg, axes)
+		runs, err := sim.Sweep(ctx, tr.run, cfg, axes)
 		if err != nil {
 			return err
 		}
@@ -374,15 +571,14 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 		}
 	}
 	if f.json {
-		return printJSON(os.Stdout, rep)
+		return printJSON(stdout, rep)
 	}
-	printSim(os.Stdout, &rep, cfg)
+	printSim(stdout, &rep, cfg)
 	return nil
 }
 
-// ganttWindow reads --gantt, or picks 30 jobs from the middle of the trace
-// (by the header's job count).
-func ganttWindow(spec string, open func() (io.ReadCloser, error)) (sim.GanttWindow, error) {
+// ganttWindow reads --gantt, or picks 30 jobs from the middle of the trace.
+func ganttWindow(spec string, tr simTrace) (sim.GanttWindow, error) {
 	if spec != "" {
 		a, b, ok := strings.Cut(spec, ":")
 		first, err1 := strconv.ParseInt(a, 10, 64)
@@ -390,12 +586,7 @@ func ganttWindow(spec string, open func() (io.ReadCloser, error)) (sim.GanttWind
 		if !ok || err1 != nil || err2 != nil || n < 1 {
 			return sim.GanttWindow{}, fmt.Errorf("--gantt %q: write FIRST_JOB_ID:COUNT, e.g. 5000:30", spec)
 		}
-		r, err := open()
-		if err != nil {
-			return sim.GanttWindow{}, err
-		}
-		defer r.Close()
-		found, err := sim.HasJob(r, first)
+		found, err := tr.hasJob(first)
 		if err != nil {
 			return sim.GanttWindow{}, err
 		}
@@ -404,21 +595,16 @@ func ganttWindow(spec string, open func() (io.ReadCloser, error)) (sim.GanttWind
 		}
 		return sim.GanttWindow{First: first, Count: n}, nil
 	}
-	r, err := open()
+	first, err := tr.middle()
 	if err != nil {
 		return sim.GanttWindow{}, err
 	}
-	defer r.Close()
-	rd, err := sim.NewReader(r)
-	if err != nil {
-		return sim.GanttWindow{}, err
-	}
-	return sim.GanttWindow{First: int64(rd.Header.MaxJobs / 2), Count: 30}, nil
+	return sim.GanttWindow{First: first, Count: 30}, nil
 }
 
-func printCalibration(w io.Writer, testbed string, c sim.Calibration) {
+func printCalibration(w io.Writer, preset string, c sim.Calibration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "thesis Table 5.2's job on the %q test bed: 1,024 nodes, 2,048 processes, one 1 MiB file each, one directory\n\n", testbed)
+	fmt.Fprintf(tw, "thesis Table 5.2's job on preset %s, the thesis' test bed: 1,024 nodes, 2,048 processes, one 1 MiB file each, one directory\n\n", preset)
 	fmt.Fprintf(tw, "\tsimulated\tthesis\n")
 	fmt.Fprintf(tw, "output to the shared FS\t%.2f s\t%.2f s\n", c.FSOutput, c.ThesisFSOutput)
 	fmt.Fprintf(tw, "output to RSA\t%.2f s\t%.2f s\n", c.RSAOutput, c.ThesisRSAOutput)
@@ -430,8 +616,19 @@ func printCalibration(w io.Writer, testbed string, c sim.Calibration) {
 func printSim(w io.Writer, rep *simReport, cfg sim.Config) {
 	o, r := rep.WithoutRSA, rep.WithRSA
 	sk := o.Skipped
-	fmt.Fprintf(w, "trace %s: %d jobs simulated on %d compute nodes; %d skipped (run time <= 0: %d, processors unknown: %d, more nodes than the machine: %d)\n",
-		rep.Trace, o.Jobs, o.Nodes, sk.Total(), sk.NoRunTime, sk.NoProcs, sk.TooManyNode)
+	kind := "trace"
+	if st := rep.Sacct; st != nil {
+		kind = "sacct listing"
+		fmt.Fprintf(w, "sacct listing %s: %d lines, %d jobs that ran, submitted %s to %s; not jobs: %d steps, %d never started, %d still running\n",
+			rep.Trace, st.Lines, st.Jobs, st.FirstSubmit.Format(time.DateTime), st.LastSubmit.Format(time.DateTime), st.Steps, st.NotStarted, st.Running)
+	}
+	fmt.Fprintf(w, "%s %s: %d jobs simulated on %d compute nodes; %d skipped (run time <= 0: %d, processors unknown: %d, more nodes than the machine: %d)\n",
+		kind, rep.Trace, o.Jobs, o.Nodes, sk.Total(), sk.NoRunTime, sk.NoProcs, sk.TooManyNode)
+	given := "no flags"
+	if len(rep.Flags) > 0 {
+		given = "--" + strings.Join(rep.Flags, ", --")
+	}
+	fmt.Fprintf(w, "parameters: preset %s, changed by %s\n", rep.Preset, given)
 	fmt.Fprintf(w, "I/O per node: input %s, output %s, %d files; shared FS %s, %.0f creates/s\n",
 		rep.Parameters["input"], rep.Parameters["output"], cfg.Workload.FilesPerNode, sim.FormatRate(cfg.FS.Bandwidth), cfg.FS.CreateRate)
 	if r != nil {

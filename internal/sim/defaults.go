@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/config"
@@ -12,6 +11,7 @@ import (
 const (
 	mib = 1 << 20
 	gib = 1 << 30
+	tib = 1 << 40
 
 	// Thesis Table 5.2 (file per process, 1,024 nodes, 2,048 processes):
 	// 2,048 files of 1 MiB into one directory.
@@ -108,22 +108,4 @@ func Defaults() Config {
 		},
 		Seed: 1,
 	}
-}
-
-// Testbed returns a preset: "thesis" is the thesis' proof of concept (its
-// RSA traffic through one 1 GbE uplink); "measured" is the same machine
-// with this project's mover, rsa copy, as docs/performance.md measured it.
-func Testbed(name string) (Config, error) {
-	c := Defaults()
-	c.RSA.Uplink = thesisUplink()
-	switch name {
-	case "thesis":
-	case "measured":
-		c.RSA.StageInRate = thesisBytes / measuredStageIn
-		c.RSA.StageOutRate = thesisBytes / measuredStageOut
-		c.RSA.StageFileCost = 0 // inside the measured times
-	default:
-		return Config{}, fmt.Errorf("testbed %q: want thesis or measured", name)
-	}
-	return c, nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -110,7 +111,7 @@ func TestSweep(t *testing.T) {
 	open := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(trace)), nil }
 	axes := []Axis{{Key: "rsa-nodes", Values: []string{"1", "4"}}, {Key: "proportion", Values: []string{"16", "128"}}}
 	c := Defaults()
-	runs, err := Sweep(t.Context(), open, c, axes)
+	runs, err := Sweep(t.Context(), func(ctx context.Context, c Config) (*Result, error) { return RunTrace(ctx, open, c) }, c, axes)
 	if err != nil {
 		t.Fatal(err)
 	}

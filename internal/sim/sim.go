@@ -72,8 +72,9 @@ const (
 // sim is one run's state.
 type sim struct {
 	cfg   Config
-	rd    *Reader
-	err   error // reading the trace failed
+	jobs  jobSource // the trace's jobs, in submit order
+	hdr   Header    // the trace's header
+	err   error     // reading the trace failed
 	clock clock
 	epoch time.Time
 	sched scheduler
@@ -108,8 +109,9 @@ type sim struct {
 	gantted          int
 }
 
-// Run simulates the trace under cfg. It streams the trace: memory grows
-// with the jobs queued or running at once, not with the trace's length.
+// Run simulates the SWF trace read from trace under cfg. It streams the
+// trace: memory grows with the jobs queued or running at once, not with
+// the trace's length.
 func Run(ctx context.Context, trace io.Reader, cfg Config) (*Result, error) {
 	began := time.Now()
 	if err := cfg.check(); err != nil {
@@ -122,11 +124,22 @@ func Run(ctx context.Context, trace io.Reader, cfg Config) (*Result, error) {
 	if !rd.havePen {
 		return nil, errors.New("the trace has no job lines, nothing to simulate: an SWF trace has one line of 18 fields per job after its ';' header comments")
 	}
-	s, err := newSim(cfg, rd.Header)
+	return simulate(ctx, began, rd.Header, rd, cfg)
+}
+
+// jobSource gives a trace's jobs in submit order, io.EOF after the last:
+// the SWF Reader, or a Trace held in memory.
+type jobSource interface {
+	Next() (TraceJob, error)
+}
+
+// simulate runs the jobs of src under cfg, which check has accepted.
+func simulate(ctx context.Context, began time.Time, h Header, src jobSource, cfg Config) (*Result, error) {
+	s, err := newSim(cfg, h)
 	if err != nil {
 		return nil, err
 	}
-	s.rd = rd
+	s.jobs, s.hdr = src, h
 	if err := s.loop(ctx); err != nil {
 		return nil, err
 	}
@@ -224,18 +237,21 @@ func (s *sim) next() {
 
 // read returns the next job the simulator can run, counting the others.
 func (s *sim) read() (*simJob, error) {
-	ppn := s.cfg.ppn(s.rd.Header)
+	ppn := s.cfg.ppn(s.hdr)
 	for {
-		t, err := s.rd.Next()
+		t, err := s.jobs.Next()
 		if err != nil {
 			return nil, err
 		}
-		nodes := (t.Procs + ppn - 1) / ppn
+		nodes := t.Nodes
+		if nodes <= 0 {
+			nodes = (t.Procs + ppn - 1) / ppn
+		}
 		switch {
 		case t.Run <= 0:
 			s.res.Skipped.NoRunTime++
 			continue
-		case t.Procs <= 0:
+		case nodes <= 0:
 			s.res.Skipped.NoProcs++
 			continue
 		case nodes > s.nodes:

@@ -92,14 +92,15 @@ type SweepRun struct {
 }
 
 // Sweep runs cfg at every combination of the axes' values, the first axis
-// varying slowest. open gives the trace afresh for each run.
-func Sweep(ctx context.Context, open func() (io.ReadCloser, error), cfg Config, axes []Axis) ([]SweepRun, error) {
+// varying slowest, each by run: RunTrace on an SWF file opened afresh, or
+// a Trace's Run.
+func Sweep(ctx context.Context, run Runner, cfg Config, axes []Axis) ([]SweepRun, error) {
 	keys := sweepKeys()
 	var runs []SweepRun
 	var rec func(i int, c Config, vals []string) error
 	rec = func(i int, c Config, vals []string) error {
 		if i == len(axes) {
-			r, err := RunTrace(ctx, open, c)
+			r, err := run(ctx, c)
 			if err != nil {
 				return fmt.Errorf("sweep %s: %w", strings.Join(vals, " "), err)
 			}

@@ -42,14 +42,18 @@ func (h Header) ProcsPerNode() int {
 	return 1
 }
 
-// TraceJob is one job line, in the fields the simulator uses.
+// TraceJob is one job of a trace, in the fields the simulator uses: an
+// SWF line (Reader), or an allocation sacct listed (ReadSacct).
 type TraceJob struct {
 	Line    int // line number in the trace, for messages
 	ID      int64
-	Submit  time.Duration
+	Submit  time.Duration // since the trace's zero
 	Run     time.Duration // <= 0: unknown or zero
 	Procs   int           // allocated processors, else requested; <= 0: unknown
 	ReqTime time.Duration // requested time; <= 0: unknown
+	// Nodes is the job's node count where the trace records it (sacct's
+	// NNodes); 0: Procs divided by the processors per node (SWF).
+	Nodes int
 }
 
 // Reader streams jobs from an SWF trace; it keeps nothing per job.
