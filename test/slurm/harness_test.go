@@ -526,4 +526,3 @@ func (c *cluster) assertAccounted(id string, files, minBytes int64) {
 		c.t.Errorf("the job's AdminComment records %d bytes in %d files; want %d files, at least %d bytes:\n%s", b, f, files, minBytes, show)
 	}
 }
-
