@@ -507,11 +507,13 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 		// processes it left holding the RAMDISK, and the RAMDISK turns
 		// read-only, so nothing writes while the output is copied and
 		// verified: a late write fails (EROFS) instead of vanishing.
+		fence := false
 		if err := d.access.Unbind(ctx, j.Hosts, rd, true); err != nil {
 			// A compute node out of reach may still write into the
 			// RAMDISK: the seal below fences it (the bricks refuse
 			// every client's writes, connections already open
 			// included), and the copy goes on without it.
+			fence = true
 			un, ok := unreachable(err)
 			if !ok {
 				return fail(lifecycle.EvStageOutFailed, err)
@@ -520,7 +522,7 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 			d.appendStageLog(j, fmt.Sprintf("stage-out: compute node %s out of reach (%v): fenced, the RAMDISK is read-only for it from now on; what it wrote before is staged out",
 				strings.Join(un.Nodes, ", "), un.Err))
 		}
-		if err := d.seal(ctx, j, rd); err != nil {
+		if err := d.seal(ctx, j, rd, fence); err != nil {
 			return fail(lifecycle.EvStageOutFailed, err)
 		}
 		// A part out of reach drops its files from the listing without
@@ -724,15 +726,27 @@ func showsRamdisk(target, ramdisk string) bool {
 
 // seal makes the RAMDISK read-only. A file still open for writing (a
 // process the job left behind) blocks that: the holders are ended first.
-func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+// A RAMDISK sealed but for a part cut off from the rest (the engine could
+// not confirm it, engine.ErrPartlySealed) is staged out all the same, its
+// log saying so, when the job's compute nodes are unbound and their
+// processes gone: nobody is left to write. With fence (a compute node out
+// of reach kept its mount) the seal is all that stops that node, and a
+// part it may still write fails the stage-out, to be retried once the
+// RSA nodes are in touch again.
+func (d *Daemon) seal(ctx context.Context, j *job.Job, rd engine.Ramdisk, fence bool) error {
 	err := d.engine.Seal(ctx, rd)
-	if !errors.Is(err, engine.ErrBusy) {
-		return err
+	if errors.Is(err, engine.ErrBusy) {
+		if err := d.evict(ctx, j, rd); err != nil {
+			return err
+		}
+		err = d.engine.Seal(ctx, rd)
 	}
-	if err := d.evict(ctx, j, rd); err != nil {
-		return err
+	if errors.Is(err, engine.ErrPartlySealed) && !fence {
+		d.log.Warn("RAMDISK sealed but for a part", "job", j.ID, "err", err)
+		d.appendStageLog(j, fmt.Sprintf("stage-out: the RAMDISK is read-only except, maybe, a part cut off from the rest (%v); staging out all the same", err))
+		return nil
 	}
-	return d.engine.Seal(ctx, rd)
+	return err
 }
 
 // unbindAndEvict removes the job's mounts on its compute nodes and ends

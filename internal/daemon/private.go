@@ -112,7 +112,7 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	}
 	// Read-only from now on: nothing writes the images while they are
 	// copied, or after.
-	if err := d.seal(ctx, j, rd); err != nil {
+	if err := d.seal(ctx, j, rd, false); err != nil {
 		return err
 	}
 	return d.inReach(ctx, j, rd, "what was copied before is on disk", func() error {

@@ -140,6 +140,12 @@ func (e *DebtError) Unwrap() error { return e.Err }
 // RAMDISK (a file open, for Seal one open for writing).
 var ErrBusy = errors.New("RAMDISK still held by a process")
 
+// ErrPartlySealed is returned by Seal when a part of the RAMDISK may still
+// take writes after the engine's bound on waiting for the seal (a part
+// cut off from the rest applies it once back): the rest is sealed, and
+// the caller may go on, saying so.
+var ErrPartlySealed = errors.New("part of the RAMDISK may still take writes")
+
 // Engine is a kind of RAMDISK.
 //
 // Every method may be called again after a crash with the same arguments:
@@ -166,6 +172,8 @@ type Engine interface {
 	// turn read-only under a writer (local: the remount) fails, wrapping
 	// ErrBusy, while a file in it is open for writing; one that can
 	// (gluster) seals it, and the writer's next write fails with EROFS.
+	// One that cannot confirm every part sealed within its bound fails
+	// wrapping ErrPartlySealed.
 	Seal(ctx context.Context, r Ramdisk) error
 	// Revoke closes the gate: from now on no one but root reaches r.Dir.
 	Revoke(ctx context.Context, r Ramdisk) error

@@ -14,6 +14,9 @@ import (
 // read-only) it stays, harmless, until the volume is deleted.
 const SealProbe = "trusted.rsa.seal-probe"
 
+// ErrStillWritable: a brick of a volume made read-only still takes writes.
+var ErrStillWritable = errors.New("a brick still takes writes")
+
 // AwaitReadOnly waits until every brick of the volume mounted at point
 // refuses writes, after features.read-only was set: glusterd commits the
 // option and returns, and each brick process reconfigures its graph a
@@ -27,7 +30,9 @@ const SealProbe = "trusted.rsa.seal-probe"
 // (a brick out of reach answers ENOTCONN, and which brick's answer comes
 // last is chance) is tried again, and accepted at the deadline: no brick
 // this client reaches took the write. A probe still taken at the deadline
-// is an error.
+// fails wrapping ErrStillWritable: a brick whose glusterd was cut off
+// from the pool when the option was set (glusterd commits an option on
+// the peers it reaches) applies it only once the pool is whole again.
 func AwaitReadOnly(ctx context.Context, point string, timeout time.Duration) error {
 	fd, err := unix.Open(point, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -44,7 +49,7 @@ func AwaitReadOnly(ctx context.Context, point string, timeout time.Duration) err
 		case err != nil:
 			return nil
 		default:
-			return fmt.Errorf("a brick of the volume mounted at %s still took writes %v after it was made read-only: look for a brick process that did not reconfigure (gluster volume status; its brick log)", point, timeout)
+			return fmt.Errorf("a brick of the volume mounted at %s still took writes %v after it was made read-only (is the pool split? gluster peer status; else the brick's log): %w", point, timeout, ErrStillWritable)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package gluster
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ func TestAwaitReadOnly(t *testing.T) {
 	ctx := context.Background()
 
 	err := AwaitReadOnly(ctx, dir, 300*time.Millisecond)
-	if err == nil || !strings.Contains(err.Error(), "still took writes") {
+	if !errors.Is(err, ErrStillWritable) || !strings.Contains(err.Error(), "still took writes") {
 		t.Errorf("AwaitReadOnly on a writable file system: %v; want an error that a brick still took writes", err)
 	}
 

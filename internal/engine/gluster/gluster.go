@@ -462,13 +462,17 @@ func (e *Engine) Seal(ctx context.Context, r engine.Ramdisk) error {
 	if !ok {
 		return fmt.Errorf("volume %s is sealed, but it is not mounted at %s to check that its bricks refuse writes", e.volume(r), r.Dir)
 	}
-	return gcli.AwaitReadOnly(ctx, m.Point, sealTimeout)
+	err = gcli.AwaitReadOnly(ctx, m.Point, sealTimeout)
+	if errors.Is(err, gcli.ErrStillWritable) {
+		return fmt.Errorf("volume %s: %w: %w", e.volume(r), engine.ErrPartlySealed, err)
+	}
+	return err
 }
 
 // sealTimeout bounds the wait for a volume's bricks to apply a seal that
-// glusterd has committed: they do in milliseconds, seconds on a host short
-// of CPU.
-const sealTimeout = 30 * time.Second
+// glusterd has committed: they do in milliseconds, a second or two on a
+// host short of CPU; one cut off from the pool does not until it is back.
+const sealTimeout = 10 * time.Second
 
 func (e *Engine) Revoke(ctx context.Context, r engine.Ramdisk) error {
 	return gate.Close(engine.GateFor(e.Root, r.Job))
