@@ -686,7 +686,7 @@ func retryCmd(g *globals) *cobra.Command {
 		Long: `retry stages a job's output out again after its stage-out failed
 (STAGE_OUT_FAILED): its user or root may. With --to DIR the output goes to
 DIR instead of the job's output directory, for instance when that one's
-quota is full: DIR must be a directory the job's user owns, as the output
+quota is full: DIR must be a directory the job's user may write, as the output
 directory had to be. Only root retries a failed teardown (TEARDOWN_FAILED).`,
 		Args: cobra.ExactArgs(1),
 		RunE: g.clientRun(func(cmd *cobra.Command, c *api.Client, args []string) error {
@@ -700,7 +700,7 @@ directory had to be. Only root retries a failed teardown (TEARDOWN_FAILED).`,
 			return actWith(cmd.Context(), g, c, args[0], api.VerbRetry, api.ActOptions{To: to})
 		}),
 	}
-	cmd.Flags().StringVar(&to, "to", "", "stage the output out to this directory instead (the job's user must own it)")
+	cmd.Flags().StringVar(&to, "to", "", "stage the output out to this directory instead (one the job's user may read and write)")
 	addJSON(cmd, g)
 	return cmd
 }

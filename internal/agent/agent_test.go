@@ -647,7 +647,7 @@ func TestAgentMounts(t *testing.T) {
 		want string
 	}{
 		{"through a symbolic link", MountRequest{Target: link, UID: u.UID, Role: RoleInput}, "symbolic link"},
-		{"another user's directory", MountRequest{Target: out, UID: u.UID + 1, Role: RoleInput}, "not by the job's user"},
+		{"another user's directory, the job's user unknown here", MountRequest{Target: out, UID: 3999999, Role: RoleInput}, "not the job's user's own"},
 		{"root's directory", MountRequest{Target: rootsDir, UID: u.UID, Role: RoleInput}, "is owned by uid 0"},
 		{"a missing directory", MountRequest{Target: filepath.Join(job, "nope"), UID: u.UID, Role: RoleInput}, "does not exist"},
 		{"a relative path", MountRequest{Target: "home/job/out", UID: u.UID, Role: RoleInput}, "clean absolute path"},

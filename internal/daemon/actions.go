@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
+	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -626,10 +627,13 @@ func (d *Daemon) run(ctx context.Context, j *job.Job, kind lifecycle.ActionKind)
 }
 
 // bind shows the RAMDISK at one of the job's directories, with that
-// directory's permission bits and group on the RAMDISK's root so the job,
-// and whoever the directory admits, see no difference. (No one else
-// reaches the RAMDISK's root: the engine's gate admits the job's user
-// alone.)
+// directory's owner, group, permission bits and ACLs on the RAMDISK's
+// root, so the job, and whoever the directory admits, see no difference,
+// and nobody gets more than the directory gave (a project directory's
+// owner stays its owner). The job's user is checked again, with the
+// user's rights, for the access the directory's role needs. (No one else
+// reaches the RAMDISK's root through r.Dir: the engine's gate admits the
+// job's user alone.)
 func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) error {
 	fd, err := d.policy.OpenTarget(role, target, j.UID)
 	if err != nil {
@@ -641,9 +645,14 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 		}
 		return err
 	}
-	st, err := statClose(fd)
-	if err != nil {
+	defer unix.Close(fd)
+	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
+	if err := d.asUser(&who, func() error { return d.policy.CheckTarget(role, target, j.UID) }); err != nil {
 		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("examining %s %s: %w", role, target, err)
 	}
 	// Through a descriptor opened without following symlinks: the
 	// RAMDISK's root belongs to the user, who must not steer root's
@@ -654,13 +663,16 @@ func (d *Daemon) bind(ctx context.Context, j *job.Job, role, target string) erro
 		return fmt.Errorf("opening RAMDISK root: %w", err)
 	}
 	defer unix.Close(rfd)
-	if err := unix.Fchownat(rfd, "", int(j.UID), int(st.Gid), unix.AT_EMPTY_PATH); err != nil {
-		return fmt.Errorf("setting RAMDISK group: %w", err)
+	if err := unix.Fchownat(rfd, "", int(st.Uid), int(st.Gid), unix.AT_EMPTY_PATH); err != nil {
+		return fmt.Errorf("setting RAMDISK owner and group: %w", err)
 	}
 	// fchmodat cannot take AT_EMPTY_PATH on an O_PATH descriptor; the
 	// magic link of this very descriptor names the same inode.
 	if err := unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", rfd), st.Mode&0o7777); err != nil {
 		return fmt.Errorf("setting RAMDISK mode: %w", err)
+	}
+	if err := mount.CopyACLs(fd, rfd); err != nil {
+		return fmt.Errorf("giving the RAMDISK (engine %s) the ACLs of %s %s: %w; a directory shared by ACLs needs an engine that keeps them (local does): use a group directory without ACLs, or one of your own", d.engine.Name(), role, target, err)
 	}
 	if a, ok := engine.As[engine.ClientAdmitter](d.engine); ok {
 		if err := a.AdmitClients(ctx, d.ramdisk(j), j.Hosts); err != nil {

@@ -324,10 +324,14 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 			return api.Invalid("%v", err)
 		}
 	}
+	asked := s.InputMode
 	if err := d.inputMode(s); err != nil {
 		return err
 	}
 	if err := d.outputMode(s); err != nil {
+		return err
+	}
+	if err := d.projectModes(s, who, asked); err != nil {
 		return err
 	}
 	if s.Input != "" && s.Output != "" {
@@ -366,6 +370,62 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		return api.Invalid("a stage-out program needs an output directory (--out, RSA_DATA_OUT) for $2")
 	}
 	return nil
+}
+
+// projectModes checks the access modes against project directories (ones
+// the job's user does not own): an input image's root carries the input
+// directory's owner, group and mode but not its ACLs, so one whose ACLs
+// admit the user is staged as files when the mode was the default
+// (asked is the mode the job asked for), refused when it was asked for;
+// a private output's root would be the user's, so output=private takes
+// the user's own directory only. Checked with the user's rights; with
+// who nil (the user not known yet) it is left to setup.
+func (d *Daemon) projectModes(s *job.Spec, who *asuser.Identity, asked string) error {
+	if who == nil {
+		return nil
+	}
+	return d.asUser(who, func() error {
+		if s.Input != "" && s.InputMode == job.InputImage && !ownedRamdisk(s.Input, who) {
+			own, acl, err := ownerAndACL(s.Input, who.UID)
+			if err != nil {
+				return api.Invalid("input directory %q: %v", s.Input, err)
+			}
+			switch {
+			case own || !acl:
+			case asked == job.InputImage:
+				return api.Invalid("input=image: input directory %q is shared with you by an ACL, which an input image cannot carry; ask for input=files", s.Input)
+			default:
+				s.InputMode = job.InputFiles
+			}
+		}
+		if s.Output != "" && s.OutputMode == job.OutputPrivate && !ownedRamdisk(s.Output, who) {
+			own, _, err := ownerAndACL(s.Output, who.UID)
+			if err != nil {
+				return api.Invalid("output directory %q: %v", s.Output, err)
+			}
+			if !own {
+				return api.Invalid("output=private: output directory %q is not yours, and a file system of your own there would be: use output=shared for a project directory, or a directory of your own", s.Output)
+			}
+		}
+		return nil
+	})
+}
+
+// ownerAndACL reports whether the directory at path (no symlink followed)
+// belongs to uid, and whether it carries a POSIX ACL.
+func ownerAndACL(path string, uid uint32) (own, acl bool, err error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return false, false, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false, false, err
+	}
+	acl, err = mount.HasACL(fd)
+	return st.Uid == uid, acl, err
 }
 
 // anyoneReaches reports whether nobody may look up path: only then can a
@@ -586,8 +646,8 @@ func tail(path string, n int64) string {
 // Act applies a verb: the job's user (or root) starts, finishes and cancels
 // it, and retries or discards a failed stage-out (lifecycle.OwnersToFix);
 // only root retries a failed teardown. A retry may stage the output out to
-// another directory (o.To), which the job's user must own, checked with
-// their rights as at submission.
+// another directory (o.To), which the job's user must be able to write,
+// checked with their rights as at submission.
 func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o api.ActOptions) (*api.JobView, error) {
 	j, err := d.get(ctx, id)
 	if err != nil {
@@ -661,8 +721,9 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 
 // checkRetryTo checks a directory to retry j's stage-out to as its output
 // directory was checked at submission: absolute, apart from RSA's own
-// directories and the job's input, and a directory the job's user owns,
-// opened with their rights. The stage-out runs as them all the same.
+// directories and the job's input, and a directory the job's user may read
+// and write (their own or a project's, mount.Policy.CheckTarget), opened
+// with their rights. The stage-out runs as them all the same.
 func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
 	if j.Spec.Output == "" {
 		return api.Invalid("job %d has no output directory: there is nothing to stage out elsewhere", j.ID)

@@ -58,15 +58,41 @@ func OpenTarget(role, path string, uid uint32) (int, error) {
 	return Policy{}.OpenTarget(role, path, uid)
 }
 
+// checkOwner refuses a target that is not the job's user's own directory
+// nor a project directory: one owned by another user (a PI, a service
+// account) that not everyone may write. Root's directories and
+// directories open to everyone (world-writable, or sticky like /tmp) are
+// shared by all the node's users, and a RAMDISK over one would hide theirs.
+// Whether the job's user may use a project directory is for CheckTarget,
+// run with the user's rights, to say; a RAMDISK over one carries its
+// owner, group, mode and ACLs (the daemon's bind), so nobody gets more
+// access through it than the directory gave.
 func checkOwner(role, path string, st unix.Stat_t, uid uint32) error {
-	if st.Uid != uid {
-		return &TargetError{role, path, fmt.Sprintf("is owned by uid %d, not by the job's user (uid %d); RSA only mounts over directories the job's user owns", st.Uid, uid)}
-	}
-	if st.Uid == 0 {
-		return &TargetError{role, path, "is owned by root; RSA never mounts over root's directories"}
+	switch {
+	case st.Uid == 0:
+		return &TargetError{role, path, "is owned by uid 0 (root); RSA never mounts over root's directories"}
+	case st.Uid == uid:
+		return nil
+	case st.Mode&(unix.S_IWOTH|unix.S_ISVTX) != 0:
+		return &TargetError{role, path, fmt.Sprintf("is owned by uid %d, not by the job's user (uid %d), and open to everyone (mode %04o): RSA mounts only over the job user's own directories and project directories not everyone may write; use a directory of your own or your project's",
+			st.Uid, uid, st.Mode&0o7777)}
 	}
 	return nil
 }
+
+// accessFor is what the job's user must be allowed in a directory of
+// role: to read its input (list it and open what is in it), or to write
+// output into it and read it back for the stage-out's check.
+func accessFor(role string) uint32 {
+	if role == InputRole {
+		return unix.R_OK | unix.X_OK
+	}
+	return unix.R_OK | unix.W_OK | unix.X_OK
+}
+
+// InputRole is the role of a job's input directory in checks and errors;
+// any other role is one the job writes into.
+const InputRole = "input directory"
 
 // PubliclyReachable reports whether every directory above path lets anyone
 // search it (o+x). Checks made as root on behalf of a user who is not known

@@ -41,9 +41,12 @@ func TestTargetChecks(t *testing.T) {
 	dir := testutil.TempDir(t)
 	own := testutil.MkdirOwned(t, u, filepath.Join(dir, "own"))
 	testutil.MkdirOwned(t, u, filepath.Join(dir, "own", "sub"))
+	// Another user's, open to everyone (a project directory that is not
+	// is TestProjectDirectories').
 	other := filepath.Join(dir, "other")
 	os.Mkdir(other, 0o777)
 	os.Chown(other, 4242, 4242)
+	unix.Chmod(other, 0o777)
 	if err := os.Symlink(own, filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}

@@ -3,15 +3,20 @@ package mount
 import (
 	"errors"
 	"fmt"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rsa-hpc/rsa/internal/asuser"
 )
 
 // Policy limits the directories RSA mounts a RAMDISK over, beyond what
 // every target must be (a clean absolute path reached without symbolic
-// links, a directory the job's user owns). The zero Policy refuses the
+// links, a directory the job's user owns or a project directory, see
+// checkOwner). The zero Policy refuses the
 // DefaultRefusedFSTypes and allows any path.
 type Policy struct {
 	// RefuseFSTypes are file system types never mounted over; an entry
@@ -39,8 +44,9 @@ func DefaultRefusedFSTypes() []string {
 }
 
 // OpenTarget opens path for mounting over it on behalf of uid, checking on
-// the opened descriptor that it is a directory owned by uid on a file
-// system p allows. The caller closes the returned fd.
+// the opened descriptor that it is a directory owned by uid, or a project
+// directory (checkOwner), on a file system p allows. The caller closes the
+// returned fd.
 func (p Policy) OpenTarget(role, path string, uid uint32) (int, error) {
 	fd, fs, err := p.open(role, path)
 	if err != nil {
@@ -57,13 +63,76 @@ func (p Policy) OpenTarget(role, path string, uid uint32) (int, error) {
 	return fd, nil
 }
 
-// CheckTarget validates a mount target without mounting (used at submit).
+// CheckTarget validates a mount target without mounting (at submission,
+// and before each mount): OpenTarget's checks, and that whoever calls it
+// may use the directory in its role by the ordinary permission rules, ACLs
+// included (faccessat2 with AT_EACCESS: the caller's file system
+// identity). Call it with the job's user's rights (asuser) so that a
+// project directory another user owns is checked for this user, and an
+// error tells the user nothing they could not see.
 func (p Policy) CheckTarget(role, path string, uid uint32) error {
 	fd, err := p.OpenTarget(role, path, uid)
 	if err != nil {
 		return err
 	}
-	return unix.Close(fd)
+	defer unix.Close(fd)
+	return checkAccess(role, path, fd)
+}
+
+// checkAccess checks that the caller's file system identity may use the
+// directory open as fd in its role (faccessat2, AT_EACCESS: permission
+// bits and ACLs as the kernel applies them).
+func checkAccess(role, path string, fd int) error {
+	err := unix.Faccessat2(fd, "", accessFor(role), unix.AT_EMPTY_PATH|unix.AT_EACCESS)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
+		want := "read and write"
+		if role == InputRole {
+			want = "read"
+		}
+		return &TargetError{role, path, fmt.Sprintf("may not be used by the job's user: it needs to %s it (its permission bits and ACLs, checked with the user's rights); ask its owner for access, or use another directory", want)}
+	case errors.Is(err, unix.EROFS) && role != InputRole:
+		return &TargetError{role, path, "is on a read-only file system; output needs a directory RSA can stage it back into"}
+	default:
+		return &TargetError{role, path, fmt.Sprintf("cannot be checked for access: %v", err)}
+	}
+}
+
+// checkAccessOf is checkAccess with the rights of the user uid as this
+// host's user database (NSS) knows them: the bind side, which is root and
+// told only the job's uid, checks a project directory again where it
+// mounts.
+func checkAccessOf(role, path string, fd int, uid uint32) error {
+	id, err := userIdentity(uid)
+	if err != nil {
+		return &TargetError{role, path, fmt.Sprintf("is not the job's user's own (uid %d), and that user's groups cannot be read on this host to check access: %v", uid, err)}
+	}
+	return asuser.Do(id, func() error { return checkAccess(role, path, fd) })
+}
+
+// userIdentity is uid's identity in this host's user database.
+func userIdentity(uid uint32) (asuser.Identity, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return asuser.Identity{}, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return asuser.Identity{}, fmt.Errorf("primary group %q: %w", u.Gid, err)
+	}
+	names, err := u.GroupIds()
+	if err != nil {
+		return asuser.Identity{}, fmt.Errorf("groups: %w", err)
+	}
+	id := asuser.Identity{UID: uid, GID: uint32(gid)}
+	for _, g := range names {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			id.Groups = append(id.Groups, uint32(n))
+		}
+	}
+	return id, nil
 }
 
 // CheckDir is CheckTarget whoever owns the directory (used when the owner
@@ -117,6 +186,11 @@ func (p Policy) Attach(role string, tree int, target string, uid uint32) error {
 	}
 	if err := checkOwner(role, target, tst, uid); err != nil {
 		return err
+	}
+	if tst.Uid != uid {
+		if err := checkAccessOf(role, target, tfd, uid); err != nil {
+			return err
+		}
 	}
 	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {

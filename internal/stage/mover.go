@@ -594,8 +594,10 @@ func (r *copyRun) release(d *dirNode) {
 		return
 	}
 	// A share leaves its directories writable for the others; the
-	// finish sets them.
-	if r.ctx.Err() == nil && !r.m.Part.split() {
+	// finish sets them. The destination's root keeps its own attributes
+	// when it belongs to someone else (a project directory the copy may
+	// write into): they are its owner's to set, not the copy's.
+	if r.ctx.Err() == nil && !r.m.Part.split() && (d.parent != nil || ownDir(d.dstFd)) {
 		if err := unix.Fchmod(d.dstFd, d.st.Mode&0o7777); err != nil {
 			r.fail(d.rel, err)
 		}
@@ -609,6 +611,17 @@ func (r *copyRun) release(d *dirNode) {
 	if d.parent != nil {
 		r.release(d.parent)
 	}
+}
+
+// ownDir reports whether the directory open as fd belongs to this
+// process's user (root counts as owning everything).
+func ownDir(fd int) bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return true // set it, and report why that fails
+	}
+	uid := unix.Geteuid()
+	return uid == 0 || st.Uid == uint32(uid)
 }
 
 // futimens sets a descriptor's times: utimensat(fd, NULL, ...), which

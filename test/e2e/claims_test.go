@@ -49,15 +49,15 @@ func TestOutputRefusalsAndOverlap(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
 	in := e.mkdir("in")
-	others := filepath.Join(e.home, "others")
-	os.Mkdir(others, 0o777)
+	others := filepath.Join(e.home, "others") // another user's, readable, not writable
+	os.Mkdir(others, 0o755)
 	os.Chown(others, 4242, 4242)
 	for _, c := range []struct {
 		args []string
 		why  string
 	}{
 		{[]string{"--out", filepath.Join(e.home, "missing")}, "does not exist"},
-		{[]string{"--out", others}, "owned by uid 4242"},
+		{[]string{"--out", others}, "it needs to read and write it"},
 		{[]string{"--out", "/etc"}, "owned by uid 0"},
 		{[]string{"--in", in, "--out", in}, "separate directories"},
 		{[]string{"--in", in, "--out", e.mkdir("in/sub")}, "separate directories"},

@@ -120,8 +120,8 @@ func TestBadInputRefused(t *testing.T) {
 	link := filepath.Join(e.home, "link")
 	os.Symlink(real, link)
 	os.Lchown(link, int(e.user.UID), int(e.user.GID))
-	others := filepath.Join(e.home, "others")
-	os.Mkdir(others, 0o777)
+	others := filepath.Join(e.home, "others") // another user's, not readable by this one
+	os.Mkdir(others, 0o700)
 	os.Chown(others, 4242, 4242)
 	rootOwned := filepath.Join(e.home, "rootowned")
 	os.Mkdir(rootOwned, 0o777)
@@ -132,7 +132,7 @@ func TestBadInputRefused(t *testing.T) {
 		{filepath.Join(e.home, "missing"), "does not exist"},
 		{link, "symbolic link"},
 		{filepath.Join(link, "."), "symbolic link"},
-		{others, "owned by uid 4242"},
+		{others, "may not be used by the job's user: it needs to read it"},
 		{rootOwned, "owned by uid 0"},
 		{"/etc", "owned by uid 0"},
 		{file, "not a directory"},

@@ -94,6 +94,9 @@ type env struct {
 	home   string // the user's work area inside dir
 	daemon *exec.Cmd
 	logf   *os.File
+	// groups are the supplementary groups of the user's commands (rsa
+	// run, rsa as the user), as a login gives them; none by default.
+	groups []uint32
 }
 
 // setup starts a daemon with a config of its own; extra goes after its
@@ -263,7 +266,7 @@ func (e *env) rsa(root bool, args ...string) (string, string, error) {
 	} else {
 		cmd = e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
 		cmd = exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID}}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID, Groups: e.groups}}
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.user.Home}
 		cmd.Dir = e.home
 	}
@@ -285,7 +288,7 @@ func (e *env) command(name string, args ...string) *exec.Cmd {
 // userCmd is a command run as the test user with a plain environment.
 func (e *env) userCmd(name string, args ...string) *exec.Cmd {
 	cmd := e.command(name, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: e.user.UID, Gid: e.user.GID, Groups: e.groups}}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.user.Home}
 	cmd.Dir = e.home
 	return cmd

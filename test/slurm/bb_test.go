@@ -251,20 +251,20 @@ func testStageInFails(c *cluster) {
 }
 
 // testSetupChecksOwner: Slurm 22.05 validates a job script without saying
-// whose it is, so an input directory of another user passes job_process;
-// setup, which knows the user, refuses it and Slurm holds the job with the
-// reason. Nothing is staged.
+// whose it is, so an input directory of another user that the job's user
+// may not read passes job_process; setup, which knows the user, refuses it
+// and Slurm holds the job with the reason. Nothing is staged.
 func testSetupChecksOwner(c *cluster) {
 	others := filepath.Join(c.work, "others-in")
-	os.Mkdir(others, 0o755)
+	os.Mkdir(others, 0o700)
 	os.Chown(others, 4242, 4242)
 	// Slurm 23.02 and later tell job_process who submits: sbatch refuses
 	// the job at once. 22.05 does not: setup holds it.
 	path := c.file("others.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", others), 0o755)
 	out, err := c.asUser("sbatch", "--parsable", "-o", filepath.Join(c.work, "others.%j.out"), path)
 	if err != nil {
-		if !strings.Contains(out, "owned by uid 4242") {
-			c.t.Errorf("sbatch refused the job, but not for its owner: %v\n%s", err, out)
+		if !strings.Contains(out, "may not be used by the job's user") {
+			c.t.Errorf("sbatch refused the job, but not for its access: %v\n%s", err, out)
 		}
 		c.assertNoLeaks()
 		return
@@ -275,7 +275,7 @@ func testSetupChecksOwner(c *cluster) {
 	id := strings.TrimSpace(strings.Split(out, ";")[0])
 	c.waitFor("setup to refuse the job", 30*time.Second, func() bool {
 		_, reason := c.jobNow(id)
-		return strings.Contains(reason, "owned by uid 4242")
+		return strings.Contains(reason, "may not be used by the job's user")
 	})
 	if j := c.rsaJob(id); j != nil {
 		c.t.Errorf("RSA made job %d for a refused setup", j.ID)
