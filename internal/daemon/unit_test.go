@@ -74,6 +74,11 @@ func newUnit(t *testing.T) *unit {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	// The jobs' user passes it: the daemon checks their directories with
+	// their rights.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	u := &unit{t: t, in: filepath.Join(dir, "in"), out: filepath.Join(dir, "out")}
 	u.uid, u.gid = jobUser()
 	for _, p := range []string{u.in, u.out} {
