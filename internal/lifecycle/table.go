@@ -154,6 +154,16 @@ var eventTable = []eventRow{
 	// node rebuilds.
 	{on: EvNodeLost, rsa: []RSAState{StagingIn}, guard: whole, why: "an RSA node was lost during stage-in; its replicas hold every file: the stage-in goes on"},
 	{on: EvNodeLost, rsa: []RSAState{StagingIn}, nextRSA: StoppingStagingIn, why: "an RSA node was lost during stage-in"},
+	// A running job reading its input from files whose part on the lost
+	// node is gone would read a shorter input without an error (a
+	// distribute volume lists no name on a lost brick, and opening one
+	// says ENOENT): the switch comes now, so the input path shows the
+	// input on disk again, whole, and the RAMDISK is rebuilt on live nodes
+	// for output. (An input image's lost pieces fail reads with EIO; it is
+	// taken away all the same.) A process of the job that holds the input
+	// open keeps it mounted (UNMOUNT_BUSY), as at any switch.
+	{on: EvNodeLost, job: []JobState{Running}, rsa: []RSAState{InUseIn}, guard: partial, nextRSA: UnmountNeeded,
+		why: "an RSA node was lost with part of the input the job reads: the input path goes back to disk, where the input is whole; the RAMDISK is rebuilt on live nodes for output"},
 	// Anywhere else the job goes on with what is left, degraded: its input
 	// is on disk too, the switch to output rebuilds on live nodes, and its
 	// output is staged out in full (replica 2) or the stage-out fails
@@ -167,6 +177,9 @@ func nodeLost(j Job, _ time.Time) bool { return j.NodeLost }
 
 // whole: the lost node's files are still served by their replicas.
 func whole(_ Job, ev Event) bool { return ev.Whole }
+
+// partial: the lost node's files are gone with it (no replica serves them).
+func partial(j Job, ev Event) bool { return !whole(j, ev) }
 
 // jobHas makes a pass guard, which sees only the job, an event row's.
 func jobHas(g func(Job, time.Time) bool) func(Job, Event) bool {

@@ -468,10 +468,11 @@ func (c *cluster) holdRamdisk(t *testing.T, u testutil.User, w, ramdisk string) 
 // killed and stays away. Silent, the node is suspect, and nothing is
 // undone; silent for cluster.down_after (pollDownAfter), it is down: the
 // heartbeat reports it lost ("has not answered for"), and the job goes on,
-// degraded, its record and its log naming the node. (The brick there still
-// serves, an agent holding no data, but nothing vouches for the node any
-// more.) Once the agent answers again the node is up, and the job ends and
-// is released with nothing left.
+// its record and its log naming the node, its input path back on disk:
+// the brick there still serves, an agent holding no data, but nothing
+// vouches for the node any more, so the job reads its whole input from
+// disk rather than a part of it from RAM. Once the agent answers again the
+// node is up, and the job ends and is released with nothing left.
 func testAgentSilentPastDownAfter(t *testing.T, c *cluster, u testutil.User) {
 	if got := c.clusterSetting(t, "down_after"); got != pollDownAfter.String() {
 		t.Fatalf("rsa serve's config has cluster.down_after %q, not the %s asked of cluster-up (RSA_CLUSTER_DOWN_AFTER)", got, pollDownAfter)
@@ -557,8 +558,20 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	waitFor(t, "the job's record to name "+victim, 60*time.Second, func() bool {
 		return slices.Contains(c.rsaJob(t, id).Lost, victim)
 	})
-	if jv := c.rsaJob(t, id); jv.State != "RUNNING" || jv.RSA != "INUSE_IN" {
-		t.Errorf("the job is %s/%s after losing %s, not running on its input, degraded", jv.State, jv.RSA, victim)
+	// Nothing vouches for the node's part of the input now: the input
+	// path goes back to disk (the job holds nothing in it), and the job
+	// runs on.
+	waitFor(t, "the input path to leave RAM", 60*time.Second, func() bool {
+		switch jv := c.rsaJob(t, id); jv.RSA {
+		case "INUSE_IN", "UNMOUNT_NEEDED", "UNMOUNTING":
+			return false
+		case "UNMOUNT_BUSY":
+			t.Fatalf("the input stayed mounted (%s), though the job holds nothing in it", jv.RSA)
+		}
+		return true
+	})
+	if jv := c.rsaJob(t, id); jv.State != "RUNNING" {
+		t.Errorf("the job is %s/%s after losing %s, not running on", jv.State, jv.RSA, victim)
 	}
 	if sl := c.stageLog(t, j.ID); !namesLoss(sl, victim) {
 		t.Errorf("the job's log does not say %s was lost:\n%s", victim, sl)

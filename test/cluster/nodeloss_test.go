@@ -657,10 +657,13 @@ func namesLoss(log, node string) bool {
 }
 
 // testLossWhileRunning: one of a job's RSA hosts loses its part of the
-// RAMDISK (how) while the job reads its input from RAM. The job goes on,
-// degraded (its record and its log name the node); at the switch to output
-// the RAMDISK is rebuilt (on live nodes, if the node is lost), and the
-// output written there is staged out whole.
+// RAMDISK (how) while the job reads its input from RAM. The job goes on
+// (its record and its log name the node). With replica 2 it reads every
+// file from the other copy, degraded, until the switch. Without, it must
+// not read a shorter input: the switch comes at once (its delay is far
+// off), the input path shows the input on disk again, and what the job
+// reads after that is all of it. The RAMDISK is rebuilt on live nodes for
+// output, and the output written there is staged out whole.
 func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica bool, how string, image bool) {
 	w := workDir(t, u, "running")
 	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
@@ -670,6 +673,10 @@ func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica boo
 	if image {
 		mode, inRAM, n, size = "image", "erofs", 160, 1<<20
 	}
+	delay := 10 // replica 2: the switch comes when it is due
+	if !replica {
+		delay = 3600 // only the loss brings the switch within the test
+	}
 	sums := fill(t, u, in, n, size)
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
@@ -677,16 +684,17 @@ func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica boo
 #RSA capacity=%[4]s pool=rsa input=%[5]s
 #RSA_DATA_IN=%[2]s
 #RSA_DATA_OUT=%[3]s
-#RSA_DELAY=10
+#RSA_DELAY=%[6]d
 findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
 (cd %[2]s && sha256sum f*) > %[1]s/insums
 touch %[1]s/read
 for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
+(cd %[2]s && sha256sum f*) > %[1]s/resums 2>&1
 for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
 findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
 for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 (cd %[3]s && sha256sum o*) > %[1]s/outsums
-`, w, in, out, twoNodes(replica), mode))
+`, w, in, out, twoNodes(replica), mode, delay))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
 	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
@@ -716,11 +724,29 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != inRAM {
 		t.Errorf("the job read its input from %q, not %s", got, inRAM)
 	}
+	if !replica {
+		// The input path leaves RAM: what the job reads next is on disk.
+		waitFor(t, "the switch the loss brings", 60*time.Second, func() bool {
+			switch c.rsaJob(t, id).RSA {
+			case "INUSE_IN", "UNMOUNT_NEEDED", "UNMOUNTING":
+				return false
+			}
+			return true
+		})
+		if jv := c.rsaJob(t, id); jv.RSA == "UNMOUNT_BUSY" {
+			t.Fatalf("the input stayed mounted (%s), though the job holds nothing in it", jv.RSA)
+		}
+	}
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c.waitJob(t, id, 120*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")
+	// Never a shorter input: every file, read after the loss (from disk
+	// without replicas, from the other copy with them).
+	if got := readFile(t, filepath.Join(w, "resums")); got != sums {
+		t.Errorf("after the loss the job read:\n%s\nwant every file of its input:\n%s", got, sums)
+	}
 	if got := strings.TrimSpace(readFile(t, filepath.Join(w, "outfs"))); got != "fuse.glusterfs" {
 		t.Errorf("the job wrote its output to %q, not to a rebuilt RAMDISK", got)
 	}
