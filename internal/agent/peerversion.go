@@ -39,8 +39,12 @@ func (p *peerVersion) note(log *slog.Logger, r *http.Request, own string) {
 	if !changed {
 		return
 	}
+	if ok, why := version.Compatible(v, own); !ok {
+		log.Error("rsa serve's version is outside the versions this agent works with; upgrade the older of the two", "daemon_version", v, "agent_version", own, "why", why, "from", r.RemoteAddr)
+		return
+	}
 	if v != own {
-		log.Warn("rsa serve runs another version than this agent; upgrade both to one version", "daemon_version", v, "agent_version", own, "from", r.RemoteAddr)
+		log.Warn("rsa serve runs another version than this agent, within the one release apart RSA supports; finish the upgrade", "daemon_version", v, "agent_version", own, "from", r.RemoteAddr)
 		return
 	}
 	log.Info("rsa serve runs this agent's version", "version", v, "from", r.RemoteAddr)

@@ -66,6 +66,10 @@ type health struct {
 	// though its agent answers: the rifts in glusterd's trusted pool
 	// that keep it out (CheckPool); "" when there are none.
 	Unpooled string
+	// Incompatible says why the agent's version does not work with rsa
+	// serve's (version.Compatible): an RSA node then takes no new
+	// RAMDISK; "" when it does.
+	Incompatible string
 	// PoolErr is why the node's glusterd did not answer the last
 	// question about its pool; "" when it did.
 	PoolErr string
@@ -88,6 +92,9 @@ type Cluster struct {
 	log                               *slog.Logger
 	// now is the heartbeat's clock (time.Now but in tests).
 	now func() time.Time
+	// version is rsa serve's, which each agent's must be compatible with
+	// (version.Compatible); version.String() but in tests.
+	version string
 	// lost receives every loss, from the heartbeat's goroutine; set
 	// before the first Beat (Start).
 	lost func(engine.NodeLoss)
@@ -149,7 +156,7 @@ func New(o Options, log *slog.Logger) (*Cluster, error) {
 	warnCertificate(log, id.Current().Certificate(), time.Now())
 	c := &Cluster{id: id, port: o.AgentPort, downAfter: o.DownAfter,
 		heartbeat: o.Heartbeat, poolCheck: o.PoolCheck, poolTimeout: o.PoolTimeout,
-		log: log, now: time.Now, lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
+		log: log, now: time.Now, version: version.String(), lost: func(engine.NodeLoss) {}, noted: func(string, string) {},
 		storage: map[string]string{}, computeAt: map[string]string{},
 		clients: map[string]*agent.Client{}, health: map[string]health{}, peers: map[string][]gluster.Peer{}}
 	now := time.Now()
@@ -334,7 +341,7 @@ func (c *Cluster) Health() []engine.NodeHealth {
 	out := make([]engine.NodeHealth, 0, len(c.health))
 	for _, h := range c.health {
 		out = append(out, engine.NodeHealth{Node: h.Node, Role: h.Role, State: h.State, Up: h.Up, Seen: h.Seen, Rebooted: h.Rebooted,
-			BootID: h.BootID, Version: h.Version, MemAvailable: h.MemAvailable, Parts: h.Bricks, Err: h.Err, Unplaceable: h.Unpooled, CheckErr: h.PoolErr})
+			BootID: h.BootID, Version: h.Version, MemAvailable: h.MemAvailable, Parts: h.Bricks, Err: h.Err, Unplaceable: cmp.Or(h.Incompatible, h.Unpooled), CheckErr: h.PoolErr})
 	}
 	slices.SortFunc(out, func(a, b engine.NodeHealth) int { return strings.Compare(a.Node, b.Node) })
 	return out
@@ -424,9 +431,18 @@ func (c *Cluster) record(node string, st *agent.Status, err error) (*engine.Node
 	if was != StateUp {
 		c.log.Info("agent up", "node", node, "boot_id", st.BootID, "started", st.Started, "version", textsafe.Line(st.Version))
 	}
-	if st.Version != h.Version && st.Version != version.String() {
-		c.log.Warn("agent runs another version than rsa serve; upgrade both to one version", "node", node,
-			"agent_version", textsafe.Line(st.Version), "daemon_version", version.String())
+	if st.Version != h.Version {
+		ok, why := version.Compatible(st.Version, c.version)
+		h.Incompatible = ""
+		switch {
+		case !ok:
+			h.Incompatible = fmt.Sprintf("its agent runs %s, rsa serve %s: %s", textsafe.Line(st.Version), c.version, why)
+			c.log.Error("agent's version is outside the versions rsa serve works with; its node takes no new RAMDISK until it is upgraded", "node", node,
+				"agent_version", textsafe.Line(st.Version), "daemon_version", c.version, "why", why)
+		case st.Version != c.version:
+			c.log.Warn("agent runs another version than rsa serve, within the one release apart RSA supports; finish the upgrade", "node", node,
+				"agent_version", textsafe.Line(st.Version), "daemon_version", c.version)
+		}
 	}
 	h.State, h.Up, h.Err, h.Seen, h.Silent = StateUp, true, "", now, time.Time{}
 	h.BootID, h.Incarnation, h.Started, h.MemAvailable = st.BootID, inc, st.Started, st.MemAvailable

@@ -104,3 +104,26 @@ func TestHeartbeatStates(t *testing.T) {
 		t.Errorf("silent node made placeable by a stale publication")
 	}
 }
+
+// TestIncompatibleAgent: an RSA node whose agent runs a version more than
+// one release from rsa serve's answers (it is up, its parts are served)
+// but takes no new RAMDISK, and says why; once upgraded it takes them
+// again. One release apart is what a rolling upgrade needs.
+func TestIncompatibleAgent(t *testing.T) {
+	hb := newHeartbeat(8 * time.Second)
+	c := hb.c
+	c.version = "0.3.0"
+	for _, s := range []struct {
+		version   string
+		placeable bool
+	}{{"0.1.0", false}, {"0.2.4", true}, {"0.5.0", false}, {"0.3.0+2.gabc1234", true}, {"dev", true}} {
+		hb.now = hb.now.Add(time.Second)
+		hb.c.record("rsa1", &agent.Status{Node: "rsa1", BootID: "boot-a", Incarnation: "a", Started: hb.now, Version: s.version}, nil)
+		if got := c.Placeable("rsa1"); got != s.placeable || !c.Up("rsa1") {
+			t.Errorf("agent %s beside rsa serve 0.3.0: placeable %v, up %v; want placeable %v, up", s.version, got, c.Up("rsa1"), s.placeable)
+		}
+		if why := c.health["rsa1"].Incompatible; (why == "") != s.placeable || !s.placeable && !strings.Contains(why, "more than one release apart") {
+			t.Errorf("agent %s: incompatible %q", s.version, why)
+		}
+	}
+}

@@ -217,11 +217,11 @@ func (c *Cluster) Unpooled() bool {
 }
 
 // Placeable reports whether a new RAMDISK may have a brick on node: its
-// agent answered the last heartbeat and glusterd's pool has no rift that
-// CheckPool keeps it out for.
+// agent answered the last heartbeat, runs a version rsa serve works with,
+// and glusterd's pool has no rift that CheckPool keeps it out for.
 func (c *Cluster) Placeable(node string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.health[node]
-	return h.Up && h.Unpooled == ""
+	return h.Up && h.Unpooled == "" && h.Incompatible == ""
 }
