@@ -673,7 +673,10 @@ func testLossWhileRunning(t *testing.T, c *cluster, u testutil.User, replica boo
 	if image {
 		mode, inRAM, n, size = "image", "erofs", 160, 1<<20
 	}
-	delay := 10 // replica 2: the switch comes when it is due
+	// Replica 2: the switch comes when it is due, after the job has read
+	// its input again (a switch while it reads finds the input busy and
+	// leaves the output on disk).
+	delay := 30
 	if !replica {
 		delay = 3600 // only the loss brings the switch within the test
 	}
