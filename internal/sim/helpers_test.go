@@ -80,3 +80,17 @@ func secsOf(at time.Time) float64 {
 }
 
 func secondsD(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// checkWarnings fails t unless got are as many warnings as want, each
+// containing its want.
+func checkWarnings(t *testing.T, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d warnings, want %d: %q", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("warning %d is %q, want it to contain %q", i, got[i], w)
+		}
+	}
+}

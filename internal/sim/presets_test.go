@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // Every preset is a consistent machine: none draws a warning alone. A
 // preset of one era with a parameter of the other does.
@@ -41,15 +38,7 @@ func TestPresetWarnings(t *testing.T) {
 			}
 			c := p.Config()
 			tc.edit(&c)
-			got := c.Warnings()
-			if len(got) != len(tc.want) {
-				t.Fatalf("%d warnings, want %d: %q", len(got), len(tc.want), got)
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("warning %d is %q, want it to contain %q", i, got[i], w)
-				}
-			}
+			checkWarnings(t, c.Warnings(), tc.want)
 		})
 	}
 	if thesisRsync != Defaults().RSA.StageInRate {

@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // Warnings names the mover slower than the file system and today's
 // speeds beside the thesis' rsync; the thesis testbed and a consistent
@@ -34,15 +31,7 @@ func TestWarnings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Defaults()
 			tc.edit(&c)
-			got := c.Warnings()
-			if len(got) != len(tc.want) {
-				t.Fatalf("%d warnings, want %d: %q", len(got), len(tc.want), got)
-			}
-			for i, w := range tc.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("warning %d is %q, want it to name %q", i, got[i], w)
-				}
-			}
+			checkWarnings(t, c.Warnings(), tc.want)
 		})
 	}
 }
