@@ -621,6 +621,9 @@ func printSim(w io.Writer, rep *simReport, cfg sim.Config) {
 		kind = "sacct listing"
 		fmt.Fprintf(w, "sacct listing %s: %d lines, %d jobs that ran, submitted %s to %s; not jobs: %d steps, %d never started, %d still running\n",
 			rep.Trace, st.Lines, st.Jobs, st.FirstSubmit.Format(time.DateTime), st.LastSubmit.Format(time.DateTime), st.Steps, st.NotStarted, st.Running)
+		if st.Recorded > 0 {
+			fmt.Fprintf(w, "sacct listing %s: %d jobs' input sizes as RSA recorded them (AdminComment); the others' from --input\n", rep.Trace, st.Recorded)
+		}
 	}
 	fmt.Fprintf(w, "%s %s: %d jobs simulated on %d compute nodes; %d skipped (run time <= 0: %d, processors unknown: %d, more nodes than the machine: %d)\n",
 		kind, rep.Trace, o.Jobs, o.Nodes, sk.Total(), sk.NoRunTime, sk.NoProcs, sk.TooManyNode)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/slurm"
 )
 
 // SacctFormat is the list of fields ReadSacct reads, in the order it
@@ -18,7 +20,9 @@ const SacctFormat = "JobIDRaw,Submit,Start,End,NNodes,NCPUS,Timelimit,State"
 // SacctCommand is the command whose output ReadSacct reads. sacct lists
 // only today's jobs unless given a period (--starttime, --endtime), and
 // prints times as SLURM_TIME_FORMAT says: unset, or "standard", is the
-// ISO form ReadSacct reads.
+// ISO form ReadSacct reads. With ",AdminComment" added at the end of the
+// format, the input a job staged through RSA (RSA writes it there) is the
+// job's input size instead of a draw from --input.
 const SacctCommand = "sacct --parsable2 --noheader --allusers --format=" + SacctFormat
 
 // The fields, by their index in sacctNames.
@@ -48,6 +52,8 @@ type SacctStats struct {
 	Steps      int `json:"steps"`       // job steps (a dot in JobIDRaw): parts of a job already counted
 	NotStarted int `json:"not_started"` // Start Unknown or None: pending, or cancelled before starting
 	Running    int `json:"running"`     // started but End Unknown: no run time yet
+	// Recorded counts the jobs whose input size RSA recorded (AdminComment).
+	Recorded int `json:"recorded"`
 	// The trace's zero, the earliest submission of a job kept, and the
 	// latest.
 	FirstSubmit time.Time `json:"first_submit"`
@@ -92,6 +98,9 @@ func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
 		width = sacctFields    // columns in a line
 		head  []string         // the header line's fields, if it has one
 		first = true           // no line but blank ones read yet
+		// admin is the AdminComment column, or -1: the header names
+		// one, or, without a header, lines have one more field.
+		admin = -1
 	)
 	for i := range col {
 		col[i] = i
@@ -123,10 +132,19 @@ func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
 					return nil, st, err
 				}
 				head, width = fs, len(fs)
+				admin = slices.IndexFunc(fs, func(s string) bool { return strings.EqualFold(s, "AdminComment") })
 				continue
 			case has("JobID"):
 				return nil, st, fmt.Errorf("sacct line %d: the header names JobID: give sacct --format=%s, with JobIDRaw (array and heterogeneous jobs' JobID, 1234_5 or 1234+1, is not a number)", n, SacctFormat)
 			}
+		}
+		if head == nil && len(fs) > sacctFields {
+			// AdminComment last, as SacctCommand's comment says: the
+			// site's text in it may hold the separator.
+			fs = append(fs[:sacctFields], strings.Join(fs[sacctFields:], "|"))
+			admin, width = sacctFields, sacctFields+1
+		} else if head == nil {
+			admin, width = -1, sacctFields
 		}
 		fs = trimParsable(fs, width)
 		if head != nil && slices.EqualFunc(fs, head, strings.EqualFold) {
@@ -200,9 +218,14 @@ func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
 		if nodes == 0 {
 			cpus = 0 // no node count: the simulator counts it "processors unknown"
 		}
-		jobs = append(jobs, kept{submit: submit, job: TraceJob{
-			Line: n, ID: id, Run: end.Sub(start), Procs: cpus, Nodes: nodes, ReqTime: limit,
-		}})
+		tj := TraceJob{Line: n, ID: id, Run: end.Sub(start), Procs: cpus, Nodes: nodes, ReqTime: limit}
+		if admin >= 0 {
+			if b, _, ok := slurm.ParseAccounting(fs[admin]); ok && b > 0 {
+				tj.Input = b
+				st.Recorded++
+			}
+		}
+		jobs = append(jobs, kept{submit: submit, job: tj})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, st, fmt.Errorf("reading sacct line %d: %w", st.Lines+1, err)

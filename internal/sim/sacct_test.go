@@ -243,3 +243,29 @@ func TestTraceOrder(t *testing.T) {
 		t.Error("an empty trace was run")
 	}
 }
+
+// An AdminComment column, named in the header or last without one, gives
+// a job the input RSA recorded for it; a job without RSA's token, or with
+// the site's text alone (holding the separator too), keeps a drawn size.
+func TestReadSacctAdminComment(t *testing.T) {
+	for _, c := range []struct {
+		name, listing string
+	}{
+		{"header", "JobIDRaw|AdminComment|Submit|Start|End|NNodes|NCPUS|Timelimit|State\n" +
+			"1|rsa:in=2048b/3f|2024-05-01T10:00:00|2024-05-01T10:00:10|2024-05-01T10:10:00|2|64|01:00:00|COMPLETED\n" +
+			"2|site note|2024-05-01T10:01:00|2024-05-01T10:01:10|2024-05-01T10:11:00|1|32|01:00:00|COMPLETED\n"},
+		{"last, no header", "" +
+			"1|2024-05-01T10:00:00|2024-05-01T10:00:10|2024-05-01T10:10:00|2|64|01:00:00|COMPLETED|cost|centre;rsa:in=2048b/3f\n" +
+			"2|2024-05-01T10:01:00|2024-05-01T10:01:10|2024-05-01T10:11:00|1|32|01:00:00|COMPLETED|\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, st, err := ReadSacct(strings.NewReader(c.listing), time.UTC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Jobs) != 2 || tr.Jobs[0].Input != 2048 || tr.Jobs[1].Input != 0 || st.Recorded != 1 {
+				t.Errorf("jobs %+v, recorded %d; want job 1's input 2048 bytes, job 2's unknown, 1 recorded", tr.Jobs, st.Recorded)
+			}
+		})
+	}
+}

@@ -263,6 +263,10 @@ func (s *sim) read() (*simJob, error) {
 		j := &simJob{id: t.ID, seq: s.seq, nodes: nodes, submit: t.Submit, run: t.Run, est: est,
 			files: nodes * s.cfg.Workload.FilesPerNode}
 		s.sizes(j)
+		if t.Input > 0 {
+			j.in = t.Input // recorded, not drawn
+			j.files = nodes * s.cfg.Workload.FilesPerNode
+		}
 		return j, nil
 	}
 }

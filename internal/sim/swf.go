@@ -54,6 +54,10 @@ type TraceJob struct {
 	// Nodes is the job's node count where the trace records it (sacct's
 	// NNodes); 0: Procs divided by the processors per node (SWF).
 	Nodes int
+	// Input is the bytes the job read as input where the trace records
+	// them (what RSA staged in, from sacct's AdminComment); 0: unknown,
+	// drawn from the workload's input distribution.
+	Input int64
 }
 
 // Reader streams jobs from an SWF trace; it keeps nothing per job.

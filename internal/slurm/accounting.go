@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -27,4 +28,28 @@ func MergeAccounting(comment, token string) string {
 		}
 	}
 	return strings.Join(append(parts, token), ";")
+}
+
+// ParseAccounting reads RSA's token back out of a job's AdminComment (as
+// sacct lists it): the bytes and files its stage-in copied. ok is false
+// when the comment holds no token of RSA's, or one it cannot read.
+func ParseAccounting(comment string) (bytes, files int64, ok bool) {
+	for p := range strings.SplitSeq(comment, ";") {
+		in, found := strings.CutPrefix(strings.TrimSpace(p), accountingPrefix+"in=")
+		if !found {
+			continue
+		}
+		b, f, found := strings.Cut(in, "/")
+		if !found || !strings.HasSuffix(b, "b") || !strings.HasSuffix(f, "f") {
+			return 0, 0, false
+		}
+		var err1, err2 error
+		bytes, err1 = strconv.ParseInt(strings.TrimSuffix(b, "b"), 10, 64)
+		files, err2 = strconv.ParseInt(strings.TrimSuffix(f, "f"), 10, 64)
+		if err1 != nil || err2 != nil || bytes < 0 || files < 0 {
+			return 0, 0, false
+		}
+		return bytes, files, true
+	}
+	return 0, 0, false
 }

@@ -22,3 +22,25 @@ func TestMergeAccounting(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAccounting(t *testing.T) {
+	for _, c := range []struct {
+		comment      string
+		bytes, files int64
+		ok           bool
+	}{
+		{AccountingToken(1<<20, 12), 1 << 20, 12, true},
+		{"project=abc;" + AccountingToken(5, 1), 5, 1, true},
+		{"rsa:in=5b/1f ; cost centre 7", 5, 1, true},
+		{"", 0, 0, false},
+		{"project=abc", 0, 0, false},
+		{"rsa:in=5/1", 0, 0, false},
+		{"rsa:in=-5b/1f", 0, 0, false},
+		{"rsa:in=xb/1f", 0, 0, false},
+	} {
+		b, f, ok := ParseAccounting(c.comment)
+		if b != c.bytes || f != c.files || ok != c.ok {
+			t.Errorf("ParseAccounting(%q) = %d, %d, %v; want %d, %d, %v", c.comment, b, f, ok, c.bytes, c.files, c.ok)
+		}
+	}
+}
