@@ -342,14 +342,22 @@ func (c *cluster) clusterSetting(t *testing.T, key string) string {
 // "down" ("" for a node without an agent).
 func (c *cluster) agentState(t *testing.T, node string) string {
 	t.Helper()
-	var nodes struct{ Nodes []api.NodeView }
-	if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nodes.Nodes {
-		if n.Name == node && n.Agent != nil {
-			return n.Agent.State
-		}
+	if n, ok := c.nodes(t)[node]; ok && n.Agent != nil {
+		return n.Agent.State
 	}
 	return ""
+}
+
+// nodes is rsa nodes --json, by node name.
+func (c *cluster) nodes(t *testing.T) map[string]api.NodeView {
+	t.Helper()
+	var v struct{ Nodes []api.NodeView }
+	if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]api.NodeView{}
+	for _, n := range v.Nodes {
+		m[n.Name] = n
+	}
+	return m
 }

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,18 +34,6 @@ func TestNodeRunbooksLong(t *testing.T) {
 		if out, err := c.script(t, 2*time.Minute, "cluster-up", args...); err != nil {
 			t.Fatalf("cluster-up %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
-	}
-	nodes := func() map[string]api.NodeView {
-		t.Helper()
-		var v struct{ Nodes []api.NodeView }
-		if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &v); err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]api.NodeView{}
-		for _, n := range v.Nodes {
-			m[n.Name] = n
-		}
-		return m
 	}
 	block := fmt.Sprintf("\n[[nodes]]\nname     = %q\naddress  = %q\ncapacity = %q\n", "rsa3", c.addr("rsa3"), capacity)
 	setConfig := func(with bool) {
@@ -100,7 +87,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	// rsa3 fails for good: its part becomes a debt, the job reads on from disk.
 	cluster("halt", "rsa3")
 	waitFor(t, "rsa3 down, owed the job's part", 120*time.Second, func() bool {
-		n := nodes()["rsa3"]
+		n := c.nodes(t)["rsa3"]
 		return n.Agent != nil && n.Agent.State == "down" && n.Owed > 0
 	})
 	letGo(t, w)
@@ -114,7 +101,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	if out := c.rsa(t, "settle", "rsa3", "--reason", "mainboard dead, replaced, ticket 4712"); !strings.Contains(out, "rsa3") {
 		t.Errorf("rsa settle said %q", out)
 	}
-	if n := nodes()["rsa3"]; n.Owed != 0 {
+	if n := c.nodes(t)["rsa3"]; n.Owed != 0 {
 		t.Errorf("rsa3 still owed %d after rsa settle", n.Owed)
 	}
 	// glusterd detaches no peer that holds bricks, and deletes no volume
@@ -135,7 +122,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		return strings.TrimSpace(gluster("volume", "list")) == "No volumes present in cluster"
 	})
 	setConfig(false)
-	if _, ok := nodes()["rsa3"]; ok {
+	if _, ok := c.nodes(t)["rsa3"]; ok {
 		t.Errorf("rsa nodes lists rsa3 after it left [[nodes]]")
 	}
 	runData(t, c, u, "without rsa3", nil)
@@ -148,7 +135,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	})
 	setConfig(true)
 	waitFor(t, "rsa3 to take new RAMDISKs", 60*time.Second, func() bool {
-		n := nodes()["rsa3"]
+		n := c.nodes(t)["rsa3"]
 		return n.Agent != nil && n.Agent.State == "up" && n.Agent.Unpooled == ""
 	})
 	c.rsa(t, "drain", "rsa1", "--reason", "placing a job on the new rsa3")

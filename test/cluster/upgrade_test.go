@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -42,16 +40,8 @@ func TestOldAgentLong(t *testing.T) {
 		}
 	}
 	waitFor(t, "rsa2's agent of "+previousRelease+" to be up", 60*time.Second, func() bool {
-		var nodes struct{ Nodes []api.NodeView }
-		if err := json.Unmarshal([]byte(c.rsa(t, "nodes", "--json")), &nodes); err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range nodes.Nodes {
-			if n.Name == "rsa2" && n.Agent != nil {
-				return n.Agent.State == "up" && n.Agent.Version == previousRelease && n.Agent.Unpooled == ""
-			}
-		}
-		return false
+		a := c.nodes(t)["rsa2"].Agent
+		return a != nil && a.State == "up" && a.Version == previousRelease && a.Unpooled == ""
 	})
 	testTwoNodes(t, c, u)
 }
