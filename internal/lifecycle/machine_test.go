@@ -204,6 +204,8 @@ var cases = []stepCase{
 	{name: "node lost while reading input: switched now, the input path back on disk", job: io(Running, InUseIn), event: ev(EvNodeLost), wantJob: Running, wantRSA: Unmounting, wantDo: []ActionKind{Unmount}},
 	{name: "node lost while reading input, replicas serve every file: degraded, goes on", job: io(Running, InUseIn), event: Event{Kind: EvNodeLost, At: t0, Nodes: []string{"rsa2"}, Whole: true}, wantJob: Running, wantRSA: InUseIn},
 	{name: "input-only job loses a node: unmounted now too", job: inOnly(Running, InUseIn), event: ev(EvNodeLost), wantJob: Running, wantRSA: Unmounting, wantDo: []ActionKind{Unmount}},
+	{name: "input-only job whose lost RAMDISK is gone: released, nothing to rebuild", job: lost(inOnly(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Released},
+	{name: "job with output whose lost RAMDISK is gone: assigned anew", job: lost(io(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "node lost while writing output: goes on", job: io(Running, InUseOut), event: ev(EvNodeLost), wantJob: Running, wantRSA: InUseOut},
 	{name: "switch whose teardown missed a node: rebuilt on live nodes", job: io(Running, Teardown), event: Event{Kind: EvDestroyed, Nodes: []string{"rsa2"}}, wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},
 	{name: "switch after a lost node: rebuilt on live nodes", job: lost(io(Running, Teardown)), event: ev(EvDestroyed), wantJob: Running, wantRSA: Initial, wantDo: []ActionKind{Assign}},

@@ -175,6 +175,10 @@ var eventTable = []eventRow{
 // nodeLost: an RSA node of the allocation was lost.
 func nodeLost(j Job, _ time.Time) bool { return j.NodeLost }
 
+// lostWithOutput: a node was lost, and the job has output to catch (a
+// running job without any is done with RSA once its input is gone).
+func lostWithOutput(j Job, now time.Time) bool { return nodeLost(j, now) && hasOutput(j, now) }
+
 // whole: the lost node's files are still served by their replicas.
 func whole(_ Job, ev Event) bool { return ev.Whole }
 
@@ -264,7 +268,7 @@ var passTable = []passRow{
 
 	// --- RUNNING (Figure 3.4; App. A l.167-232) ---
 	{job: Running, rsa: []RSAState{Initial}, do: Assign, next: Initial, why: "assigning RSA nodes"}, // l.174
-	{job: Running, rsa: []RSAState{Destroyed}, guard: nodeLost, next: Initial, why: "an RSA node was lost: assigning anew"},
+	{job: Running, rsa: []RSAState{Destroyed}, guard: lostWithOutput, next: Initial, why: "an RSA node was lost: assigning anew"},
 	{job: Running, rsa: []RSAState{Assigned, Destroyed}, guard: hasOutput, next: Booting, why: "building the RAMDISK for output"}, // l.179
 	// Input is too late once the job runs; without an output directory the
 	// nodes are of no use to it (App. P l.23-24 makes such jobs INELIGIBLE).
