@@ -60,11 +60,32 @@ func CheckExt4(ctx context.Context, image string) error {
 	if errors.As(err, &ee) && ee.ExitCode() < 4 {
 		return nil // 1: errors corrected; 2: corrected, reboot advised (not for a file)
 	}
+	if errors.As(err, &ee) {
+		return &CheckError{Image: image, Code: ee.ExitCode(), Output: strings.TrimSpace(string(out))}
+	}
 	if err != nil {
 		return fmt.Errorf("checking the private output image %s: %v: %s", image, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
+
+// CheckError is e2fsck's verdict on an image it could not make whole:
+// Code 4, errors left uncorrected (a file system that lacks what was
+// written to it, or one e2fsck could not write to fix), or 8 and up, it
+// could not check.
+type CheckError struct {
+	Image  string
+	Code   int
+	Output string
+}
+
+func (e *CheckError) Error() string {
+	return fmt.Sprintf("checking the private output image %s: e2fsck exit status %d: %s", e.Image, e.Code, e.Output)
+}
+
+// Uncorrected reports whether e2fsck found errors it left uncorrected:
+// the image is not a whole file system.
+func (e *CheckError) Uncorrected() bool { return e.Code&4 != 0 }
 
 // MountExt4 mounts the ext4 image at point through a loop device of its
 // own (autoclear: it goes with the mount), nosuid and nodev, read-only

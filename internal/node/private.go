@@ -221,6 +221,17 @@ func flushPrivate(point string, held *os.File) error {
 	return nil
 }
 
+// lastLines is the last n non-empty lines of s, joined by "; ".
+func lastLines(s string, n int) string {
+	var ls []string
+	for l := range strings.Lines(s) {
+		if l = strings.TrimSpace(l); l != "" {
+			ls = append(ls, l)
+		}
+	}
+	return strings.Join(ls[max(len(ls)-n, 0):], "; ")
+}
+
 // writesLostXattr marks an image that lost writes, with why: an extended
 // attribute of the image itself, which no user may set, lives as long as
 // the image and, on a full RAMDISK, needs no block a file would.
@@ -326,7 +337,8 @@ type Tree struct {
 // its images were checked (a stage-out tried again), it only finds them:
 // nothing may write them now. An image marked as lacking writes
 // (UnbindPrivate) fails it with a *WritebackLostError before anything is
-// done.
+// done; so does, marking it, an image e2fsck finds errors in that it
+// cannot correct.
 func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) ([]string, error) {
 	switch lost, err := writebackLost(rd, nodes); {
 	case err != nil:
@@ -360,6 +372,19 @@ func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) ([]s
 			}
 		}
 		if err := mount.CheckExt4(ctx, image); err != nil {
+			// An image e2fsck cannot make whole lacks what the job
+			// wrote (a write-back failure its flush did not learn
+			// of, or a part of the RAMDISK full, which also keeps
+			// e2fsck from writing its fixes): never verified.
+			// Marked, so that a later try, once e2fsck could fix
+			// it, never copies what is left as the job's output.
+			if ce := (*mount.CheckError)(nil); errors.As(err, &ce) && ce.Uncorrected() {
+				cause := fmt.Errorf("its image failed its check: %s", lastLines(ce.Output, 5))
+				if merr := markWritebackLost(rd, node, cause); merr != nil {
+					return found, merr
+				}
+				return found, &WritebackLostError{Nodes: []string{cmpNode(node)}, Causes: []string{textsafe.Line(cause.Error())}}
+			}
 			return found, fmt.Errorf("%s's private output: %w", cmpNode(node), err)
 		}
 		if err := mount.MountExt4(image, point, false); err != nil {
