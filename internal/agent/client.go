@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/pki"
 	"github.com/rsa-hpc/rsa/internal/version"
@@ -62,6 +64,14 @@ type Client struct {
 const (
 	dialTimeout      = 10 * time.Second
 	handshakeTimeout = 10 * time.Second
+	// userTimeout (TCP_USER_TIMEOUT) aborts a connection whose sent data
+	// stays unacknowledged that long: a request written into a pooled
+	// connection to a node that went silent (its link cut) fails then,
+	// instead of waiting out TCP's retransmissions (about 15 minutes)
+	// and holding the operation, a teardown say, until the node is back.
+	// An answer that takes long (a stage) is not affected: what was sent
+	// is acknowledged.
+	userTimeout = 10 * time.Second
 	// clientIdle closes pooled connections before the agent does
 	// (idleTimeout), so that a request is never sent on a connection the
 	// agent is closing.
@@ -114,7 +124,7 @@ func (c *Client) dialer(kind pki.Kind) func(ctx context.Context, network, addr s
 		if err != nil {
 			return nil, err
 		}
-		conn, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, network, addr)
+		conn, err := (&net.Dialer{Timeout: dialTimeout, Control: setUserTimeout}).DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -142,6 +152,21 @@ func (c *Client) aged() bool {
 	}
 	c.renewed = time.Now()
 	return true
+}
+
+// setUserTimeout sets userTimeout on a connection's socket before it
+// connects.
+func setUserTimeout(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(userTimeout.Milliseconds()))
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("setting TCP_USER_TIMEOUT: %w", serr)
+	}
+	return nil
 }
 
 // errHandshakeTimeout is a TLS handshake that took longer than
