@@ -11,7 +11,9 @@ package asuser
 import (
 	"errors"
 	"fmt"
+	"os/user"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,4 +70,28 @@ func become(id Identity, fn func() error) error {
 		return fmt.Errorf("asuser: could not switch the file system gid to %d", id.GID)
 	}
 	return fn()
+}
+
+// Lookup is uid's identity in this host's user database (NSS): its
+// primary group and its groups, as a login would give them.
+func Lookup(uid uint32) (Identity, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return Identity{}, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return Identity{}, fmt.Errorf("primary group %q of uid %d: %w", u.Gid, uid, err)
+	}
+	names, err := u.GroupIds()
+	if err != nil {
+		return Identity{}, fmt.Errorf("groups of uid %d: %w", uid, err)
+	}
+	id := Identity{UID: uid, GID: uint32(gid)}
+	for _, g := range names {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+			id.Groups = append(id.Groups, uint32(n))
+		}
+	}
+	return id, nil
 }

@@ -171,12 +171,11 @@ func (d *Daemon) tooSmall(req slurm.Request) string {
 // identityOf is uid with its primary group and groups, for checks made
 // with the user's rights.
 func identityOf(uid uint32) (*asuser.Identity, error) {
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	id, err := asuser.Lookup(uid)
 	if err != nil {
 		return nil, fmt.Errorf("uid %d has no account on this host: %w", uid, err)
 	}
-	gid, _ := parseUID(u.Gid)
-	return &asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}, nil
+	return &id, nil
 }
 
 func parseUID(s string) (uint32, bool) {

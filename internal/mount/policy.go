@@ -3,9 +3,7 @@ package mount
 import (
 	"errors"
 	"fmt"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -105,34 +103,11 @@ func checkAccess(role, path string, fd int) error {
 // told only the job's uid, checks a project directory again where it
 // mounts.
 func checkAccessOf(role, path string, fd int, uid uint32) error {
-	id, err := userIdentity(uid)
+	id, err := asuser.Lookup(uid)
 	if err != nil {
 		return &TargetError{role, path, fmt.Sprintf("is not the job's user's own (uid %d), and that user's groups cannot be read on this host to check access: %v", uid, err)}
 	}
 	return asuser.Do(id, func() error { return checkAccess(role, path, fd) })
-}
-
-// userIdentity is uid's identity in this host's user database.
-func userIdentity(uid uint32) (asuser.Identity, error) {
-	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
-	if err != nil {
-		return asuser.Identity{}, err
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return asuser.Identity{}, fmt.Errorf("primary group %q: %w", u.Gid, err)
-	}
-	names, err := u.GroupIds()
-	if err != nil {
-		return asuser.Identity{}, fmt.Errorf("groups: %w", err)
-	}
-	id := asuser.Identity{UID: uid, GID: uint32(gid)}
-	for _, g := range names {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			id.Groups = append(id.Groups, uint32(n))
-		}
-	}
-	return id, nil
 }
 
 // CheckDir is CheckTarget whoever owns the directory (used when the owner
