@@ -126,11 +126,8 @@ func (d *Daemon) observeAction(id int64, kind lifecycle.ActionKind, took time.Du
 	if dir == "" {
 		return
 	}
-	d.mu.Lock()
-	p, ok := d.progress[id]
-	d.mu.Unlock()
-	if ok {
-		d.metrics.AddStaged(dir, p.Files, p.Bytes)
+	if a, ok := d.stagedBy(id, ev.Kind); ok {
+		d.metrics.AddStaged(dir, a.Files, a.Bytes)
 	}
 }
 
