@@ -218,14 +218,10 @@ Without a config file it serves one local RSA node with half of the free RAM.`,
 			if err != nil {
 				return fmt.Errorf("locating the rsa binary for staging: %w", err)
 			}
-			open := func(cfg *config.Config, policy mount.Policy) (engine.Engine, node.Access, error) {
-				return all.Open(cfg, all.Options{Log: log, Self: self, Policy: policy})
+			open := func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error) {
+				return all.Open(cfg, all.Options{Log: log, Self: self, Policy: policy, Epoch: epoch})
 			}
-			d, err := daemon.New(cmd.Context(), cfg, daemon.Options{Log: log, Version: version.String(), Self: self, OpenEngine: open})
-			if err != nil {
-				return err
-			}
-			return d.Run(cmd.Context())
+			return daemon.Serve(cmd.Context(), cfg, daemon.Options{Log: log, Version: version.String(), Self: self, OpenEngine: open})
 		},
 	}
 }

@@ -197,7 +197,10 @@ func graceOf(ctx context.Context, g *globals, r api.HookRequest) *downGrace {
 	id := arg(r.Args, 0)
 	slurmc := slurm.Client{Bin: cfg.Slurm.Bin}
 	sock, err := g.socketPath()
-	marked := err == nil && slurm.MarkersFor(sock).Has(id)
+	if err == nil {
+		cfg.Socket = sock
+	}
+	marked := err == nil && slurm.Markers{Dir: cfg.MarkersDir()}.Has(id)
 	switch {
 	case r.Hook == "epilog" && marked:
 		return &downGrace{wait: wait}

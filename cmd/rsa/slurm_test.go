@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 )
 
@@ -121,7 +122,7 @@ func TestPrologEpilogGiveUpOnADownDaemon(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			sock := filepath.Join(dir, "no-daemon.sock")
-			markers := slurm.MarkersFor(sock)
+			markers := slurm.Markers{Dir: (&config.Config{Socket: sock}).MarkersDir()}
 			if err := markers.Sync([]string{"8"}); err != nil {
 				t.Fatal(err)
 			}

@@ -44,6 +44,11 @@ import (
 // renewed on either side is used, and an expired one refused, within that
 // time. A Client may be used concurrently.
 type Client struct {
+	// Epoch is the lease epoch of the active rsa serve of a failover
+	// pair, sent with every request (EpochHeader); 0 sends none. Set it
+	// before the first request.
+	Epoch int64
+
 	id   pki.Source
 	node string
 	base string
@@ -412,6 +417,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set(version.Header, version.String())
+	if c.Epoch > 0 {
+		req.Header.Set(EpochHeader, strconv.FormatInt(c.Epoch, 10))
+	}
 	if c.aged() {
 		c.Close()
 	}

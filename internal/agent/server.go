@@ -71,6 +71,7 @@ type Server struct {
 	log        *slog.Logger
 	version    string
 	peer       peerVersion // the calling daemon's
+	epochs     epochFence  // the newest lease epoch of the daemons that called
 	bootID     string
 	// incarnation names this life of the node: see Status.Incarnation.
 	incarnation string
@@ -388,6 +389,9 @@ func (s *Server) op(kind pki.Kind, fn func(r *http.Request, volume string) (any,
 		out, err := func() (any, error) {
 			if err := s.id.Current().Authorize(r.TLS, kind); err != nil {
 				return nil, failf(ErrForbidden, "%w", err)
+			}
+			if err := s.epochs.admit(s.log, r); err != nil {
+				return nil, err
 			}
 			s.metrics.DaemonRequest()
 			s.peer.note(s.log, r, s.version)

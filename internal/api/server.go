@@ -163,6 +163,32 @@ type peerConn struct {
 
 // NewServer serves svc over HTTP.
 func NewServer(svc Service, log *slog.Logger) *http.Server {
+	srv := newHTTPServer(newMux(svc, log), 64<<10)
+	srv.ConnContext = socketPeer(log)
+	return srv
+}
+
+// socketPeer is a ConnContext that puts the peer of a connection to the
+// socket, as SO_PEERCRED tells it, in the connection's context; it closes
+// a connection whose peer it cannot tell.
+func socketPeer(log *slog.Logger) func(ctx context.Context, c net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		if pc, ok := c.(*peerConn); ok {
+			return context.WithValue(ctx, peerKey{}, pc.peer)
+		}
+		p, err := peerOf(c)
+		if err != nil {
+			log.Warn("cannot read peer credentials; closing", "err", err)
+			c.Close()
+			return ctx
+		}
+		return context.WithValue(ctx, peerKey{}, p)
+	}
+}
+
+// newMux routes every request of the socket's API to svc; the caller's
+// Peer must be in each request's context.
+func newMux(svc Service, log *slog.Logger) *http.ServeMux {
 	mux := http.NewServeMux()
 	h := &handler{svc: svc, log: log}
 	mux.HandleFunc("GET /v1/version", h.version)
@@ -178,20 +204,7 @@ func NewServer(svc Service, log *slog.Logger) *http.Server {
 	mux.HandleFunc("GET /v1/quarantined", h.quarantined)
 	mux.HandleFunc("GET /v1/certificates", h.certificates)
 	mux.HandleFunc("POST /v1/hooks", h.hook)
-	srv := newHTTPServer(mux, 64<<10)
-	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-		if pc, ok := c.(*peerConn); ok {
-			return context.WithValue(ctx, peerKey{}, pc.peer)
-		}
-		p, err := peerOf(c)
-		if err != nil {
-			log.Warn("cannot read peer credentials; closing", "err", err)
-			c.Close()
-			return ctx
-		}
-		return context.WithValue(ctx, peerKey{}, p)
-	}
-	return srv
+	return mux
 }
 
 // newHTTPServer is the daemon's HTTP server with its bounds. Requests are

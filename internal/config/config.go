@@ -82,6 +82,7 @@ type Config struct {
 	Limits           Limits
 	Slurm            Slurm
 	Remote           Remote
+	Failover         Failover
 	Metrics          Metrics
 	Notify           Notify
 	// PrivateData hides other users' job details (paths, home, groups,
@@ -152,6 +153,40 @@ type Remote struct {
 	Listen string
 	// MungeSocket is munged's socket; "": MUNGE's default.
 	MungeSocket string
+}
+
+// Failover pairs this rsa serve with one on a second control host that
+// shares its state_dir (docs/operations.md, "Controller failover"): the
+// one that holds the lease on state_dir is active, the other is the
+// standby, which forwards every request on its socket to the active one
+// and takes over when the lease is free.
+type Failover struct {
+	// Listen is where this rsa serve, while active, takes the requests
+	// the standby forwards ("host:port"); "": no failover.
+	Listen string
+	// Advertise is the address the standby forwards to; Listen unless
+	// Listen's host is unspecified (0.0.0.0).
+	Advertise string
+	// Peer is the other control host: the name in its certificate (role
+	// control), which every RAMDISK admits as it admits this host's.
+	Peer string
+	// PeerAddress is the other control host's address as the RSA nodes
+	// and this host see it: its forwarded requests must come from there,
+	// and every RAMDISK admits it.
+	PeerAddress string
+}
+
+// Enabled reports whether this rsa serve is one of a failover pair.
+func (f Failover) Enabled() bool { return f.Listen != "" }
+
+// MarkersDir is where the Slurm job markers are kept (slurm.Markers):
+// beside the socket, or, in a failover pair, beside the shared state_dir,
+// where the prolog of either control host finds the active one's.
+func (c *Config) MarkersDir() string {
+	if c.Failover.Enabled() {
+		return c.StateDir + ".slurm-jobs"
+	}
+	return c.Socket + ".slurm-jobs"
 }
 
 // Metrics is where rsa serve serves Prometheus metrics.
@@ -290,6 +325,12 @@ type file struct {
 		Listen      *string `toml:"listen"`
 		MungeSocket *string `toml:"munge_socket"`
 	} `toml:"remote"`
+	Failover struct {
+		Listen      *string `toml:"listen"`
+		Advertise   *string `toml:"advertise"`
+		Peer        *string `toml:"peer"`
+		PeerAddress *string `toml:"peer_address"`
+	} `toml:"failover"`
 }
 
 // Defaults of every key; docs/config.md repeats them.
@@ -537,6 +578,9 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 	if err := parseNotify(&f, &c.Notify); err != nil {
 		return nil, err
 	}
+	if err := parseFailover(&f, &c.Failover); err != nil {
+		return nil, err
+	}
 	if err := parseEngine(data, eng, engines, &c); err != nil {
 		return nil, err
 	}
@@ -690,6 +734,40 @@ func SetPath(key string, p *string, dst *string) error {
 	return nil
 }
 
+// parseFailover reads [failover]: all of listen, peer and peer_address,
+// or none of them.
+func parseFailover(f *file, o *Failover) error {
+	ff := f.Failover
+	set := func(p *string) bool { return p != nil && *p != "" }
+	if !set(ff.Listen) && !set(ff.Advertise) && !set(ff.Peer) && !set(ff.PeerAddress) {
+		return nil
+	}
+	if !set(ff.Listen) || !set(ff.Peer) || !set(ff.PeerAddress) {
+		return errors.New("failover: give listen, peer and peer_address together (this host's address for the standby's requests, the other control host's certificate name and address), or leave [failover] out")
+	}
+	host, port, err := net.SplitHostPort(*ff.Listen)
+	if err != nil || port == "" || port == "0" {
+		return fmt.Errorf("failover.listen: %q must be host:port, such as \"10.0.0.1:7711\"", *ff.Listen)
+	}
+	o.Listen, o.Advertise = *ff.Listen, *ff.Listen
+	if set(ff.Advertise) {
+		if _, p, err := net.SplitHostPort(*ff.Advertise); err != nil || p == "" || p == "0" {
+			return fmt.Errorf("failover.advertise: %q must be host:port, the address of failover.listen as the other control host reaches it", *ff.Advertise)
+		}
+		o.Advertise = *ff.Advertise
+	} else if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("failover.advertise: missing; failover.listen %q names no address the other control host could reach: give this host's address there, or in advertise", *ff.Listen)
+	}
+	if net.ParseIP(*ff.PeerAddress) == nil {
+		return fmt.Errorf("failover.peer_address: %q must be the other control host's IP address, as the RSA nodes see it", *ff.PeerAddress)
+	}
+	if strings.ContainsAny(*ff.Peer, " \t\n,/") {
+		return fmt.Errorf("failover.peer: %q must be the name in the other control host's certificate (rsa ca issue NAME --role control)", *ff.Peer)
+	}
+	o.Peer, o.PeerAddress = *ff.Peer, *ff.PeerAddress
+	return nil
+}
+
 func parseNotify(f *file, n *Notify) error {
 	fn := f.Notify
 	if err := SetPath("notify.program", fn.Program, &n.Program); err != nil {
@@ -773,6 +851,9 @@ func (c *Config) finish() error {
 			return fmt.Errorf("sizing the embedded local node: %w", err)
 		}
 		c.Nodes = []Node{{Name: "local", Engine: "local", Capacity: capacity}}
+	}
+	if c.Failover.Enabled() && c.Engine != "gluster" {
+		return fmt.Errorf("failover: engine %q keeps its RAMDISKs in this host's RAM, which a takeover cannot reach; failover needs engine \"gluster\" (or leave [failover] out)", c.Engine)
 	}
 	if within(c.RamdiskRoot, c.StateDir) || within(c.StateDir, c.RamdiskRoot) {
 		return fmt.Errorf("ramdisk_root %s and state_dir %s must not contain each other", c.RamdiskRoot, c.StateDir)

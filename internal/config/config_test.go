@@ -69,6 +69,14 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{"state_dir = \"/\"\nramdisk_root = \"/ram\"", "must not contain each other"},
 		{"ramdisk_root = \"/\"", "must not contain each other"},
 		{"[[nodes]]\nname = \"a\"\ncapacity = \"0.0000001%\"", "nodes[0].capacity"},
+		{"[failover]\nlisten = \"10.0.0.1:7711\"", "failover: give listen, peer and peer_address"},
+		{"[failover]\npeer = \"ctl2\"\npeer_address = \"10.0.0.2\"", "failover: give listen"},
+		{"[failover]\nlisten = \"10.0.0.1\"\npeer = \"ctl2\"\npeer_address = \"10.0.0.2\"", "failover.listen"},
+		{"[failover]\nlisten = \"0.0.0.0:7711\"\npeer = \"ctl2\"\npeer_address = \"10.0.0.2\"", "failover.advertise: missing"},
+		{"[failover]\nlisten = \"10.0.0.1:7711\"\npeer = \"ctl2\"\npeer_address = \"ctl2\"", "failover.peer_address"},
+		{"[failover]\nlisten = \"10.0.0.1:7711\"\npeer = \"ctl2,rsa1\"\npeer_address = \"10.0.0.2\"", "failover.peer"},
+		// The local engine's RAMDISKs live in this host's RAM.
+		{"[failover]\nlisten = \"10.0.0.1:7711\"\npeer = \"ctl2\"\npeer_address = \"10.0.0.2\"", `failover needs engine "gluster"`},
 	} {
 		_, err := parse([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.key) {

@@ -44,6 +44,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/failover"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
@@ -114,6 +115,12 @@ type Daemon struct {
 	// quarantined: RAMDISKs the last gc left alone for holding data no
 	// job record knows of (quarantine.go); under mu.
 	quarantined []api.QuarantinedView
+
+	// lease is held while d is the active rsa serve of a failover pair;
+	// nil outside one. stopRun ends Run with its cause (fence); set
+	// before Run starts anything that calls it.
+	lease   *failover.Lease
+	stopRun context.CancelCauseFunc
 }
 
 // wait is what a job waits for, and why.
@@ -143,7 +150,12 @@ type Options struct {
 	// OpenEngine builds the engine cfg names and the access that shows
 	// its RAMDISKs on the compute nodes, whose directories policy says
 	// may be mounted over (all.Open, given Log and Self).
-	OpenEngine func(cfg *config.Config, policy mount.Policy) (engine.Engine, node.Access, error)
+	OpenEngine func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error)
+
+	// lease is held by the active rsa serve of a failover pair (Serve):
+	// New takes the state over under a new epoch, which OpenEngine is
+	// given (0 outside a pair) for the agents.
+	lease *failover.Lease
 }
 
 // checkLocalCapacity refuses RSA nodes served by this host's RAM (the
@@ -204,7 +216,15 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, errors.New("daemon: no engine to open (Options.OpenEngine)")
 	}
-	eng, access, err := o.OpenEngine(cfg, policyOf(cfg))
+	var epoch int64
+	if o.lease != nil {
+		if epoch, err = takeOver(ctx, cfg, st, o.lease); err != nil {
+			st.Close()
+			return nil, err
+		}
+		o.Log.Warn("failover: this rsa serve is the active one now", "epoch", epoch)
+	}
+	eng, access, err := o.OpenEngine(cfg, policyOf(cfg), epoch)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -268,9 +288,9 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		waiting:  map[int64]wait{},
 	}
 	if cfg.Scheduler != config.SchedulerNone {
-		m := slurm.MarkersFor(cfg.Socket)
-		d.markers = &m
+		d.markers = &slurm.Markers{Dir: cfg.MarkersDir()}
 	}
+	d.lease = o.lease
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
 	d.tell = newTeller(cfg.Notify)
 	d.actx, d.cancel = context.WithCancel(context.Background())
@@ -284,6 +304,9 @@ func policyOf(cfg *config.Config) mount.Policy {
 
 // Run recovers, then serves the socket until ctx ends.
 func (d *Daemon) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	d.stopRun = stop
 	lock, err := lockState(d.cfg.StateDir)
 	if err != nil {
 		return err
@@ -313,6 +336,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 			ln.Close()
 			return fmt.Errorf("remote.listen: %w", err)
 		}
+	}
+	var peers *http.Server
+	if d.lease != nil {
+		if peers, err = d.servePeers(); err != nil {
+			ln.Close()
+			if rl != nil {
+				rl.Close()
+			}
+			return err
+		}
+		d.wg.Add(1)
+		go func() { defer d.wg.Done(); d.holdLease(d.actx, stop) }()
 	}
 	if n, err := d.runner.Cgroups.KillAll(ctx); err != nil {
 		d.log.Error("killing staging processes left by a previous daemon", "err", err)
@@ -361,6 +396,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		ln.Close()
 		if rl != nil {
 			rl.Close()
+		}
+		if peers != nil {
+			peers.Close()
 		}
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
@@ -415,6 +453,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if metricsSrv != nil {
 		metricsSrv.Shutdown(sctx)
 	}
+	if peers != nil {
+		peers.Shutdown(sctx)
+	}
 	<-loopDone
 	d.cancel()
 	waitTimeout(&d.wg, 15*time.Second)
@@ -426,6 +467,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	os.Remove(d.cfg.Socket)
 	d.store.Close()
 	d.log.Info("rsa stopped")
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
+		return cause
+	}
 	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
@@ -640,6 +684,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if len(evs) > 0 || m.edit != nil || recorded {
 		next.UpdatedAt = time.Now()
 		if err := d.store.Commit(ctx, &next, evs); err != nil {
+			d.fenced(err)
 			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
 		}
 		d.changed()

@@ -131,6 +131,7 @@ func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*j
 		d.mark(j.Spec.Name)
 	}
 	if err := d.store.Create(ctx, j, []job.Event{submit}); err != nil {
+		d.fenced(err)
 		d.unmarkUnlocked(ctx, j.Spec.Name, 0)
 		return err
 	}
@@ -168,6 +169,9 @@ func msg2(id int64, k lifecycle.EventKind) msg {
 }
 
 func attach(j *job.Job, p api.Peer) error {
+	if p.PID == 0 {
+		return api.Invalid("rsa run came through the standby rsa serve of a failover pair, whose host the active one cannot watch the process of: run it on the active one's host, or use rsa submit")
+	}
 	st, err := holders.StartTime(int(p.PID))
 	if err != nil {
 		return api.Invalid("cannot identify the calling process %d: %v", p.PID, err)

@@ -12,8 +12,9 @@ import (
 )
 
 // Markers are empty files, one for each Slurm job that has an RSA job not
-// yet done, named by the Slurm job id, in a directory beside the daemon's
-// socket. The Slurm prolog and epilog run for every job and must not hold
+// yet done, named by the Slurm job id, in one directory
+// (config.Config.MarkersDir: beside the daemon's socket, or in a failover
+// pair beside the shared state directory). The Slurm prolog and epilog run for every job and must not hold
 // up a job that does not use RSA while rsa serve is down: they look here
 // first, and only a job with a marker waits out a daemon restart.
 //
@@ -23,9 +24,6 @@ import (
 // a missing one would cost a job its RAMDISK. The daemon puts the directory
 // right at start (Sync).
 type Markers struct{ Dir string }
-
-// MarkersFor is where the daemon listening on socket keeps its markers.
-func MarkersFor(socket string) Markers { return Markers{Dir: socket + ".slurm-jobs"} }
 
 // name is the marker's file name for a Slurm job id: a plain job id (an
 // array task has one of its own), nothing else.

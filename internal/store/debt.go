@@ -20,7 +20,7 @@ type Debt struct {
 // AddDebt records d; recording the same node, job and build again keeps
 // the first.
 func (s *Store) AddDebt(ctx context.Context, d Debt) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO debts(node, job_id, build, bytes, since, why) VALUES(?, ?, ?, ?, ?, ?)
+	err := s.exec(ctx, `INSERT INTO debts(node, job_id, build, bytes, since, why) VALUES(?, ?, ?, ?, ?, ?)
 		ON CONFLICT(node, job_id, build) DO NOTHING`, d.Node, d.Job, max(d.Build, 1), d.Bytes, d.Since.UnixNano(), d.Why)
 	return err
 }
@@ -28,7 +28,7 @@ func (s *Store) AddDebt(ctx context.Context, d Debt) error {
 // PayDebt forgets the debt of job's build on node; an absent one is no
 // error.
 func (s *Store) PayDebt(ctx context.Context, node string, job int64, build int) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM debts WHERE node=? AND job_id=? AND build=?`, node, job, max(build, 1))
+	err := s.exec(ctx, `DELETE FROM debts WHERE node=? AND job_id=? AND build=?`, node, job, max(build, 1))
 	return err
 }
 

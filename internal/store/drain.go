@@ -15,7 +15,7 @@ type Drain struct {
 
 // SetDrain marks node drained (again: the newest reason wins).
 func (s *Store) SetDrain(ctx context.Context, d Drain) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO drains(node, reason, by, since) VALUES(?, ?, ?, ?)
+	err := s.exec(ctx, `INSERT INTO drains(node, reason, by, since) VALUES(?, ?, ?, ?)
 		ON CONFLICT(node) DO UPDATE SET reason=excluded.reason, by=excluded.by, since=excluded.since`,
 		d.Node, d.Reason, d.By, d.Since.UnixNano())
 	return err
@@ -24,7 +24,7 @@ func (s *Store) SetDrain(ctx context.Context, d Drain) error {
 // ClearDrain returns node to service; clearing a node that is not drained
 // does nothing.
 func (s *Store) ClearDrain(ctx context.Context, node string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM drains WHERE node=?`, node)
+	err := s.exec(ctx, `DELETE FROM drains WHERE node=?`, node)
 	return err
 }
 

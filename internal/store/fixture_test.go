@@ -240,6 +240,10 @@ func fillFixture(t testing.TB, s *Store) {
 			t.Fatal(err)
 		}
 	}
+	// A failover pair: the state was taken over once.
+	if _, err := s.TakeOver(ctx, "ctl1", m.at); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // dumpSQL is SQL text that remakes db in an empty database, in one

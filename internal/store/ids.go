@@ -10,7 +10,7 @@ import (
 // restored from a backup older than it) keeps its job's id, and a new job
 // given that id would be handed that RAMDISK's directories.
 func (s *Store) ReserveIDs(ctx context.Context, id int64) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 // SetIncarnation records node's incarnation, seen at at.
 func (s *Store) SetIncarnation(ctx context.Context, node, incarnation string, at time.Time) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO incarnations(node, incarnation, seen) VALUES(?, ?, ?)
+	err := s.exec(ctx, `INSERT INTO incarnations(node, incarnation, seen) VALUES(?, ?, ?)
 		ON CONFLICT(node) DO UPDATE SET incarnation=excluded.incarnation, seen=excluded.seen`, node, incarnation, at.UnixNano())
 	return err
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -40,6 +41,10 @@ type Store struct {
 	// SQLite stays the truth; the copy is only ever what it committed.
 	mu     sync.RWMutex
 	active map[int64]*job.Job
+
+	// epoch is the lease's epoch this Store took the state over with
+	// (TakeOver); 0: it did not, and its writes are not fenced.
+	epoch atomic.Int64
 }
 
 // migrations are applied in order; the schema version is their count. Never
@@ -123,6 +128,14 @@ var migrations = []string{
 	// take a BLOB that looks like JSONB for JSONB.
 	`UPDATE jobs SET record = CAST(json_set(CAST(record AS TEXT), '$.scheduler', scheduler) AS BLOB)
 		WHERE scheduler != '' AND coalesce(json_extract(CAST(record AS TEXT), '$.scheduler'), '') = '';`,
+	// The epoch of the rsa serve of a failover pair that took the
+	// state over last (lease.go): one row, or none before the first.
+	`CREATE TABLE lease (
+		id     INTEGER PRIMARY KEY CHECK (id = 1),
+		epoch  INTEGER NOT NULL,
+		holder TEXT NOT NULL,
+		since  INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database in dir, which is made 0700
@@ -232,7 +245,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 
 // Create inserts a new job, assigning its id, with its first events.
 func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -270,7 +283,7 @@ func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) erro
 // Commit stores j (whose Version must be the one read) and appends events,
 // atomically. On success j.Version is incremented.
 func (s *Store) Commit(ctx context.Context, j *job.Job, events []job.Event) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -345,7 +358,7 @@ func (s *Store) Purge(ctx context.Context, before time.Time) ([]Purged, error) {
 }
 
 func (s *Store) purgeBatch(ctx context.Context, before time.Time) ([]Purged, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,9 @@ type Options struct {
 	Self string
 	// Policy says which directories of a job may be mounted over.
 	Policy mount.Policy
+	// Epoch is the lease epoch of the active rsa serve of a failover
+	// pair, which every agent request carries; 0 outside a pair.
+	Epoch int64
 }
 
 // Open builds cfg's engine, wrapped in the retries it needs, and the
@@ -42,7 +45,7 @@ type Options struct {
 func Open(cfg *config.Config, o Options) (engine.Engine, node.Access, error) {
 	switch cfg.Engine {
 	case gluster.Name:
-		return gluster.Open(cfg, o.Log, o.Policy)
+		return gluster.Open(cfg, o.Log, o.Policy, o.Epoch)
 	case local.Name:
 		return local.Open(cfg, o.Self, o.Policy)
 	}

@@ -93,8 +93,13 @@ type Engine struct {
 	Root    string // ramdisk_root: the control host's mount point of each volume, as the local engine's
 	Nodes   Nodes
 	Control string // the control host's address: always in auth.allow
-	Replica int    // 0: distribute; 2: consecutive parts are one replica pair
-	Shard   bool
+	// OtherControl and OtherControlName are the other control host of a
+	// failover pair, its address and its certificate's name: admitted
+	// to every volume as this one is, so that it can take the jobs over.
+	// "" outside a pair.
+	OtherControl, OtherControlName string
+	Replica                        int // 0: distribute; 2: consecutive parts are one replica pair
+	Shard                          bool
 	// PingTimeout is Gluster's network.ping-timeout.
 	PingTimeout time.Duration
 	// CheckTimeout bounds glusterd's answer in Check (0: 15 s): on a cut
@@ -242,6 +247,9 @@ func (e *Engine) coordinators(r engine.Ramdisk) []string {
 // self-heal daemons serve a replica).
 func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.VolumeSpec, error) {
 	allow := []string{e.Control}
+	if e.OtherControl != "" {
+		allow = append(allow, e.OtherControl)
+	}
 	srv, err := e.servers(r)
 	if err != nil {
 		return agent.VolumeSpec{}, err
@@ -259,6 +267,9 @@ func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.
 		}
 	}
 	names := []string{e.Nodes.Name()}
+	if e.OtherControlName != "" {
+		names = append(names, e.OtherControlName)
+	}
 	for _, n := range append(e.Nodes.StorageNodes(), hosts...) {
 		if !slices.Contains(names, n) {
 			names = append(names, n)

@@ -19,8 +19,11 @@ var _ Nodes = (*cluster.Cluster)(nil)
 // the node access that mounts its volumes on the compute nodes (their
 // agents, checking jobs' directories by policy). It loads the daemon's
 // identity (cluster.pki) and checks this host's Gluster TLS; it dials no
-// agent: the engine's Start does.
-func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy) (engine.Engine, node.Access, error) {
+// agent: the engine's Start does. epoch is the lease epoch of the active
+// rsa serve of a failover pair, which every request to an agent carries
+// (0 outside a pair), and every volume admits the other control host
+// (failover.peer, failover.peer_address) as it admits this one.
+func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error) {
 	gc, err := ConfigOf(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -29,7 +32,9 @@ func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy) (engine.Eng
 	if err != nil {
 		return nil, nil, err
 	}
+	cl.SetEpoch(epoch)
 	g := &Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: gc.Address,
+		OtherControl: cfg.Failover.PeerAddress, OtherControlName: cfg.Failover.Peer,
 		Replica: gc.Replica, Shard: gc.Shard, PingTimeout: gc.PingTimeout,
 		CheckTimeout: gc.CheckTimeout, CheckSettle: gc.CheckSettle,
 		BWLimit: cfg.Limits.StageBWLimit, WholeSettle: gc.WholeSettle,

@@ -82,7 +82,9 @@ type health struct {
 // Cluster holds the agents' clients and health. Safe for concurrent use.
 type Cluster struct {
 	// id is the daemon's identity, loaded again as its files change.
-	id        *pki.Live
+	id *pki.Live
+	// epoch is sent with every request to an agent (SetEpoch).
+	epoch     int64
 	port      int
 	downAfter time.Duration
 	// heartbeat paces the heartbeat and the looks at a split pool,
@@ -290,6 +292,15 @@ func checkNodeName(n string) error {
 	return nil
 }
 
+// SetEpoch makes every agent request carry epoch, the lease epoch of the
+// active rsa serve of a failover pair (agent.EpochHeader); 0, the default,
+// sends none. Call it before the first Client.
+func (c *Cluster) SetEpoch(epoch int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.epoch = epoch
+}
+
 // Client is the agent client of node, made on first use.
 func (c *Cluster) Client(node string) (*agent.Client, error) {
 	c.mu.Lock()
@@ -305,6 +316,7 @@ func (c *Cluster) Client(node string) (*agent.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl.Epoch = c.epoch
 	c.clients[node] = cl
 	if _, ok := c.health[node]; !ok {
 		c.health[node] = health{Node: node, Role: "compute", State: StateSuspect, Silent: time.Now()}
