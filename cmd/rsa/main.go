@@ -251,6 +251,9 @@ daemon does not answer (a health check for monitoring and systemd).`,
 				fmt.Printf("rsa client %s\n", version.String())
 				if v, ok := out["daemon"].(api.VersionInfo); ok {
 					fmt.Printf("rsa daemon %s (schema %d, config %s)\n", textsafe.Line(v.Version), v.Schema, textsafe.Line(v.Config))
+					if v.Epoch > 0 {
+						fmt.Printf("active rsa serve of the failover pair: %s (lease epoch %d)\n", textsafe.Line(v.Host), v.Epoch)
+					}
 				} else {
 					fmt.Printf("rsa daemon: %s\n", textsafe.Line(fmt.Sprint(out["daemon_error"])))
 				}

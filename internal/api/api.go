@@ -191,6 +191,11 @@ type VersionInfo struct {
 	Version string `json:"version"`
 	Schema  int    `json:"schema"`
 	Config  string `json:"config"`
+	// Host and Epoch: the active rsa serve of a failover pair, its host
+	// and its lease epoch (also when asked through the standby); unset
+	// outside a pair.
+	Host  string `json:"host,omitempty"`
+	Epoch int64  `json:"epoch,omitempty"`
 }
 
 // Verbs act on one job.

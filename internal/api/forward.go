@@ -114,8 +114,10 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, nil, err)
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		out.Header.Set("Content-Type", ct)
+	for _, k := range []string{"Content-Type", "Accept"} {
+		if v := r.Header.Get(k); v != "" {
+			out.Header.Set(k, v)
+		}
 	}
 	out.Header.Set(ForwardHeader, caller)
 	out.Header.Set("Authorization", authScheme+" "+cred)

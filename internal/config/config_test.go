@@ -234,3 +234,17 @@ func TestStageLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkersDir: the Slurm job markers are beside the socket, or, in a
+// failover pair, beside the shared state directory, where the prolog of
+// either control host finds the active one's.
+func TestMarkersDir(t *testing.T) {
+	c := &Config{Socket: "/run/rsa/rsa.sock", StateDir: "/shared/rsa/state"}
+	if got := c.MarkersDir(); got != "/run/rsa/rsa.sock.slurm-jobs" {
+		t.Errorf("alone: %s", got)
+	}
+	c.Failover = Failover{Listen: "10.0.0.1:7711", Advertise: "10.0.0.1:7711", Peer: "ctl2", PeerAddress: "10.0.0.2"}
+	if got := c.MarkersDir(); got != "/shared/rsa/state.slurm-jobs" {
+		t.Errorf("in a failover pair: %s", got)
+	}
+}

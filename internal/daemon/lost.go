@@ -33,6 +33,16 @@ func (d *Daemon) lost(ctx context.Context, j *job.Job) (msg, bool) {
 		}
 		return msg{}, false
 	}
+	if r, ok := engine.As[engine.Reattacher](d.engine); ok {
+		// Not mounted here: this host may have taken the state over
+		// from another one, which had it mounted.
+		if ok, err := r.Reattach(ctx, rd); err != nil || ok {
+			if err != nil {
+				d.log.Error("mounting a job's RAMDISK on this host again", "job", j.ID, "err", err)
+			}
+			return msg{}, false
+		}
+	}
 	// What is left is the empty mount point and its gate.
 	if err := d.engine.Destroy(ctx, rd); err != nil {
 		d.log.Error("removing what is left of a lost RAMDISK", "job", j.ID, "err", err)

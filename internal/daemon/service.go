@@ -34,7 +34,12 @@ var _ api.Service = (*Daemon)(nil)
 
 func (d *Daemon) Version(ctx context.Context) api.VersionInfo {
 	v, _ := d.store.SchemaVersion(ctx)
-	return api.VersionInfo{Version: d.version, Schema: v, Config: cmpOr(d.cfg.Path, "embedded default")}
+	info := api.VersionInfo{Version: d.version, Schema: v, Config: cmpOr(d.cfg.Path, "embedded default")}
+	if d.lease != nil {
+		info.Host, _ = os.Hostname()
+		info.Epoch = d.store.Epoch()
+	}
+	return info
 }
 
 // Submit validates a job against the caller's own rights and creates it. On

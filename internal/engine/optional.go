@@ -44,6 +44,20 @@ func As[T any](e Engine) (T, bool) {
 	return zero, false
 }
 
+// Reattacher is an Engine whose RAMDISKs outlive this host's mount of
+// them: their parts live on nodes apart from this host, which only mounts
+// them (engine gluster). When another host took the state over (the
+// standby of a failover pair), a RAMDISK not mounted here may exist all
+// the same; the daemon reattaches it before it takes it for lost.
+type Reattacher interface {
+	// Reattach mounts r on this host again, its gate closed (root alone
+	// reaches it here), if r still exists, and reports whether it does:
+	// ok is false, with no error, only when r is gone. A RAMDISK mounted
+	// here already is ok. An error says nothing either way (a node out
+	// of reach): the caller must not take r for lost on it.
+	Reattach(ctx context.Context, r Ramdisk) (ok bool, err error)
+}
+
 // Nodes is an Engine whose RAMDISKs have parts on nodes apart from this
 // host, whose agents it watches (engine gluster: the RSA nodes, and the
 // compute nodes that mount its RAMDISKs). It answers from its last look,

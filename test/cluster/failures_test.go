@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -424,7 +425,7 @@ func (c *cluster) holdRamdisk(t *testing.T, u testutil.User, w, ramdisk string) 
 	t.Helper()
 	pidFile, releaseFile := filepath.Join(w, "holder.pid"), filepath.Join(w, "release")
 	// Not testutil.Command: the hold outlasts its 90 s under load.
-	cmd := exec.Command(filepath.Join(c.root, "scripts", "cluster-up"), "exec", "ctl",
+	cmd := exec.Command(filepath.Join(c.root, "scripts", "cluster-up"), "exec", cmp.Or(c.via, "ctl"),
 		"setpriv", "--reuid="+strconv.Itoa(int(u.UID)), "--regid="+strconv.Itoa(int(u.GID)), "--clear-groups",
 		"sh", "-c", `trap '' TERM; cd "$1" || exit 1; echo $$ > "$2"; while [ ! -e "$3" ]; do sleep 0.2; done`,
 		"holder", ramdisk, pidFile, releaseFile)

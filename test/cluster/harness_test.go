@@ -43,6 +43,11 @@ type cluster struct {
 	env     []string // the scripts' environment
 	storage []string // rsa1..rsaN
 	compute []string // c1..cM
+	control []string // ctl, and ctl2 with RSA_CLUSTER_FAILOVER=1
+	// via is the control host the rsa CLI and holdRamdisk run on; "":
+	// the CLI on the login node, through the config's socket, and the
+	// holder on ctl. A failover pair's sockets are in each host's /run.
+	via string
 }
 
 func repoRoot(t *testing.T) string {
@@ -64,6 +69,7 @@ func startCluster(t *testing.T, env ...string) *cluster {
 		t.Fatal("the cluster tests need root (network, mount and UTS namespaces, a bridge): run them as root")
 	}
 	id, nrsa, ncompute := 0, 3, 2
+	control := []string{"ctl"}
 	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		n, err := strconv.Atoi(v)
@@ -74,9 +80,11 @@ func startCluster(t *testing.T, env ...string) *cluster {
 			nrsa = n
 		case k == "RSA_CLUSTER_COMPUTE" && err == nil:
 			ncompute = n
+		case k == "RSA_CLUSTER_FAILOVER" && v == "1":
+			control = append(control, "ctl2")
 		}
 	}
-	c := &cluster{dir: fmt.Sprintf("%s-%d", clusterDir, id), net: fmt.Sprintf("10.78.%d", id), root: repoRoot(t)}
+	c := &cluster{dir: fmt.Sprintf("%s-%d", clusterDir, id), net: fmt.Sprintf("10.78.%d", id), root: repoRoot(t), control: control}
 	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
 	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
 	c.env = append(os.Environ(), "RSA_CLUSTER_DIR="+c.dir, "RSA_BIN="+rsaBin)
@@ -108,6 +116,8 @@ func (c *cluster) addr(host string) string {
 	switch {
 	case host == "ctl":
 		return c.net + ".2"
+	case host == "ctl2":
+		return c.net + ".3"
 	case strings.HasPrefix(host, "rsa"):
 		return c.net + ".1" + strings.TrimPrefix(host, "rsa")
 	case strings.HasPrefix(host, "c"):
@@ -181,6 +191,9 @@ func (c *cluster) execErr(t *testing.T, host string, args ...string) (string, er
 // root, with the cluster's config; a failure fails the test.
 func (c *cluster) rsa(t *testing.T, args ...string) string {
 	t.Helper()
+	if c.via != "" {
+		return c.exec(t, c.via, append([]string{filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf}, args...)...)
+	}
 	cmd := testutil.Command(t, filepath.Join(c.dir, "rsa", "rsa"), append([]string{"--config", c.rsaConf}, args...)...)
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
 	out, err := cmd.CombinedOutput()

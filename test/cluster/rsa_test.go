@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,7 +82,7 @@ func (c *cluster) leaks(t *testing.T) string {
 			found = append(found, h+": volumes: "+strings.Join(strings.Fields(v), " "))
 		}
 	}
-	for _, h := range append(append([]string{"ctl"}, c.storage...), c.compute...) {
+	for _, h := range append(append(slices.Clone(c.control), c.storage...), c.compute...) {
 		mi := c.exec(t, h, "cat", "/proc/self/mountinfo")
 		for _, l := range strings.Split(mi, "\n") {
 			if strings.Contains(l, "rsa-job-") || strings.Contains(l, "fuse.glusterfs") || strings.Contains(l, " - erofs ") ||

@@ -126,6 +126,7 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("enginetest: the Kernel checks need root: they switch to the jobs' user and to nobody")
 	}
 	s := &suite{h: h, next: firstJob}
+	_, reattaches := engine.As[engine.Reattacher](h.New(t))
 	for _, c := range []struct {
 		name string
 		run  func(*testing.T)
@@ -144,10 +145,53 @@ func Run(t *testing.T, h Harness) {
 		{"List", s.testList, true},
 		{"CheckHealthy", s.testCheckHealthy, true},
 		{"DestroySilentNode", s.testDestroySilentNode, h.Silence != nil},
+		{"Reattach", s.testReattach, reattaches && h.Kernel},
 	} {
 		if c.in {
 			t.Run(c.name, c.run)
 		}
+	}
+}
+
+// testReattach (engine.Reattacher): a RAMDISK this host no longer mounts
+// (another host had it: the standby of a failover pair took over) is
+// mounted again, its files there, and again is ok; once destroyed it is
+// reported gone, and nothing is left of it here.
+func (s *suite) testReattach(t *testing.T) {
+	e := s.h.New(t)
+	ra, _ := engine.As[engine.Reattacher](e)
+	r := s.ramdisk()
+	s.construct(t, e, r)
+	kept := filepath.Join(r.Dir, "kept")
+	if err := os.WriteFile(kept, []byte("before"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(r.Dir, unix.MNT_DETACH); err != nil {
+		t.Fatalf("unmounting the RAMDISK here: %v", err)
+	}
+	if _, ok := device(t, e, r); ok {
+		t.Fatal("the RAMDISK is still mounted here after its unmount")
+	}
+	for i := range 2 {
+		ok, err := ra.Reattach(t.Context(), r)
+		if err != nil || !ok {
+			t.Fatalf("Reattach #%d of a RAMDISK that exists: %v %v", i+1, ok, err)
+		}
+	}
+	if _, ok := device(t, e, r); !ok {
+		t.Fatal("Reattach reported the RAMDISK mounted, and Device does not find it")
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "before" {
+		t.Fatalf("the file written before, read after Reattach: %q %v", b, err)
+	}
+	if err := e.Destroy(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := ra.Reattach(t.Context(), r); ok || err != nil {
+		t.Fatalf("Reattach of a destroyed RAMDISK: %v %v, want false and no error", ok, err)
+	}
+	if _, err := os.Lstat(r.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Reattach of a destroyed RAMDISK left %s (%v)", r.Dir, err)
 	}
 }
 

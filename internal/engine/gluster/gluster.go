@@ -489,6 +489,50 @@ func (e *Engine) Revoke(ctx context.Context, r engine.Ramdisk) error {
 	return gate.Close(engine.GateFor(e.Root, r.Job))
 }
 
+// Reattach mounts r's volume at r.Dir again, behind a closed gate, if
+// glusterd still has it (engine.Reattacher).
+func (e *Engine) Reattach(ctx context.Context, r engine.Ramdisk) (bool, error) {
+	if _, ok, err := e.mounted(r); err != nil || ok {
+		return ok, err
+	}
+	if r.Dir != engine.DirFor(e.Root, r.Job) {
+		return false, fmt.Errorf("RAMDISK of job %d must be at %s, not %s", r.Job, engine.DirFor(e.Root, r.Job), r.Dir)
+	}
+	g := engine.GateFor(e.Root, r.Job)
+	if err := os.MkdirAll(g, 0o700); err != nil {
+		return false, fmt.Errorf("creating the RAMDISK's gate: %w", err)
+	}
+	if err := gate.Close(g); err != nil {
+		return false, err
+	}
+	if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return false, fmt.Errorf("creating mount point: %w", err)
+	}
+	srv, err := e.servers(r)
+	if err != nil {
+		return false, err
+	}
+	merr := gcli.Mount(ctx, srv, e.volume(r), r.Dir)
+	if merr == nil {
+		e.Log.Info("RAMDISK reattached on this host", "job", r.Job, "volume", e.volume(r))
+		return true, nil
+	}
+	found, err := e.List(ctx)
+	if err != nil {
+		return false, errors.Join(fmt.Errorf("mounting volume %s again: %w", e.volume(r), merr), err)
+	}
+	for _, f := range found {
+		if f.Job == r.Job && f.Build == r.Build {
+			return false, fmt.Errorf("mounting volume %s again: %w", e.volume(r), merr)
+		}
+	}
+	// Gone: the mount point and the gate made for it go too.
+	if err := errors.Join(os.Remove(r.Dir), os.Remove(g)); err != nil {
+		e.Log.Warn("removing the mount point of a RAMDISK that is gone", "job", r.Job, "err", err)
+	}
+	return false, nil
+}
+
 func (e *Engine) Device(r engine.Ramdisk) (uint64, bool, error) {
 	m, ok, err := e.mounted(r)
 	if err != nil || !ok {

@@ -1,0 +1,315 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rsa-hpc/rsa/internal/failover"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/testutil"
+)
+
+// TestFailoverLong: two control hosts, ctl and ctl2, each with an rsa
+// serve of one failover pair (their state directory shared) and a
+// slurmctld (Slurm's primary and backup). The active host is halted (every
+// process of it killed, its /run emptied) while a job is in each phase:
+// pending (its RAMDISK being built), staging in, running, staging out and
+// in teardown. Each time the standby takes the state over under the next
+// epoch, resumes the job's action, and the job ends right: its input read
+// from RAM, its output verified on disk, nothing left behind. The halted
+// host then boots again and stays the standby while the other is active,
+// forwarding its socket's requests; the next phase halts the other. Last,
+// the active host is cut off from the standby under a running job: the
+// standby does not take over (the lease, not the link, decides), and the
+// job ends right once the link is back. Never two active: each take-over
+// raised the epoch by one, and only the host that holds the lease
+// announced itself.
+func TestFailoverLong(t *testing.T) {
+	u := testutil.EnsureNamedUser(t, testutil.TestUserName()+"-10") // before t.Parallel: useradd takes a lock
+	t.Parallel()
+	c := startCluster(t, "RSA_CLUSTER_ID=9", "RSA_CLUSTER_FAILOVER=1", "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_CAPACITY=512M",
+		"RSA_CLUSTER_LEAD=0", "RSA_CLUSTER_RSA_CONF=[limits]\nstage_bwlimit = \"8M\"")
+	active, standby := "ctl", "ctl2"
+	c.via = active
+	info := c.activeRSA(t)
+	if info.Host != active || info.Epoch != 1 {
+		t.Fatalf("after cluster-up the active rsa serve is %+v, want ctl with epoch 1", info)
+	}
+	// The standby answers through the active one.
+	if v := c.exec(t, standby, filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf, "version"); !strings.Contains(v, "active rsa serve of the failover pair: ctl (lease epoch 1)") {
+		t.Fatalf("rsa version on the standby's host: %s", v)
+	}
+	if l := c.rsaLog(t, standby); !strings.Contains(l, "is the standby of a failover pair") {
+		t.Fatalf("the standby's log does not say it is one:\n%s", tail(l))
+	}
+
+	epoch := info.Epoch
+	for _, state := range []lifecycle.RSAState{lifecycle.Booting, lifecycle.StagingIn, lifecycle.InUseIn, lifecycle.StagingOut, lifecycle.Teardown} {
+		t.Run(string(state), func(t *testing.T) {
+			w := workDir(t, u, "failover-"+strings.ToLower(string(state)))
+			sums := fill(t, u, filepath.Join(w, "in"), 40, 2<<20)
+			var release func() // ends the hold, once the active host is halted
+			if state == lifecycle.Booting {
+				// The construct makes the bricks, then waits for
+				// glusterd to make the volume.
+				release = c.freezeGlusterd(t)
+			}
+			id := c.sbatch(t, u, failoverJob(t, u, w))
+			var rid int64
+			switch state {
+			case lifecycle.Booting, lifecycle.StagingIn:
+				rid = c.waitRSA(t, id, 120*time.Second, string(state)).ID
+			case lifecycle.InUseIn:
+				rid = c.waitRSA(t, id, 120*time.Second, string(state)).ID
+				waitFile(t, filepath.Join(w, "infs"), 60*time.Second)
+			case lifecycle.StagingOut:
+				// The stage-out waits for glusterd to seal the volume:
+				// the output is in RAM alone.
+				rid = c.waitRSA(t, id, 120*time.Second, "INUSE_OUT").ID
+				waitFile(t, filepath.Join(w, "written"), 120*time.Second)
+				release = c.freezeGlusterd(t)
+				touch(t, filepath.Join(w, "end"))
+				c.waitRSA(t, id, 120*time.Second, string(state))
+			case lifecycle.Teardown:
+				// A process of the user's on the active host, in the
+				// RAMDISK, ignores SIGTERM: the teardown waits for it.
+				j := c.waitRSA(t, id, 120*time.Second, "INUSE_OUT")
+				rid = j.ID
+				waitFile(t, filepath.Join(w, "written"), 120*time.Second)
+				var pid int
+				pid, release = c.holdRamdisk(t, u, w, j.Ramdisk)
+				touch(t, filepath.Join(w, "end"))
+				term := fmt.Sprintf("by pid %d (", pid)
+				waitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, func() bool {
+					return strings.Contains(c.stageLog(t, rid), term)
+				})
+			}
+
+			if active == "ctl" && state != lifecycle.Booting {
+				// Slurm 22.05's backup, taking over from a primary that
+				// died, recovers a burst buffer job that has started as
+				// one still starting (its saved burst buffer state:
+				// pre-run), runs pre_run again and requeue-holds the job
+				// (seen here). That is Slurm's take-over, not RSA's:
+				// while a job has started, Slurm's control moves to
+				// ctl2 first, as an admin's scontrol takeover does, and
+				// the halt takes ctl's rsa serve alone by surprise. A
+				// pending job (BOOTING) meets both take-overs at once.
+				c.slurmTakeover(t)
+			}
+			took := c.halt(t, active, standby)
+			epoch++
+			if info := c.activeRSA(t); info.Epoch != epoch {
+				t.Errorf("%s took over with epoch %d, want %d (one above the last)", standby, info.Epoch, epoch)
+			}
+			t.Logf("%s halted in %s; %s active after %s", active, state, standby, took.Round(100*time.Millisecond))
+			active, standby = standby, active
+			c.via = active
+			if release != nil {
+				release()
+			}
+			if state == lifecycle.InUseIn || state == lifecycle.Booting || state == lifecycle.StagingIn {
+				touch(t, filepath.Join(w, "end"))
+			}
+			c.waitJob(t, id, 240*time.Second, "COMPLETED")
+			c.waitRSA(t, id, 180*time.Second, "RELEASED")
+			if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs"))); got != "fuse.glusterfs" {
+				t.Errorf("the job read its input from %q, not its RAMDISK", got)
+			}
+			if got := readFile(t, filepath.Join(w, "insums")); got != sums {
+				t.Errorf("the input the job read differs from what was staged in")
+			}
+			if got := strings.TrimSpace(readFile(t, filepath.Join(w, "outfs"))); got != "fuse.glusterfs" {
+				t.Errorf("the job wrote its output to %q, not its RAMDISK", got)
+			}
+			checkData(t, w)
+			log := c.rsa(t, "log", fmt.Sprint(rid))
+			if a, ok := lifecycle.Work(state); ok && state != lifecycle.InUseIn {
+				if want := "resumed " + string(a) + " after restart"; !strings.Contains(log, want) {
+					t.Errorf("the job's log lacks %q: the active host was not halted in %s:\n%s", want, state, log)
+				}
+			}
+			if !strings.Contains(log, "stage-out done") {
+				t.Errorf("the job's log lacks its stage-out:\n%s", log)
+			}
+			c.assertNoLeaks(t)
+
+			// The halted host comes back while the other is active: it
+			// is the standby, and its socket reaches the active one.
+			c.bootControl(t, standby)
+			if info := c.activeRSA(t); info.Host != active || info.Epoch != epoch {
+				t.Errorf("after %s booted the active rsa serve is %+v, want %s with epoch %d", standby, info, active, epoch)
+			}
+			if v := c.exec(t, standby, filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf, "status", "--all"); !strings.Contains(v, fmt.Sprint(rid)) {
+				t.Errorf("rsa status on the standby %s does not show job %d:\n%s", standby, rid, v)
+			}
+		})
+		if t.Failed() {
+			return
+		}
+	}
+
+	t.Run("partition", func(t *testing.T) {
+		w := workDir(t, u, "failover-partition")
+		sums := fill(t, u, filepath.Join(w, "in"), 4, 1<<20)
+		id := c.sbatch(t, u, failoverJob(t, u, w))
+		c.waitRSA(t, id, 120*time.Second, "INUSE_IN")
+		before := len(c.rsaLog(t, standby))
+		heal := c.cutOff(t, active, standby)
+		// Longer than the standby's retries of the lease and the
+		// active one's checks of it, several times over.
+		time.Sleep(20 * time.Second)
+		if info := c.activeRSA(t); info.Host != active || info.Epoch != epoch {
+			t.Errorf("cut off from %s, the active rsa serve became %+v; want %s with epoch %d still", standby, info, active, epoch)
+		}
+		if l := c.rsaLog(t, standby)[before:]; strings.Contains(l, "taking the state over") {
+			t.Errorf("the standby took the state over while the active one held the lease:\n%s", tail(l))
+		}
+		heal()
+		touch(t, filepath.Join(w, "end"))
+		c.waitJob(t, id, 240*time.Second, "COMPLETED")
+		c.waitRSA(t, id, 180*time.Second, "RELEASED")
+		if got := readFile(t, filepath.Join(w, "insums")); got != sums {
+			t.Errorf("the input the job read differs from what was staged in")
+		}
+		checkData(t, w)
+		c.assertNoLeaks(t)
+	})
+
+	// Never two active: the take-overs are the epochs, one each, and each
+	// was announced by the rsa serve that made it.
+	var announced int
+	for _, h := range c.control {
+		announced += strings.Count(c.rsaLog(t, h), "this rsa serve is the active one now")
+	}
+	if info := c.activeRSA(t); info.Epoch != epoch || announced != int(epoch) {
+		t.Errorf("lease epoch %d after %d take-overs; the logs announce %d active rsa serve, want one per epoch", info.Epoch, epoch-1, announced)
+	}
+}
+
+// failoverJob writes the script of a one-node job of u's in w: it reads
+// and sums its input from the RAMDISK at w/in (w/insums, w/infs), waits
+// for its output RAMDISK at w/out (20 s after it started), writes 20 MB of
+// random data there and its sum (w/sum, checkData), says so (w/written)
+// and holds its node until the test creates w/end.
+func failoverJob(t *testing.T, u testutil.User, w string) string {
+	t.Helper()
+	in, out := filepath.Join(w, "in"), filepath.Join(w, "out")
+	return script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
+#SBATCH -N 1
+#SBATCH -o %[1]s/job.out
+#RSA capacity=600M pool=rsa
+#RSA_DATA_IN=%[2]s
+#RSA_DATA_OUT=%[3]s
+#RSA_DELAY=20
+(cd %[2]s && sha256sum f*) > %[1]s/insums
+findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
+for i in $(seq 1200); do [ "$(findmnt -n -o FSTYPE --mountpoint %[3]s)" = fuse.glusterfs ] && break; sleep 0.1; done
+findmnt -n -o FSTYPE --mountpoint %[3]s > %[1]s/outfs
+head -c 20000000 /dev/urandom > %[3]s/data
+sha256sum < %[3]s/data > %[1]s/sum
+touch %[1]s/written
+for i in $(seq 3000); do [ -e %[1]s/end ] && break; sleep 0.1; done
+`, w, in, out))
+}
+
+// activeRSA is what the active rsa serve of the failover pair announced.
+func (c *cluster) activeRSA(t *testing.T) failover.Info {
+	t.Helper()
+	var i failover.Info
+	b, err := os.ReadFile(filepath.Join(c.dir, "rsa", "state", "rsa.active"))
+	if err == nil {
+		err = json.Unmarshal(b, &i)
+	}
+	if err != nil {
+		t.Fatalf("reading the active rsa serve's announcement: %v", err)
+	}
+	return i
+}
+
+// rsaLog is everything rsa serve on control host h wrote to its log.
+func (c *cluster) rsaLog(t *testing.T, h string) string {
+	t.Helper()
+	name := "rsa.out"
+	if h != "ctl" {
+		name = "rsa-" + h + ".out"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, "log", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// halt halts control host h (cluster-up halt) and waits until the rsa
+// serve of other announced itself active; it returns how long that took.
+func (c *cluster) halt(t *testing.T, h, other string) time.Duration {
+	t.Helper()
+	before := c.activeRSA(t).Epoch
+	began := time.Now()
+	if o, err := c.script(t, time.Minute, "cluster-up", "halt", h); err != nil {
+		t.Fatalf("cluster-up halt %s: %v\n%s", h, err, o)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.script(t, time.Minute, "cluster-up", "boot-control", h)
+		}
+	})
+	waitFor(t, "the rsa serve of "+other+" to take over", 60*time.Second, func() bool {
+		i := c.activeRSA(t)
+		return i.Host == other && i.Epoch > before
+	})
+	return time.Since(began)
+}
+
+// slurmTakeover hands Slurm's control to the backup slurmctld on ctl2
+// (scontrol takeover: the primary on ctl exits) and waits until ctl2's
+// answers alone.
+func (c *cluster) slurmTakeover(t *testing.T) {
+	t.Helper()
+	c.slurm(t, "scontrol", "takeover")
+	waitFor(t, "slurmctld on ctl2 to be in control", 60*time.Second, func() bool {
+		cmd := testutil.Command(t, "scontrol", "ping")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+		out, _ := cmd.CombinedOutput()
+		return strings.Contains(string(out), "at ctl is DOWN") && strings.Contains(string(out), "at ctl2 is UP")
+	})
+}
+
+// bootControl boots halted control host h again (cluster-up boot-control).
+func (c *cluster) bootControl(t *testing.T, h string) {
+	t.Helper()
+	if o, err := c.script(t, 2*time.Minute, "cluster-up", "boot-control", h); err != nil {
+		t.Fatalf("cluster-up boot-control %s: %v\n%s", h, err, o)
+	}
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, path, timeout, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
+// touch creates an empty file.
+func touch(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tail is the end of a log, for a failure's message.
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
