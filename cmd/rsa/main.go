@@ -87,7 +87,7 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 	}
 	root.PersistentFlags().StringVar(&g.config, "config", "", "config file (default $RSA_CONFIG or "+config.DefaultPath+")")
 	root.PersistentFlags().StringVar(&g.socket, "socket", "", "daemon socket (default $RSA_SOCKET or the config's socket)")
-	root.PersistentFlags().StringVar(&g.server, "server", "", "from a login node: the daemon's remote access HOST:PORT, reached with a MUNGE credential (default $RSA_SERVER; munged's socket: $RSA_MUNGE_SOCKET)")
+	root.PersistentFlags().StringVar(&g.server, "server", "", "from a login node: the daemon's remote access HOST:PORT (a failover pair's two, comma-separated), reached with a MUNGE credential (default $RSA_SERVER; munged's socket: $RSA_MUNGE_SOCKET)")
 	root.AddCommand(nodeCmd(), slurmBBCmd(g), slurmNodeCmd(g, "prolog"), slurmNodeCmd(g, "epilog"), serveCmd(g), runCmd(g), submitCmd(g), statusCmd(g), waitCmd(g), cancelCmd(g), logCmd(g),
 		nodesCmd(g), versionCmd(g), healthCmd(g), retryCmd(g), discardCmd(g),
 		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), settleCmd(g), genDocsCmd(), configCmd(g))

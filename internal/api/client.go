@@ -10,8 +10,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +25,11 @@ import (
 type Client struct {
 	Socket string // where the daemon is, for messages
 	base   string // the URL requests go to; "" is the socket's
+	// others are the URLs of the other control host of a failover pair
+	// (NewRemoteClient), tried when base cannot be reached; the one that
+	// answered becomes base.
+	others []string
+	mu     sync.Mutex
 	http   *http.Client
 }
 
@@ -55,23 +62,39 @@ func Unreachable(err error) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
+		data = b
 	}
-	base := c.base
-	if base == "" {
-		base = "http://rsa"
+	c.mu.Lock()
+	bases := append([]string{c.base}, c.others...)
+	c.mu.Unlock()
+	var resp *http.Response
+	var err error
+	for i, base := range bases {
+		if base == "" {
+			base = "http://rsa"
+		}
+		var rd io.Reader
+		if data != nil {
+			rd = bytes.NewReader(data)
+		}
+		req, rerr := http.NewRequestWithContext(ctx, method, base+path, rd)
+		if rerr != nil {
+			return rerr
+		}
+		resp, err = c.http.Do(req)
+		if err == nil || !notListening(err) || i == len(bases)-1 {
+			if err == nil && i > 0 {
+				c.prefer(i, bases)
+			}
+			break
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
 	if err != nil {
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT):
@@ -97,6 +120,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// notListening reports whether err means no daemon listens where a
+// request went: a host refused the connection, or could not be reached.
+func notListening(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) ||
+		errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// prefer makes bases[i], which answered, the first tried from now on.
+func (c *Client) prefer(i int, bases []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.base = bases[i]
+	c.others = append(slices.Clone(bases[:i]), bases[i+1:]...)
 }
 
 func (c *Client) Version(ctx context.Context) (VersionInfo, error) {

@@ -240,9 +240,21 @@ func (m *munged) leave(uid uint32) {
 }
 
 // NewRemoteClient returns a client for the daemon's remote access at addr
-// (host:port), signing each request with a credential from enc.
+// (host:port), signing each request with a credential from enc. addr may
+// list the two control hosts of a failover pair, comma-separated: a
+// request goes to the one that answered last, and to the other when that
+// one cannot be reached (the standby serves no remote access).
 func NewRemoteClient(addr string, enc Encoder) *Client {
-	return &Client{Socket: "tcp " + addr, base: "http://" + addr, http: &http.Client{
+	var bases []string
+	for _, a := range strings.Split(addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			bases = append(bases, "http://"+a)
+		}
+	}
+	if len(bases) == 0 {
+		bases = []string{"http://" + addr}
+	}
+	return &Client{Socket: "tcp " + addr, base: bases[0], others: bases[1:], http: &http.Client{
 		Transport: &signer{
 			enc:  enc,
 			next: &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext},

@@ -190,3 +190,37 @@ func TestRemoteDecodingBoundPerHost(t *testing.T) {
 		}
 	}
 }
+
+// A remote client given both control hosts of a failover pair reaches the
+// one that serves (the standby serves no remote access), and asks it
+// first from then on.
+func TestRemoteClientFailover(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Write([]byte(`{"version":"test"}`))
+	}))
+	defer srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := l.Addr().String()
+	l.Close() // nothing listens there
+	active := strings.TrimPrefix(srv.URL, "http://")
+	c := NewRemoteClient(standby+", "+active, &countingEncoder{})
+	for i := range 2 {
+		v, err := c.Version(context.Background())
+		if err != nil || v.Version != "test" {
+			t.Fatalf("request %d: %+v %v", i+1, v, err)
+		}
+	}
+	if c.base != "http://"+active || asked.Load() != 2 {
+		t.Errorf("after two requests the client asks %s first (the server saw %d); want the active one", c.base, asked.Load())
+	}
+	// Neither answers: the error names where it asked.
+	srv.Close()
+	if _, err := c.Version(context.Background()); err == nil || !strings.Contains(err.Error(), standby) {
+		t.Errorf("with neither serving: %v", err)
+	}
+}

@@ -312,17 +312,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Close()
-	lim := api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}
-	for _, name := range d.cfg.Slurm.Users {
-		// The scheduler's hooks wait on the daemon in many processes at
-		// once: its user is held to the total only.
-		if u, err := user.Lookup(name); err == nil {
-			if uid, ok := parseUID(u.Uid); ok {
-				lim.Trusted = append(lim.Trusted, uid)
-			}
-		}
-	}
-	ln, err := api.ListenConfig{Limits: lim, Log: d.log}.Listen(d.cfg.Socket)
+	ln, err := api.ListenConfig{Limits: socketLimits(d.cfg), Log: d.log}.Listen(d.cfg.Socket)
 	if err != nil {
 		return err
 	}
@@ -474,6 +464,21 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// socketLimits bounds the connections to the socket as cfg says. The
+// scheduler's hooks wait on the daemon in many processes at once: its
+// users are held to the total only.
+func socketLimits(cfg *config.Config) api.Limits {
+	lim := api.Limits{PerUser: cfg.Limits.MaxConnectionsPerUser, Total: cfg.Limits.MaxConnections}
+	for _, name := range cfg.Slurm.Users {
+		if u, err := user.Lookup(name); err == nil {
+			if uid, ok := parseUID(u.Uid); ok {
+				lim.Trusted = append(lim.Trusted, uid)
+			}
+		}
+	}
+	return lim
 }
 
 func cmpOr(a, b string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -68,8 +67,7 @@ func standby(ctx context.Context, cfg *config.Config, o Options) (*failover.Leas
 	if l, ok, err := failover.TryAcquire(cfg.StateDir); err != nil || ok {
 		return l, err
 	}
-	lim := api.Limits{PerUser: cfg.Limits.MaxConnectionsPerUser, Total: cfg.Limits.MaxConnections}
-	ln, err := api.ListenConfig{Limits: lim, Log: o.Log}.Listen(cfg.Socket)
+	ln, err := api.ListenConfig{Limits: socketLimits(cfg), Log: o.Log}.Listen(cfg.Socket)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +113,9 @@ func takeOver(ctx context.Context, cfg *config.Config, st *store.Store, lease *f
 // until ctx ends. Not served is an error: the standby's callers would
 // reach no one.
 func (d *Daemon) servePeers() (*http.Server, error) {
-	ln, err := net.Listen("tcp", d.cfg.Failover.Listen)
+	// Every request comes from the standby's host: it may hold all the
+	// connections; the bound keeps anyone else from holding more.
+	ln, err := api.ListenTCP(d.cfg.Failover.Listen, d.cfg.Limits.MaxConnections, d.cfg.Limits.MaxConnections)
 	if err != nil {
 		return nil, fmt.Errorf("failover.listen: %w", err)
 	}
