@@ -176,9 +176,10 @@ func UnbindPrivate(rd engine.Ramdisk, detach bool, unbind func(point string) err
 			if err := flushPrivate(m.Point, held); err != nil {
 				// A mark that cannot be made means the image is out
 				// of reach (its part of the RAMDISK lost), which a
-				// stage-out refuses on its own, from the loss; the
-				// file system goes all the same, or it would hold
-				// the teardown for good.
+				// stage-out refuses on its own, from the loss, or its
+				// part is full, where the stage-out's e2fsck fails
+				// (PreparePrivate); the file system goes all the
+				// same, or it would hold the teardown for good.
 				_ = markWritebackLost(rd, node, err)
 			}
 		} else {
@@ -241,7 +242,7 @@ const writesLostXattr = "trusted.rsa.writes-lost"
 // (cause).
 func markWritebackLost(rd engine.Ramdisk, node string, cause error) error {
 	if err := unix.Lsetxattr(PrivateImage(rd, node), writesLostXattr, []byte(cause.Error()), 0); err != nil {
-		return fmt.Errorf("%s's private output lost writes (%v), and marking its image so failed: %w", node, cause, err)
+		return fmt.Errorf("%v; marking its image so failed: %w", cause, err)
 	}
 	return nil
 }
@@ -378,10 +379,15 @@ func PreparePrivate(ctx context.Context, rd engine.Ramdisk, nodes []string) ([]s
 			// e2fsck from writing its fixes): never verified.
 			// Marked, so that a later try, once e2fsck could fix
 			// it, never copies what is left as the job's output.
+			//
+			// A part too full for the mark too (an extended
+			// attribute needs room on the brick) fails the same,
+			// saying so: a later try meets the same full part and
+			// e2fsck fails again, unless the part was emptied since.
 			if ce := (*mount.CheckError)(nil); errors.As(err, &ce) && ce.Uncorrected() {
 				cause := fmt.Errorf("its image failed its check: %s", lastLines(ce.Output, 5))
 				if merr := markWritebackLost(rd, node, cause); merr != nil {
-					return found, merr
+					cause = merr
 				}
 				return found, &WritebackLostError{Nodes: []string{cmpNode(node)}, Causes: []string{textsafe.Line(cause.Error())}}
 			}
