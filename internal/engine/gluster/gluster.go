@@ -356,25 +356,33 @@ func (e *Engine) Construct(ctx context.Context, r engine.Ramdisk) error {
 		return fmt.Errorf("creating volume %s: %w", e.volume(r), err)
 	}
 	tVolume := time.Since(start) - tBricks
-	if _, ok, err := e.mounted(r); err != nil {
+	if err := e.mountHere(ctx, r); err != nil {
 		return err
-	} else if !ok {
-		if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("creating mount point: %w", err)
-		}
-		srv, err := e.servers(r)
-		if err != nil {
-			return err
-		}
-		if err := gcli.Mount(ctx, srv, e.volume(r), r.Dir); err != nil {
-			return fmt.Errorf("mounting volume %s on the control host: %w", e.volume(r), err)
-		}
 	}
 	if err := e.own(r); err != nil {
 		return err
 	}
 	e.Log.Info("RAMDISK constructed", "job", r.Job, "volume", e.volume(r), "bricks", len(bricks),
 		"bricks_s", tBricks.Seconds(), "volume_s", tVolume.Seconds(), "total_s", time.Since(start).Seconds())
+	return nil
+}
+
+// mountHere mounts r's volume at r.Dir on this (the control) host, unless
+// it is mounted there already.
+func (e *Engine) mountHere(ctx context.Context, r engine.Ramdisk) error {
+	if _, ok, err := e.mounted(r); err != nil || ok {
+		return err
+	}
+	if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating mount point: %w", err)
+	}
+	srv, err := e.servers(r)
+	if err != nil {
+		return err
+	}
+	if err := gcli.Mount(ctx, srv, e.volume(r), r.Dir); err != nil {
+		return fmt.Errorf("mounting volume %s on the control host: %w", e.volume(r), err)
+	}
 	return nil
 }
 
@@ -505,25 +513,18 @@ func (e *Engine) Reattach(ctx context.Context, r engine.Ramdisk) (bool, error) {
 	if err := gate.Close(g); err != nil {
 		return false, err
 	}
-	if err := os.Mkdir(r.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return false, fmt.Errorf("creating mount point: %w", err)
-	}
-	srv, err := e.servers(r)
-	if err != nil {
-		return false, err
-	}
-	merr := gcli.Mount(ctx, srv, e.volume(r), r.Dir)
+	merr := e.mountHere(ctx, r)
 	if merr == nil {
 		e.Log.Info("RAMDISK reattached on this host", "job", r.Job, "volume", e.volume(r))
 		return true, nil
 	}
 	found, err := e.List(ctx)
 	if err != nil {
-		return false, errors.Join(fmt.Errorf("mounting volume %s again: %w", e.volume(r), merr), err)
+		return false, errors.Join(merr, err)
 	}
 	for _, f := range found {
 		if f.Job == r.Job && f.Build == r.Build {
-			return false, fmt.Errorf("mounting volume %s again: %w", e.volume(r), merr)
+			return false, merr
 		}
 	}
 	// Gone: the mount point and the gate made for it go too.
