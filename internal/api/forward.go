@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/munge"
@@ -174,15 +173,10 @@ func (a *peerAuth) check(r *http.Request) (Peer, error) {
 	if err != nil || !slices.Contains(a.peers, host) {
 		return Peer{}, Forbidden("forwarded requests are taken from the other control host of the failover pair (failover.peer_address) alone")
 	}
-	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || scheme != authScheme {
-		return Peer{}, &Error{Status: http.StatusUnauthorized, Msg: "a forwarded request needs a MUNGE credential"}
+	cred, body, err := signedRequest(r, maxForwardBody, "a forwarded request needs a MUNGE credential")
+	if err != nil {
+		return Peer{}, err
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxForwardBody+1))
-	if err != nil || len(body) > maxForwardBody {
-		return Peer{}, Invalid("request body unreadable or too large")
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	c, err := a.dec.Decode(r.Context(), cred)
 	if errors.Is(err, munge.ErrInvalid) {
 		return Peer{}, &Error{Status: http.StatusUnauthorized, Msg: err.Error()}

@@ -119,6 +119,22 @@ func (l *boundedListener) Accept() (net.Conn, error) {
 	}
 }
 
+// signedRequest reads r's MUNGE credential ("Authorization: MUNGE
+// <credential>"; without one, a 401 saying missing) and its body of at most
+// limit bytes, which it leaves readable again.
+func signedRequest(r *http.Request, limit int64, missing string) (cred string, body []byte, err error) {
+	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || scheme != authScheme {
+		return "", nil, &Error{Status: http.StatusUnauthorized, Msg: missing}
+	}
+	body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil || int64(len(body)) > limit {
+		return "", nil, Invalid("request body unreadable or too large")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return cred, body, nil
+}
+
 // munged authenticates each request by its MUNGE credential.
 type munged struct {
 	next     http.Handler
@@ -140,18 +156,11 @@ type hostPlaces struct {
 
 func (m *munged) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := &handler{log: m.log}
-	scheme, cred, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || scheme != authScheme {
-		h.reply(w, nil, &Error{Status: http.StatusUnauthorized,
-			Msg: "remote requests need a MUNGE credential (use the rsa client with --server or RSA_SERVER)"})
+	cred, body, err := signedRequest(r, maxRemoteBody, "remote requests need a MUNGE credential (use the rsa client with --server or RSA_SERVER)")
+	if err != nil {
+		h.reply(w, nil, err)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRemoteBody+1))
-	if err != nil || len(body) > maxRemoteBody {
-		h.reply(w, nil, Invalid("request body unreadable or too large"))
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	c, err := m.decode(r, cred)
 	switch {
 	case errors.Is(err, munge.ErrInvalid):
