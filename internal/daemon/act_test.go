@@ -23,7 +23,6 @@ import (
 func TestActRefusals(t *testing.T) {
 	testutil.RequireRoot(t)
 	d := passDaemon(t, 1, 1<<30)
-	d.cfg.StateDir = t.TempDir()
 	dir := testutil.TempDir(t)
 	mine := filepath.Join(dir, "mine")
 	roots := filepath.Join(dir, "roots")

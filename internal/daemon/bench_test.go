@@ -66,11 +66,15 @@ func passDaemon(tb testing.TB, n int, capacity int64) *Daemon {
 	tb.Cleanup(func() { st.Close() })
 	// Scheduler none: no Slurm job markers, which a pass never touches
 	// and a resume would write for every job.
-	cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerNone}
+	cfg := &config.Config{Tick: time.Second, Scheduler: config.SchedulerNone, StateDir: dir}
 	for i := range n {
 		cfg.Nodes = append(cfg.Nodes, config.Node{Name: fmt.Sprintf("rsa%02d", i+1), Capacity: capacity})
 	}
-	return newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "bench"})
+	d := newDaemon(cfg, deps{store: st}, Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "bench"})
+	if err := d.logs.MakeDir(); err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }
 
 // passJob is the i-th of a site's Slurm jobs, on deck for capacity bytes.

@@ -46,6 +46,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/failover"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/joblog"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/mount"
@@ -77,6 +78,7 @@ type Daemon struct {
 		known, namesCaller bool
 	}
 	log     *slog.Logger
+	logs    *joblog.Logs // the jobs' own logs
 	version string
 
 	inbox   chan msg
@@ -201,7 +203,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		st.Close()
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.StateDir, "logs"), 0o700); err != nil {
+	if err := joblog.New(cfg.StateDir, o.Log).MakeDir(); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -276,6 +278,7 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		runner:   dp.runner,
 		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
+		logs:     joblog.New(cfg.StateDir, o.Log),
 		version:  o.Version,
 		inbox:    make(chan msg, 256),
 		stopped:  make(chan struct{}),

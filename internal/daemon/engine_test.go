@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,16 +107,12 @@ func (e *stagingEngine) Stage(_ context.Context, r engine.Ramdisk, t stage.Task)
 // the stages it runs here (stage.Task.Private) is not the engine's.
 func TestStageByTheEngine(t *testing.T) {
 	d := passDaemon(t, 2, 1<<30)
-	d.cfg.StateDir = t.TempDir()
-	if err := os.Mkdir(filepath.Join(d.cfg.StateDir, "logs"), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	se := &stagingEngine{Engine: memengine.New(t.TempDir())}
 	d.engine = engine.WithRetry(se, 3, 0)
 	j := passJob(0, 1<<30, time.Now())
 	j.ID, j.Build, j.Ramdisk = 7, 2, "/run/rsa/ramdisk/7/ram"
 	j.Alloc = []job.Part{{Node: "rsa01", Bytes: 1 << 30}}
-	if err := d.stage(context.Background(), j, "stage-in", "", j.Spec.Input, true); err != nil {
+	if err := d.actionEnv().Stage(context.Background(), j, "stage-in", "", j.Spec.Input, true); err != nil {
 		t.Fatal(err)
 	}
 	if len(se.tasks) != 1 {

@@ -2,9 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
 	"time"
 )
 
@@ -22,7 +19,7 @@ func (d *Daemon) purgeHistory(ctx context.Context) {
 		return
 	}
 	for _, p := range gone {
-		if err := os.Remove(d.stageLogOf(p.ID, p.CreatedAt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := d.logs.Remove(p.ID, p.CreatedAt); err != nil {
 			d.log.Error("removing an old job's log", "job", p.ID, "err", err)
 		}
 	}

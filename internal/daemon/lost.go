@@ -3,9 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -13,8 +10,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/textsafe"
-	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // lost checks, when the daemon starts, that a job whose state says it has a
@@ -131,65 +126,6 @@ func (d *Daemon) silentAmong(parts []job.Part) []string {
 	}
 	slices.Sort(silent)
 	return silent
-}
-
-// maxListed bounds the file names a failed stage-out writes to the job's
-// log; the count and size cover all of them.
-const maxListed = 200
-
-// inventory writes to the job's log which files the RAMDISK holds when a
-// stage-out failed, and sums them up: should the RAMDISK be lost before a
-// retry, the user knows what to recreate. The RAMDISK is sealed (read-only)
-// by then, and the walk follows no symlink.
-func (d *Daemon) inventory(j *job.Job, rd engine.Ramdisk) string {
-	var files, listed int
-	var bytes int64
-	var names []string
-	err := filepath.WalkDir(rd.Dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			return nil
-		}
-		files++
-		if info, err := e.Info(); err == nil && e.Type().IsRegular() {
-			bytes += info.Size()
-		}
-		if listed < maxListed {
-			rel, _ := filepath.Rel(rd.Dir, path)
-			names = append(names, "  "+textsafe.Line(rel))
-			listed++
-		}
-		return nil
-	})
-	if err != nil {
-		d.log.Error("listing a RAMDISK after a failed stage-out", "job", j.ID, "err", err)
-		return ""
-	}
-	head := fmt.Sprintf("files only in RAM after the failed stage-out: %d (%s)", files, units.FormatSize(bytes))
-	if files > listed {
-		head += fmt.Sprintf(", the first %d:", listed)
-	} else if files > 0 {
-		head += ":"
-	}
-	d.appendStageLog(j, head, names...)
-	return fmt.Sprintf("the RAMDISK holds %d files (%s), listed by 'rsa log %d'", files, units.FormatSize(bytes), j.ID)
-}
-
-// appendStageLog adds lines to the job's stage log, which 'rsa log' shows
-// its user.
-func (d *Daemon) appendStageLog(j *job.Job, line string, more ...string) {
-	f, err := os.OpenFile(d.stageLog(j), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		d.log.Error("writing the job's log", "job", j.ID, "err", err)
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), line)
-	for _, m := range more {
-		fmt.Fprintln(f, m)
-	}
 }
 
 // watchRamdisks probes, every interval until ctx ends, the RAMDISKs in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/user"
@@ -636,20 +635,7 @@ func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event,
 	if err != nil {
 		return nil, "", err
 	}
-	return evs, tail(d.stageLog(j), 64<<10), nil
-}
-
-func tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() > n {
-		f.Seek(-n, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
+	return evs, d.logs.Tail(j.ID, j.CreatedAt, 64<<10), nil
 }
 
 // Act applies a verb: the job's user (or root) starts, finishes and cancels
@@ -861,7 +847,7 @@ func (d *Daemon) removeFound(ctx context.Context, f engine.Found) error {
 	if err := d.engine.Revoke(ctx, rd); err != nil {
 		return err
 	}
-	if err := d.evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
+	if err := d.actionEnv().Evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
 		return err
 	}
 	return d.engine.Destroy(ctx, rd)

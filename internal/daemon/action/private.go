@@ -1,4 +1,4 @@
-package daemon
+package action
 
 import (
 	"cmp"
@@ -21,12 +21,12 @@ import (
 // own at its output directory (output=private): an equal share of the
 // job's capacity each, its root with the output directory's group and
 // mode, like a shared RAMDISK's.
-func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
-	pb, ok := d.access.(node.PrivateBinder)
+func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	pb, ok := e.Access.(node.PrivateBinder)
 	if !ok {
-		return fmt.Errorf("the compute nodes of engine %s cannot have output of their own; the job writes its output to disk (output=shared catches it in RAM)", d.engine.Name())
+		return fmt.Errorf("the compute nodes of engine %s cannot have output of their own; the job writes its output to disk (output=shared catches it in RAM)", e.Engine.Name())
 	}
-	fd, err := d.policy.OpenTarget(node.OutputRole, j.Spec.Output, j.UID)
+	fd, err := e.Policy.OpenTarget(node.OutputRole, j.Spec.Output, j.UID)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 	if size < 16<<20 {
 		return fmt.Errorf("output=private: %s of RAM over %d compute nodes leaves each less than the 16M a file system of its own needs; ask for more capacity", units.FormatSize(j.Capacity()), shares)
 	}
-	if a, ok := engine.As[engine.ClientAdmitter](d.engine); ok {
+	if a, ok := engine.As[engine.ClientAdmitter](e.Engine); ok {
 		if err := a.AdmitClients(ctx, rd, j.Hosts); err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 	if shares > 1 {
 		where = fmt.Sprintf("for each of the job's %d compute nodes at the output directory", shares)
 	}
-	d.appendStageLog(j, fmt.Sprintf("mount: a file system of %s of its own %s (output=private)", units.FormatSize(size), where))
+	e.note(j, fmt.Sprintf("mount: a file system of %s of its own %s (output=private)", units.FormatSize(size), where))
 	return nil
 }
 
@@ -83,7 +83,7 @@ func (d *Daemon) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 // The same name from two nodes is an error that names both: nothing is
 // copied, and every node's file system stays in RAM, where root can mount
 // each, until an administrator discards them.
-func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+func (e *Env) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
 	if j.PrivateLost {
 		return &writesLostError{job: j.ID, nodes: j.Lost, image: node.PrivateImage(rd, "NODE")}
 	}
@@ -91,11 +91,11 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	// their loop devices: a file system still mounted is never checked.
 	// They are pinned (engine.PinBeside) only until their holders are
 	// gone, and let go before the check.
-	if err := d.unbindAndEvict(ctx, j, rd, false); err != nil {
+	if err := e.unbindAndEvict(ctx, j, rd, false); err != nil {
 		return err
 	}
 	var checked []string
-	err := d.inReach(ctx, j, rd, "nothing is copied while it is", func() (err error) {
+	err := e.inReach(ctx, j, rd, "nothing is copied while it is", func() (err error) {
 		checked, err = node.PreparePrivate(ctx, rd, j.Hosts)
 		return err
 	})
@@ -112,19 +112,19 @@ func (d *Daemon) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramd
 	}
 	// Read-only from now on: nothing writes the images while they are
 	// copied, or after.
-	if err := d.seal(ctx, j, rd, false); err != nil {
+	if err := e.seal(ctx, j, rd, false); err != nil {
 		return err
 	}
-	return d.inReach(ctx, j, rd, "what was copied before is on disk", func() error {
-		return d.copyPrivate(ctx, j, rd, checked)
+	return e.inReach(ctx, j, rd, "what was copied before is on disk", func() error {
+		return e.copyPrivate(ctx, j, rd, checked)
 	})
 }
 
 // inReach runs phase, a part of a private stage-out, and fails unless
 // every part of the RAMDISK was in reach from before phase to after it;
 // copied says what is on disk when it fails so.
-func (d *Daemon) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, copied string, phase func() error) error {
-	before, cerr := d.engine.Check(ctx, rd)
+func (e *Env) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, copied string, phase func() error) error {
+	before, cerr := e.Engine.Check(ctx, rd)
 	if cerr != nil {
 		return fmt.Errorf("whether every part of the RAMDISK is in reach is unknown, and a file system with pieces missing is never copied: %w", cerr)
 	}
@@ -135,7 +135,7 @@ func (d *Daemon) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, cop
 	if ctx.Err() != nil {
 		return cmp.Or(err, ctx.Err())
 	}
-	after, cerr := d.engine.Check(ctx, rd)
+	after, cerr := e.Engine.Check(ctx, rd)
 	switch {
 	case cerr != nil && err != nil:
 		return fmt.Errorf("%w; and whether every part of the RAMDISK was in reach is unknown: %v", err, cerr)
@@ -146,7 +146,7 @@ func (d *Daemon) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, cop
 	case err != nil:
 		return err
 	case len(before.Nodes) > 0:
-		d.appendStageLog(j, fmt.Sprintf("stage-out: RSA node %s out of reach; its replicas were used instead", strings.Join(before.Nodes, ", ")))
+		e.note(j, fmt.Sprintf("stage-out: RSA node %s out of reach; its replicas were used instead", strings.Join(before.Nodes, ", ")))
 	}
 	return nil
 }
@@ -201,11 +201,11 @@ func writebackLostError(job int64, wl *node.WritebackLostError, image string) er
 // copyPrivate mounts the checked file systems read-only and copies them
 // into the output directory as the job's user, verified; checked are the
 // nodes whose image the check found, each of which must be there.
-func (d *Daemon) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, checked []string) error {
+func (e *Env) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, checked []string) error {
 	trees, release, err := node.PrivateTrees(rd, j.Hosts)
 	defer func() {
 		if rerr := release(); rerr != nil {
-			d.log.Warn("unmounting private output after its stage-out", "job", j.ID, "err", rerr)
+			e.Log.Warn("unmounting private output after its stage-out", "job", j.ID, "err", rerr)
 		}
 	}()
 	if err != nil {
@@ -224,21 +224,21 @@ func (d *Daemon) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk,
 	for i, t := range trees {
 		jj := *j
 		jj.Ramdisk = t.Dir
-		d.appendStageLog(j, fmt.Sprintf("stage-out: the private output of %s", t.Node))
+		e.note(j, fmt.Sprintf("stage-out: the private output of %s", t.Node))
 		// On this host, whatever the engine: the tree is mounted here.
-		if err := d.stageOn(ctx, &jj, "stage-out", "", j.Spec.Output, false, true); err != nil {
+		if err := e.stage(ctx, &jj, "stage-out", "", j.Spec.Output, false, true); err != nil {
 			return fmt.Errorf("the private output of %s: %w", t.Node, err)
 		}
 		// Each tree's stage counts from zero; the job's stage-out is
 		// all of them.
-		p := d.progressOf(j.ID)
+		p := e.Daemon.Progress(j.ID)
 		if i == 0 {
 			all = p
 		} else {
 			all.Files, all.Bytes, all.Updated = all.Files+p.Files, all.Bytes+p.Bytes, p.Updated
 		}
 	}
-	d.setProgress(j.ID, all)
+	e.Daemon.SetProgress(j.ID, all)
 	return nil
 }
 

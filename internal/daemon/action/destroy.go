@@ -1,0 +1,53 @@
+package action
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
+)
+
+// destroy tears the job's RAMDISK down and frees its RAM.
+type destroy struct{ *Env }
+
+var _ Action = destroy{}
+
+func (destroy) Kind() lifecycle.ActionKind { return lifecycle.Destroy }
+
+// Run tears down in the order that keeps the RAM counted until it is
+// free: the compute nodes' mounts first (each keeps the RAMDISK, and so
+// its RAM, alive), then the gate closes, the processes still holding the
+// RAMDISK end, and only then is it destroyed. An input image or a private
+// output mounted here holds its file in the RAMDISK open until the last
+// process using it lets go: their holders are ended too, found by their
+// devices, pinned before their mounts here go.
+//
+// Parts on silent RSA nodes become debts (Daemon.Owe), held on those
+// nodes until their agents confirm them gone; the event names those nodes
+// (unless their RAM is free), which get no part of a rebuild: the RAMDISK
+// is assigned anew on live nodes.
+func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
+	rd := a.Daemon.Ramdisk(j)
+	if err := a.unbindAndEvict(ctx, j, rd, true); err != nil {
+		return failed(lifecycle.EvDestroyFailed, err)
+	}
+	err := a.Engine.Destroy(ctx, rd)
+	if err == nil {
+		a.Daemon.Forget(j.ID)
+		return done(lifecycle.EvDestroyed)
+	}
+	debt := (*engine.DebtError)(nil)
+	if !errors.As(err, &debt) {
+		return failed(lifecycle.EvDestroyFailed, err)
+	}
+	if err := a.Daemon.Owe(ctx, j, debt); err != nil {
+		return failed(lifecycle.EvDestroyFailed, err)
+	}
+	a.Daemon.Forget(j.ID)
+	if debt.Freed {
+		return lifecycle.Event{Kind: lifecycle.EvDestroyed, Reason: debt.Error()}
+	}
+	return lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: debt.Nodes, Reason: debt.Error()}
+}
