@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
+	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // start begins action a for j, whose transition is already committed.
@@ -64,22 +63,7 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 // wait for capacity is an event (EvWaitCapacity) that starts the wait's
 // clock in its record, which the lifecycle bounds (Job.CapacityWait).
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
-	m := j.Machine()
-	req := alloc.Request{
-		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
-		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
-	}
-	dec, drains, down := d.plan(j, req)
-	if j.Spec.Capacity == 0 && j.Spec.Sized != "" {
-		// Sized by its input, which does not fit: no RAMDISK (the
-		// proportion rule is for schedulers' jobs).
-		dec = alloc.Decision{Verdict: alloc.Ineligible, Reason: j.Spec.Sized}
-	}
-	if dec.Verdict == alloc.Assign {
-		if why := d.overUserCapacity(j, dec.Parts); why != "" {
-			dec = alloc.Decision{Verdict: alloc.Wait, Reason: why}
-		}
-	}
+	dec := d.decide(j)
 	now := time.Now()
 	switch dec.Verdict {
 	case alloc.Assign:
@@ -91,7 +75,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			}
 		}
 		d.reserved[j.ID] = parts
-		d.plans.forget() // less is free now
+		d.plans.Forget() // less is free now
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
@@ -100,12 +84,6 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 		d.setWaiting(j.ID, "", "")
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: dec.Reason}}, true
 	default:
-		if drains > 0 {
-			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes drained; rsa nodes)", drains, len(d.cfg.Nodes))
-		}
-		if nodes, ok := d.engineNodes(); ok && down > 0 {
-			dec.Reason += fmt.Sprintf(" (%d of %d RSA nodes %s; rsa nodes)", down, len(d.cfg.Nodes), nodes.Unplaceable())
-		}
 		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
 		}
@@ -118,27 +96,46 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	}
 }
 
-// plan is alloc.Plan for j over what is free now (what the committed jobs
-// besides j hold, what is reserved for others, drained and silent nodes
-// counted full), with the numbers of drained and silent nodes.
-func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains, down int) {
-	// A job that holds nothing sees what every such job sees: its
-	// decision to wait is the pass's for its request (d.plans).
+// request is what j asks of capacity.Decide.
+func request(j *job.Job) capacity.Job {
+	m := j.Machine()
+	return capacity.Job{Request: alloc.Request{
+		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
+		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
+	}, Sized: j.Spec.Sized, User: j.User}
+}
+
+// decide is capacity.Decide for j over what is free now. A job that holds
+// nothing sees what every such job sees: its decision to wait is the
+// pass's for its request (d.plans).
+func (d *Daemon) decide(j *job.Job) capacity.Decision {
+	cj := request(j)
 	_, reserved := d.reserved[j.ID]
-	memo := (!lifecycle.HoldsNodes(j.RSA) || len(j.Alloc) == 0) && !reserved
+	memo := (!lifecycle.HoldsNodes(j.RSA) || len(j.Alloc) == 0) && !reserved && (cj.Capacity != 0 || cj.Sized == "")
 	if memo {
-		if w, ok := d.plans.lookup(d.commitCount(), req); ok {
-			return w.dec, w.drains, w.down
+		if dec, ok := d.plans.Lookup(d.commitCount(), cj.Request); ok {
+			return dec
 		}
 	}
-	used := d.heldBesides(j)
+	dec := capacity.Decide(cj, d.snapshot(j))
+	if memo {
+		d.plans.Remember(cj.Request, dec)
+	}
+	return dec
+}
+
+// snapshot is what is free for j now: what the committed jobs besides j
+// hold, what is reserved for others, drained and silent nodes counted
+// full.
+func (d *Daemon) snapshot(j *job.Job) capacity.Snapshot {
+	s := capacity.Snapshot{Policy: alloc.PolicyFrom(d.cfg, d.placement()), Nodes: d.cfg.Nodes, Used: d.heldBesides(j)}
 	// Decisions made but not yet committed hold their RAM too: a tick
 	// that assigns several waiting jobs must not give each the same free
-	// bytes (audit finding 3).
+	// bytes.
 	for id, parts := range d.reserved {
 		if id != j.ID {
 			for _, p := range parts {
-				used[p.Node] += p.Bytes
+				s.Used[p.Node] += p.Bytes
 			}
 		}
 	}
@@ -147,19 +144,22 @@ func (d *Daemon) plan(j *job.Job, req alloc.Request) (dec alloc.Decision, drains
 	drained := d.drained()
 	for _, n := range d.cfg.Nodes {
 		if _, ok := drained[n.Name]; ok {
-			used[n.Name] = n.Capacity
+			s.Used[n.Name] = n.Capacity
 		} else if !d.placeable(n.Name) {
 			// The engine makes no part there now: its node did not
 			// answer, or something else keeps new parts off it.
-			used[n.Name] = n.Capacity
-			down++
+			s.Used[n.Name] = n.Capacity
+			s.Down++
 		}
 	}
-	dec = alloc.Plan(alloc.PolicyFrom(d.cfg, d.placement()), d.cfg.Nodes, used, req)
-	if memo && dec.Verdict == alloc.Wait {
-		d.plans.remember(req, planned{dec, len(drained), down})
+	s.Drained = len(drained)
+	if nodes, ok := d.engineNodes(); ok {
+		s.DownWord = nodes.Unplaceable()
 	}
-	return dec, len(drained), down
+	if s.UserLimit = d.cfg.Limits.MaxUserCapacity; s.UserLimit > 0 {
+		s.UserHeld = d.userHeld(j)
+	}
+	return s
 }
 
 // commitCount is the number of commits so far.
@@ -169,55 +169,9 @@ func (d *Daemon) commitCount() uint64 {
 	return d.commits
 }
 
-// planMemo keeps, for one scheduling pass, the decisions to wait made for
-// jobs that hold no RAM: a thousand jobs waiting for the same shape of
-// RAMDISK cost one plan and one reason, not a thousand (issue 14: a pass
-// over 10,000 active jobs). It holds only while nothing is committed and
-// nothing reserved; drains and heartbeats that change during a pass are
-// seen by the next one. A nil memo remembers nothing.
-type planMemo struct {
-	commits uint64
-	waits   map[alloc.Request]planned
-}
-
-type planned struct {
-	dec          alloc.Decision
-	drains, down int
-}
-
-func (p *planMemo) lookup(commits uint64, req alloc.Request) (planned, bool) {
-	if p == nil {
-		return planned{}, false
-	}
-	if p.commits != commits {
-		p.forget()
-		p.commits = commits
-		return planned{}, false
-	}
-	w, ok := p.waits[req]
-	return w, ok
-}
-
-func (p *planMemo) remember(req alloc.Request, w planned) {
-	if p != nil {
-		p.waits[req] = w
-	}
-}
-
-func (p *planMemo) forget() {
-	if p != nil {
-		clear(p.waits)
-	}
-}
-
-// overUserCapacity says why j must wait if parts would take its user past
-// limits.max_user_capacity, or "".
-func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
-	limit := d.cfg.Limits.MaxUserCapacity
-	if limit <= 0 {
-		return ""
-	}
-	total := d.holdings().byUser[j.UID] - own(j)
+// userHeld is what j's user holds besides j: committed and reserved.
+func (d *Daemon) userHeld(j *job.Job) int64 {
+	total := d.holdings().ByUser[j.UID] - own(j)
 	for id, ps := range d.reserved {
 		if id == j.ID {
 			continue
@@ -228,36 +182,13 @@ func (d *Daemon) overUserCapacity(j *job.Job, parts []job.Part) string {
 			}
 		}
 	}
-	var want int64
-	for _, p := range parts {
-		want += p.Bytes
-	}
-	if total+want > limit {
-		return fmt.Sprintf("waiting: %s's jobs hold %s; %s more would pass the limit of %s per user (limits.max_user_capacity)",
-			j.User, units.FormatSize(total), units.FormatSize(want), units.FormatSize(limit))
-	}
-	return ""
+	return total
 }
 
 // fits reports whether parts still fit beside what the committed jobs
 // other than j hold: the last word before an allocation is committed.
 func (d *Daemon) fits(j *job.Job, parts []job.Part) bool {
-	used := d.heldBesides(j)
-	for _, p := range parts {
-		used[p.Node] += p.Bytes
-	}
-	for _, n := range d.cfg.Nodes {
-		if used[n.Name] > n.Capacity {
-			return false
-		}
-		delete(used, n.Name)
-	}
-	for _, b := range used {
-		if b > 0 {
-			return false // a part on a node not configured never fits
-		}
-	}
-	return true
+	return capacity.Fits(d.cfg.Nodes, d.heldBesides(j), parts)
 }
 
 // What a job waits for.
@@ -316,37 +247,27 @@ func (d *Daemon) allocated(only func(*job.Job) bool) map[string]int64 {
 	return used
 }
 
-// holdings is the RAM the committed jobs hold, per RSA node and per user.
-// The scheduling pass asks for it once per waiting job; it is worked out
-// from every active job only when a commit changed it (issue 14: a pass
-// over 1,000 waiting and 9,000 holding jobs took 9 s when each decision
-// summed the active jobs itself).
-type holdings struct {
-	byNode map[string]int64
-	byUser map[uint32]int64
-}
-
-// holdings returns what the committed jobs hold; callers must not change
-// it.
-func (d *Daemon) holdings() *holdings {
+// holdings returns what the committed jobs hold, per RSA node and per
+// user; callers must not change it. The scheduling pass asks for it once
+// per waiting job; it is worked out from every active job only when a
+// commit changed it (a pass over 1,000 waiting and 9,000 holding jobs
+// took 9 s when each decision summed the active jobs itself).
+func (d *Daemon) holdings() *capacity.Holdings {
 	d.mu.Lock()
 	h, gen := d.held, d.commits
 	d.mu.Unlock()
 	if h != nil {
 		return h
 	}
-	h = &holdings{byNode: map[string]int64{}, byUser: map[uint32]int64{}}
+	h = capacity.NewHoldings()
 	// RAM a teardown left on a silent node is held there until the node
 	// confirms it gone; it is no user's any more.
 	for _, db := range d.owed() {
-		h.byNode[db.Node] += db.Bytes
+		h.Owe(db.Node, db.Bytes)
 	}
 	d.store.EachActive(func(j *job.Job) {
 		if lifecycle.HoldsNodes(j.RSA) {
-			for _, p := range j.Alloc {
-				h.byNode[p.Node] += p.Bytes
-				h.byUser[j.UID] += p.Bytes
-			}
+			h.Hold(j.UID, j.Alloc)
 		}
 	})
 	// Kept only if no commit came between the read and now.
@@ -361,13 +282,10 @@ func (d *Daemon) holdings() *holdings {
 // heldBesides is the RAM held on each node by the committed jobs other than
 // j: a copy the caller may change.
 func (d *Daemon) heldBesides(j *job.Job) map[string]int64 {
-	used := maps.Clone(d.holdings().byNode)
 	if lifecycle.HoldsNodes(j.RSA) {
-		for _, p := range j.Alloc {
-			used[p.Node] -= p.Bytes
-		}
+		return d.holdings().Besides(j.Alloc)
 	}
-	return used
+	return d.holdings().Besides(nil)
 }
 
 // own is the RAM j's committed record holds.

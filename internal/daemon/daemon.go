@@ -39,8 +39,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
@@ -94,7 +94,7 @@ type Daemon struct {
 	// reserved holds allocations decided but not yet committed (their
 	// EvAssigned is pending), so that the next decision counts them.
 	reserved map[int64][]job.Part
-	plans    *planMemo // the scheduling pass's, while it runs
+	plans    *capacity.Memo // the scheduling pass's, while it runs
 
 	mu       sync.Mutex
 	notify   chan struct{}          // closed and replaced on every commit
@@ -104,7 +104,7 @@ type Daemon struct {
 	waiting  map[int64]wait
 	// held is what the committed jobs hold, worked out once from the
 	// active jobs and dropped at every commit; nil: not worked out yet.
-	held    *holdings
+	held    *capacity.Holdings
 	commits uint64 // counts the commits, for held
 
 	// markers tell the Slurm prolog and epilog which jobs are RSA's while
@@ -568,7 +568,7 @@ func (d *Daemon) loop(ctx context.Context) {
 func (d *Daemon) tick(ctx context.Context, now time.Time) {
 	// Decided on the store's copies under its read lock, handled after
 	// it: handling commits.
-	d.plans = &planMemo{commits: d.commitCount(), waits: map[alloc.Request]planned{}}
+	d.plans = capacity.NewMemo(d.commitCount())
 	defer func() { d.plans = nil }()
 	var due []msg
 	d.store.EachActive(func(j *job.Job) {

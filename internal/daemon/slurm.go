@@ -205,7 +205,7 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 	for _, db := range d.owed() {
 		unaccounted[db.Node] += db.Bytes // of jobs Slurm is done with
 	}
-	all := d.holdings().byNode
+	all := d.holdings().ByNode
 	drained := d.drained()
 	var total, held int64
 	for _, n := range d.cfg.Nodes {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
+	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
@@ -291,8 +292,8 @@ func closeSpan(spans []Span, now time.Duration) {
 }
 
 // assign carries out the Assign action, which the lifecycle asks for once
-// the job's stage-in time has come: alloc.Plan decides on the capacity the
-// tracked jobs hold.
+// the job's stage-in time has come: capacity.Decide, the daemon's own
+// decision, decides beside the capacity the tracked jobs hold.
 func (s *sim) assign(j *simJob) {
 	dec := s.plan(j)
 	switch dec.Verdict {
@@ -315,13 +316,16 @@ func (s *sim) assign(j *simJob) {
 	}
 }
 
-func (s *sim) plan(j *simJob) alloc.Decision {
+// plan is the daemon's capacity decision for j over what the tracked jobs
+// hold. The simulated site has no drained or silent RSA nodes and no
+// per-user limit.
+func (s *sim) plan(j *simJob) capacity.Decision {
 	req := alloc.Request{ComputeNodes: j.nodes, Running: j.m.Runs(),
 		HasInput: j.m.HasInput, HasOutput: j.m.HasOutput}
 	if s.cfg.RSA.ByCapacity {
 		req.Capacity = wantCapacity(j)
 	}
-	return alloc.Plan(s.policy, s.rsaList, s.used, req)
+	return capacity.Decide(capacity.Job{Request: req}, capacity.Snapshot{Policy: s.policy, Nodes: s.rsaList, Used: s.used})
 }
 
 // wantCapacity is the capacity j asks for with --alloc capacity: the
