@@ -17,6 +17,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
 
@@ -335,11 +336,31 @@ func Forbidden(format string, args ...any) error {
 func NotFound(format string, args ...any) error { return Errorf(http.StatusNotFound, format, args...) }
 func Invalid(format string, args ...any) error  { return Errorf(http.StatusBadRequest, format, args...) }
 
-// StatusOf maps an error to its HTTP status.
+// refusals are the HTTP statuses of the daemon's refusals (package
+// refuse), the one place they are chosen.
+var refusals = []struct {
+	kind   error
+	status int
+}{
+	{refuse.ErrInvalid, http.StatusBadRequest},
+	{refuse.ErrForbidden, http.StatusForbidden},
+	{refuse.ErrNotFound, http.StatusNotFound},
+	{refuse.ErrNotApplicable, http.StatusConflict},
+	{refuse.ErrLimit, http.StatusTooManyRequests},
+	{refuse.ErrUnavailable, http.StatusServiceUnavailable},
+}
+
+// StatusOf maps an error to its HTTP status: an Error's own, a refusal's
+// (package refuse), or 500.
 func StatusOf(err error) int {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Status
+	}
+	for _, r := range refusals {
+		if errors.Is(err, r.kind) {
+			return r.status
+		}
 	}
 	return http.StatusInternalServerError
 }

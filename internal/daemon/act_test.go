@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,8 +71,7 @@ func TestActRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := d.Act(ctx, c.peer, c.id, c.verb, api.ActOptions{To: c.to})
-			var ae *api.Error
-			if !errors.As(err, &ae) || ae.Status != c.status || !strings.Contains(err.Error(), c.want) {
+			if api.StatusOf(err) != c.status || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%s: %v, want status %d saying %q", c.name, err, c.status, c.want)
 			}
 			j, gerr := d.store.Get(ctx, c.id)

@@ -53,6 +53,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/notify"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
@@ -531,7 +532,7 @@ func (d *Daemon) post(m msg) bool {
 func (d *Daemon) call(ctx context.Context, m msg) (*job.Job, error) {
 	m.reply = make(chan reply, 1)
 	if !d.post(m) {
-		return nil, api.Errorf(http.StatusServiceUnavailable, "rsa daemon is shutting down; try again")
+		return nil, refuse.Unavailable("rsa daemon is shutting down; try again")
 	}
 	select {
 	case r := <-m.reply:
@@ -640,7 +641,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		// included: a stale allocation must not overwrite one, a second
 		// start must not take over the job.
 		if m.reply != nil {
-			return j, api.Errorf(http.StatusConflict, "job %d is %s/%s: %s does not apply now", j.ID, j.State, j.RSA, m.ev.Kind)
+			return j, refuse.NotApplicable("job %d is %s/%s: %s does not apply now", j.ID, j.State, j.RSA, m.ev.Kind)
 		}
 		d.log.Debug("event ignored", "job", j.ID, "event", m.ev.Kind, "state", j.State, "rsa", j.RSA)
 		return j, nil

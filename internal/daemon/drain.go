@@ -11,6 +11,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -19,17 +20,17 @@ import (
 // store, so it outlives a restart of the daemon.
 func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.DrainRequest) (*api.NodeView, error) {
 	if !p.Root() {
-		return nil, api.Forbidden("only root may drain or return RSA nodes")
+		return nil, refuse.Forbidden("only root may drain or return RSA nodes")
 	}
 	if !slices.ContainsFunc(d.cfg.Nodes, func(n config.Node) bool { return n.Name == node }) {
-		return nil, api.NotFound("no RSA node %q (rsa nodes lists them)", node)
+		return nil, refuse.NotFound("no RSA node %q (rsa nodes lists them)", node)
 	}
 	if r.Drain {
 		if err := job.CheckText("drain reason", r.Reason); err != nil {
-			return nil, api.Invalid("%v", err)
+			return nil, refuse.Invalid("%v", err)
 		}
 		if r.Reason == "" {
-			return nil, api.Invalid("say why the node is drained (--reason): whoever finds it drained needs to know")
+			return nil, refuse.Invalid("say why the node is drained (--reason): whoever finds it drained needs to know")
 		}
 		by := userName(p.UID)
 		dr := store.Drain{Node: node, Reason: r.Reason, By: by, Since: time.Now()}

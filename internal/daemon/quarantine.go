@@ -7,6 +7,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 )
 
 // A RAMDISK whose job has no record in the store is one RSA knows nothing
@@ -76,10 +77,10 @@ func (d *Daemon) discardQuarantined(ctx context.Context, id int64) (*api.GCRepor
 		return nil, err
 	}
 	if !d.wasQuarantined(id) {
-		return nil, api.NotFound("no RAMDISK of job %d is quarantined (rsa gc lists those that are)", id)
+		return nil, refuse.NotFound("no RAMDISK of job %d is quarantined (rsa gc lists those that are)", id)
 	}
 	if _, err := d.store.Get(ctx, id); err == nil {
-		return nil, api.Errorf(409, "job %d has a record now: it is no longer quarantined", id)
+		return nil, refuse.NotApplicable("job %d has a record now: it is no longer quarantined", id)
 	}
 	removed := []string{}
 	for _, f := range found {

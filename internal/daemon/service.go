@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -45,19 +45,19 @@ func (d *Daemon) Version(ctx context.Context) api.VersionInfo {
 // this scheduler ("none") the job is on deck at once.
 func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*api.JobView, error) {
 	if p.Root() {
-		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
+		return nil, refuse.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
 	}
 	// A scheduler id names a job only when a scheduler adapter made it:
 	// a user who could name a job after someone else's pending Slurm job
 	// would get that job's hooks (audit finding 1).
 	if r.Spec.Sized != "" {
-		return nil, api.Invalid("spec.sized is RSA's own note of how it sized a job; leave it out")
+		return nil, refuse.Invalid("spec.sized is RSA's own note of how it sized a job; leave it out")
 	}
 	if r.Spec.Name != "" {
-		return nil, api.Invalid("spec.name is the scheduler's job id, set only by the scheduler's hooks; leave it out (rsa run and rsa submit jobs are known by their RSA id)")
+		return nil, refuse.Invalid("spec.name is the scheduler's job id, set only by the scheduler's hooks; leave it out (rsa run and rsa submit jobs are known by their RSA id)")
 	}
 	if r.Spec.Pool != "" {
-		return nil, api.Invalid("spec.pool is Slurm's burst buffer pool, set only through Slurm; leave it out")
+		return nil, refuse.Invalid("spec.pool is Slurm's burst buffer pool, set only through Slurm; leave it out")
 	}
 	j, err := d.create(ctx, p.UID, p.GID, r.Spec, "", func(j *job.Job) error {
 		if r.Attach {
@@ -76,11 +76,11 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 // ("" for rsa run and rsa submit).
 func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, scheduler string, prepare func(*job.Job) error) (*job.Job, error) {
 	if uid == 0 {
-		return nil, api.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over")
+		return nil, refuse.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over")
 	}
 	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
 	if err != nil {
-		return nil, api.Forbidden("uid %d has no account on this host: %v", uid, err)
+		return nil, refuse.Forbidden("uid %d has no account on this host: %v", uid, err)
 	}
 	who := asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}
 	if err := d.validate(&spec, &who); err != nil {
@@ -160,10 +160,10 @@ func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
 	}
 	l := d.cfg.Limits
 	if mine >= l.MaxJobsPerUser {
-		return api.Errorf(http.StatusTooManyRequests, "%s already has %d active RSA jobs (limits.max_jobs_per_user); wait for one to end, or cancel one (rsa status, rsa cancel ID)", name, mine)
+		return refuse.Limit("%s already has %d active RSA jobs (limits.max_jobs_per_user); wait for one to end, or cancel one (rsa status, rsa cancel ID)", name, mine)
 	}
 	if all >= l.MaxActiveJobs {
-		return api.Errorf(http.StatusServiceUnavailable, "RSA already tracks %d active jobs (limits.max_active_jobs); try again later", all)
+		return refuse.Unavailable("RSA already tracks %d active jobs (limits.max_active_jobs); try again later", all)
 	}
 	return nil
 }
@@ -174,11 +174,11 @@ func msg2(id int64, k lifecycle.EventKind) msg {
 
 func attach(j *job.Job, p api.Peer) error {
 	if p.PID == 0 {
-		return api.Invalid("rsa run came through the standby rsa serve of a failover pair, whose host the active one cannot watch the process of: run it on the active one's host, or use rsa submit")
+		return refuse.Invalid("rsa run came through the standby rsa serve of a failover pair, whose host the active one cannot watch the process of: run it on the active one's host, or use rsa submit")
 	}
 	st, err := holders.StartTime(int(p.PID))
 	if err != nil {
-		return api.Invalid("cannot identify the calling process %d: %v", p.PID, err)
+		return refuse.Invalid("cannot identify the calling process %d: %v", p.PID, err)
 	}
 	j.Owner = job.Owner{PID: int(p.PID), StartTime: st}
 	return nil
@@ -238,14 +238,14 @@ func (d *Daemon) inputMode(s *job.Spec) error {
 	case job.InputImage:
 		switch {
 		case s.Input == "":
-			return api.Invalid("input=image makes an image of the input directory: give one (--in, RSA_DATA_IN), or drop input=image")
+			return refuse.Invalid("input=image makes an image of the input directory: give one (--in, RSA_DATA_IN), or drop input=image")
 		case s.StageIn != "":
-			return api.Invalid("input=image packs the input directory itself; a stage-in program (%s) stages files: drop one of them, or ask for input=files", s.StageIn)
+			return refuse.Invalid("input=image packs the input directory itself; a stage-in program (%s) stages files: drop one of them, or ask for input=files", s.StageIn)
 		case !images:
-			return api.Invalid("input=image: the compute nodes of engine %s cannot mount an input image; ask for input=files", d.engine.Name())
+			return refuse.Invalid("input=image: the compute nodes of engine %s cannot mount an input image; ask for input=files", d.engine.Name())
 		}
 	default:
-		return api.Invalid("input mode %q: use image (a read-only image of the input directory) or files (a read-write copy, for a job that writes into its input directory)", s.InputMode)
+		return refuse.Invalid("input mode %q: use image (a read-only image of the input directory) or files (a read-write copy, for a job that writes into its input directory)", s.InputMode)
 	}
 	return nil
 }
@@ -258,14 +258,14 @@ func (d *Daemon) outputMode(s *job.Spec) error {
 		_, ok := d.access.(node.PrivateBinder)
 		switch {
 		case s.Output == "":
-			return api.Invalid("output=private gives each compute node a file system of its own at the output directory: give one (--out, RSA_DATA_OUT), or drop output=private")
+			return refuse.Invalid("output=private gives each compute node a file system of its own at the output directory: give one (--out, RSA_DATA_OUT), or drop output=private")
 		case s.StageOut != "":
-			return api.Invalid("output=private stages every node's output out with the built-in copy; a stage-out program (%s) gets one RAMDISK: drop one of them, or ask for output=shared", s.StageOut)
+			return refuse.Invalid("output=private stages every node's output out with the built-in copy; a stage-out program (%s) gets one RAMDISK: drop one of them, or ask for output=shared", s.StageOut)
 		case !ok:
-			return api.Invalid("output=private: the compute nodes of engine %s cannot have output of their own; ask for output=shared", d.engine.Name())
+			return refuse.Invalid("output=private: the compute nodes of engine %s cannot have output of their own; ask for output=shared", d.engine.Name())
 		}
 	default:
-		return api.Invalid("output mode %q: use shared (one RAM file system all the job's compute nodes share) or private (one of its own per compute node)", s.OutputMode)
+		return refuse.Invalid("output mode %q: use shared (one RAM file system all the job's compute nodes share) or private (one of its own per compute node)", s.OutputMode)
 	}
 	return nil
 }
@@ -282,11 +282,11 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		{"pool", s.Pool}, {"scheduler job id", s.Name},
 	} {
 		if err := job.CheckText(f.what, f.v); err != nil {
-			return api.Invalid("%v", err)
+			return refuse.Invalid("%v", err)
 		}
 	}
 	if s.Input == "" && s.Output == "" && s.StageIn == "" {
-		return api.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
+		return refuse.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
 	}
 	if s.Delay < 0 {
 		s.Delay = d.cfg.DefaultDelay
@@ -295,23 +295,23 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		s.ComputeNodes = 1
 	}
 	if s.Capacity != 0 && s.Capacity < 1<<20 {
-		return api.Invalid("capacity %s is below the 1M minimum", units.FormatSize(s.Capacity))
+		return refuse.Invalid("capacity %s is below the 1M minimum", units.FormatSize(s.Capacity))
 	}
 	if l := d.cfg.Limits.MaxJobCapacity; l > 0 && s.Capacity > l {
-		return api.Invalid("capacity %s is above the site's limit of %s per job (limits.max_job_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
+		return refuse.Invalid("capacity %s is above the site's limit of %s per job (limits.max_job_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
 	}
 	if total := d.totalCapacity(); s.Capacity > total {
-		return api.Invalid("capacity %s is more than all RSA nodes hold together (%s): it could never be met; ask for at most %s", units.FormatSize(s.Capacity), units.FormatSize(total), units.FormatSize(total))
+		return refuse.Invalid("capacity %s is more than all RSA nodes hold together (%s): it could never be met; ask for at most %s", units.FormatSize(s.Capacity), units.FormatSize(total), units.FormatSize(total))
 	}
 	if l := d.cfg.Limits.MaxUserCapacity; l > 0 && s.Capacity > l {
-		return api.Invalid("capacity %s is above the site's limit of %s per user (limits.max_user_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
+		return refuse.Invalid("capacity %s is above the site's limit of %s per user (limits.max_user_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
 	}
 	for _, t := range []struct{ role, path string }{{"input directory", s.Input}, {"output directory", s.Output}} {
 		if t.path == "" {
 			continue
 		}
 		if own, ok := d.overlapsOwn(t.path); ok {
-			return api.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
+			return refuse.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
 		}
 		if who == nil && !anyoneReaches(t.path) {
 			continue // checked at setup, once the user is known
@@ -329,7 +329,7 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 			}
 			return d.policy.CheckTarget(t.role, t.path, who.UID)
 		}); err != nil {
-			return api.Invalid("%v", err)
+			return refuse.Invalid("%v", err)
 		}
 	}
 	asked := s.InputMode
@@ -344,7 +344,7 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 	}
 	if s.Input != "" && s.Output != "" {
 		if nested(s.Input, s.Output) {
-			return api.Invalid("input %q and output %q must be separate directories (neither inside the other)", s.Input, s.Output)
+			return refuse.Invalid("input %q and output %q must be separate directories (neither inside the other)", s.Input, s.Output)
 		}
 	}
 	for _, p := range []struct{ role, path string }{{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut}} {
@@ -353,12 +353,12 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 		}
 		if stage.BuiltIn(p.path) {
 			if (p.path == stage.ModePack) != (p.role == "stage-out program") {
-				return api.Invalid("%s %q: 'pack' is a stage-out mode and 'unpack' a stage-in mode", p.role, p.path)
+				return refuse.Invalid("%s %q: 'pack' is a stage-out mode and 'unpack' a stage-in mode", p.role, p.path)
 			}
 			continue
 		}
 		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
-			return api.Invalid("%s %q must be a clean absolute path", p.role, p.path)
+			return refuse.Invalid("%s %q must be a clean absolute path", p.role, p.path)
 		}
 		// Looked at without following any symlink; it runs as the user,
 		// who may still lose the right to run it before it starts.
@@ -371,11 +371,11 @@ func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
 			}
 			return mount.CheckProgram(p.role, p.path, who.UID, true)
 		}); err != nil {
-			return api.Invalid("%v", err)
+			return refuse.Invalid("%v", err)
 		}
 	}
 	if s.StageOut != "" && s.Output == "" {
-		return api.Invalid("a stage-out program needs an output directory (--out, RSA_DATA_OUT) for $2")
+		return refuse.Invalid("a stage-out program needs an output directory (--out, RSA_DATA_OUT) for $2")
 	}
 	return nil
 }
@@ -396,12 +396,12 @@ func (d *Daemon) projectModes(s *job.Spec, who *asuser.Identity, asked string) e
 		if s.Input != "" && s.InputMode == job.InputImage && !ownedRamdisk(s.Input, who) {
 			own, acl, err := ownerAndACL(s.Input, who.UID)
 			if err != nil {
-				return api.Invalid("input directory %q: %v", s.Input, err)
+				return refuse.Invalid("input directory %q: %v", s.Input, err)
 			}
 			switch {
 			case own || !acl:
 			case asked == job.InputImage:
-				return api.Invalid("input=image: input directory %q is shared with you by an ACL, which an input image cannot carry; ask for input=files", s.Input)
+				return refuse.Invalid("input=image: input directory %q is shared with you by an ACL, which an input image cannot carry; ask for input=files", s.Input)
 			default:
 				s.InputMode = job.InputFiles
 			}
@@ -409,10 +409,10 @@ func (d *Daemon) projectModes(s *job.Spec, who *asuser.Identity, asked string) e
 		if s.Output != "" && s.OutputMode == job.OutputPrivate && !ownedRamdisk(s.Output, who) {
 			own, _, err := ownerAndACL(s.Output, who.UID)
 			if err != nil {
-				return api.Invalid("output directory %q: %v", s.Output, err)
+				return refuse.Invalid("output directory %q: %v", s.Output, err)
 			}
 			if !own {
-				return api.Invalid("output=private: output directory %q is not yours, and a file system of your own there would be: use output=shared for a project directory, or a directory of your own", s.Output)
+				return refuse.Invalid("output=private: output directory %q is not yours, and a file system of your own there would be: use output=shared for a project directory, or a directory of your own", s.Output)
 			}
 		}
 		return nil
@@ -487,7 +487,7 @@ func (d *Daemon) size(s *job.Spec, who *asuser.Identity) error {
 			_, in, err = stage.Measure(s.Input)
 			return err
 		}); err != nil {
-			return api.Invalid("measuring the input directory %s: %v", s.Input, err)
+			return refuse.Invalid("measuring the input directory %s: %v", s.Input, err)
 		}
 	}
 	limit, what := d.totalCapacity(), "the RSA nodes' RAM"
@@ -580,7 +580,7 @@ func (d *Daemon) Jobs(ctx context.Context, p api.Peer, all bool) ([]api.JobView,
 func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
 	j, err := d.store.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, api.NotFound("job %d not found", id)
+		return nil, refuse.NotFound("job %d not found", id)
 	}
 	return j, err
 }
@@ -629,7 +629,7 @@ func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event,
 		return nil, "", err
 	}
 	if !p.Root() && !ownedBy(p, j) {
-		return nil, "", api.Forbidden("job %d belongs to %s; only its user and root may read its log", id, j.User)
+		return nil, "", refuse.Forbidden("job %d belongs to %s; only its user and root may read its log", id, j.User)
 	}
 	evs, err := d.store.Events(ctx, id)
 	if err != nil {
@@ -673,22 +673,22 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 	case api.VerbDiscard:
 		m.ev.Kind = lifecycle.EvDiscard
 	default:
-		return nil, api.NotFound("unknown action %q (start, finish, cancel, retry, discard)", verb)
+		return nil, refuse.NotFound("unknown action %q (start, finish, cancel, retry, discard)", verb)
 	}
 	switch {
 	case !owner:
-		return nil, api.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
+		return nil, refuse.Forbidden("job %d belongs to %s; only its user and root may %s it", id, j.User, verb)
 	case (verb == api.VerbRetry || verb == api.VerbDiscard) && !p.Root() && !lifecycle.OwnersToFix(j.RSA):
-		return nil, api.Forbidden("job %d is %s: only root may %s it (its user may retry or discard a failed stage-out)", id, j.RSA, verb)
+		return nil, refuse.Forbidden("job %d is %s: only root may %s it (its user may retry or discard a failed stage-out)", id, j.RSA, verb)
 	case o.To != "" && verb != api.VerbRetry:
-		return nil, api.Invalid("a directory to stage out to is given only with retry")
+		return nil, refuse.Invalid("a directory to stage out to is given only with retry")
 	}
 	if m.ev.Kind == lifecycle.EvFinished && j.Machine().Ended() {
 		return d.view(j, p), nil // finishing twice is harmless
 	}
 	if m.ev.Kind == lifecycle.EvRetry || m.ev.Kind == lifecycle.EvDiscard {
 		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && !lifecycle.Discardable(j.RSA)) {
-			return nil, api.Errorf(http.StatusConflict, "job %d is %s: %s applies only to a failed stage-out%s", id, j.RSA, verb,
+			return nil, refuse.NotApplicable("job %d is %s: %s applies only to a failed stage-out%s", id, j.RSA, verb,
 				map[bool]string{true: " or teardown", false: ""}[verb == api.VerbRetry])
 		}
 	}
@@ -721,23 +721,23 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 // with their rights. The stage-out runs as them all the same.
 func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
 	if j.Spec.Output == "" {
-		return api.Invalid("job %d has no output directory: there is nothing to stage out elsewhere", j.ID)
+		return refuse.Invalid("job %d has no output directory: there is nothing to stage out elsewhere", j.ID)
 	}
 	if !lifecycle.OwnersToFix(j.RSA) {
-		return api.Invalid("job %d is %s: only a failed stage-out can be retried to another directory", j.ID, j.RSA)
+		return refuse.Invalid("job %d is %s: only a failed stage-out can be retried to another directory", j.ID, j.RSA)
 	}
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-		return api.Invalid("directory to stage out to %s: give an absolute path without . or .. parts", strconv.Quote(dir))
+		return refuse.Invalid("directory to stage out to %s: give an absolute path without . or .. parts", strconv.Quote(dir))
 	}
 	if own, ok := d.overlapsOwn(dir); ok {
-		return api.Invalid("directory to stage out to %s overlaps RSA's own %s", strconv.Quote(dir), own)
+		return refuse.Invalid("directory to stage out to %s overlaps RSA's own %s", strconv.Quote(dir), own)
 	}
 	if in := j.Spec.Input; in != "" && nested(dir, in) {
-		return api.Invalid("directory to stage out to %s and the job's input %s must be separate directories (neither inside the other)", strconv.Quote(dir), strconv.Quote(in))
+		return refuse.Invalid("directory to stage out to %s and the job's input %s must be separate directories (neither inside the other)", strconv.Quote(dir), strconv.Quote(in))
 	}
 	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
 	if err := d.asUser(&who, func() error { return d.policy.CheckTarget("directory to stage out to", dir, j.UID) }); err != nil {
-		return api.Invalid("%v", err)
+		return refuse.Invalid("%v", err)
 	}
 	return nil
 }
@@ -820,7 +820,7 @@ func (d *Daemon) Certificates(context.Context, api.Peer) ([]api.CertificateView,
 
 func (d *Daemon) GC(ctx context.Context, p api.Peer, r api.GCRequest) (*api.GCReport, error) {
 	if !p.Root() {
-		return nil, api.Forbidden("only root may run gc")
+		return nil, refuse.Forbidden("only root may run gc")
 	}
 	if r.Discard != 0 {
 		return d.discardQuarantined(ctx, r.Discard)

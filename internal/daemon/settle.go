@@ -8,6 +8,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -22,13 +23,13 @@ import (
 // cannot be settled.
 func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.SettleRequest) (*api.SettleReport, error) {
 	if !p.Root() {
-		return nil, api.Forbidden("only root may settle a node's debts")
+		return nil, refuse.Forbidden("only root may settle a node's debts")
 	}
 	if err := job.CheckText("reason", r.Reason); err != nil {
-		return nil, api.Invalid("%v", err)
+		return nil, refuse.Invalid("%v", err)
 	}
 	if r.Reason == "" {
-		return nil, api.Invalid("say why node %s will not answer again (--reason): the jobs' records keep it", node)
+		return nil, refuse.Invalid("say why node %s will not answer again (--reason): the jobs' records keep it", node)
 	}
 	var owed []store.Debt
 	for _, db := range d.owed() {
@@ -37,10 +38,10 @@ func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.Sett
 		}
 	}
 	if len(owed) == 0 {
-		return nil, api.NotFound("nothing is owed on node %q (rsa nodes shows what is)", node)
+		return nil, refuse.NotFound("nothing is owed on node %q (rsa nodes shows what is)", node)
 	}
 	if nodes, ok := d.engineNodes(); ok && nodes.Up(node) {
-		return nil, api.Errorf(409, "node %s answers: it pays its debts itself (rsa nodes shows them shrink); settle only a node that will not answer again", node)
+		return nil, refuse.NotApplicable("node %s answers: it pays its debts itself (rsa nodes shows them shrink); settle only a node that will not answer again", node)
 	}
 	by := userName(p.UID)
 	rep := &api.SettleReport{Node: node, Jobs: []int64{}}

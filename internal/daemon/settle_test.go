@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +60,7 @@ func TestSettle(t *testing.T) {
 		{"a node owed nothing", root, "rsa03", "gone", 404, "nothing is owed"},
 	} {
 		_, err := d.Settle(ctx, c.peer, c.node, api.SettleRequest{Reason: c.reason})
-		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Status != c.status || !strings.Contains(err.Error(), c.want) {
+		if api.StatusOf(err) != c.status || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want status %d saying %q", c.name, err, c.status, c.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os/user"
 	"regexp"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
@@ -650,8 +650,7 @@ func (d *Daemon) slurmJobPatiently(ctx context.Context, name string) (slurm.Job,
 // lost drops the conflict of an event that another hook sent first (the
 // prolog and pre_run both report a start; post_run and the epilog an end).
 func lost(err error) error {
-	var ae *api.Error
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+	if errors.Is(err, refuse.ErrNotApplicable) {
 		return nil
 	}
 	return err
