@@ -34,7 +34,7 @@ func TestDecide(t *testing.T) {
 		{name: "user within limit", job: Job{Request: in, User: "alice"},
 			snap: Snapshot{Used: map[string]int64{}, UserLimit: 8 * gib, UserHeld: 4 * gib}, verdict: alloc.Assign},
 		{name: "drained and down nodes are named", job: Job{Request: in},
-			snap: Snapshot{Used: map[string]int64{"rsa1": 4 * gib, "rsa2": 4 * gib}, Drained: 1, Down: 1, DownWord: "silent"},
+			snap:    Snapshot{Used: map[string]int64{"rsa1": 4 * gib, "rsa2": 4 * gib}, Drained: 1, Down: 1, DownWord: "silent"},
 			verdict: alloc.Wait, reason: []string{"1 of 2 RSA nodes drained", "1 of 2 RSA nodes silent"}},
 		{name: "nothing to stage", job: Job{Request: alloc.Request{ComputeNodes: 2}}, snap: Snapshot{Used: map[string]int64{}},
 			verdict: alloc.Ineligible},
