@@ -221,3 +221,39 @@ func TestRemoteCallerIsNeverTheScheduler(t *testing.T) {
 		t.Error("root on the host may not call hooks")
 	}
 }
+
+// TestHookPools: the pool Slurm sees is all RSA nodes' RAM; what is free
+// leaves out what RSA holds beyond the jobs Slurm counts itself (those
+// with pool capacity), and all of a node that takes no new part but what
+// Slurm's own jobs hold there.
+func TestHookPools(t *testing.T) {
+	const gib = 1 << 30
+	a, f := testAdapter(t, "", nil)
+	a.cfg.Slurm.Pool = "rsa"
+	f.pool = []PoolNode{
+		{Name: "n1", Capacity: 10 * gib, Open: true, Held: 6 * gib, Uncounted: 2 * gib},
+		{Name: "n2", Capacity: 10 * gib, Open: false, Held: 5 * gib, Uncounted: 1 * gib},
+	}
+	rep, err := a.hookPools()
+	if err != nil || rep.Verdict != api.Success {
+		t.Fatalf("pools: %+v, %v", rep, err)
+	}
+	// n1: 2 GiB RSA's own; n2: all but Slurm's 4 GiB.
+	want := `{"pools":[{"free":12288,"granularity":1048576,"id":"rsa","quantity":20480}]}`
+	if rep.Message != want {
+		t.Errorf("pools says %s, want %s", rep.Message, want)
+	}
+	for _, c := range []struct {
+		name      string
+		j         job.Job
+		uncounted bool
+	}{
+		{"sized by proportion", job.Job{RSA: lifecycle.InUseIn}, true},
+		{"pool capacity", job.Job{Spec: job.Spec{Pool: "rsa"}, RSA: lifecycle.InUseIn}, false},
+		{"pool capacity, output kept for the admin", job.Job{Spec: job.Spec{Pool: "rsa"}, RSA: lifecycle.StageOutFailed}, true},
+	} {
+		if got := f.uncounted(&c.j); got != c.uncounted {
+			t.Errorf("%s: left out of Slurm's count %v, want %v", c.name, got, c.uncounted)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type fakeJobs struct {
 	jobs   []*job.Job // in id order
 	posted []posted
 	logs   map[int64][]string
+	// pool is what Pool reports; uncounted is what it was last asked.
+	pool      []PoolNode
+	uncounted func(*job.Job) bool
 }
 
 // posted is one event handed to Post.
@@ -126,7 +129,12 @@ func (f *fakeJobs) Validate(*job.Spec, *asuser.Identity) error { return nil }
 
 func (f *fakeJobs) View(j *job.Job, _ api.Peer) *api.JobView { return api.NewJobView(*j) }
 
-func (f *fakeJobs) Pool(func(*job.Job) bool) []PoolNode { return nil }
+func (f *fakeJobs) Pool(uncounted func(*job.Job) bool) []PoolNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.uncounted = uncounted
+	return f.pool
+}
 
 // testAdapter is an adapter over fake jobs for Slurm in slurm-poll mode,
 // whose squeue prints squeue; it logs to log (nil: nowhere).
