@@ -55,6 +55,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/notify"
 	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
+	"github.com/rsa-hpc/rsa/internal/slurm/adapter"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -73,11 +74,10 @@ type Daemon struct {
 	runner    *stage.Runner // runs the stages of an engine that is no engine.Stager
 	slurmc    slurm.Client
 	admitting sync.Mutex // held from the job limits' check to the job's creation
-	// slurmVer caches whether Slurm's get_status names its caller.
-	slurmVer struct {
-		sync.Mutex
-		known, namesCaller bool
-	}
+	// slurm answers Slurm's hooks, watches Slurm and keeps the job
+	// markers for the prolog and epilog; it reaches the jobs through
+	// slurmPort.
+	slurm   *adapter.Adapter
 	log     *slog.Logger
 	logs    *joblog.Logs // the jobs' own logs
 	version string
@@ -108,9 +108,6 @@ type Daemon struct {
 	held    *capacity.Holdings
 	commits uint64 // counts the commits, for held
 
-	// markers tell the Slurm prolog and epilog which jobs are RSA's while
-	// the daemon is down; unset without a scheduler.
-	markers *slurm.Markers
 	metrics *metrics.Metrics
 	// tell tells job users what waits for them; nil without
 	// notify.program.
@@ -291,11 +288,9 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		debts:    dp.debts,
 		waiting:  map[int64]wait{},
 	}
-	if cfg.Scheduler != config.SchedulerNone {
-		d.markers = &slurm.Markers{Dir: cfg.MarkersDir()}
-	}
 	d.lease = o.lease
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
+	d.slurm = adapter.New(cfg, slurmPort{d}, o.Log, d.metrics)
 	d.tell = newTeller(cfg.Notify)
 	d.actx, d.cancel = context.WithCancel(context.Background())
 	return d
@@ -401,14 +396,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer close(loopDone); d.loop(ctx) }()
 	d.wg.Add(1)
 	go func() { defer d.wg.Done(); d.purgeLoop(d.actx) }()
-	switch d.cfg.Scheduler {
-	case config.SchedulerSlurmPoll:
-		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.pollSlurm(ctx) }()
-	case config.SchedulerSlurm:
-		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.reconcileSlurm(ctx) }()
-	}
+	d.wg.Add(1)
+	go func() { defer d.wg.Done(); d.slurm.Run(ctx) }()
 	srv := api.NewServer(d, d.log)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ln) }()
@@ -758,56 +747,6 @@ func (d *Daemon) forget(id int64) {
 	delete(d.progress, id)
 	delete(d.waiting, id)
 	d.mu.Unlock()
-}
-
-// syncMarkers makes the Slurm job markers those of the jobs not done.
-func (d *Daemon) syncMarkers(jobs []*job.Job) error {
-	if d.markers == nil {
-		return nil
-	}
-	var live []string
-	for _, j := range jobs {
-		if j.Scheduler != "" && j.Spec.Name != "" && !j.Machine().Done() {
-			live = append(live, j.Spec.Name)
-		}
-	}
-	return d.markers.Sync(live)
-}
-
-// mark tells the Slurm prolog that a job is RSA's, before it is stored.
-func (d *Daemon) mark(name string) {
-	if d.markers == nil || name == "" {
-		return
-	}
-	if err := d.markers.Set(name); err != nil {
-		d.log.Error("marking a Slurm job for the prolog", "slurm_job", name, "err", err)
-	}
-}
-
-// unmark drops a done job's marker, unless a newer RSA job (Slurm requeued
-// the job) has the same Slurm id. It waits for a submission under way,
-// which may be that newer job.
-func (d *Daemon) unmark(ctx context.Context, j *job.Job) {
-	if d.markers == nil || j.Scheduler == "" || j.Spec.Name == "" {
-		return
-	}
-	d.admitting.Lock()
-	defer d.admitting.Unlock()
-	d.unmarkUnlocked(ctx, j.Spec.Name, j.ID)
-}
-
-// unmarkUnlocked clears the marker of Slurm job name unless a live RSA job
-// other than except has it; d.admitting is held.
-func (d *Daemon) unmarkUnlocked(ctx context.Context, name string, except int64) {
-	if d.markers == nil || name == "" {
-		return
-	}
-	if o, err := d.store.FindByName(ctx, name); err == nil && o.ID != except && !o.Machine().Done() {
-		return
-	}
-	if err := d.markers.Clear(name); err != nil {
-		d.log.Error("unmarking a Slurm job", "slurm_job", name, "err", err)
-	}
 }
 
 // resume restarts every active job's in-progress action, watches the

@@ -1,7 +1,8 @@
 // Package slurm is RSA's knowledge of Slurm: the job-script directives
 // (#RSA_DATA_IN=… and #RSA key=value), host lists, and reading squeue and
-// scontrol. It must not touch the store, mounts or RAMDISKs: the daemon
-// turns what this package reads into lifecycle events.
+// scontrol. It must not touch the store, mounts or RAMDISKs: the Slurm
+// adapter (internal/slurm/adapter) turns what this package reads into
+// lifecycle events, through the daemon.
 package slurm
 
 import (

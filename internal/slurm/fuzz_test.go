@@ -17,7 +17,7 @@ import (
 )
 
 // envLine is the daemon's check of what its paths hook hands to Slurm for
-// the job's environment (internal/daemon): a job script that parses must
+// the job's environment (internal/slurm/adapter): a job script that parses must
 // pass it.
 var envLine = regexp.MustCompile(`^RSA_[A-Z_]+=[^\x00-\x1f\x7f]*$`)
 

@@ -1,4 +1,4 @@
-package daemon
+package adapter
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
-	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 // pollSlurm is the thesis' integration (ch. 3-4): every poll_interval it
@@ -21,14 +20,14 @@ import (
 // to Priority, held, ...). Starts are the prolog's to report: it holds the
 // job until its mounts are made (slurmStart). The epilog reports ends
 // sooner than a poll; both send the same event, which applies once.
-func (d *Daemon) pollSlurm(ctx context.Context) {
+func (a *Adapter) pollSlurm(ctx context.Context) {
 	p := poller{skip: map[string]bool{}, noStart: map[string]int{}, unheld: map[int64]bool{}}
-	t := time.NewTicker(d.cfg.Slurm.PollInterval)
+	t := time.NewTicker(a.cfg.Slurm.PollInterval)
 	defer t.Stop()
 	var failing onlyChanges
 	for {
-		if err := d.pollOnce(ctx, &p); ctx.Err() == nil && failing.changed(err) {
-			d.logSlurmErr("polling Slurm", err)
+		if err := a.pollOnce(ctx, &p); ctx.Err() == nil && failing.changed(err) {
+			a.logSlurmErr("polling Slurm", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -52,16 +51,16 @@ type poller struct {
 	toldAccount bool
 }
 
-func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
-	// squeue before the store: a start the prolog reported is committed
+func (a *Adapter) pollOnce(ctx context.Context, p *poller) error {
+	// squeue before RSA's jobs: a start the prolog reported is committed
 	// before the prolog ends, so a job squeue shows past its prolog is
-	// one the store then shows started, unless nothing reported it.
-	sjobs, err := d.slurmc.Jobs(ctx)
+	// one RSA's record then shows started, unless nothing reported it.
+	sjobs, err := a.slurm.Jobs(ctx)
 	if err != nil {
 		return err
 	}
 	bySlurm := slurm.ByID(sjobs)
-	tracked, err := d.store.List(ctx, false, 0)
+	tracked, err := a.jobs.List(ctx, false, 0)
 	if err != nil {
 		return err
 	}
@@ -84,12 +83,12 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 			// whose start nothing reported got past its prolog without
 			// RSA.
 			if j.Machine().Pending() && !heldForStart(sj) {
-				d.startedWithoutRSA(j, sj, !p.unheld[j.ID])
+				a.startedWithoutRSA(j, sj, !p.unheld[j.ID])
 				p.unheld[j.ID] = true
 			}
 		case sj.Reason == "Resources":
 			kind = lifecycle.EvOnDeck
-			d.refreshStart(j, sj)
+			a.refreshStart(j, sj)
 		case sj.Pending() && sj.Reason == "None":
 			// Slurm has not looked at the job since it was submitted or
 			// updated (scontrol update resets a pending job's Reason):
@@ -101,13 +100,13 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 		// poll. A change this snapshot missed is seen at the next poll.
 		ev := lifecycle.Event{Kind: kind, At: time.Now(), Reason: "Slurm: " + sj.State + " " + sj.Reason}
 		if kind != "" && lifecycle.Applies(j.Machine(), ev) {
-			d.post(msg{id: j.ID, ev: ev})
+			a.jobs.Post(j.ID, ev, nil)
 		}
 	}
 	for _, sj := range sjobs {
 		if sj.Pending() && sj.Reason == "InvalidAccount" && !p.toldAccount {
 			p.toldAccount = true
-			d.log.Warn("a Slurm job is pending with reason InvalidAccount; if every job shows it, "+
+			a.log.Warn("a Slurm job is pending with reason InvalidAccount; if every job shows it, "+
 				"this is Slurm 23.11 or later without accounting storage, whose main scheduler then "+
 				"never reports Resources and RSA never stages a job in: give slurmctld an mpi.conf "+
 				"(it may be empty) and restart it (docs/slurm.md)", "slurm", sj.ID)
@@ -122,7 +121,7 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 			p.noStart[sj.ID]++
 			continue
 		}
-		j, err := d.adopt(ctx, sj, false)
+		j, err := a.adopt(ctx, sj, false)
 		if errors.Is(err, errAdopted) {
 			continue // its prolog took it on as it started
 		}
@@ -130,9 +129,9 @@ func (d *Daemon) pollOnce(ctx context.Context, p *poller) error {
 			// Polling cannot refuse a job at submission as
 			// burst_buffer/lua does; it runs without RSA, and its
 			// comment tells its user why.
-			d.log.Warn("not accelerating Slurm job", "slurm", sj.ID, "err", err)
-			if cerr := d.slurmc.Comment(ctx, sj.ID, "RSA: "+oneLine(err.Error())); cerr != nil {
-				d.log.Warn("setting the job's comment", "slurm", sj.ID, "err", cerr)
+			a.log.Warn("not accelerating Slurm job", "slurm", sj.ID, "err", err)
+			if cerr := a.slurm.Comment(ctx, sj.ID, "RSA: "+oneLine(err.Error())); cerr != nil {
+				a.log.Warn("setting the job's comment", "slurm", sj.ID, "err", cerr)
 			}
 		}
 		if j == nil {
@@ -154,11 +153,11 @@ func heldForStart(sj slurm.Job) bool { return sj.State == "CONFIGURING" }
 
 // startedWithoutRSA tells the lifecycle that Slurm runs j's job without
 // RSA (lifecycle.EvStartedWithoutRSA), saying why in the job's log once (first).
-func (d *Daemon) startedWithoutRSA(j *job.Job, sj slurm.Job, first bool) {
+func (a *Adapter) startedWithoutRSA(j *job.Job, sj slurm.Job, first bool) {
 	why := "Slurm started the job without its prolog reaching rsa serve (PrologSlurmctld gave up on a daemon that did not answer, or is not configured): it reads and writes its directories on disk, and RSA mounts nothing over them"
 	if first {
-		d.log.Warn("a Slurm job runs without RSA", "job", j.ID, "slurm", sj.ID, "why", why)
-		d.appendStageLog(j, "runs without RSA: "+why)
+		a.log.Warn("a Slurm job runs without RSA", "job", j.ID, "slurm", sj.ID, "why", why)
+		a.jobs.JobLog(j, "runs without RSA: "+why)
 	}
 	now := time.Now()
 	started := sj.Start
@@ -166,8 +165,8 @@ func (d *Daemon) startedWithoutRSA(j *job.Job, sj slurm.Job, first bool) {
 		started = now
 	}
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
-	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStartedWithoutRSA, At: now, Reason: why},
-		edit: func(n *job.Job) { n.Hosts, n.StartedAt, n.Error = hosts, started, why }})
+	a.jobs.Post(j.ID, lifecycle.Event{Kind: lifecycle.EvStartedWithoutRSA, At: now, Reason: why},
+		func(n *job.Job) { n.Hosts, n.StartedAt, n.Error = hosts, started, why })
 }
 
 // errAdopted: the Slurm job has a live RSA job already, made by the poller
@@ -178,8 +177,8 @@ var errAdopted = errors.New("the Slurm job has an RSA job already")
 // polling or in its prolog: its script is read through scontrol. A job
 // whose script has no #RSA line gives (nil, nil); one that has an RSA job
 // not done gives errAdopted.
-func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Job, error) {
-	script, err := d.slurmc.Script(ctx, sj.ID)
+func (a *Adapter) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Job, error) {
+	script, err := a.slurm.Script(ctx, sj.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -190,17 +189,17 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 	spec := req.Spec
 	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
-	return d.create(ctx, sj.UID, sj.GID, spec, config.SchedulerSlurmPoll, func(j *job.Job) error {
+	return a.jobs.Create(ctx, sj.UID, sj.GID, spec, config.SchedulerSlurmPoll, func(j *job.Job) error {
 		// Under the admission lock, as every creation: one Slurm job
 		// never gets two RSA jobs.
-		if err := d.adoptedAlready(ctx, sj.ID); err != nil {
+		if err := a.adoptedAlready(ctx, sj.ID); err != nil {
 			return err
 		}
 		if started {
 			m := lifecycle.NewJob(true, time.Now())
 			j.State, j.StartedAt, j.Hosts = m.State, m.StartedAt, hosts
 		} else {
-			j.NotBefore, j.Expected = d.stageInTime(spec, sj.Start), sj.Start
+			j.NotBefore, j.Expected = a.stageInTime(spec, sj.Start), sj.Start
 		}
 		return nil
 	})
@@ -209,13 +208,13 @@ func (d *Daemon) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.Jo
 // adoptedAlready is errAdopted when Slurm job name has an RSA job that is
 // not done. One that is done is an earlier run (Slurm requeued the job):
 // this run gets a new one.
-func (d *Daemon) adoptedAlready(ctx context.Context, name string) error {
-	j, err := d.store.FindByName(ctx, name)
+func (a *Adapter) adoptedAlready(ctx context.Context, name string) error {
+	j, err := a.jobs.Latest(ctx, name)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
 	case err != nil:
 		return fmt.Errorf("looking for Slurm job %s's RSA job: %w", name, err)
+	case j == nil:
+		return nil
 	case !j.Machine().Done():
 		return errAdopted
 	}
@@ -227,8 +226,8 @@ func (d *Daemon) adoptedAlready(ctx context.Context, name string) error {
 // (it restarts from its last saved state) and never call its teardown. A
 // job Slurm no longer knows, or that ended while RSA still saw it pending,
 // is finished here so its RAM does not leak.
-func (d *Daemon) reconcileSlurm(ctx context.Context) {
-	t := time.NewTicker(max(d.cfg.Slurm.PollInterval, time.Second))
+func (a *Adapter) reconcileSlurm(ctx context.Context) {
+	t := time.NewTicker(max(a.cfg.Slurm.PollInterval, time.Second))
 	defer t.Stop()
 	var failing onlyChanges
 	for {
@@ -237,14 +236,14 @@ func (d *Daemon) reconcileSlurm(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := d.reconcileOnce(ctx); ctx.Err() == nil && failing.changed(err) {
-			d.logSlurmErr("checking RSA's jobs against Slurm", err)
+		if err := a.reconcileOnce(ctx); ctx.Err() == nil && failing.changed(err) {
+			a.logSlurmErr("checking RSA's jobs against Slurm", err)
 		}
 	}
 }
 
-func (d *Daemon) reconcileOnce(ctx context.Context) error {
-	tracked, err := d.store.List(ctx, false, 0)
+func (a *Adapter) reconcileOnce(ctx context.Context) error {
+	tracked, err := a.jobs.List(ctx, false, 0)
 	if err != nil {
 		return err
 	}
@@ -257,7 +256,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 	if len(open) == 0 {
 		return nil
 	}
-	sjobs, err := d.slurmc.Jobs(ctx)
+	sjobs, err := a.slurm.Jobs(ctx)
 	if err != nil {
 		return err
 	}
@@ -265,7 +264,7 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 	for _, j := range open {
 		sj, ok := bySlurm[j.Spec.Name]
 		if ok {
-			d.refreshStart(j, sj)
+			a.refreshStart(j, sj)
 		}
 		why := ""
 		switch {
@@ -276,27 +275,27 @@ func (d *Daemon) reconcileOnce(ctx context.Context) error {
 		default:
 			continue
 		}
-		d.log.Warn("finishing a job Slurm let go of without telling RSA", "job", j.ID, "slurm", j.Spec.Name, "why", why)
-		d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
+		a.log.Warn("finishing a job Slurm let go of without telling RSA", "job", j.ID, "slurm", j.Spec.Name, "why", why)
+		a.jobs.Post(j.ID, lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}, nil)
 	}
 	return nil
 }
 
 // refreshStart moves a waiting job's stage-in time when Slurm's estimate of
 // its start moves (backfill revises it every cycle).
-func (d *Daemon) refreshStart(j *job.Job, sj slurm.Job) {
+func (a *Adapter) refreshStart(j *job.Job, sj slurm.Job) {
 	if m := j.Machine(); !m.Pending() || !m.AwaitsNodes() {
 		return
 	}
 	if awaitingEstimate(j, sj) {
 		return
 	}
-	at := d.stageInTime(j.Spec, sj.Start)
+	at := a.stageInTime(j.Spec, sj.Start)
 	held := j.Expected.IsZero() && !j.NotBefore.IsZero() // now ends: Slurm has estimated
 	if diff := at.Sub(j.NotBefore); diff > -time.Second && diff < time.Second && !held {
 		return
 	}
-	d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStageInTime, At: time.Now(), NotBefore: at}, edit: func(n *job.Job) { n.Expected = sj.Start }})
+	a.jobs.Post(j.ID, lifecycle.Event{Kind: lifecycle.EvStageInTime, At: time.Now(), NotBefore: at}, func(n *job.Job) { n.Expected = sj.Start })
 }
 
 // oneLine keeps a message fit for a Slurm comment.
@@ -322,10 +321,10 @@ func (o *onlyChanges) changed(err error) bool {
 	return news
 }
 
-func (d *Daemon) logSlurmErr(what string, err error) {
+func (a *Adapter) logSlurmErr(what string, err error) {
 	if err != nil {
-		d.log.Warn(what+" failed; retrying quietly until it changes", "err", err)
+		a.log.Warn(what+" failed; retrying quietly until it changes", "err", err)
 	} else {
-		d.log.Info(what + " works again")
+		a.log.Info(what + " works again")
 	}
 }

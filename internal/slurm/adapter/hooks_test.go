@@ -1,4 +1,4 @@
-package daemon
+package adapter
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm"
-	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 func TestHookVerdicts(t *testing.T) {
@@ -67,7 +66,7 @@ func TestHookVerdicts(t *testing.T) {
 }
 
 func TestStageInTime(t *testing.T) {
-	d := &Daemon{cfg: &config.Config{Slurm: config.Slurm{StageInLead: 10 * time.Minute, StageRate: 1 << 30},
+	a := &Adapter{cfg: &config.Config{Slurm: config.Slurm{StageInLead: 10 * time.Minute, StageRate: 1 << 30},
 		Nodes: []config.Node{{Name: "n", Capacity: 60 << 30}}}}
 	now := time.Now()
 	cases := []struct {
@@ -82,7 +81,7 @@ func TestStageInTime(t *testing.T) {
 		{"due tomorrow, explicit capacity", 6 << 30, now.Add(24 * time.Hour), now.Add(24*time.Hour - 10*time.Minute - 6*time.Second)},
 	}
 	for _, c := range cases {
-		got := d.stageInTime(job.Spec{Capacity: c.capacity}, c.start)
+		got := a.stageInTime(job.Spec{Capacity: c.capacity}, c.start)
 		if !got.Equal(c.want) {
 			t.Errorf("%s: stage-in at %v, want %v", c.name, got, c.want)
 		}
@@ -131,70 +130,58 @@ func TestOnlyChanges(t *testing.T) {
 	}
 }
 
-// Audit finding 1: a hook answers only for the job a scheduler adapter
+// A hook answers only for the job a scheduler adapter
 // made for that Slurm id, and only when the uid and gid Slurm passes are
 // that job's; the path file never gets a line that is not one RSA_*
 // variable free of control characters.
 func TestHookLookupMatchesSlurmsUser(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	d := &Daemon{store: st, log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: &config.Config{}}
+	f := &fakeJobs{}
+	a := &Adapter{jobs: f, log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: &config.Config{}}
 	now := time.Now()
 	mk := func(name, in string, uid uint32) *job.Job {
-		j := &job.Job{Spec: job.Spec{Name: name, Input: in}, UID: uid, GID: uid, User: "u", Scheduler: config.SchedulerSlurm,
-			State: lifecycle.OnDeck, RSA: lifecycle.Ready, Ramdisk: "/run/rsa/ramdisk/1/ram", CreatedAt: now, UpdatedAt: now}
-		if err := st.Create(ctx, j, nil); err != nil {
-			t.Fatal(err)
-		}
-		return j
+		return f.add(&job.Job{Spec: job.Spec{Name: name, Input: in}, UID: uid, GID: uid, User: "u", Scheduler: config.SchedulerSlurm,
+			State: lifecycle.OnDeck, RSA: lifecycle.Ready, Ramdisk: "/run/rsa/ramdisk/1/ram", CreatedAt: now, UpdatedAt: now})
 	}
 	victim := mk("77", "/home/v/in", 1001)
 	for _, c := range []struct {
 		uid, gid string
 		ok       bool
 	}{{"1001", "1001", true}, {"", "", true}, {"1002", "1001", false}, {"1001", "1002", false}, {"x", "", false}} {
-		j, err := d.latest(ctx, slurmJob{name: "77", uid: c.uid, gid: c.gid})
+		j, err := a.latest(ctx, slurmJob{name: "77", uid: c.uid, gid: c.gid})
 		if c.ok != (err == nil) || (c.ok && j.ID != victim.ID) {
 			t.Errorf("uid %q gid %q: %v, %v (ok %v)", c.uid, c.gid, j, err, c.ok)
 		}
 	}
-	if _, err := d.latest(ctx, slurmJob{name: "77; rm -rf /"}); err == nil {
+	if _, err := a.latest(ctx, slurmJob{name: "77; rm -rf /"}); err == nil {
 		t.Error("a job id that is not a number was looked up")
 	}
-	rep, err := d.hookPaths(ctx, slurmJob{name: "77", uid: "1001", gid: "1001"})
+	rep, err := a.hookPaths(ctx, slurmJob{name: "77", uid: "1001", gid: "1001"})
 	if err != nil || rep.Verdict != api.Success || len(rep.Env) == 0 {
 		t.Fatalf("paths: %+v %v", rep, err)
 	}
 	// setup of a Slurm id whose record is another user's: refused while
 	// that job lives; a finished one is an earlier run (Slurm's ids
 	// started again) and does not stand in the way.
-	if rep, _ := d.hookSetup(ctx, slurmJob{name: "77", uid: "1002", gid: "1002"}, "0", ""); rep.Verdict != api.Failure || !strings.Contains(rep.Message, "belongs to uid 1001") {
+	if rep, _ := a.hookSetup(ctx, slurmJob{name: "77", uid: "1002", gid: "1002"}, "0", ""); rep.Verdict != api.Failure || !strings.Contains(rep.Message, "belongs to uid 1001") {
 		t.Errorf("setup over another user's live job: %+v", rep)
 	}
-	old := mk("79", "/home/v/in", 1001)
-	old.State = lifecycle.Finished
-	if err := st.Commit(ctx, old, nil); err != nil {
-		t.Fatal(err)
-	}
-	if rep, _ := d.hookSetup(ctx, slurmJob{name: "79", uid: "1002", gid: "1002"}, "0", "#!/bin/sh\ntrue\n"); !strings.Contains(rep.Message, "has no #RSA line") {
+	mk("79", "/home/v/in", 1001).State = lifecycle.Finished
+	if rep, _ := a.hookSetup(ctx, slurmJob{name: "79", uid: "1002", gid: "1002"}, "0", "#!/bin/sh\ntrue\n"); !strings.Contains(rep.Message, "has no #RSA line") {
 		t.Errorf("setup after another user's finished job of the same id: %+v", rep)
 	}
 	// A record from before control characters were refused.
 	mk("78", "/home/v/x\nBASH_ENV=/tmp/evil.sh", 1001)
-	rep, err = d.hookPaths(ctx, slurmJob{name: "78"})
+	rep, err = a.hookPaths(ctx, slurmJob{name: "78"})
 	if err != nil || rep.Verdict != api.Failure || len(rep.Env) != 0 {
 		t.Fatalf("paths of a record with a newline: %+v %v", rep, err)
 	}
 }
 
 // A job whose own #SBATCH lines make it too small for the proportion rule
-// is refused at sbatch, saying how to get RAM (issue 16, point 6).
+// is refused at sbatch, saying how to get RAM.
 func TestTooSmallAtSbatch(t *testing.T) {
-	d := &Daemon{cfg: &config.Config{Proportion: 128, MinJobNodes: 128, Slurm: config.Slurm{Pool: "rsa"}}}
+	a := &Adapter{cfg: &config.Config{Proportion: 128, MinJobNodes: 128, Slurm: config.Slurm{Pool: "rsa"}}}
 	cases := []struct {
 		script string
 		refuse bool
@@ -210,7 +197,7 @@ func TestTooSmallAtSbatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		why := d.tooSmall(req)
+		why := a.tooSmall(req)
 		if (why != "") != c.refuse {
 			t.Errorf("%q: %q, refuse = %v", c.script, why, c.refuse)
 		}
@@ -224,13 +211,49 @@ func TestTooSmallAtSbatch(t *testing.T) {
 // credential carries: hooks and other users' private data stay on the
 // RSA host.
 func TestRemoteCallerIsNeverTheScheduler(t *testing.T) {
-	d := &Daemon{cfg: &config.Config{Slurm: config.Slurm{Users: []string{"root", "nobody"}}}}
+	a := &Adapter{cfg: &config.Config{Slurm: config.Slurm{Users: []string{"root", "nobody"}}}}
 	for _, p := range []api.Peer{{UID: 0, Remote: true}, {UID: 65534, Remote: true}} {
-		if d.hookCaller(p) {
+		if a.IsScheduler(p) {
 			t.Errorf("remote uid %d may call hooks", p.UID)
 		}
 	}
-	if !d.hookCaller(api.Peer{UID: 0}) {
+	if !a.IsScheduler(api.Peer{UID: 0}) {
 		t.Error("root on the host may not call hooks")
+	}
+}
+
+// TestHookPools: the pool Slurm sees is all RSA nodes' RAM; what is free
+// leaves out what RSA holds beyond the jobs Slurm counts itself (those
+// with pool capacity), and all of a node that takes no new part but what
+// Slurm's own jobs hold there.
+func TestHookPools(t *testing.T) {
+	const gib = 1 << 30
+	a, f := testAdapter(t, "", nil)
+	a.cfg.Slurm.Pool = "rsa"
+	f.pool = []PoolNode{
+		{Name: "n1", Capacity: 10 * gib, Open: true, Held: 6 * gib, Uncounted: 2 * gib},
+		{Name: "n2", Capacity: 10 * gib, Open: false, Held: 5 * gib, Uncounted: 1 * gib},
+	}
+	rep, err := a.hookPools()
+	if err != nil || rep.Verdict != api.Success {
+		t.Fatalf("pools: %+v, %v", rep, err)
+	}
+	// n1: 2 GiB RSA's own; n2: all but Slurm's 4 GiB.
+	want := `{"pools":[{"free":12288,"granularity":1048576,"id":"rsa","quantity":20480}]}`
+	if rep.Message != want {
+		t.Errorf("pools says %s, want %s", rep.Message, want)
+	}
+	for _, c := range []struct {
+		name      string
+		j         job.Job
+		uncounted bool
+	}{
+		{"sized by proportion", job.Job{RSA: lifecycle.InUseIn}, true},
+		{"pool capacity", job.Job{Spec: job.Spec{Pool: "rsa"}, RSA: lifecycle.InUseIn}, false},
+		{"pool capacity, output kept for the admin", job.Job{Spec: job.Spec{Pool: "rsa"}, RSA: lifecycle.StageOutFailed}, true},
+	} {
+		if got := f.uncounted(&c.j); got != c.uncounted {
+			t.Errorf("%s: left out of Slurm's count %v, want %v", c.name, got, c.uncounted)
+		}
 	}
 }

@@ -1,6 +1,7 @@
-package daemon
+package adapter
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,22 +18,17 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
-	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
-
-// The Slurm adapters: the burst_buffer/lua hooks (scheduler "slurm"), the
-// prolog and epilog (both Slurm modes) and the squeue poller ("slurm-poll").
-// Each turns what Slurm says into lifecycle events on the job whose
-// Spec.Name is the Slurm job id; the answers are read off the committed
-// state, so a hook asked twice (or after a restart) answers the same.
 
 // poolGranularity is the unit of the pool RSA reports to Slurm.
 const poolGranularity = 1 << 20
 
-func (d *Daemon) hookCaller(p api.Peer) bool {
+// IsScheduler reports whether p acts for the scheduler: root or a user of
+// slurm.users, on the RSA host. Only they may call hooks, and they see
+// every job in full (slurmctld shows bbstat to whom Slurm allows).
+func (a *Adapter) IsScheduler(p api.Peer) bool {
 	if p.Remote {
 		return false // the scheduler's user acts on the RSA host only
 	}
@@ -40,7 +36,7 @@ func (d *Daemon) hookCaller(p api.Peer) bool {
 		return true
 	}
 	u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10))
-	return err == nil && slices.Contains(d.cfg.Slurm.Users, u.Username)
+	return err == nil && slices.Contains(a.cfg.Slurm.Users, u.Username)
 }
 
 func done(msg string, a ...any) (*api.HookReply, error) {
@@ -52,14 +48,14 @@ func failed(msg string, a ...any) (*api.HookReply, error) {
 }
 
 // Hook answers one scheduler hook.
-func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.HookReply, error) {
-	if !d.hookCaller(p) {
+func (a *Adapter) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.HookReply, error) {
+	if !a.IsScheduler(p) {
 		return nil, api.Forbidden("only root and the users in slurm.users may call scheduler hooks")
 	}
-	if d.cfg.Scheduler == config.SchedulerNone {
+	if a.cfg.Scheduler == config.SchedulerNone {
 		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
 	}
-	d.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args, "via", r.Via)
+	a.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args, "via", r.Via)
 	via := "rsa"
 	switch r.Via {
 	case "":
@@ -69,7 +65,7 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 		return nil, api.Invalid("hook request via %q: leave via out, or say %q", textsafe.Line(r.Via), api.ViaLuaSocket)
 	}
 	if known[r.Hook] {
-		defer func(began time.Time) { d.metrics.ObserveHook(r.Hook, via, time.Since(began)) }(time.Now())
+		defer func(began time.Time) { a.metrics.ObserveHook(r.Hook, via, time.Since(began)) }(time.Now())
 	}
 	arg := func(i int) string {
 		if i < len(r.Args) {
@@ -79,11 +75,11 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 	}
 	switch r.Hook {
 	case "job_process":
-		return d.hookJobProcess(r.Script, arg(1))
+		return a.hookJobProcess(r.Script, arg(1))
 	case "pools":
-		return d.hookPools(ctx)
+		return a.hookPools()
 	case "get_status":
-		return d.hookStatus(ctx, r.Args)
+		return a.hookStatus(ctx, r.Args)
 	}
 	// Every other hook is about one job: its arguments start with the
 	// Slurm job id and the uid and gid Slurm says it runs as ("" where
@@ -91,26 +87,26 @@ func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.
 	sj := slurmJob{name: arg(0), uid: arg(1), gid: arg(2)}
 	switch r.Hook {
 	case "setup":
-		return d.hookSetup(ctx, sj, arg(3), r.Script)
+		return a.hookSetup(ctx, sj, arg(3), r.Script)
 	case "data_in", "test_data_in":
-		return d.await(ctx, sj, r.Wait, stageInVerdict)
+		return a.await(ctx, sj, r.Wait, stageInVerdict)
 	case "real_size":
 		return done("")
 	case "paths":
-		return d.hookPaths(ctx, sj)
+		return a.hookPaths(ctx, sj)
 	case "pre_run", "prolog":
-		if err := d.slurmStart(ctx, sj, arg(3)); err != nil {
+		if err := a.slurmStart(ctx, sj, arg(3)); err != nil {
 			return failed("%v", err)
 		}
-		return d.awaitMount(ctx, sj, r.Wait)
+		return a.awaitMount(ctx, sj, r.Wait)
 	case "post_run":
-		return d.finishNamed(ctx, sj, "job ended", r.Wait, nil)
+		return a.finishNamed(ctx, sj, "job ended", r.Wait, nil)
 	case "data_out", "test_data_out":
-		return d.finishNamed(ctx, sj, "job ended", r.Wait, stageOutVerdict)
+		return a.finishNamed(ctx, sj, "job ended", r.Wait, stageOutVerdict)
 	case "epilog":
-		return d.finishNamed(ctx, sj, "job ended", r.Wait, unmountVerdict)
+		return a.finishNamed(ctx, sj, "job ended", r.Wait, unmountVerdict)
 	case "teardown":
-		return d.finishNamed(ctx, sj, "torn down by Slurm", r.Wait, teardownVerdict)
+		return a.finishNamed(ctx, sj, "torn down by Slurm", r.Wait, teardownVerdict)
 	}
 	return nil, api.NotFound("unknown hook %q", r.Hook)
 }
@@ -129,8 +125,8 @@ type slurmJob struct{ name, uid, gid string }
 
 // hookJobProcess validates a job script at submission. It runs inside
 // slurmctld: it reads nothing but the script and the file system.
-func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
-	req, ok, err := d.parseRequest(script)
+func (a *Adapter) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
+	req, ok, err := a.parseRequest(script)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -145,10 +141,10 @@ func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
 			return failed("RSA: %v", err)
 		}
 	}
-	if err := d.validate(&req.Spec, who); err != nil {
+	if err := a.jobs.Validate(&req.Spec, who); err != nil {
 		return failed("RSA: %v", err)
 	}
-	if why := d.tooSmall(req); why != "" {
+	if why := a.tooSmall(req); why != "" {
 		return failed("RSA: %s", why)
 	}
 	return done("")
@@ -158,14 +154,14 @@ func (d *Daemon) hookJobProcess(script, uidArg string) (*api.HookReply, error) {
 // RAM under the proportion rule, or "". Refused at sbatch, where the user
 // reads it: Slurm 22.05 shows nothing of a hook that succeeds, and such a
 // job would otherwise run from disk with only rsa status saying why.
-func (d *Daemon) tooSmall(req slurm.Request) string {
-	if req.Spec.Capacity > 0 || req.ScriptNodes == 0 || req.ScriptNodes >= d.cfg.MinJobNodes {
+func (a *Adapter) tooSmall(req slurm.Request) string {
+	if req.Spec.Capacity > 0 || req.ScriptNodes == 0 || req.ScriptNodes >= a.cfg.MinJobNodes {
 		return ""
 	}
 	return fmt.Sprintf("a %d-node job gets no RSA RAM at this site: whole RSA nodes go to jobs of %d compute nodes or more "+
 		"(one RSA node per %d); add '#RSA capacity=SIZE pool=%s' to ask for RAM, or remove the #RSA lines to run from disk "+
 		"(RSA reads the node count from the script's #SBATCH lines: if sbatch's command line asks for more nodes, write that number there)",
-		req.ScriptNodes, d.cfg.MinJobNodes, d.cfg.Proportion, d.cfg.Slurm.Pool)
+		req.ScriptNodes, a.cfg.MinJobNodes, a.cfg.Proportion, a.cfg.Slurm.Pool)
 }
 
 // identityOf is uid with its primary group and groups, for checks made
@@ -185,10 +181,10 @@ func parseUID(s string) (uint32, bool) {
 
 // parseRequest reads a job script's RSA lines; ok is false when it has
 // none. Its errors are ready to become the job's Reason.
-func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err error) {
+func (a *Adapter) parseRequest(script string) (req slurm.Request, ok bool, err error) {
 	req, ok, err = slurm.Parse([]byte(script))
-	if err == nil && req.Pool != "" && req.Pool != d.cfg.Slurm.Pool {
-		err = fmt.Errorf("pool=%s is not RSA's pool; write pool=%s", req.Pool, d.cfg.Slurm.Pool)
+	if err == nil && req.Pool != "" && req.Pool != a.cfg.Slurm.Pool {
+		err = fmt.Errorf("pool=%s is not RSA's pool; write pool=%s", req.Pool, a.cfg.Slurm.Pool)
 	}
 	if err != nil {
 		err = fmt.Errorf("RSA: %w", err)
@@ -200,32 +196,25 @@ func (d *Daemon) parseRequest(script string) (req slurm.Request, ok bool, err er
 // asked for pool capacity itself; free space leaves out the RAM that RSA
 // holds for other reasons (jobs sized by proportion, rsa run jobs, and
 // output kept in RAM after Slurm let go of a job).
-func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
-	unaccounted := d.allocated(func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) })
-	for _, db := range d.owed() {
-		unaccounted[db.Node] += db.Bytes // of jobs Slurm is done with
-	}
-	all := d.holdings().ByNode
-	drained := d.drained()
+func (a *Adapter) hookPools() (*api.HookReply, error) {
 	var total, held int64
-	for _, n := range d.cfg.Nodes {
+	for _, n := range a.jobs.Pool(func(j *job.Job) bool { return j.Spec.Pool == "" || lifecycle.NeedsAdmin(j.RSA) }) {
 		total += n.Capacity
-		_, isDrained := drained[n.Name]
-		if isDrained || !d.placeable(n.Name) {
+		if !n.Open {
 			// Nothing new fits on a drained node, nor on one the engine
 			// makes no part on now (engine.Nodes.Placeable): all of it
 			// but what Slurm's own pool jobs hold (Slurm counts those)
 			// is taken. The quantity keeps it, so that a job bigger
 			// than the live nodes waits for them rather than being
 			// refused.
-			held += n.Capacity - (all[n.Name] - unaccounted[n.Name])
+			held += n.Capacity - (n.Held - n.Uncounted)
 			continue
 		}
-		held += unaccounted[n.Name]
+		held += n.Uncounted
 	}
 	free := max(total-held, 0)
 	b, _ := json.Marshal(map[string]any{"pools": []map[string]any{{
-		"id": d.cfg.Slurm.Pool, "granularity": poolGranularity,
+		"id": a.cfg.Slurm.Pool, "granularity": poolGranularity,
 		"quantity": total / poolGranularity, "free": free / poolGranularity,
 	}}})
 	return done("%s", b)
@@ -236,26 +225,23 @@ func (d *Daemon) hookPools(ctx context.Context) (*api.HookReply, error) {
 // set up again as a new RSA job; the newest may be done. Where Slurm says
 // whose job it is, the RSA job must be that user's: a job of one user is
 // never answered for another's.
-func (d *Daemon) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
+func (a *Adapter) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
 	if sj.name == "" {
 		return nil, api.Invalid("no Slurm job id given")
 	}
 	if err := slurm.CheckID(sj.name); err != nil {
 		return nil, api.Invalid("%v", err)
 	}
-	j, err := d.store.FindByName(ctx, sj.name)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	j, err := a.jobs.Latest(ctx, sj.name)
+	if err != nil || j == nil {
 		return nil, err
 	}
-	return j, d.checkSlurmUser(j, sj)
+	return j, a.checkSlurmUser(j, sj)
 }
 
 // checkSlurmUser refuses j for a hook whose uid or gid (where Slurm passes
 // them) is not j's.
-func (d *Daemon) checkSlurmUser(j *job.Job, sj slurmJob) error {
+func (a *Adapter) checkSlurmUser(j *job.Job, sj slurmJob) error {
 	for _, c := range []struct {
 		what, arg string
 		have      uint32
@@ -268,7 +254,7 @@ func (d *Daemon) checkSlurmUser(j *job.Job, sj slurmJob) error {
 			return api.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
 		}
 		if n != c.have {
-			d.log.Warn("hook for a Slurm job whose RSA job is another user's", "slurm_job", sj.name, "job", j.ID, c.what, n, "recorded", c.have)
+			a.log.Warn("hook for a Slurm job whose RSA job is another user's", "slurm_job", sj.name, "job", j.ID, c.what, n, "recorded", c.have)
 			return api.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
 		}
 	}
@@ -277,7 +263,7 @@ func (d *Daemon) checkSlurmUser(j *job.Job, sj slurmJob) error {
 
 // hookSetup creates the RSA job for a Slurm job that is about to be staged
 // in. Asked again for the same job it changes nothing.
-func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script string) (*api.HookReply, error) {
+func (a *Adapter) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script string) (*api.HookReply, error) {
 	name := sj.name
 	uid, ok1 := parseUID(sj.uid)
 	gid, ok2 := parseUID(sj.gid)
@@ -287,15 +273,15 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 	// A record of a job that already finished is an earlier run (the job
 	// was requeued, or held and released, or Slurm's ids started again
 	// and it was another user's): this run gets a new one.
-	if j, err := d.latest(ctx, slurmJob{name: name}); err != nil {
+	if j, err := a.latest(ctx, slurmJob{name: name}); err != nil {
 		return failed("RSA: %v", err)
 	} else if j != nil && !j.Machine().Ended() {
-		if err := d.checkSlurmUser(j, sj); err != nil {
+		if err := a.checkSlurmUser(j, sj); err != nil {
 			return failed("RSA: %v", err)
 		}
 		return done("RSA job %d is %s", j.ID, j.RSA)
 	}
-	req, ok, err := d.parseRequest(script)
+	req, ok, err := a.parseRequest(script)
 	switch {
 	case err != nil:
 		return failed("%v", err)
@@ -307,20 +293,20 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 	if size, err := strconv.ParseInt(sizeArg, 10, 64); err == nil && size > 0 && req.Pool != "" {
 		spec.Capacity, spec.Pool = size, req.Pool
 	}
-	slj, err := d.slurmc.Job(ctx, name)
+	slj, err := a.slurm.Job(ctx, name)
 	if err != nil {
 		return failed("RSA: reading job %s from Slurm: %v", name, err)
 	}
 	spec.ComputeNodes = max(slj.Nodes, 1)
-	notBefore, expected := d.setupStart(ctx, spec, slj)
-	j, err := d.create(ctx, uid, gid, spec, config.SchedulerSlurm, func(j *job.Job) error {
+	notBefore, expected := a.setupStart(ctx, spec, slj)
+	j, err := a.jobs.Create(ctx, uid, gid, spec, config.SchedulerSlurm, func(j *job.Job) error {
 		j.NotBefore, j.Expected = notBefore, expected
 		// Slurm blocks in data_in while the job waits for RSA; on 22.05
 		// that wait can hold up the very job whose RAM it waits for
 		// (config.Slurm.CapacityWait). One with capacity= waits in
 		// Slurm's queue for pool space instead, never in data_in.
 		if spec.Capacity == 0 {
-			j.CapacityWait = d.cfg.Slurm.CapacityWait
+			j.CapacityWait = a.cfg.Slurm.CapacityWait
 		}
 		return nil
 	})
@@ -341,16 +327,16 @@ func (d *Daemon) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script str
 // the job will run. So a start that is not ahead is believed only when
 // enough nodes are idle for the job; otherwise the stage-in waits for
 // backfill's estimate (refreshStart), and at most estimate_wait.
-func (d *Daemon) setupStart(ctx context.Context, spec job.Spec, sj slurm.Job) (notBefore, expected time.Time) {
+func (a *Adapter) setupStart(ctx context.Context, spec job.Spec, sj slurm.Job) (notBefore, expected time.Time) {
 	now := time.Now()
-	wait := d.cfg.Slurm.EstimateWait
-	if sj.Start.After(now) || wait <= 0 || d.cfg.Slurm.StageInLead <= 0 {
-		return d.stageInTime(spec, sj.Start), sj.Start
+	wait := a.cfg.Slurm.EstimateWait
+	if sj.Start.After(now) || wait <= 0 || a.cfg.Slurm.StageInLead <= 0 {
+		return a.stageInTime(spec, sj.Start), sj.Start
 	}
-	idle, err := d.slurmc.IdleNodes(ctx)
+	idle, err := a.slurm.IdleNodes(ctx)
 	switch {
 	case err != nil:
-		d.log.Warn("counting Slurm's idle nodes; staging in at once", "slurm_job", sj.ID, "err", err)
+		a.log.Warn("counting Slurm's idle nodes; staging in at once", "slurm_job", sj.ID, "err", err)
 		return time.Time{}, sj.Start
 	case idle >= spec.ComputeNodes:
 		return time.Time{}, sj.Start
@@ -368,13 +354,13 @@ func awaitingEstimate(j *job.Job, sj slurm.Job) bool {
 
 // stageInTime is when a stage-in for a job expected to start at start
 // should begin: the lead time plus the time to fill its RAMDISK.
-func (d *Daemon) stageInTime(spec job.Spec, start time.Time) time.Time {
+func (a *Adapter) stageInTime(spec job.Spec, start time.Time) time.Time {
 	var nodeCapacity int64
-	if len(d.cfg.Nodes) > 0 {
-		nodeCapacity = d.cfg.Nodes[0].Capacity
+	if len(a.cfg.Nodes) > 0 {
+		nodeCapacity = a.cfg.Nodes[0].Capacity
 	}
 	size := lifecycle.StageInSize(spec.Capacity, nodeCapacity)
-	return lifecycle.StageInTime(start, time.Now(), d.cfg.Slurm.StageInLead, size, float64(d.cfg.Slurm.StageRate))
+	return lifecycle.StageInTime(start, time.Now(), a.cfg.Slurm.StageInLead, size, float64(a.cfg.Slurm.StageRate))
 }
 
 // verdict reads a hook's answer off a job's committed state.
@@ -382,10 +368,10 @@ type verdict func(j *job.Job) (string, string)
 
 // await answers once v says the job is no longer busy, or Busy when wait
 // has passed.
-func (d *Daemon) await(ctx context.Context, sj slurmJob, wait time.Duration, v verdict) (*api.HookReply, error) {
+func (a *Adapter) await(ctx context.Context, sj slurmJob, wait time.Duration, v verdict) (*api.HookReply, error) {
 	rep := &api.HookReply{Verdict: api.Busy}
-	err := d.waitFor(ctx, wait, func() (bool, error) {
-		j, err := d.latest(ctx, sj)
+	err := a.waitFor(ctx, wait, func() (bool, error) {
+		j, err := a.latest(ctx, sj)
 		switch {
 		case err != nil:
 			return false, err
@@ -402,12 +388,33 @@ func (d *Daemon) await(ctx context.Context, sj slurmJob, wait time.Duration, v v
 	return rep, nil
 }
 
-func stageInVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStageIn, j) }
+// waitFor calls check after every commit until it reports done or an
+// error, or wait passes (which is not an error: the caller answers with
+// what it last saw).
+func (a *Adapter) waitFor(ctx context.Context, wait time.Duration, check func() (bool, error)) error {
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		ch := a.jobs.Changed()
+		if ok, err := check(); ok || err != nil {
+			return err
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
-// gateVerdict is the lifecycle's verdict at gate g for j, as a Slurm hook
-// answers it: Slurm's verdict and a message that words why with what the
-// record knows.
-func gateVerdict(g lifecycle.Gate, j *job.Job) (string, string) {
+func stageInVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateStageIn, j) }
+
+// Verdict is the lifecycle's verdict at gate g for j, as a Slurm hook
+// answers it: Slurm's verdict (api.Success, api.Failure or api.Busy) and a
+// message that words why with what the record knows.
+func Verdict(g lifecycle.Gate, j *job.Job) (string, string) {
 	a, why := lifecycle.Verdict(g, j.Machine())
 	v := api.Busy
 	switch a {
@@ -463,31 +470,29 @@ func wordVerdict(why lifecycle.Why, j *job.Job) string {
 // good (INELIGIBLE), never given a RAMDISK later over directories it
 // already uses. A job still INITIAL that no assignment has turned down is
 // waited for: its assignment is under way.
-func (d *Daemon) awaitMount(ctx context.Context, sj slurmJob, wait time.Duration) (*api.HookReply, error) {
+func (a *Adapter) awaitMount(ctx context.Context, sj slurmJob, wait time.Duration) (*api.HookReply, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	// An assignment's decision to wait commits nothing, so no commit
 	// wakes this loop for it: it looks again every tick, when the
 	// assignment is tried again.
-	again := time.NewTicker(max(d.cfg.Tick, 100*time.Millisecond))
+	again := time.NewTicker(max(a.cfg.Tick, 100*time.Millisecond))
 	defer again.Stop()
 	for {
-		d.mu.Lock()
-		changed := d.notify
-		d.mu.Unlock()
-		j, err := d.latest(ctx, sj)
+		changed := a.jobs.Changed()
+		j, err := a.latest(ctx, sj)
 		if err != nil {
 			return nil, err
 		}
 		if j == nil {
 			return done("job %s does not use RSA", sj.name)
 		}
-		if why := d.noCapacityAtStart(j); why != "" {
+		if why := a.noCapacityAtStart(j); why != "" {
 			reason := "no RSA capacity was free when the job started (" + why + "), and RSA mounts nothing over a running job's directories later"
-			n, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: time.Now(), Reason: reason}})
+			n, err := a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvIneligible, At: time.Now(), Reason: reason}, nil)
 			switch {
 			case err == nil:
-				d.appendStageLog(n, "runs without RSA: "+reason)
+				a.jobs.JobLog(n, "runs without RSA: "+reason)
 			case lost(err) != nil:
 				return nil, err
 			}
@@ -512,21 +517,16 @@ func (d *Daemon) awaitMount(ctx context.Context, sj slurmJob, wait time.Duration
 // capacity, or "" when it does not: the assignment that runs with a start
 // records its decision to wait before the start is answered, so a job still
 // INITIAL without one is being assigned.
-func (d *Daemon) noCapacityAtStart(j *job.Job) string {
+func (a *Adapter) noCapacityAtStart(j *job.Job) string {
 	if m := j.Machine(); !m.Runs() || !m.AwaitsNodes() {
 		return ""
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if w := d.waiting[j.ID]; w.kind == waitCapacity {
-		return w.why
-	}
-	return ""
+	return a.jobs.CapacityWait(j.ID)
 }
 
 // mountVerdict: the started job's RAMDISK is on its compute nodes, or
 // RSA has nothing to mount for it.
-func mountVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStart, j) }
+func mountVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateStart, j) }
 
 func hostsOf(j *job.Job) string {
 	if len(j.Hosts) == 0 {
@@ -535,16 +535,16 @@ func hostsOf(j *job.Job) string {
 	return strings.Join(j.Hosts, ",")
 }
 
-func unmountVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateUnmount, j) }
+func unmountVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateUnmount, j) }
 
-func stageOutVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateStageOut, j) }
+func stageOutVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateStageOut, j) }
 
-func teardownVerdict(j *job.Job) (string, string) { return gateVerdict(lifecycle.GateTeardown, j) }
+func teardownVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateTeardown, j) }
 
 // finishNamed tells the lifecycle the Slurm job ended, then answers by v
 // (or at once when v is nil).
-func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
-	j, err := d.latest(ctx, sj)
+func (a *Adapter) finishNamed(ctx context.Context, sj slurmJob, why string, wait time.Duration, v verdict) (*api.HookReply, error) {
+	j, err := a.latest(ctx, sj)
 	if err != nil {
 		return nil, err
 	}
@@ -552,14 +552,14 @@ func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait 
 		return done("job %s does not use RSA", sj.name)
 	}
 	if !j.Machine().Ended() {
-		if _, err := d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}}); lost(err) != nil {
+		if _, err := a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}, nil); lost(err) != nil {
 			return nil, err
 		}
 	}
 	if v == nil {
 		return done("")
 	}
-	return d.await(ctx, sj, wait, v)
+	return a.await(ctx, sj, wait, v)
 }
 
 // slurmStart tells the lifecycle the Slurm job started on the nodes of
@@ -568,20 +568,20 @@ func (d *Daemon) finishNamed(ctx context.Context, sj slurmJob, why string, wait 
 // started: the hook that calls this holds the job until its mounts are
 // made, so a job RSA serves never runs before its RAMDISK is in place,
 // whether or not the poller has met it.
-func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) error {
-	j, err := d.latest(ctx, sj)
+func (a *Adapter) slurmStart(ctx context.Context, sj slurmJob, nodelist string) error {
+	j, err := a.latest(ctx, sj)
 	if err != nil {
 		return err
 	}
 	if j == nil || j.Machine().Done() {
-		if d.cfg.Scheduler != config.SchedulerSlurmPoll {
+		if a.cfg.Scheduler != config.SchedulerSlurmPoll {
 			return nil // burst_buffer/lua set up every job that uses RSA
 		}
-		if err := d.adoptStarted(ctx, sj.name, nodelist); !errors.Is(err, errAdopted) {
+		if err := a.adoptStarted(ctx, sj.name, nodelist); !errors.Is(err, errAdopted) {
 			return err
 		}
 		// The poller took it on meanwhile, on deck: it starts as such.
-		if j, err = d.latest(ctx, sj); err != nil || j == nil {
+		if j, err = a.latest(ctx, sj); err != nil || j == nil {
 			return err
 		}
 	}
@@ -589,7 +589,7 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 		return nil // started already: pre_run and the prolog both say so
 	}
 	if nodelist == "" {
-		slj, err := d.slurmJobPatiently(ctx, sj.name)
+		slj, err := a.slurmJobPatiently(ctx, sj.name)
 		if err != nil {
 			return fmt.Errorf("reading job %s from Slurm: %w", sj.name, err)
 		}
@@ -599,8 +599,8 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 	if err != nil {
 		return err
 	}
-	_, err = d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
-		edit: func(n *job.Job) { n.Hosts = hosts }})
+	_, err = a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
+		func(n *job.Job) { n.Hosts = hosts })
 	return lost(err)
 }
 
@@ -609,16 +609,16 @@ func (d *Daemon) slurmStart(ctx context.Context, sj slurmJob, nodelist string) e
 // the RUNNING rules (App. K l.27); its input is read from disk. A job that
 // cannot be taken on runs without RSA, and its comment tells its user why,
 // as the poller's does for a pending job.
-func (d *Daemon) adoptStarted(ctx context.Context, name, nodelist string) error {
-	slj, err := d.slurmJobPatiently(ctx, name)
+func (a *Adapter) adoptStarted(ctx context.Context, name, nodelist string) error {
+	slj, err := a.slurmJobPatiently(ctx, name)
 	if err != nil {
 		return fmt.Errorf("reading job %s from Slurm: %w", name, err)
 	}
-	slj.NodeList = cmpOr(nodelist, slj.NodeList)
-	_, err = d.adopt(ctx, slj, true)
+	slj.NodeList = cmp.Or(nodelist, slj.NodeList)
+	_, err = a.adopt(ctx, slj, true)
 	if err != nil && !errors.Is(err, errAdopted) {
-		if cerr := d.slurmc.Comment(ctx, name, "RSA: "+oneLine(err.Error())); cerr != nil {
-			d.log.Warn("setting the job's comment", "slurm", name, "err", cerr)
+		if cerr := a.slurm.Comment(ctx, name, "RSA: "+oneLine(err.Error())); cerr != nil {
+			a.log.Warn("setting the job's comment", "slurm", name, "err", cerr)
 		}
 	}
 	return err
@@ -631,14 +631,14 @@ const slurmctldRestart = time.Minute
 
 // slurmJobPatiently reads a job from Slurm, asking again for up to
 // slurmctldRestart while squeue fails.
-func (d *Daemon) slurmJobPatiently(ctx context.Context, name string) (slurm.Job, error) {
+func (a *Adapter) slurmJobPatiently(ctx context.Context, name string) (slurm.Job, error) {
 	deadline := time.Now().Add(slurmctldRestart)
 	for {
-		j, err := d.slurmc.Job(ctx, name)
+		j, err := a.slurm.Job(ctx, name)
 		if err == nil || time.Now().After(deadline) {
 			return j, err
 		}
-		d.log.Warn("reading a job from Slurm failed; asking again", "slurm_job", name, "err", err)
+		a.log.Warn("reading a job from Slurm failed; asking again", "slurm_job", name, "err", err)
 		select {
 		case <-ctx.Done():
 			return j, err
@@ -647,10 +647,10 @@ func (d *Daemon) slurmJobPatiently(ctx context.Context, name string) (slurm.Job,
 	}
 }
 
-// lost drops the conflict of an event that another hook sent first (the
+// lost drops the error of an event that another hook sent first (the
 // prolog and pre_run both report a start; post_run and the epilog an end).
 func lost(err error) error {
-	if errors.Is(err, refuse.ErrNotApplicable) {
+	if errors.Is(err, ErrIgnored) {
 		return nil
 	}
 	return err
@@ -660,8 +660,8 @@ func lost(err error) error {
 // line, its value free of control characters.
 var envLine = regexp.MustCompile(`^RSA_[A-Z_]+=[^\x00-\x1f\x7f]*$`)
 
-func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, error) {
-	j, err := d.latest(ctx, sj)
+func (a *Adapter) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, error) {
+	j, err := a.latest(ctx, sj)
 	if err != nil || j == nil {
 		return &api.HookReply{Verdict: api.Success}, err
 	}
@@ -671,7 +671,7 @@ func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, er
 	// from an older rsa, a bug elsewhere).
 	for _, l := range env {
 		if !envLine.MatchString(l) || job.CheckText("environment line", l) != nil {
-			d.log.Error("refusing an environment line for a Slurm job", "slurm_job", sj.name, "job", j.ID, "line", strconv.Quote(l))
+			a.log.Error("refusing an environment line for a Slurm job", "slurm_job", sj.name, "job", j.ID, "line", strconv.Quote(l))
 			return failed("RSA: job %d has a value RSA will not put into a job's environment; see the rsa serve log", j.ID)
 		}
 	}
@@ -679,13 +679,13 @@ func (d *Daemon) hookPaths(ctx context.Context, sj slurmJob) (*api.HookReply, er
 }
 
 // hookStatus answers `scontrol show bbstat [JOBID...]`.
-func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply, error) {
+func (a *Adapter) hookStatus(ctx context.Context, args []string) (*api.HookReply, error) {
 	// 23.02+ put the caller's uid and gid first; 22.05 does not say who
 	// asks, so the private part of every job stays hidden there. Which
 	// it is comes from Slurm, never from the arguments: on 22.05 they
 	// are all the user's (scontrol show bbstat 0 0 must not be root).
 	caller := api.Peer{UID: 65534, GID: 65534}
-	if len(args) >= 2 && d.statusNamesCaller(ctx) {
+	if len(args) >= 2 && a.statusNamesCaller(ctx) {
 		uid, ok1 := parseUID(args[0])
 		gid, ok2 := parseUID(args[1])
 		if ok1 && ok2 {
@@ -693,7 +693,7 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 			args = args[2:]
 		}
 	}
-	jobs, err := d.store.List(ctx, len(args) > 0, 1000)
+	jobs, err := a.jobs.List(ctx, len(args) > 0, 1000)
 	if err != nil {
 		return nil, err
 	}
@@ -703,7 +703,7 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(d.view(j, caller))))
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(a.jobs.View(j, caller))))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
 }
@@ -711,23 +711,23 @@ func (d *Daemon) hookStatus(ctx context.Context, args []string) (*api.HookReply,
 // statusNamesCaller reports whether this Slurm passes get_status the
 // caller's uid and gid (23.02 and later), asking scontrol once. Until it
 // has an answer it says no: the caller then sees what anyone may.
-func (d *Daemon) statusNamesCaller(ctx context.Context) bool {
-	d.slurmVer.Lock()
-	defer d.slurmVer.Unlock()
-	if !d.slurmVer.known {
-		major, minor, err := d.slurmc.Version(ctx)
+func (a *Adapter) statusNamesCaller(ctx context.Context) bool {
+	a.version.Lock()
+	defer a.version.Unlock()
+	if !a.version.known {
+		major, minor, err := a.slurm.Version(ctx)
 		if err != nil {
-			d.log.Warn("cannot tell Slurm's version; scontrol show bbstat shows every caller only public job details", "err", err)
+			a.log.Warn("cannot tell Slurm's version; scontrol show bbstat shows every caller only public job details", "err", err)
 			return false
 		}
-		d.slurmVer.known, d.slurmVer.namesCaller = true, major > 23 || major == 23 && minor >= 2
+		a.version.known, a.version.namesCaller = true, major > 23 || major == 23 && minor >= 2
 	}
-	return d.slurmVer.namesCaller
+	return a.version.namesCaller
 }
 
 func statusNote(v *api.JobView) string {
 	if line := v.ProgressLine(); line != "" {
 		return line
 	}
-	return cmpOr(v.Error, "-")
+	return cmp.Or(v.Error, "-")
 }
