@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/rsa-hpc/rsa/internal/admission"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/config"
@@ -21,12 +18,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/refuse"
-	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
-	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 var _ api.Service = (*Daemon)(nil)
@@ -83,11 +77,11 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		return nil, refuse.Forbidden("uid %d has no account on this host: %v", uid, err)
 	}
 	who := asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}
-	if err := d.validate(&spec, &who); err != nil {
+	if err := d.checker().Validate(&spec, &who); err != nil {
 		return nil, err
 	}
 	if scheduler == "" && d.cfg.Scheduler == config.SchedulerNone && spec.Capacity == 0 {
-		if err := d.size(&spec, &who); err != nil {
+		if err := d.checker().Size(&spec, &who); err != nil {
 			return nil, err
 		}
 	}
@@ -104,11 +98,11 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	if scheduler != "" {
 		by += " through " + scheduler
 	}
-	msg := fmt.Sprintf("submitted by %s: %s", by, describeSpec(spec))
+	msg := fmt.Sprintf("submitted by %s: %s", by, admission.Describe(spec))
 	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
 		return nil, err
 	}
-	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(scheduler, "rsa"), "spec", describeSpec(spec))
+	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(scheduler, "rsa"), "spec", admission.Describe(spec))
 	d.watchOwner(j)
 	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
 }
@@ -193,334 +187,6 @@ func groups(u *user.User) []uint32 {
 		}
 	}
 	return out
-}
-
-func describeSpec(s job.Spec) string {
-	var parts []string
-	add := func(k, v string) {
-		if v != "" {
-			parts = append(parts, k+"="+v)
-		}
-	}
-	add("slurm_job", s.Name)
-	add("in", s.Input)
-	add("input", s.InputMode)
-	add("out", s.Output)
-	add("output", s.OutputMode)
-	add("stage_in", s.StageIn)
-	add("stage_out", s.StageOut)
-	parts = append(parts, "delay="+s.Delay.String(), "compute_nodes="+strconv.Itoa(s.ComputeNodes))
-	if s.Capacity > 0 {
-		parts = append(parts, "capacity="+units.FormatSize(s.Capacity))
-	}
-	if s.Sized != "" {
-		parts = append(parts, "sized=("+s.Sized+")")
-	}
-	return strings.Join(parts, " ")
-}
-
-// inputMode checks the spec's input mode, and sets the site's default
-// (input_mode) for a job with an input directory that gives none. A job
-// whose input a stage-in program makes gets files: only RSA's own pack
-// builds an image.
-func (d *Daemon) inputMode(s *job.Spec) error {
-	_, images := d.access.(node.ImageBinder)
-	switch s.InputMode {
-	case "":
-		switch {
-		case s.Input == "":
-		case s.StageIn == "" && d.cfg.InputMode == job.InputImage && images:
-			s.InputMode = job.InputImage
-		default:
-			s.InputMode = job.InputFiles
-		}
-	case job.InputFiles:
-	case job.InputImage:
-		switch {
-		case s.Input == "":
-			return refuse.Invalid("input=image makes an image of the input directory: give one (--in, RSA_DATA_IN), or drop input=image")
-		case s.StageIn != "":
-			return refuse.Invalid("input=image packs the input directory itself; a stage-in program (%s) stages files: drop one of them, or ask for input=files", s.StageIn)
-		case !images:
-			return refuse.Invalid("input=image: the compute nodes of engine %s cannot mount an input image; ask for input=files", d.engine.Name())
-		}
-	default:
-		return refuse.Invalid("input mode %q: use image (a read-only image of the input directory) or files (a read-write copy, for a job that writes into its input directory)", s.InputMode)
-	}
-	return nil
-}
-
-// outputMode checks the spec's output mode.
-func (d *Daemon) outputMode(s *job.Spec) error {
-	switch s.OutputMode {
-	case "", job.OutputShared:
-	case job.OutputPrivate:
-		_, ok := d.access.(node.PrivateBinder)
-		switch {
-		case s.Output == "":
-			return refuse.Invalid("output=private gives each compute node a file system of its own at the output directory: give one (--out, RSA_DATA_OUT), or drop output=private")
-		case s.StageOut != "":
-			return refuse.Invalid("output=private stages every node's output out with the built-in copy; a stage-out program (%s) gets one RAMDISK: drop one of them, or ask for output=shared", s.StageOut)
-		case !ok:
-			return refuse.Invalid("output=private: the compute nodes of engine %s cannot have output of their own; ask for output=shared", d.engine.Name())
-		}
-	default:
-		return refuse.Invalid("output mode %q: use shared (one RAM file system all the job's compute nodes share) or private (one of its own per compute node)", s.OutputMode)
-	}
-	return nil
-}
-
-// validate checks a spec before anything is created or mounted. Every error
-// names the field, the problem and the fix. The file system checks run with
-// who's rights (asuser), so an answer never tells more than the user could
-// see; with who nil (Slurm 22.05 validates a job before saying whose it
-// is) they run as nobody and ownership is not checked.
-func (d *Daemon) validate(s *job.Spec, who *asuser.Identity) error {
-	for _, f := range []struct{ what, v string }{
-		{"input directory", s.Input}, {"output directory", s.Output},
-		{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut},
-		{"pool", s.Pool}, {"scheduler job id", s.Name},
-	} {
-		if err := job.CheckText(f.what, f.v); err != nil {
-			return refuse.Invalid("%v", err)
-		}
-	}
-	if s.Input == "" && s.Output == "" && s.StageIn == "" {
-		return refuse.Invalid("nothing to accelerate: give an input directory (--in, RSA_DATA_IN) and/or an output directory (--out, RSA_DATA_OUT)")
-	}
-	if s.Delay < 0 {
-		s.Delay = d.cfg.DefaultDelay
-	}
-	if s.ComputeNodes <= 0 {
-		s.ComputeNodes = 1
-	}
-	if s.Capacity != 0 && s.Capacity < 1<<20 {
-		return refuse.Invalid("capacity %s is below the 1M minimum", units.FormatSize(s.Capacity))
-	}
-	if l := d.cfg.Limits.MaxJobCapacity; l > 0 && s.Capacity > l {
-		return refuse.Invalid("capacity %s is above the site's limit of %s per job (limits.max_job_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
-	}
-	if total := d.totalCapacity(); s.Capacity > total {
-		return refuse.Invalid("capacity %s is more than all RSA nodes hold together (%s): it could never be met; ask for at most %s", units.FormatSize(s.Capacity), units.FormatSize(total), units.FormatSize(total))
-	}
-	if l := d.cfg.Limits.MaxUserCapacity; l > 0 && s.Capacity > l {
-		return refuse.Invalid("capacity %s is above the site's limit of %s per user (limits.max_user_capacity); ask for less", units.FormatSize(s.Capacity), units.FormatSize(l))
-	}
-	for _, t := range []struct{ role, path string }{{"input directory", s.Input}, {"output directory", s.Output}} {
-		if t.path == "" {
-			continue
-		}
-		if own, ok := d.overlapsOwn(t.path); ok {
-			return refuse.Invalid("%s %q overlaps RSA's own %s", t.role, t.path, own)
-		}
-		if who == nil && !anyoneReaches(t.path) {
-			continue // checked at setup, once the user is known
-		}
-		if err := d.asUser(who, func() error {
-			if ownedRamdisk(t.path, who) {
-				// A job of the same user's shows its RAMDISK here now
-				// (a chain of jobs on one directory); the directory
-				// below was checked when that job was submitted, and
-				// the mount waits until that RAMDISK is gone.
-				return nil
-			}
-			if who == nil {
-				return d.policy.CheckDir(t.role, t.path)
-			}
-			return d.policy.CheckTarget(t.role, t.path, who.UID)
-		}); err != nil {
-			return refuse.Invalid("%v", err)
-		}
-	}
-	asked := s.InputMode
-	if err := d.inputMode(s); err != nil {
-		return err
-	}
-	if err := d.outputMode(s); err != nil {
-		return err
-	}
-	if err := d.projectModes(s, who, asked); err != nil {
-		return err
-	}
-	if s.Input != "" && s.Output != "" {
-		if nested(s.Input, s.Output) {
-			return refuse.Invalid("input %q and output %q must be separate directories (neither inside the other)", s.Input, s.Output)
-		}
-	}
-	for _, p := range []struct{ role, path string }{{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut}} {
-		if p.path == "" {
-			continue
-		}
-		if stage.BuiltIn(p.path) {
-			if (p.path == stage.ModePack) != (p.role == "stage-out program") {
-				return refuse.Invalid("%s %q: 'pack' is a stage-out mode and 'unpack' a stage-in mode", p.role, p.path)
-			}
-			continue
-		}
-		if !filepath.IsAbs(p.path) || filepath.Clean(p.path) != p.path {
-			return refuse.Invalid("%s %q must be a clean absolute path", p.role, p.path)
-		}
-		// Looked at without following any symlink; it runs as the user,
-		// who may still lose the right to run it before it starts.
-		if who == nil && !anyoneReaches(p.path) {
-			continue
-		}
-		if err := d.asUser(who, func() error {
-			if who == nil {
-				return mount.CheckProgram(p.role, p.path, 0, false)
-			}
-			return mount.CheckProgram(p.role, p.path, who.UID, true)
-		}); err != nil {
-			return refuse.Invalid("%v", err)
-		}
-	}
-	if s.StageOut != "" && s.Output == "" {
-		return refuse.Invalid("a stage-out program needs an output directory (--out, RSA_DATA_OUT) for $2")
-	}
-	return nil
-}
-
-// projectModes checks the access modes against project directories (ones
-// the job's user does not own): an input image's root carries the input
-// directory's owner, group and mode but not its ACLs, so one whose ACLs
-// admit the user is staged as files when the mode was the default
-// (asked is the mode the job asked for), refused when it was asked for;
-// a private output's root would be the user's, so output=private takes
-// the user's own directory only. Checked with the user's rights; with
-// who nil (the user not known yet) it is left to setup.
-func (d *Daemon) projectModes(s *job.Spec, who *asuser.Identity, asked string) error {
-	if who == nil {
-		return nil
-	}
-	return d.asUser(who, func() error {
-		if s.Input != "" && s.InputMode == job.InputImage && !ownedRamdisk(s.Input, who) {
-			own, acl, err := ownerAndACL(s.Input, who.UID)
-			if err != nil {
-				return refuse.Invalid("input directory %q: %v", s.Input, err)
-			}
-			switch {
-			case own || !acl:
-			case asked == job.InputImage:
-				return refuse.Invalid("input=image: input directory %q is shared with you by an ACL, which an input image cannot carry; ask for input=files", s.Input)
-			default:
-				s.InputMode = job.InputFiles
-			}
-		}
-		if s.Output != "" && s.OutputMode == job.OutputPrivate && !ownedRamdisk(s.Output, who) {
-			own, _, err := ownerAndACL(s.Output, who.UID)
-			if err != nil {
-				return refuse.Invalid("output directory %q: %v", s.Output, err)
-			}
-			if !own {
-				return refuse.Invalid("output=private: output directory %q is not yours, and a file system of your own there would be: use output=shared for a project directory, or a directory of your own", s.Output)
-			}
-		}
-		return nil
-	})
-}
-
-// ownerAndACL reports whether the directory at path (no symlink followed)
-// belongs to uid, and whether it carries a POSIX ACL.
-func ownerAndACL(path string, uid uint32) (own, acl bool, err error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-	if err != nil {
-		return false, false, err
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return false, false, err
-	}
-	acl, err = mount.HasACL(fd)
-	return st.Uid == uid, acl, err
-}
-
-// anyoneReaches reports whether nobody may look up path: only then can a
-// check made before the user is known say anything without being an
-// oracle for paths its user could not see.
-func anyoneReaches(path string) bool {
-	return asuser.Do(asuser.Nobody, func() error {
-		fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err == nil {
-			unix.Close(fd)
-		}
-		if errors.Is(err, unix.EACCES) {
-			return err
-		}
-		return nil
-	}) == nil
-}
-
-// ownedRamdisk reports whether path is exactly the mount point of one of
-// RSA's RAMDISKs whose root belongs to who (the user is known).
-func ownedRamdisk(path string, who *asuser.Identity) bool {
-	if who == nil {
-		return false
-	}
-	m, ok, err := mount.MountedAt(path)
-	if err != nil || !ok || m.FSType != "tmpfs" || !strings.HasPrefix(m.Source, "rsa-") {
-		return false
-	}
-	var st unix.Stat_t
-	return unix.Lstat(path, &st) == nil && st.Uid == who.UID
-}
-
-// asUser runs a check with who's rights, or nobody's when who is nil.
-func (d *Daemon) asUser(who *asuser.Identity, check func() error) error {
-	id := asuser.Nobody
-	if who != nil {
-		id = *who
-	}
-	return asuser.Do(id, check)
-}
-
-// size gives a job without a capacity, where no scheduler sizes jobs, a
-// RAMDISK of its input's size (measured with the user's rights) plus
-// output_headroom, within what one job of this user may get. An input that
-// does not fit leaves the job to the proportion rule, which runs it on
-// disk; Sized says which it was.
-func (d *Daemon) size(s *job.Spec, who *asuser.Identity) error {
-	var in int64
-	if s.Input != "" {
-		if err := d.asUser(who, func() (err error) {
-			_, in, err = stage.Measure(s.Input)
-			return err
-		}); err != nil {
-			return refuse.Invalid("measuring the input directory %s: %v", s.Input, err)
-		}
-	}
-	limit, what := d.totalCapacity(), "the RSA nodes' RAM"
-	for _, l := range []struct {
-		v    int64
-		what string
-	}{{d.cfg.Limits.MaxJobCapacity, "limits.max_job_capacity"}, {d.cfg.Limits.MaxUserCapacity, "limits.max_user_capacity"}} {
-		if l.v > 0 && l.v < limit {
-			limit, what = l.v, l.what
-		}
-	}
-	want := max(in+d.cfg.OutputHeadroom, 1<<20)
-	switch {
-	case in > limit:
-		s.Sized = fmt.Sprintf("the input's %s is more than one job may get (%s, %s): no RAMDISK", units.FormatSize(in), units.FormatSize(limit), what)
-	case want > limit:
-		s.Capacity = limit
-		s.Sized = fmt.Sprintf("%s: the input's %s, and what is left of %s (%s) for output", units.FormatSize(limit), units.FormatSize(in), what, units.FormatSize(limit))
-	default:
-		s.Capacity = want
-		s.Sized = fmt.Sprintf("%s: the input's %s + output_headroom %s", units.FormatSize(want), units.FormatSize(in), units.FormatSize(d.cfg.OutputHeadroom))
-	}
-	return nil
-}
-
-// totalCapacity is the RAM of every RSA node together: the most one job
-// can ever get.
-func (d *Daemon) totalCapacity() int64 {
-	var total int64
-	for _, n := range d.cfg.Nodes {
-		total += n.Capacity
-	}
-	return total
 }
 
 // view is what peer p may see of j: all of it for the job's user, root and
@@ -693,7 +359,7 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 		}
 	}
 	if o.To != "" {
-		if err := d.checkRetryTo(j, o.To); err != nil {
+		if err := d.checker().RetryTo(j, o.To); err != nil {
 			return nil, err
 		}
 		m.edit = func(n *job.Job) { n.Spec.Output = o.To }
@@ -712,51 +378,6 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
 	}
 	return d.view(got, p), nil
-}
-
-// checkRetryTo checks a directory to retry j's stage-out to as its output
-// directory was checked at submission: absolute, apart from RSA's own
-// directories and the job's input, and a directory the job's user may read
-// and write (their own or a project's, mount.Policy.CheckTarget), opened
-// with their rights. The stage-out runs as them all the same.
-func (d *Daemon) checkRetryTo(j *job.Job, dir string) error {
-	if j.Spec.Output == "" {
-		return refuse.Invalid("job %d has no output directory: there is nothing to stage out elsewhere", j.ID)
-	}
-	if !lifecycle.OwnersToFix(j.RSA) {
-		return refuse.Invalid("job %d is %s: only a failed stage-out can be retried to another directory", j.ID, j.RSA)
-	}
-	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-		return refuse.Invalid("directory to stage out to %s: give an absolute path without . or .. parts", strconv.Quote(dir))
-	}
-	if own, ok := d.overlapsOwn(dir); ok {
-		return refuse.Invalid("directory to stage out to %s overlaps RSA's own %s", strconv.Quote(dir), own)
-	}
-	if in := j.Spec.Input; in != "" && nested(dir, in) {
-		return refuse.Invalid("directory to stage out to %s and the job's input %s must be separate directories (neither inside the other)", strconv.Quote(dir), strconv.Quote(in))
-	}
-	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
-	if err := d.asUser(&who, func() error { return d.policy.CheckTarget("directory to stage out to", dir, j.UID) }); err != nil {
-		return refuse.Invalid("%v", err)
-	}
-	return nil
-}
-
-// nested reports whether clean absolute paths a and b are one directory
-// or one is inside the other.
-func nested(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+"/") || strings.HasPrefix(b, a+"/")
-}
-
-// overlapsOwn reports which of RSA's own directories path is, is inside
-// or holds, if any.
-func (d *Daemon) overlapsOwn(path string) (string, bool) {
-	for _, own := range []string{d.cfg.RamdiskRoot, d.cfg.StateDir, filepath.Dir(d.cfg.Socket)} {
-		if own != "" && nested(path, own) {
-			return own, true
-		}
-	}
-	return "", false
 }
 
 func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {
@@ -900,4 +521,16 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 	}
 	d.setQuarantined(rep.Quarantined)
 	return rep, errors.Join(errs...)
+}
+
+// checker checks specs against the config, the engine and its access as
+// they are now.
+func (d *Daemon) checker() *admission.Checker {
+	_, images := d.access.(node.ImageBinder)
+	_, private := d.access.(node.PrivateBinder)
+	c := &admission.Checker{Config: d.cfg, Policy: d.policy, Images: images, Private: private}
+	if d.engine != nil {
+		c.Engine = d.engine.Name()
+	}
+	return c
 }

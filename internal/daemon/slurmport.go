@@ -113,7 +113,7 @@ func (p slurmPort) CapacityWait(id int64) string {
 func (p slurmPort) JobLog(j *job.Job, line string) { p.d.appendStageLog(j, line) }
 
 func (p slurmPort) Validate(spec *job.Spec, who *asuser.Identity) error {
-	return p.d.validate(spec, who)
+	return p.d.checker().Validate(spec, who)
 }
 
 func (p slurmPort) View(j *job.Job, caller api.Peer) *api.JobView { return p.d.view(j, caller) }
