@@ -50,7 +50,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/notify"
 	"github.com/rsa-hpc/rsa/internal/refuse"
@@ -311,33 +310,52 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Close()
-	ln, err := api.ListenConfig{Limits: socketLimits(d.cfg), Log: d.log}.Listen(d.cfg.Socket)
+	ls, err := d.listen()
 	if err != nil {
 		return err
 	}
-	var rl net.Listener
-	if addr := d.cfg.Remote.Listen; addr != "" {
-		// Not served is an error, not a warning: another process holding
-		// the port would answer the login nodes in the daemon's place.
-		// A login node carries many users: a host may hold as many
-		// connections as a user may, times a few.
-		if rl, err = api.ListenTCP(addr, d.cfg.Limits.MaxConnections, 4*d.cfg.Limits.MaxConnectionsPerUser); err != nil {
-			ln.Close()
-			return fmt.Errorf("remote.listen: %w", err)
-		}
-	}
-	var peers *http.Server
 	if d.lease != nil {
-		if peers, err = d.servePeers(); err != nil {
-			ln.Close()
-			if rl != nil {
-				rl.Close()
-			}
-			return err
-		}
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); d.holdLease(d.actx, stop) }()
 	}
+	d.startWatching(ctx)
+	if err := d.recover(ctx); err != nil {
+		ls.close()
+		return err
+	}
+	loopDone := make(chan struct{})
+	go func() { defer close(loopDone); d.loop(ctx) }()
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); d.purgeLoop(d.actx) }()
+	go func() { defer d.wg.Done(); d.slurm.Run(ctx) }()
+	srvErr := ls.serve(ctx, d)
+	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
+		"nodes", len(d.cfg.Nodes), "config", cmp.Or(d.cfg.Path, "embedded default"),
+		"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
+
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+	}
+	d.closing.Store(true)
+	ls.shutdown()
+	<-loopDone
+	d.stop()
+	if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
+		return cause
+	}
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// startWatching ends the staging processes a previous daemon left, and
+// starts what watches the engine's nodes and RAMDISKs: the engine's own
+// watcher, and, for an engine with nodes apart from this host, the
+// payment of debts, the probe of RAMDISKs in use and the sweep of
+// leftovers. Each runs until d.actx ends.
+func (d *Daemon) startWatching(ctx context.Context) {
 	if n, err := d.runner.Cgroups.KillAll(ctx); err != nil {
 		d.log.Error("killing staging processes left by a previous daemon", "err", err)
 	} else if n > 0 {
@@ -360,86 +378,40 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.wg.Add(1)
 		go func() { defer d.wg.Done(); w.Watch(d.actx) }()
 	}
-	if _, ok := d.engineNodes(); ok {
-		// Parts on nodes apart from this host can be left behind by a
-		// teardown (debts), go out of reach while a job uses them, and
-		// come back after their RAMDISK was destroyed (leftovers).
-		d.wg.Add(1)
-		periods := d.periods()
-		go func() { defer d.wg.Done(); every(d.actx, max(periods.Heartbeat, 5*time.Second), d.payDebts) }()
-		d.wg.Add(1)
-		go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, periods.Heartbeat) }()
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			seen := map[engine.Found]bool{}
-			every(d.actx, periods.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
-		}()
+	if _, ok := d.engineNodes(); !ok {
+		return
 	}
+	// Parts on nodes apart from this host can be left behind by a
+	// teardown (debts), go out of reach while a job uses them, and come
+	// back after their RAMDISK was destroyed (leftovers).
+	periods := d.periods()
+	seen := map[engine.Found]bool{}
+	d.wg.Add(3)
+	go func() { defer d.wg.Done(); every(d.actx, max(periods.Heartbeat, 5*time.Second), d.payDebts) }()
+	go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, periods.Heartbeat) }()
+	go func() {
+		defer d.wg.Done()
+		every(d.actx, periods.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
+	}()
+}
+
+// recover removes the RAMDISKs no job holds and resumes every job's
+// action in progress.
+func (d *Daemon) recover(ctx context.Context) error {
 	if rep, err := d.gc(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)
 	} else if len(rep.Removed) > 0 {
 		d.log.Warn("removed RAMDISKs no job holds", "removed", rep.Removed)
 	}
 	if err := d.resume(ctx); err != nil {
-		ln.Close()
-		if rl != nil {
-			rl.Close()
-		}
-		if peers != nil {
-			peers.Close()
-		}
 		return fmt.Errorf("resuming jobs: %w", err)
 	}
+	return nil
+}
 
-	loopDone := make(chan struct{})
-	go func() { defer close(loopDone); d.loop(ctx) }()
-	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.purgeLoop(d.actx) }()
-	d.wg.Add(1)
-	go func() { defer d.wg.Done(); d.slurm.Run(ctx) }()
-	srv := api.NewServer(d, d.log)
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
-	var metricsSrv *http.Server
-	if d.cfg.Metrics.Listen != "" {
-		if metricsSrv, err = d.serveMetrics(ctx); err != nil {
-			d.log.Error("metrics not served", "err", err)
-		}
-	}
-	var remote *http.Server
-	if rl != nil {
-		remote = api.NewRemoteServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
-			api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}, d.log)
-		go func() {
-			if err := remote.Serve(rl); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				d.log.Error("remote access stopped", "err", err)
-			}
-		}()
-		d.log.Info("remote access for login nodes (MUNGE)", "listen", rl.Addr().String())
-	}
-	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
-		"nodes", len(d.cfg.Nodes), "config", cmpOr(d.cfg.Path, "embedded default"),
-		"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
-
-	select {
-	case <-ctx.Done():
-	case err = <-srvErr:
-	}
-	d.closing.Store(true)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(sctx)
-	if remote != nil {
-		remote.Shutdown(sctx)
-	}
-	if metricsSrv != nil {
-		metricsSrv.Shutdown(sctx)
-	}
-	if peers != nil {
-		peers.Shutdown(sctx)
-	}
-	<-loopDone
+// stop ends the running actions (waiting a bounded time for them), closes
+// the engine, the socket's file and the store.
+func (d *Daemon) stop() {
 	d.cancel()
 	waitTimeout(&d.wg, 15*time.Second)
 	if c, ok := engine.As[io.Closer](d.engine); ok {
@@ -450,13 +422,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	os.Remove(d.cfg.Socket)
 	d.store.Close()
 	d.log.Info("rsa stopped")
-	if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
-		return cause
-	}
-	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
 }
 
 // socketLimits bounds the connections to the socket as cfg says. The
@@ -472,13 +437,6 @@ func socketLimits(cfg *config.Config) api.Limits {
 		}
 	}
 	return lim
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ var _ api.Service = (*Daemon)(nil)
 
 func (d *Daemon) Version(ctx context.Context) api.VersionInfo {
 	v, _ := d.store.SchemaVersion(ctx)
-	info := api.VersionInfo{Version: d.version, Schema: v, Config: cmpOr(d.cfg.Path, "embedded default")}
+	info := api.VersionInfo{Version: d.version, Schema: v, Config: cmp.Or(d.cfg.Path, "embedded default")}
 	if d.lease != nil {
 		info.Host, _ = os.Hostname()
 		info.Epoch = d.store.Epoch()
@@ -102,7 +103,7 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
 		return nil, err
 	}
-	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmpOr(scheduler, "rsa"), "spec", admission.Describe(spec))
+	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmp.Or(scheduler, "rsa"), "spec", admission.Describe(spec))
 	d.watchOwner(j)
 	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
 }
