@@ -775,109 +775,11 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 	u := &unpacker{m: m, root: root, dirs: map[string]int{}, cached: map[int]bool{}, direct: !m.Atomic && emptyDir(root)}
 	u.umask = currentUmask()
 	defer u.closeDirs()
-	p := newPool(archiveWorkers(m.Workers))
-	budget := newBudget(readAhead)
-	tr := tar.NewReader(bufio.NewReaderSize(in, 1<<20))
-	var dirs []*tar.Header
-	var links []*tar.Header
-	// Small members go to the writers in batches: a hand-off per member
-	// would cost more than writing a small file.
-	type member struct {
-		hdr  *tar.Header
-		body []byte
+	x := u.newExtraction(src, in, &st)
+	if err := x.run(ctx); err != nil {
+		return st, err
 	}
-	small := &batcher[member]{n: fileBatch, run: func(ms []member) {
-		p.submit(func() {
-			for _, m := range ms {
-				u.writeFile(m.hdr, m.body, nil)
-				smallBufs.put(m.body)
-				budget.give(pooledSize(m.hdr.Size))
-			}
-		})
-	}}
-	for {
-		if err := ctx.Err(); err != nil {
-			p.wait()
-			return st, err
-		}
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			small.flush()
-			p.wait()
-			return st, fmt.Errorf("reading archive %s: %w", src, err)
-		}
-		name, err := cleanMember(hdr.Name)
-		if err != nil {
-			u.fail(hdr.Name, err)
-			continue
-		}
-		hdr.Name = name
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if name != "." {
-				if err := u.mkdirAll(name); err != nil {
-					u.fail(name, err)
-				}
-			}
-			dirs = append(dirs, hdr)
-			st.Dirs++
-		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
-			if tarfmt.Sparse(hdr) {
-				u.fail(name, errSparse)
-				continue
-			}
-			st.Files++
-			st.Bytes += hdr.Size
-			if hdr.Size <= smallFileSize {
-				budget.take(pooledSize(hdr.Size))
-				b := getBody(hdr.Size)
-				if _, err := io.ReadFull(tr, b); err != nil {
-					p.wait()
-					return st, fmt.Errorf("reading archive %s: %w", src, err)
-				}
-				small.add(member{hdr, b})
-			} else {
-				u.writeFile(hdr, nil, tr)
-			}
-		case tar.TypeSymlink:
-			u.symlink(hdr)
-			st.Links++
-		case tar.TypeLink:
-			links = append(links, hdr)
-		case tar.TypeFifo:
-			if dir, base, err := u.parent(name); err == nil {
-				unix.Unlinkat(dir, base, 0)
-				if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
-					u.fail(name, err)
-				}
-				u.done(dir)
-			} else {
-				u.fail(name, err)
-			}
-		default:
-			if m.Warn != nil {
-				m.Warn(name, "skipped: not a file, directory, link or FIFO")
-			}
-		}
-		if m.Progress != nil && st.Files%256 == 0 {
-			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
-		}
-	}
-	small.flush()
-	p.wait()
-	for _, hdr := range links {
-		if err := u.hardlink(hdr); err != nil {
-			u.fail(hdr.Name, err)
-		} else {
-			st.HardLinks++
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		u.setDirAttrs(dirs[i])
-	}
+	x.finish()
 	if u.fatal != nil {
 		return st, u.fatal
 	}
@@ -891,6 +793,161 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, &CopyError{Failed: u.failed, Total: u.n}
 	}
 	return st, nil
+}
+
+// extraction is one Unpack's pass over its archive: members are taken in
+// archive order, small files handed in batches to a pool of writers (a
+// hand-off per member would cost more than writing a small file), and
+// directories and hard links kept for the end.
+type extraction struct {
+	u      *unpacker
+	src    string // the archive, named in errors
+	tr     *tar.Reader
+	pool   *pool
+	budget *budget // bounds the small files' bodies read ahead of the writers
+	small  *batcher[smallMember]
+	dirs   []*tar.Header
+	links  []*tar.Header
+	st     *Stats
+}
+
+// smallMember is a small file's header and body, read from the archive.
+type smallMember struct {
+	hdr  *tar.Header
+	body []byte
+}
+
+// newExtraction starts the writers of the archive in, named src in errors,
+// counting into st.
+func (u *unpacker) newExtraction(src string, in io.Reader, st *Stats) *extraction {
+	x := &extraction{u: u, src: src, st: st, pool: newPool(archiveWorkers(u.m.Workers)), budget: newBudget(readAhead)}
+	x.tr = tar.NewReader(bufio.NewReaderSize(in, 1<<20))
+	x.small = &batcher[smallMember]{n: fileBatch, run: x.writeSmall}
+	return x
+}
+
+// writeSmall hands a batch of small files to the writers, each body's
+// buffer and budget given back once it is written.
+func (x *extraction) writeSmall(ms []smallMember) {
+	x.pool.submit(func() {
+		for _, m := range ms {
+			x.u.writeFile(m.hdr, m.body, nil)
+			smallBufs.put(m.body)
+			x.budget.give(pooledSize(m.hdr.Size))
+		}
+	})
+}
+
+// run takes every member of the archive until its end or ctx's, and
+// returns once the writers are done. Its error is ctx's or the archive's
+// that could not be read on; a member that cannot be extracted is failed
+// in u and skipped.
+func (x *extraction) run(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			x.pool.wait()
+			return err
+		}
+		hdr, err := x.tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			x.small.flush()
+			x.pool.wait()
+			return fmt.Errorf("reading archive %s: %w", x.src, err)
+		}
+		if err := x.member(hdr); err != nil {
+			return err
+		}
+	}
+	x.small.flush()
+	x.pool.wait()
+	return nil
+}
+
+// member takes one member: its name made clean, it is made or handed to
+// the writers, or kept for the end (directories' attributes, hard links),
+// and progress is reported. An error (the writers waited for) is the
+// archive's that could not be read on.
+func (x *extraction) member(hdr *tar.Header) error {
+	u, st := x.u, x.st
+	name, err := cleanMember(hdr.Name)
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return nil
+	}
+	hdr.Name = name
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		if name != "." {
+			if err := u.mkdirAll(name); err != nil {
+				u.fail(name, err)
+			}
+		}
+		x.dirs = append(x.dirs, hdr)
+		st.Dirs++
+	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+		if tarfmt.Sparse(hdr) {
+			u.fail(name, errSparse)
+			return nil
+		}
+		if err := x.file(hdr); err != nil {
+			return err
+		}
+	case tar.TypeSymlink:
+		u.symlink(hdr)
+		st.Links++
+	case tar.TypeLink:
+		x.links = append(x.links, hdr)
+	case tar.TypeFifo:
+		u.mkfifo(hdr)
+	default:
+		if u.m.Warn != nil {
+			u.m.Warn(name, "skipped: not a file, directory, link or FIFO")
+		}
+	}
+	if u.m.Progress != nil && st.Files%256 == 0 {
+		u.m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
+	}
+	return nil
+}
+
+// file counts a regular file's member and writes it: a small one's body
+// is read (within the budget) and batched for the writers, a larger one is
+// written here from the archive. An error (the writers waited for) is the
+// archive's that could not be read.
+func (x *extraction) file(hdr *tar.Header) error {
+	x.st.Files++
+	x.st.Bytes += hdr.Size
+	if hdr.Size > smallFileSize {
+		x.u.writeFile(hdr, nil, x.tr)
+		return nil
+	}
+	x.budget.take(pooledSize(hdr.Size))
+	b := getBody(hdr.Size)
+	if _, err := io.ReadFull(x.tr, b); err != nil {
+		x.pool.wait()
+		return fmt.Errorf("reading archive %s: %w", x.src, err)
+	}
+	x.small.add(smallMember{hdr, b})
+	return nil
+}
+
+// finish makes the hard links, now that the files they name are written,
+// and then sets the directories' attributes, the last listed first, now
+// that nothing more is written into them.
+func (x *extraction) finish() {
+	for _, hdr := range x.links {
+		if err := x.u.hardlink(hdr); err != nil {
+			x.u.fail(hdr.Name, err)
+		} else {
+			x.st.HardLinks++
+		}
+	}
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		x.u.setDirAttrs(x.dirs[i])
+	}
 }
 
 // errSparse refuses a sparse member (GNU tar --sparse). archive/tar reads
@@ -1090,6 +1147,21 @@ func (u *unpacker) writeFile(hdr *tar.Header, body []byte, r io.Reader) {
 	if err != nil {
 		unix.Unlinkat(dir, tmp, 0)
 		u.fail(hdr.Name, err)
+	}
+}
+
+// mkfifo makes the FIFO hdr names, in place of whatever has its name
+// there; a failure is the member's.
+func (u *unpacker) mkfifo(hdr *tar.Header) {
+	name := hdr.Name
+	if dir, base, err := u.parent(name); err == nil {
+		unix.Unlinkat(dir, base, 0)
+		if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
+			u.fail(name, err)
+		}
+		u.done(dir)
+	} else {
+		u.fail(name, err)
 	}
 }
 
