@@ -23,9 +23,7 @@ import (
 // agentCmd is `rsa agent`, the node agent rsa serve dials on every RSA
 // node and compute node.
 func agentCmd() *cobra.Command {
-	var listen, metricsListen, pkiDir, brickRoot, volumeRoot, glusterBin string
-	var control []string
-	var files pki.Files
+	var f agentFlags
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the node agent on an RSA node or compute node (root)",
@@ -76,110 +74,157 @@ name gets 421.
 The agent keeps no state: it reads everything back from the kernel, so it
 may be restarted at any time without losing anything.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctl, err := agent.ParseControl(control)
-			if err != nil {
-				return err
-			}
-			if os.Geteuid() != 0 {
-				return errors.New("rsa agent runs as root: it mounts jobs' bricks and volumes")
-			}
-			f := pki.DirFiles(pkiDir)
-			if files.CA != "" {
-				f.CA = files.CA
-			}
-			if files.Cert != "" {
-				f.Cert = files.Cert
-			}
-			if files.Key != "" {
-				f.Key = files.Key
-			}
-			if files.CRL != "" {
-				// Named on purpose: a list missing would revoke nothing.
-				if _, err := os.Stat(files.CRL); err != nil {
-					return fmt.Errorf("--crl: %w; give the CA's revocation list (rsa ca revoke writes it), or leave --crl out", err)
-				}
-				f.CRL = files.CRL
-			}
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			id, err := pki.LoadLive(f, func(id *pki.Identity, err error) {
-				if err != nil {
-					log.Warn("the agent's certificate files changed and could not be loaded; it serves with those it had until they are whole", "cert", f.Cert, "err", err)
-					return
-				}
-				c := id.Certificate()
-				log.Info("the agent loaded its new certificate files", "cert", f.Cert, "serial", pki.FormatSerial(c.SerialNumber), "expires", c.NotAfter.UTC().Format(time.RFC3339))
-				agent.WarnCertificate(log, id, time.Now())
-			})
-			if err != nil {
-				return fmt.Errorf("loading the agent's certificate: %w", err)
-			}
-			// Stages run this very binary (rsa copy) as the job's user.
-			self, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("finding the rsa binary to stage with: %w", err)
-			}
-			a, err := agent.New(agent.Config{Self: self, Identity: id, BrickRoot: brickRoot, VolumeRoot: volumeRoot, Log: log, Version: version.String(), Gluster: glusterBin})
-			if err != nil {
-				return err
-			}
-			ln, err := agent.Listen(listen, ctl, log)
-			if err != nil {
-				return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", listen, err)
-			}
-			var mln net.Listener
-			if metricsListen != "" {
-				if mln, err = agent.ListenMetrics(metricsListen); err != nil {
-					ln.Close()
-					return err
-				}
-			}
-			log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Current().Certificate().Subject.CommonName,
-				"role", id.Current().Role(), "cert_expires", id.Current().Certificate().NotAfter.UTC().Format(time.RFC3339), "brick_root", brickRoot, "volume_root", volumeRoot, "version", version.String(),
-				"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
-			if ctl.Any() {
-				log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")
-			}
-			if addrs, ok := wildcardAddrs(ln.Addr()); ok {
-				log.Info("agent listening on every address of this host (--listen without HOST); give --listen ADDR:PORT to serve on the cluster's network alone",
-					"addresses", addrs)
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			metricsDone := make(chan struct{})
-			if mln != nil {
-				log.Info("agent metrics for Prometheus", "listen", mln.Addr().String())
-				go func() {
-					defer close(metricsDone)
-					// The agent goes on without them: its work is the
-					// daemon's; Prometheus sees the target down.
-					if err := a.ServeMetrics(ctx, mln); err != nil {
-						log.Error("agent metrics stopped; the agent serves on without them", "err", err)
-					}
-				}()
-			} else {
-				close(metricsDone)
-			}
-			err = a.Serve(ctx, ln)
-			// The metrics' listener goes with the agent.
-			cancel()
-			<-metricsDone
-			log.Info("agent stopped")
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context()) },
 	}
-	cmd.Flags().StringVar(&listen, "listen", ":"+strconv.Itoa(agent.DefaultPort), "address to serve on, [HOST]:PORT; without HOST every address of the host (give the node's address on the cluster's network)")
-	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "address to serve the agent's Prometheus metrics on, HOST:PORT, plain HTTP at /metrics (default off; e.g. 127.0.0.1:"+strconv.Itoa(agent.MetricsPort)+"; not the agent's port nor rsa serve's metrics port 9478)")
-	cmd.Flags().StringSliceVar(&control, "control", nil, "IP address or CIDR prefix of the control host (rsa serve), repeated or comma-separated; only connections from there are served (required; \"any\" serves every address)")
-	cmd.Flags().StringVar(&pkiDir, "pki", defaultPKIDir, "directory of ca.crt, node.crt and node.key")
-	cmd.Flags().StringVar(&files.CA, "ca", "", "CA certificate(s) to trust (default DIR/ca.crt of --pki)")
-	cmd.Flags().StringVar(&files.Cert, "cert", "", "this node's certificate (default DIR/node.crt of --pki)")
-	cmd.Flags().StringVar(&files.Key, "key", "", "this node's private key, mode 0600 (default DIR/node.key of --pki)")
-	cmd.Flags().StringVar(&files.CRL, "crl", "", "the CA's revocation list, which must exist (default DIR/ca.crl of --pki, if it exists)")
-	cmd.Flags().StringVar(&brickRoot, "brick-root", agent.DefaultBrickRoot, "directory of the bricks' mount points (storage)")
-	cmd.Flags().StringVar(&volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute): the control host's ramdisk_root")
-	cmd.Flags().StringVar(&glusterBin, "gluster", gluster.DefaultBin, "the gluster command (storage)")
+	f.add(cmd)
 	return cmd
+}
+
+// agentFlags are rsa agent's flags.
+type agentFlags struct {
+	listen, metricsListen string
+	control               []string
+	pkiDir                string
+	files                 pki.Files // each one given replaces its file in pkiDir
+	brickRoot, volumeRoot string
+	glusterBin            string
+}
+
+// add defines the flags on cmd.
+func (f *agentFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.listen, "listen", ":"+strconv.Itoa(agent.DefaultPort), "address to serve on, [HOST]:PORT; without HOST every address of the host (give the node's address on the cluster's network)")
+	cmd.Flags().StringVar(&f.metricsListen, "metrics-listen", "", "address to serve the agent's Prometheus metrics on, HOST:PORT, plain HTTP at /metrics (default off; e.g. 127.0.0.1:"+strconv.Itoa(agent.MetricsPort)+"; not the agent's port nor rsa serve's metrics port 9478)")
+	cmd.Flags().StringSliceVar(&f.control, "control", nil, "IP address or CIDR prefix of the control host (rsa serve), repeated or comma-separated; only connections from there are served (required; \"any\" serves every address)")
+	cmd.Flags().StringVar(&f.pkiDir, "pki", defaultPKIDir, "directory of ca.crt, node.crt and node.key")
+	cmd.Flags().StringVar(&f.files.CA, "ca", "", "CA certificate(s) to trust (default DIR/ca.crt of --pki)")
+	cmd.Flags().StringVar(&f.files.Cert, "cert", "", "this node's certificate (default DIR/node.crt of --pki)")
+	cmd.Flags().StringVar(&f.files.Key, "key", "", "this node's private key, mode 0600 (default DIR/node.key of --pki)")
+	cmd.Flags().StringVar(&f.files.CRL, "crl", "", "the CA's revocation list, which must exist (default DIR/ca.crl of --pki, if it exists)")
+	cmd.Flags().StringVar(&f.brickRoot, "brick-root", agent.DefaultBrickRoot, "directory of the bricks' mount points (storage)")
+	cmd.Flags().StringVar(&f.volumeRoot, "volume-root", agent.DefaultVolumeRoot, "directory where jobs' volumes are mounted (compute): the control host's ramdisk_root")
+	cmd.Flags().StringVar(&f.glusterBin, "gluster", gluster.DefaultBin, "the gluster command (storage)")
+}
+
+// run runs the agent until ctx ends, or until it cannot serve on.
+func (f *agentFlags) run(ctx context.Context) error {
+	ctl, err := agent.ParseControl(f.control)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("rsa agent runs as root: it mounts jobs' bricks and volumes")
+	}
+	files, err := f.pkiFiles()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	id, err := loadAgentIdentity(files, log)
+	if err != nil {
+		return fmt.Errorf("loading the agent's certificate: %w", err)
+	}
+	// Stages run this very binary (rsa copy) as the job's user.
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the rsa binary to stage with: %w", err)
+	}
+	a, err := agent.New(agent.Config{Self: self, Identity: id, BrickRoot: f.brickRoot, VolumeRoot: f.volumeRoot, Log: log, Version: version.String(), Gluster: f.glusterBin})
+	if err != nil {
+		return err
+	}
+	ln, err := agent.Listen(f.listen, ctl, log)
+	if err != nil {
+		return fmt.Errorf("agent listening on %s: %w; give --listen ADDR:PORT, a free port of one of this host's addresses", f.listen, err)
+	}
+	var mln net.Listener
+	if f.metricsListen != "" {
+		if mln, err = agent.ListenMetrics(f.metricsListen); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	f.logStart(log, ln, ctl, id)
+	return serveAgent(ctx, a, ln, mln, log)
+}
+
+// pkiFiles are the agent's certificate files: those of --pki, each
+// replaced by the flag that names one. A revocation list named must exist.
+func (f *agentFlags) pkiFiles() (pki.Files, error) {
+	files := pki.DirFiles(f.pkiDir)
+	if f.files.CA != "" {
+		files.CA = f.files.CA
+	}
+	if f.files.Cert != "" {
+		files.Cert = f.files.Cert
+	}
+	if f.files.Key != "" {
+		files.Key = f.files.Key
+	}
+	if f.files.CRL != "" {
+		// Named on purpose: a list missing would revoke nothing.
+		if _, err := os.Stat(f.files.CRL); err != nil {
+			return pki.Files{}, fmt.Errorf("--crl: %w; give the CA's revocation list (rsa ca revoke writes it), or leave --crl out", err)
+		}
+		files.CRL = f.files.CRL
+	}
+	return files, nil
+}
+
+// loadAgentIdentity loads the agent's certificate files, read again
+// whenever they change; log tells of each new load, or of files that
+// could not be loaded and leave the agent with those it had.
+func loadAgentIdentity(f pki.Files, log *slog.Logger) (*pki.Live, error) {
+	return pki.LoadLive(f, func(id *pki.Identity, err error) {
+		if err != nil {
+			log.Warn("the agent's certificate files changed and could not be loaded; it serves with those it had until they are whole", "cert", f.Cert, "err", err)
+			return
+		}
+		c := id.Certificate()
+		log.Info("the agent loaded its new certificate files", "cert", f.Cert, "serial", pki.FormatSerial(c.SerialNumber), "expires", c.NotAfter.UTC().Format(time.RFC3339))
+		agent.WarnCertificate(log, id, time.Now())
+	})
+}
+
+// logStart logs what the agent serves, as it starts, and warns of a
+// control or listen address wider than the cluster's.
+func (f *agentFlags) logStart(log *slog.Logger, ln net.Listener, ctl agent.Control, id *pki.Live) {
+	log.Info("agent serving", "listen", ln.Addr().String(), "control", ctl.String(), "node", id.Current().Certificate().Subject.CommonName,
+		"role", id.Current().Role(), "cert_expires", id.Current().Certificate().NotAfter.UTC().Format(time.RFC3339), "brick_root", f.brickRoot, "volume_root", f.volumeRoot, "version", version.String(),
+		"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
+	if ctl.Any() {
+		log.Warn("agent accepts connections from every address (--control any): anyone who reaches its port can hold its connection places and lock rsa serve out of it; give the control host's address with --control")
+	}
+	if addrs, ok := wildcardAddrs(ln.Addr()); ok {
+		log.Info("agent listening on every address of this host (--listen without HOST); give --listen ADDR:PORT to serve on the cluster's network alone",
+			"addresses", addrs)
+	}
+}
+
+// serveAgent serves a on ln, and its metrics on mln if not nil, until ctx
+// ends or a stops serving; the metrics stop with it.
+func serveAgent(ctx context.Context, a *agent.Server, ln, mln net.Listener, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	metricsDone := make(chan struct{})
+	if mln != nil {
+		log.Info("agent metrics for Prometheus", "listen", mln.Addr().String())
+		go func() {
+			defer close(metricsDone)
+			// The agent goes on without them: its work is the
+			// daemon's; Prometheus sees the target down.
+			if err := a.ServeMetrics(ctx, mln); err != nil {
+				log.Error("agent metrics stopped; the agent serves on without them", "err", err)
+			}
+		}()
+	} else {
+		close(metricsDone)
+	}
+	err := a.Serve(ctx, ln)
+	// The metrics' listener goes with the agent.
+	cancel()
+	<-metricsDone
+	log.Info("agent stopped")
+	return err
 }
 
 // wildcardAddrs reports whether a, the address the agent listens on, is

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -153,14 +154,45 @@ func copyAsUser(name string) error {
 	return err
 }
 
+// runCopy runs rsa copy as f says, from src to dst ("" with --pack-fd),
+// and prints its summary; the error is the copy's, or a flag's value it
+// cannot take (then with no summary).
 func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
+	tuneRuntime(f.workers)
+	m, err := f.mover()
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	bar := &progressBar{}
+	if err := f.showProgress(m, enc, bar); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := f.checkMode(); err != nil {
+		return err
+	}
+	if !f.pack && !f.unpack {
+		if mkErr := os.MkdirAll(dst, 0o700); mkErr != nil {
+			return fmt.Errorf("destination: %w", mkErr)
+		}
+	}
+	st, err := f.transfer(cmd.Context(), m, src, dst)
+	bar.clear()
+	f.summary(enc, st, time.Since(start).Seconds(), err)
+	return err
+}
+
+// tuneRuntime sets up Go's runtime for a copy with workers workers (0:
+// from the CPUs).
+func tuneRuntime(workers int) {
 	// A worker blocked in a file system call (a cold inode, a remote
 	// server) holds one of Go's Ps until the runtime notices; with only as
 	// many Ps as cores, most workers would wait for a P rather than for
 	// the disk. One P per worker keeps their I/O in flight (measured, 100,000
 	// cold 4 KiB files on 2 cores: 4.7 s with 2 Ps, 3.7 s with 8; warm the
 	// same).
-	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), stage.Workers(f.workers)))
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), stage.Workers(workers)))
 	// With that many Ps on few cores, every collection's mark workers (a
 	// quarter of the Ps) take cores from the copy. Its heap is mostly
 	// buffers of bounded size (tens of MiB), so it is collected a fifth as
@@ -172,6 +204,12 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(400)
 	}
+}
+
+// mover is the Mover f asks for, but for its progress; a value of --part,
+// --chunk-size or --bwlimit it cannot take, or --part or --finish with a
+// mode other than the copy, is an error.
+func (f *copyFlags) mover() (*stage.Mover, error) {
 	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Atomic: f.atomic, CheckListing: f.checkListing,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
@@ -186,24 +224,28 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 			m.Part.Of, err = strconv.Atoi(n)
 		}
 		if !ok || err != nil || m.Part.Check() != nil || m.Part.Of < 2 {
-			return fmt.Errorf("--part %q: give K/N, share K of N (0 <= K < N, N >= 2)", f.part)
+			return nil, fmt.Errorf("--part %q: give K/N, share K of N (0 <= K < N, N >= 2)", f.part)
 		}
 	}
 	m.Part.Finish = f.finish
 	if (f.part != "" || f.finish) && (f.pack || f.unpack || f.atomic) {
-		return errors.New("--part and --finish split a copy of a tree into an empty DST: not with --pack, --unpack or --atomic")
+		return nil, errors.New("--part and --finish split a copy of a tree into an empty DST: not with --pack, --unpack or --atomic")
 	}
 	if m.ChunkSize, err = units.ParseSize(f.chunk); err != nil || m.ChunkSize < 1<<20 {
-		return fmt.Errorf("--chunk-size %q: give a size of at least 1M", f.chunk)
+		return nil, fmt.Errorf("--chunk-size %q: give a size of at least 1M", f.chunk)
 	}
 	m.BigFile = 4 * m.ChunkSize
 	if f.bwlimit != "" {
 		if m.BWLimit, err = units.ParseSize(f.bwlimit); err != nil || m.BWLimit < 1<<10 {
-			return fmt.Errorf("--bwlimit %q: give bytes per second, e.g. 200M", f.bwlimit)
+			return nil, fmt.Errorf("--bwlimit %q: give bytes per second, e.g. 200M", f.bwlimit)
 		}
 	}
-	enc := json.NewEncoder(os.Stdout)
-	bar := &progressBar{}
+	return m, nil
+}
+
+// showProgress makes m report its progress as --progress asks: as JSON
+// lines through enc, or on bar if stderr is a terminal.
+func (f *copyFlags) showProgress(m *stage.Mover, enc *json.Encoder, bar *progressBar) error {
 	switch f.progress {
 	case "json":
 		m.Progress = func(p stage.Progress) { enc.Encode(stage.Line{Progress: &p}) }
@@ -216,34 +258,47 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 	default:
 		return fmt.Errorf("--progress %q: use auto, json or none", f.progress)
 	}
-	start := time.Now()
-	var st stage.Stats
+	return nil
+}
+
+// checkMode refuses the flags of the modes that exclude each other.
+func (f *copyFlags) checkMode() error {
 	switch {
 	case f.pack && f.unpack:
 		return errors.New("--pack and --unpack exclude each other")
 	case f.checkListing && (f.pack || f.unpack):
 		return errors.New("--check-listing compares a copied tree with its source; with --pack use --verify, with --unpack --atomic")
+	case f.pack && f.packFD > 0 && (f.packFD < 3 || f.verify || f.sync):
+		return errors.New("--pack-fd: give a descriptor of 3 or more, without --verify or --sync (a stream cannot be re-read or flushed)")
+	}
+	return nil
+}
+
+// transfer runs m in the mode f asks for (checkMode passed, and a copy's
+// dst made): a pack into a file or onto --pack-fd (which it closes), an
+// unpack, or a copy.
+func (f *copyFlags) transfer(ctx context.Context, m *stage.Mover, src, dst string) (stage.Stats, error) {
+	switch {
 	case f.pack && f.packFD > 0:
-		if f.packFD < 3 || f.verify || f.sync {
-			return errors.New("--pack-fd: give a descriptor of 3 or more, without --verify or --sync (a stream cannot be re-read or flushed)")
-		}
 		out := os.NewFile(uintptr(f.packFD), "tar stream")
-		st, err = m.PackTo(cmd.Context(), src, out)
+		st, err := m.PackTo(ctx, src, out)
 		if cerr := out.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("closing the tar stream: %w", cerr)
 		}
+		return st, err
 	case f.pack:
-		st, err = m.Pack(cmd.Context(), src, dst) // verified with m.Verify
+		return m.Pack(ctx, src, dst) // verified with m.Verify
 	case f.unpack:
-		st, err = m.UnpackAll(cmd.Context(), src, dst)
+		return m.UnpackAll(ctx, src, dst)
 	default:
-		if mkErr := os.MkdirAll(dst, 0o700); mkErr != nil {
-			return fmt.Errorf("destination: %w", mkErr)
-		}
-		st, err = m.Copy(cmd.Context(), src, dst)
+		return m.Copy(ctx, src, dst)
 	}
-	bar.clear()
-	secs := time.Since(start).Seconds()
+}
+
+// summary prints what a copy of secs seconds did, and err, its error: a
+// JSON line with --json, else a line of text (the error is the caller's
+// to print).
+func (f *copyFlags) summary(enc *json.Encoder, st stage.Stats, secs float64, err error) {
 	if f.json {
 		l := stage.Line{Done: &st, Seconds: secs}
 		if err != nil {
@@ -255,7 +310,6 @@ func runCopy(cmd *cobra.Command, f *copyFlags, src, dst string) error {
 		fmt.Printf("copied %d files (%s) in %.2fs, %s/s; %d dirs, %d symlinks, %d hard links; %d already in place, %d failed\n",
 			st.Files, units.FormatSize(st.Bytes), secs, units.FormatSize(int64(rate)), st.Dirs, st.Links, st.HardLinks, st.Skipped, st.Failed)
 	}
-	return err
 }
 
 // progressBar draws one self-rewriting line on stderr.

@@ -433,98 +433,22 @@ func Load(path string, explicit bool, engines Engines) (*Config, error) {
 // engine it names by that engine's EngineKeys. Errors name the key and
 // the fix.
 func Parse(data []byte, engines Engines) (*Config, error) {
-	var f file
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
+	f, err := decodeFile(data, engines)
 	if err != nil {
-		return nil, fmt.Errorf("not valid TOML: %w", err)
-	}
-	for _, k := range md.Undecoded() {
-		// An engine's tables are its to decode (parseEngine).
-		if !engines.owns(k[0]) {
-			return nil, unknownKey(k.String())
-		}
+		return nil, err
 	}
 	c := defaults()
-	for _, e := range []error{
-		SetPath("state_dir", f.StateDir, &c.StateDir),
-		SetPath("socket", f.Socket, &c.Socket),
-		SetPath("ramdisk_root", f.RamdiskRoot, &c.RamdiskRoot),
-	} {
-		if e != nil {
-			return nil, e
-		}
+	if err := parsePaths(&f, &c); err != nil {
+		return nil, err
 	}
-	if f.Scheduler != nil {
-		switch *f.Scheduler {
-		case SchedulerNone, SchedulerSlurm, SchedulerSlurmPoll:
-		default:
-			return nil, fmt.Errorf("scheduler: %q is not supported (use \"none\", \"slurm\" for burst_buffer/lua or \"slurm-poll\")", *f.Scheduler)
-		}
-		c.Scheduler = *f.Scheduler
+	if err := parseScheduling(&f, &c); err != nil {
+		return nil, err
 	}
-	if f.Proportion != nil {
-		if *f.Proportion < 1 {
-			return nil, fmt.Errorf("proportion: %d must be at least 1 (compute nodes per RSA node)", *f.Proportion)
-		}
-		c.Proportion = *f.Proportion
+	if err := parseJobData(&f, &c); err != nil {
+		return nil, err
 	}
-	if f.MinJobNodes != nil {
-		if *f.MinJobNodes < 1 {
-			return nil, fmt.Errorf("min_job_nodes: %d must be at least 1", *f.MinJobNodes)
-		}
-		c.MinJobNodes = *f.MinJobNodes
-	}
-	if f.DefaultDelay != nil {
-		d, err := units.ParseDuration(*f.DefaultDelay)
-		if err != nil {
-			return nil, fmt.Errorf("default_delay: %w", err)
-		}
-		c.DefaultDelay = d
-	}
-	if f.InputMode != nil {
-		switch *f.InputMode {
-		case "image", "files":
-			c.InputMode = *f.InputMode
-		default:
-			return nil, fmt.Errorf("input_mode %q: use \"image\" (a read-only image of the input) or \"files\" (a read-write tree)", *f.InputMode)
-		}
-	}
-	if f.ImageMount != nil {
-		switch *f.ImageMount {
-		case "auto", "loop":
-			c.ImageLoop = *f.ImageMount == "loop"
-		default:
-			return nil, fmt.Errorf("image_mount %q: use \"auto\" (file-backed erofs where the kernel has it, Linux 6.12+, else a loop device) or \"loop\"", *f.ImageMount)
-		}
-	}
-	if f.OutputHeadroom != nil {
-		n, err := units.ParseSize(*f.OutputHeadroom)
-		if err != nil {
-			return nil, fmt.Errorf("output_headroom: %w", err)
-		}
-		c.OutputHeadroom = n
-	}
-	if f.Tick != nil {
-		d, err := units.ParseDuration(*f.Tick)
-		if err != nil || d < 10*time.Millisecond || d > time.Minute {
-			return nil, fmt.Errorf("tick: %q must be a duration between 10ms and 1m", *f.Tick)
-		}
-		c.Tick = d
-	}
-	if f.History != nil {
-		d, err := units.ParseDuration(*f.History)
-		if err != nil || (d != 0 && d < time.Hour) {
-			return nil, fmt.Errorf("history_retention: %q must be a duration of an hour or more, such as \"90d\" (0: keep for ever)", *f.History)
-		}
-		c.HistoryRetention = d
-	}
-	if f.LogLevel != nil {
-		switch *f.LogLevel {
-		case "debug", "info", "warn", "error":
-		default:
-			return nil, fmt.Errorf("log_level: %q must be debug, info, warn or error", *f.LogLevel)
-		}
-		c.LogLevel = *f.LogLevel
+	if err := parseDaemon(&f, &c); err != nil {
+		return nil, err
 	}
 	if f.Engine != nil {
 		c.Engine = *f.Engine
@@ -539,40 +463,13 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 	if err := parseLimits(&f, &c.Limits); err != nil {
 		return nil, err
 	}
-	if f.PrivateData != nil {
-		c.PrivateData = *f.PrivateData
+	if err := parseAccess(&f, &c); err != nil {
+		return nil, err
 	}
-	for i, p := range f.AllowedPaths {
-		if err := SetPath(fmt.Sprintf("allowed_paths[%d]", i), &p, new(string)); err != nil {
-			return nil, err
-		}
-		if p == "/" {
-			return nil, fmt.Errorf("allowed_paths[%d]: \"/\" allows everything; leave allowed_paths out instead", i)
-		}
-	}
-	c.AllowedPaths = f.AllowedPaths
-	for i, t := range f.RefusedFSTypes {
-		if t == "" || strings.ContainsAny(t, " \t\n/") {
-			return nil, fmt.Errorf("refused_fs_types[%d]: %q is not a file system type name (see /proc/filesystems)", i, t)
-		}
-	}
-	c.RefusedFSTypes = f.RefusedFSTypes
 	if err := parseSlurm(&f, &c.Slurm); err != nil {
 		return nil, err
 	}
-	if l := f.Remote.Listen; l != nil && *l != "" {
-		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" || port == "0" {
-			return nil, fmt.Errorf("remote.listen: %q must be host:port, such as \"0.0.0.0:7710\"", *l)
-		}
-		c.Remote.Listen = *l
-	}
-	if l := f.Metrics.Listen; l != nil && *l != "" {
-		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" {
-			return nil, fmt.Errorf("metrics.listen: %q must be host:port, such as \"127.0.0.1:9478\"", *l)
-		}
-		c.Metrics.Listen = *l
-	}
-	if err := SetPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket); err != nil {
+	if err := parseEndpoints(&f, &c); err != nil {
 		return nil, err
 	}
 	if err := parseNotify(&f, &c.Notify); err != nil {
@@ -588,6 +485,172 @@ func Parse(data []byte, engines Engines) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// decodeFile reads data's core keys into a file; a key that is neither a core
+// key nor in a table one of engines owns is an error.
+func decodeFile(data []byte, engines Engines) (file, error) {
+	var f file
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
+	if err != nil {
+		return file{}, fmt.Errorf("not valid TOML: %w", err)
+	}
+	for _, k := range md.Undecoded() {
+		// An engine's tables are its to decode (parseEngine).
+		if !engines.owns(k[0]) {
+			return file{}, unknownKey(k.String())
+		}
+	}
+	return f, nil
+}
+
+// parsePaths reads the daemon's own paths: state_dir, socket and
+// ramdisk_root.
+func parsePaths(f *file, c *Config) error {
+	for _, e := range []error{
+		SetPath("state_dir", f.StateDir, &c.StateDir),
+		SetPath("socket", f.Socket, &c.Socket),
+		SetPath("ramdisk_root", f.RamdiskRoot, &c.RamdiskRoot),
+	} {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// parseScheduling reads which scheduler RSA follows and how it sizes and
+// times jobs' RAMDISKs: scheduler, proportion, min_job_nodes and
+// default_delay.
+func parseScheduling(f *file, c *Config) error {
+	if f.Scheduler != nil {
+		switch *f.Scheduler {
+		case SchedulerNone, SchedulerSlurm, SchedulerSlurmPoll:
+		default:
+			return fmt.Errorf("scheduler: %q is not supported (use \"none\", \"slurm\" for burst_buffer/lua or \"slurm-poll\")", *f.Scheduler)
+		}
+		c.Scheduler = *f.Scheduler
+	}
+	if f.Proportion != nil {
+		if *f.Proportion < 1 {
+			return fmt.Errorf("proportion: %d must be at least 1 (compute nodes per RSA node)", *f.Proportion)
+		}
+		c.Proportion = *f.Proportion
+	}
+	if f.MinJobNodes != nil {
+		if *f.MinJobNodes < 1 {
+			return fmt.Errorf("min_job_nodes: %d must be at least 1", *f.MinJobNodes)
+		}
+		c.MinJobNodes = *f.MinJobNodes
+	}
+	if f.DefaultDelay != nil {
+		d, err := units.ParseDuration(*f.DefaultDelay)
+		if err != nil {
+			return fmt.Errorf("default_delay: %w", err)
+		}
+		c.DefaultDelay = d
+	}
+	return nil
+}
+
+// parseJobData reads how a job's data sits in its RAMDISK: input_mode,
+// image_mount and output_headroom.
+func parseJobData(f *file, c *Config) error {
+	if f.InputMode != nil {
+		switch *f.InputMode {
+		case "image", "files":
+			c.InputMode = *f.InputMode
+		default:
+			return fmt.Errorf("input_mode %q: use \"image\" (a read-only image of the input) or \"files\" (a read-write tree)", *f.InputMode)
+		}
+	}
+	if f.ImageMount != nil {
+		switch *f.ImageMount {
+		case "auto", "loop":
+			c.ImageLoop = *f.ImageMount == "loop"
+		default:
+			return fmt.Errorf("image_mount %q: use \"auto\" (file-backed erofs where the kernel has it, Linux 6.12+, else a loop device) or \"loop\"", *f.ImageMount)
+		}
+	}
+	if f.OutputHeadroom != nil {
+		n, err := units.ParseSize(*f.OutputHeadroom)
+		if err != nil {
+			return fmt.Errorf("output_headroom: %w", err)
+		}
+		c.OutputHeadroom = n
+	}
+	return nil
+}
+
+// parseDaemon reads how the daemon runs: tick, history_retention and
+// log_level.
+func parseDaemon(f *file, c *Config) error {
+	if f.Tick != nil {
+		d, err := units.ParseDuration(*f.Tick)
+		if err != nil || d < 10*time.Millisecond || d > time.Minute {
+			return fmt.Errorf("tick: %q must be a duration between 10ms and 1m", *f.Tick)
+		}
+		c.Tick = d
+	}
+	if f.History != nil {
+		d, err := units.ParseDuration(*f.History)
+		if err != nil || (d != 0 && d < time.Hour) {
+			return fmt.Errorf("history_retention: %q must be a duration of an hour or more, such as \"90d\" (0: keep for ever)", *f.History)
+		}
+		c.HistoryRetention = d
+	}
+	if f.LogLevel != nil {
+		switch *f.LogLevel {
+		case "debug", "info", "warn", "error":
+		default:
+			return fmt.Errorf("log_level: %q must be debug, info, warn or error", *f.LogLevel)
+		}
+		c.LogLevel = *f.LogLevel
+	}
+	return nil
+}
+
+// parseAccess reads what users may see and which trees RSA mounts over:
+// private_data, allowed_paths and refused_fs_types.
+func parseAccess(f *file, c *Config) error {
+	if f.PrivateData != nil {
+		c.PrivateData = *f.PrivateData
+	}
+	for i, p := range f.AllowedPaths {
+		if err := SetPath(fmt.Sprintf("allowed_paths[%d]", i), &p, new(string)); err != nil {
+			return err
+		}
+		if p == "/" {
+			return fmt.Errorf("allowed_paths[%d]: \"/\" allows everything; leave allowed_paths out instead", i)
+		}
+	}
+	c.AllowedPaths = f.AllowedPaths
+	for i, t := range f.RefusedFSTypes {
+		if t == "" || strings.ContainsAny(t, " \t\n/") {
+			return fmt.Errorf("refused_fs_types[%d]: %q is not a file system type name (see /proc/filesystems)", i, t)
+		}
+	}
+	c.RefusedFSTypes = f.RefusedFSTypes
+	return nil
+}
+
+// parseEndpoints reads the addresses the daemon serves on beside its
+// socket, remote.listen and metrics.listen, and the MUNGE socket its
+// remote server checks credentials with, remote.munge_socket.
+func parseEndpoints(f *file, c *Config) error {
+	if l := f.Remote.Listen; l != nil && *l != "" {
+		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" || port == "0" {
+			return fmt.Errorf("remote.listen: %q must be host:port, such as \"0.0.0.0:7710\"", *l)
+		}
+		c.Remote.Listen = *l
+	}
+	if l := f.Metrics.Listen; l != nil && *l != "" {
+		if _, port, err := net.SplitHostPort(*l); err != nil || port == "" {
+			return fmt.Errorf("metrics.listen: %q must be host:port, such as \"127.0.0.1:9478\"", *l)
+		}
+		c.Metrics.Listen = *l
+	}
+	return SetPath("remote.munge_socket", f.Remote.MungeSocket, &c.Remote.MungeSocket)
 }
 
 func parseLimits(f *file, l *Limits) error {

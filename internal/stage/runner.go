@@ -139,23 +139,118 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	if r.Cgroups == nil {
 		return errors.New("staging needs a cgroup to run in (Runner.Cgroups)")
 	}
-	var cloneflags uintptr
+	cloneflags, err := r.cloneflags(t.Phase)
+	if err != nil {
+		return err
+	}
+	if err := checkTask(t); err != nil {
+		return err
+	}
+	var img *image
+	if t.Image {
+		if img, err = openImage(t.Ramdisk, r.Image); err != nil {
+			return fmt.Errorf("%s: %w", t.Phase, err)
+		}
+		defer img.w.Close()
+	}
+	args, dir := r.command(t)
+	cg, ramdisk, err := r.newCgroup(ctx, t)
+	if err != nil {
+		return err
+	}
+	defer cg.Close()
+
+	out := r.newOutput(t.Log)
+	defer out.capped.Close()
+	if err := out.openPipes(); err != nil {
+		return err
+	}
+	cmd := childCmd(t, args, dir, out, img, cg, cloneflags)
+	out.read(t.Progress, t.custom())
+	done, err := startConfined(cmd, cg)
+	if img != nil {
+		img.started(ctx, err)
+	}
+	if err == nil {
+		err = waitChild(ctx, cg, done)
+	}
+	events, cerr := endStage(cg, out)
+	var childErr error
+	switch {
+	case err != nil, events.OOMKills > 0 && r.Limits.Memory > 0:
+		// A stage the kernel killed processes of at its memory limit
+		// failed, even if what was left of it exited 0: a program that
+		// ignores its copy's death must not pass a cut-short stage.
+		childErr = r.childError(ctx, t, err, events, ramdisk, out.tail, t.custom(), cloneflags)
+	case cerr != nil:
+		childErr = fmt.Errorf("%s: %w", t.Phase, cerr)
+	}
+	if img != nil {
+		st, err := img.finish(t.Phase, childErr, out.capped)
+		if err == nil && t.Built != nil {
+			t.Built(st)
+		}
+		return err
+	}
+	return childErr
+}
+
+// custom reports whether t runs the user's own stage program rather than
+// the built-in copy or one of its modes.
+func (t Task) custom() bool { return t.Program != "" && !BuiltIn(t.Program) }
+
+// cloneflags are the namespace flags of r.Network's stages, or an error
+// naming phase if r.Network is none of the networks.
+func (r *Runner) cloneflags(phase string) (uintptr, error) {
 	switch r.Network {
 	case "", NetworkNone:
-		cloneflags = syscall.CLONE_NEWNET
+		return syscall.CLONE_NEWNET, nil
 	case NetworkHost:
+		return 0, nil
 	default:
-		return fmt.Errorf("%s: staging network %q is neither %q nor %q", t.Phase, r.Network, NetworkNone, NetworkHost)
+		return 0, fmt.Errorf("%s: staging network %q is neither %q nor %q", phase, r.Network, NetworkNone, NetworkHost)
 	}
-	var args []string
-	dir := "/"
-	custom := t.Program != "" && !BuiltIn(t.Program)
+}
+
+// checkTask refuses the combinations of t's fields no stage runs: an input
+// image built other than by the built-in stage-in, or a copy spread over
+// hosts other than the built-in copy of a private stage-in.
+func checkTask(t Task) error {
 	switch {
 	case t.Image && (t.Phase != "stage-in" || t.Program != ""):
 		return fmt.Errorf("%s: an input image is built by the built-in stage-in alone, not by %q", t.Phase, cmp.Or(t.Program, "the stage-out"))
 	case t.Part != (Part{}) && (t.Phase != "stage-in" || t.Program != "" || t.Image || !t.Private):
 		return fmt.Errorf("%s: only the built-in copy of a private stage-in is spread over hosts", t.Phase)
 	}
+	return nil
+}
+
+// command is the command line of t's child and the directory it starts
+// in: the user's program with $1 the RAMDISK and $2 the data directory,
+// started in the RAMDISK, or rsa copy in one of its modes, started in /.
+// An input image's pack writes its stream to fd 3.
+func (r *Runner) command(t Task) (args []string, dir string) {
+	copyArgs := r.copyArgs(t)
+	switch {
+	case t.Image:
+		return append(copyArgs, "--pack", "--pack-fd=3", "--", t.Data), "/"
+	case t.custom():
+		return []string{t.Program, t.Ramdisk, t.Data}, t.Ramdisk
+	case t.Program == ModePack:
+		return append(copyArgs, "--pack", "--", t.Ramdisk, filepath.Join(t.Data, PackName(t.Job))), "/"
+	case t.Program == ModeUnpack:
+		return append(copyArgs, "--unpack", "--", t.Data, t.Ramdisk), "/"
+	case t.Phase == "stage-out":
+		return append(copyArgs, "--", t.Ramdisk, t.Data), "/"
+	default:
+		return append(copyArgs, "--", t.Data, t.Ramdisk), "/"
+	}
+}
+
+// copyArgs are the arguments of rsa copy for t before its mode and paths:
+// what it reports, its bandwidth cap, and how it writes and checks what it
+// writes.
+func (r *Runner) copyArgs(t Task) []string {
 	copyArgs := []string{r.Self, "copy", "--progress=json", "--json"}
 	if !t.Image {
 		copyArgs = append(copyArgs, "--sync") // an image's builder flushes it
@@ -182,29 +277,13 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	case t.Partial:
 		copyArgs = append(copyArgs, "--check-listing")
 	}
-	var img *image
-	if t.Image {
-		var err error
-		if img, err = openImage(t.Ramdisk, r.Image); err != nil {
-			return fmt.Errorf("%s: %w", t.Phase, err)
-		}
-		defer img.w.Close()
-	}
-	switch {
-	case img != nil:
-		args = append(copyArgs, "--pack", "--pack-fd=3", "--", t.Data)
-	case custom:
-		args = []string{t.Program, t.Ramdisk, t.Data}
-		dir = t.Ramdisk
-	case t.Program == ModePack:
-		args = append(copyArgs, "--pack", "--", t.Ramdisk, filepath.Join(t.Data, PackName(t.Job)))
-	case t.Program == ModeUnpack:
-		args = append(copyArgs, "--unpack", "--", t.Data, t.Ramdisk)
-	case t.Phase == "stage-out":
-		args = append(copyArgs, "--", t.Ramdisk, t.Data)
-	default:
-		args = append(copyArgs, "--", t.Data, t.Ramdisk)
-	}
+	return copyArgs
+}
+
+// newCgroup creates the cgroup of t's child, held to r.Limits with its
+// memory limit raised by the RAMDISK's charge (ramdiskCharge), which it
+// returns too.
+func (r *Runner) newCgroup(ctx context.Context, t Task) (*cgroup.Group, int64, error) {
 	limits := r.Limits
 	ramdisk := ramdiskCharge(t.Ramdisk)
 	if limits.Memory > 0 {
@@ -212,37 +291,86 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 	}
 	cg, err := r.Cgroups.New(ctx, fmt.Sprintf("job-%d-%s", t.Job, t.Phase), limits)
 	if err != nil {
-		return fmt.Errorf("%s: %w", t.Phase, LimitsHint(err))
+		return nil, 0, fmt.Errorf("%s: %w", t.Phase, LimitsHint(err))
 	}
-	defer cg.Close()
+	return cg, ramdisk, nil
+}
 
-	logw := t.Log
+// stageOutput is what a child writes: its stderr, and its stdout (the
+// built-in copy's progress, or more of a stage program's log), read from
+// pipes into the capped log and the tail kept for error messages. The
+// child writes into the pipes, never into the log file itself, so the cap
+// holds whatever it does.
+type stageOutput struct {
+	capped     *capWriter
+	tail       *tailWriter
+	errR, errW *os.File
+	outR, outW *os.File
+	readers    sync.WaitGroup
+}
+
+// newOutput is a stage's output into logw (nil: discarded), capped at
+// r.LogHead and r.LogTail; its pipes are not open yet. The caller closes
+// capped once the stage has ended.
+func (r *Runner) newOutput(logw io.Writer) *stageOutput {
 	if logw == nil {
 		logw = io.Discard
 	}
-	capped := &capWriter{w: logw, head: cmpOr(r.LogHead, 1<<20), tail: cmpOr(r.LogTail, 256<<10)}
-	defer capped.Close()
-	tail := &tailWriter{max: 2048}
-	// The child writes into pipes, never into the log file itself, so
-	// the cap holds whatever it does; the read ends close once the cgroup
-	// is gone, since only its processes hold the write ends.
-	errR, errW, err := os.Pipe()
-	if err != nil {
+	return &stageOutput{
+		capped: &capWriter{w: logw, head: cmpOr(r.LogHead, 1<<20), tail: cmpOr(r.LogTail, 256<<10)},
+		tail:   &tailWriter{max: 2048},
+	}
+}
+
+// openPipes opens the stderr and stdout pipes; on an error none is left
+// open.
+func (o *stageOutput) openPipes() error {
+	var err error
+	if o.errR, o.errW, err = os.Pipe(); err != nil {
 		return err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		errR.Close()
-		errW.Close()
+	if o.outR, o.outW, err = os.Pipe(); err != nil {
+		o.errR.Close()
+		o.errW.Close()
 		return err
 	}
+	return nil
+}
+
+// read starts the readers of both pipes: stderr into the log and the tail;
+// stdout as the built-in copy's progress (lines for progress, the rest to
+// the log), or discarded if custom (a stage program's stdout is its stderr's
+// pipe).
+func (o *stageOutput) read(progress func(Progress), custom bool) {
+	o.readers.Add(2)
+	go func() {
+		defer o.readers.Done()
+		io.Copy(io.MultiWriter(o.capped, o.tail), o.errR)
+	}()
+	go func() {
+		defer o.readers.Done()
+		if custom {
+			io.Copy(io.Discard, o.outR)
+			return
+		}
+		readProgress(o.outR, progress, o.capped)
+	}()
+}
+
+// childCmd is the command of t's child: args run in dir as t.User, with
+// nothing of root's environment, no stdin, stdout and stderr out's pipes
+// (a stage program's stdout joins its stderr: all of it is log), and the
+// write end of img's stream as fd 3 (img nil: none). It runs in a process
+// group of its own, is killed when the thread that starts it ends, is
+// forked straight into cg, and has the namespaces cloneflags asks for.
+func childCmd(t Task, args []string, dir string, out *stageOutput, img *image, cg *cgroup.Group, cloneflags uintptr) *exec.Cmd {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
 	cmd.Env = cleanEnv(t)
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = outW, errW
-	if custom {
-		cmd.Stdout = errW // a stage program's output is all log
+	cmd.Stdout, cmd.Stderr = out.outW, out.errW
+	if t.custom() {
+		cmd.Stdout = out.errW
 	}
 	if img != nil {
 		cmd.ExtraFiles = []*os.File{img.w}
@@ -255,33 +383,25 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 		CgroupFD:    cg.FD(),
 		Cloneflags:  cloneflags,
 	}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go func() {
-		defer readers.Done()
-		io.Copy(io.MultiWriter(capped, tail), errR)
-	}()
-	go func() {
-		defer readers.Done()
-		if custom {
-			io.Copy(io.Discard, outR)
-			return
-		}
-		readProgress(outR, t.Progress, capped)
-	}()
+	return cmd
+}
 
-	// The child is started from a thread of its own, locked to this
-	// goroutine and never unlocked, for two reasons. The parent-death
-	// signal fires when the thread that started the child exits, so the
-	// thread lives until the child is done. And no_new_privs, which Go's
-	// SysProcAttr cannot set, is set on that thread, so the child inherits
-	// it across fork and execve and neither it nor anything it starts can
-	// gain privileges through a setuid, setgid or file-capability program.
-	// The flag cannot be cleared; since the goroutine exits still locked,
-	// Go ends the thread with it instead of running other goroutines on it,
-	// and the daemon's other threads never carry it.
+// startConfined starts cmd and returns once it has started (or failed to);
+// done then receives what cmd.Wait returns.
+//
+// The child is started from a thread of its own, locked to this
+// goroutine and never unlocked, for two reasons. The parent-death
+// signal fires when the thread that started the child exits, so the
+// thread lives until the child is done. And no_new_privs, which Go's
+// SysProcAttr cannot set, is set on that thread, so the child inherits
+// it across fork and execve and neither it nor anything it starts can
+// gain privileges through a setuid, setgid or file-capability program.
+// The flag cannot be cleared; since the goroutine exits still locked,
+// Go ends the thread with it instead of running other goroutines on it,
+// and the daemon's other threads never carry it.
+func startConfined(cmd *exec.Cmd, cg *cgroup.Group) (done <-chan error, err error) {
 	started := make(chan error, 1)
-	done := make(chan error, 1)
+	waited := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() == unix.Getpid() {
@@ -307,65 +427,60 @@ func (r *Runner) Run(ctx context.Context, t Task) error {
 			return
 		}
 		started <- nil
-		done <- cmd.Wait()
+		waited <- cmd.Wait()
 	}()
-	err = <-started
-	if img != nil {
-		// Only the child holds the pipe's write end now: its end is
-		// the stream's.
-		img.w.Close()
-		if err == nil {
-			go img.build(ctx)
-		} else {
-			img.done <- imageResult{}
-		}
+	return waited, <-started
+}
+
+// started hands the stream to the child once startErr says whether it
+// started: only the child holds the pipe's write end now, and the builder
+// runs while it packs; a child that never started leaves the builder an
+// empty result.
+func (img *image) started(ctx context.Context, startErr error) {
+	img.w.Close()
+	if startErr == nil {
+		go img.build(ctx)
+	} else {
+		img.done <- imageResult{}
 	}
-	if err == nil {
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			cg.Kill(context.Background()) // the whole tree, setsid or not
-			err = <-done
-		}
+}
+
+// waitChild waits for the started child's end (done); should ctx end first,
+// it kills the child's whole cgroup, setsid or not, and waits for it then.
+func waitChild(ctx context.Context, cg *cgroup.Group, done <-chan error) error {
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		cg.Kill(context.Background()) // the whole tree, setsid or not
+		return <-done
 	}
-	// Whatever the child left behind goes with its cgroup; then the pipes
-	// are closed on every end and the readers finish. What the kernel did
-	// at the group's limits is read first: the counts go with the group.
+}
+
+// endStage ends a stage whose child has ended: whatever the child left
+// behind goes with its cgroup; then the pipes are closed on every end and
+// the readers finish. What the kernel did at the group's limits is read
+// first, and returned: the counts go with the group. The error is the
+// cgroup's removal's, or a reader that did not finish.
+func endStage(cg *cgroup.Group, out *stageOutput) (cgroup.Events, error) {
 	events := cg.Events()
-	outW.Close()
-	errW.Close()
+	out.outW.Close()
+	out.errW.Close()
 	cerr := cg.Close()
 	// Only the cgroup's processes held the write ends, so the readers see
 	// the end now; should anything still hold one, closing the read ends
 	// stops them rather than this stage waiting on it forever.
 	finished := make(chan struct{})
-	go func() { readers.Wait(); close(finished) }()
+	go func() { out.readers.Wait(); close(finished) }()
 	select {
 	case <-finished:
 	case <-time.After(5 * time.Second):
 		cerr = errors.Join(cerr, errors.New("a process outside the stage's cgroup held its output open"))
 	}
-	outR.Close()
-	errR.Close()
+	out.outR.Close()
+	out.errR.Close()
 	<-finished
-	var childErr error
-	switch {
-	case err != nil, events.OOMKills > 0 && r.Limits.Memory > 0:
-		// A stage the kernel killed processes of at its memory limit
-		// failed, even if what was left of it exited 0: a program that
-		// ignores its copy's death must not pass a cut-short stage.
-		childErr = r.childError(ctx, t, err, events, ramdisk, tail, custom, cloneflags)
-	case cerr != nil:
-		childErr = fmt.Errorf("%s: %w", t.Phase, cerr)
-	}
-	if img != nil {
-		st, err := img.finish(t.Phase, childErr, capped)
-		if err == nil && t.Built != nil {
-			t.Built(st)
-		}
-		return err
-	}
-	return childErr
+	return events, cerr
 }
 
 // childError explains how a stage's child failed: with err, or (err nil)

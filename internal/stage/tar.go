@@ -115,209 +115,260 @@ func (m *Mover) packDone(st Stats) {
 // into st.
 func (m *Mover) packStream(ctx context.Context, src string, out *os.File, dst string, st *Stats) error {
 	bw := bufio.NewWriterSize(out, 1<<20)
-	tw := tar.NewWriter(bw)
-
-	// Small files are packed by a pool of readers, each of which returns
-	// the file's complete tar record (header, pax records, body, padding);
-	// the writer only appends records in walk order. The walk stats only
-	// a few sample files of each directory (walkSamples): the reader that
-	// opens a file reads its status (fstat), which spares a path lookup a
-	// file. A file that turns out not small (large, or hard-linked) goes
-	// back to the writer, which formats everything else itself and
-	// decides hard links in archive order. Entries travel in batches, in
-	// order: a hand-off per file between goroutines costs more than
-	// packing 4 KiB.
-	type item struct {
-		walkEntry
-		small bool  // read by a reader into rec (holding dir till then)
-		took  int64 // budget the walk took for its record
-		rec   []byte
-		err   error
+	p := &packer{
+		m: m, src: src, dst: dst, st: st,
+		batches: make(chan *entryBatch, 64),
+		reads:   make(chan *entryBatch, 64),
+		budget:  newBudget(cmp.Or(m.readAhead, readAhead)),
+		limit:   m.limitFor(ctx),
+		bw:      bw,
+		tw:      tar.NewWriter(bw),
+		links:   map[inode]string{},
 	}
-	type batch struct {
-		seq   int64 // from 1, in archive order
-		items []item
-		held  int64         // budget the walk took for its records
-		extra int64         // budget its reader took on top (takeExtra)
-		read  chan struct{} // closed once its small files are read
-	}
-	batches := make(chan *batch, 64)
-	reads := make(chan *batch, 64)
-	budget := newBudget(cmp.Or(m.readAhead, readAhead))
-	limit := m.limitFor(ctx)
 	var readers sync.WaitGroup
 	for range archiveWorkers(m.Workers) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			for b := range reads {
-				for i := range b.items {
-					it := &b.items[i]
-					if !it.small {
-						continue
-					}
-					need := func(n int64) {
-						if n -= it.took; n > 0 {
-							budget.takeExtra(n, b.seq)
-							b.extra += n
-						}
-					}
-					it.rec, it.info, it.err = packRecord(src, it.walkEntry, limit, need)
-					if it.rec == nil && it.err == nil {
-						it.small = false // not a small file after all: the writer packs it
-					}
-					it.dir.release()
-				}
-				close(b.read)
-			}
+			p.read()
 		}()
 	}
 	walkErr := make(chan error, 1)
 	wctx, stopWalk := context.WithCancel(ctx)
 	go func() {
-		defer close(batches)
-		defer close(reads)
-		cur := &batch{seq: 1, read: make(chan struct{})}
-		send := func() {
-			if len(cur.items) == 0 {
-				return
-			}
-			budget.take(cur.held)
-			reads <- cur
-			batches <- cur
-			cur = &batch{seq: cur.seq + 1, read: make(chan struct{})}
-		}
-		err := walkTree(src, func(e walkEntry) error {
-			if err := wctx.Err(); err != nil {
-				return err
-			}
-			it := item{walkEntry: e}
-			switch info := e.info; {
-			case info == nil:
-				// A regular file the walk did not stat: the reader
-				// that opens it does, and packs it if it is small.
-				// The budget it takes is that of the largest of its
-				// directory's samples: a directory's files are mostly
-				// alike, so the batches end at about packBatchBytes and
-				// readers seldom take more (takeExtra).
-				it.small = true
-				it.took = pooledSize(recordSize(min(e.sizeHint, smallFileSize)))
-				it.dir.hold()
-				cur.held += it.took
-			case isSmallFile(info):
-				it.small = true
-				it.took = pooledSize(recordSize(info.Size()))
-				it.dir.hold()
-				cur.held += it.took
-			}
-			cur.items = append(cur.items, it)
-			if len(cur.items) == packBatch || cur.held >= packBatchBytes {
-				send()
-			}
-			return nil
-		})
-		send()
-		walkErr <- err
+		defer close(p.batches)
+		defer close(p.reads)
+		walkErr <- p.walk(wctx)
 	}()
 
 	defer readers.Wait()
-	// awaitRead waits until b's small files are read; release gives back
-	// the budget they held.
-	awaitRead := func(b *batch) {
-		budget.consumingBatch(b.seq)
-		<-b.read
-	}
-	release := func(b *batch) {
-		budget.give(b.held)
-		budget.giveExtra(b.extra)
-	}
 	// Whatever way the writer ends, the walker and readers must not stay
 	// blocked on it: the walk stops, and what it sent is drained.
 	defer func() {
-		for b := range batches {
-			awaitRead(b)
-			release(b)
+		for b := range p.batches {
+			p.awaitRead(b)
+			p.release(b)
 		}
 	}()
 	defer stopWalk()
-	// writeBatch appends a batch's entries in order; its records' budget
-	// is given back however it ends. Runs of small files' records go out
-	// in one writev, not through bw: copying each record into bw was 5%
-	// of a pack of 100,000 small files, on its one serial path.
-	outFd := int(out.Fd())
-	var recs [][]byte
-	links := map[inode]string{}
-	writeRecs := func() error {
-		if len(recs) == 0 {
-			return nil
-		}
-		if err := tw.Flush(); err != nil { // pad the writer's own last entry
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return fmt.Errorf("writing %s: %w", dst, err)
-		}
-		err := writevAll(outFd, recs)
-		for i, r := range recs {
-			smallBufs.put(r)
-			recs[i] = nil
-		}
-		recs = recs[:0]
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", dst, err)
-		}
-		return nil
-	}
-	writeBatch := func(b *batch) error {
-		awaitRead(b)
-		defer release(b)
-		for i := range b.items {
-			it := &b.items[i]
-			if it.small {
-				if it.err != nil {
-					return fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
-				}
-				recs = append(recs, it.rec)
-				it.rec = nil
-				st.Files++
-				st.Bytes += it.info.Size()
-				m.packed(st.Files)
-			} else {
-				if err := writeRecs(); err != nil {
-					return err
-				}
-				// Hard links are decided here, in archive order.
-				linkname := ""
-				if sys, ok := it.info.Sys().(*syscall.Stat_t); ok && it.info.Mode().IsRegular() && sys.Nlink > 1 {
-					k := inode{uint64(sys.Dev), sys.Ino}
-					if first, seen := links[k]; seen {
-						linkname = first
-					} else {
-						links[k] = filepath.ToSlash(it.rel)
-					}
-				}
-				if err := m.packEntry(tw, src, dst, it.rel, it.info, linkname, limit, st); err != nil {
-					return err
-				}
-			}
-			if m.Progress != nil && st.Files%256 == 0 {
-				m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
-			}
-		}
-		return writeRecs()
-	}
-	for b := range batches {
-		if err := writeBatch(b); err != nil {
+	p.outFd = int(out.Fd())
+	for b := range p.batches {
+		if err := p.writeBatch(b); err != nil {
 			return err
 		}
 	}
 	if err := <-walkErr; err != nil {
 		return fmt.Errorf("reading %s: %w", src, err)
 	}
-	if err := tw.Close(); err != nil {
+	if err := p.tw.Close(); err != nil {
 		return err
 	}
 	return bw.Flush()
+}
+
+// packer is one packStream's pipeline. Small files are packed by a pool
+// of readers, each of which returns the file's complete tar record
+// (header, pax records, body, padding); the writer only appends records
+// in walk order. The walk stats only a few sample files of each directory
+// (walkSamples): the reader that opens a file reads its status (fstat),
+// which spares a path lookup a file. A file that turns out not small
+// (large, or hard-linked) goes back to the writer, which formats
+// everything else itself and decides hard links in archive order. Entries
+// travel in batches, in order: a hand-off per file between goroutines
+// costs more than packing 4 KiB.
+type packer struct {
+	m        *Mover
+	src, dst string
+	// batches carries every batch to the writer, reads the same batches
+	// to the readers; the walk closes both at its end.
+	batches, reads chan *entryBatch
+	budget         *budget
+	limit          func(int64)
+
+	// The writer's alone.
+	bw    *bufio.Writer
+	tw    *tar.Writer
+	outFd int
+	recs  [][]byte // small files' records to write at once (writeRecs)
+	links map[inode]string
+	st    *Stats
+}
+
+// packItem is one entry of an entryBatch.
+type packItem struct {
+	walkEntry
+	small bool  // read by a reader into rec (holding dir till then)
+	took  int64 // budget the walk took for its record
+	rec   []byte
+	err   error
+}
+
+// entryBatch is a run of entries in archive order.
+type entryBatch struct {
+	seq   int64 // from 1, in archive order
+	items []packItem
+	held  int64         // budget the walk took for its records
+	extra int64         // budget its reader took on top (takeExtra)
+	read  chan struct{} // closed once its small files are read
+}
+
+// read is one reader: it packs the small files of each batch it receives
+// into their records, hands back to the writer those that turn out not
+// small, and closes the batch's read once done.
+func (p *packer) read() {
+	for b := range p.reads {
+		for i := range b.items {
+			it := &b.items[i]
+			if !it.small {
+				continue
+			}
+			need := func(n int64) {
+				if n -= it.took; n > 0 {
+					p.budget.takeExtra(n, b.seq)
+					b.extra += n
+				}
+			}
+			it.rec, it.info, it.err = packRecord(p.src, it.walkEntry, p.limit, need)
+			if it.rec == nil && it.err == nil {
+				it.small = false // not a small file after all: the writer packs it
+			}
+			it.dir.release()
+		}
+		close(b.read)
+	}
+}
+
+// walk walks src and sends its entries in batches, each to the readers
+// and then to the writer once the budget of its small files' records is
+// taken. It stops at ctx's end and returns the walk's error; the caller
+// closes the channels.
+func (p *packer) walk(ctx context.Context) error {
+	cur := &entryBatch{seq: 1, read: make(chan struct{})}
+	send := func() {
+		if len(cur.items) == 0 {
+			return
+		}
+		p.budget.take(cur.held)
+		p.reads <- cur
+		p.batches <- cur
+		cur = &entryBatch{seq: cur.seq + 1, read: make(chan struct{})}
+	}
+	err := walkTree(p.src, func(e walkEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		it := packItem{walkEntry: e}
+		switch info := e.info; {
+		case info == nil:
+			// A regular file the walk did not stat: the reader
+			// that opens it does, and packs it if it is small.
+			// The budget it takes is that of the largest of its
+			// directory's samples: a directory's files are mostly
+			// alike, so the batches end at about packBatchBytes and
+			// readers seldom take more (takeExtra).
+			it.small = true
+			it.took = pooledSize(recordSize(min(e.sizeHint, smallFileSize)))
+			it.dir.hold()
+			cur.held += it.took
+		case isSmallFile(info):
+			it.small = true
+			it.took = pooledSize(recordSize(info.Size()))
+			it.dir.hold()
+			cur.held += it.took
+		}
+		cur.items = append(cur.items, it)
+		if len(cur.items) == packBatch || cur.held >= packBatchBytes {
+			send()
+		}
+		return nil
+	})
+	send()
+	return err
+}
+
+// awaitRead waits until b's small files are read.
+func (p *packer) awaitRead(b *entryBatch) {
+	p.budget.consumingBatch(b.seq)
+	<-b.read
+}
+
+// release gives back the budget b's records held.
+func (p *packer) release(b *entryBatch) {
+	p.budget.give(b.held)
+	p.budget.giveExtra(b.extra)
+}
+
+// writeBatch appends a batch's entries in order; its records' budget is
+// given back however it ends.
+func (p *packer) writeBatch(b *entryBatch) error {
+	p.awaitRead(b)
+	defer p.release(b)
+	st := p.st
+	for i := range b.items {
+		it := &b.items[i]
+		if it.small {
+			if it.err != nil {
+				return fmt.Errorf("reading %s: %w", printable(it.rel), it.err)
+			}
+			p.recs = append(p.recs, it.rec)
+			it.rec = nil
+			st.Files++
+			st.Bytes += it.info.Size()
+			p.m.packed(st.Files)
+		} else if err := p.writeEntry(it); err != nil {
+			return err
+		}
+		if p.m.Progress != nil && st.Files%256 == 0 {
+			p.m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
+		}
+	}
+	return p.writeRecs()
+}
+
+// writeEntry writes an entry that is not a small file after the records
+// before it, as a hard link to the first name of its file in the archive
+// if it has one.
+func (p *packer) writeEntry(it *packItem) error {
+	if err := p.writeRecs(); err != nil {
+		return err
+	}
+	// Hard links are decided here, in archive order.
+	linkname := ""
+	if sys, ok := it.info.Sys().(*syscall.Stat_t); ok && it.info.Mode().IsRegular() && sys.Nlink > 1 {
+		k := inode{uint64(sys.Dev), sys.Ino}
+		if first, seen := p.links[k]; seen {
+			linkname = first
+		} else {
+			p.links[k] = filepath.ToSlash(it.rel)
+		}
+	}
+	return p.m.packEntry(p.tw, p.src, p.dst, it.rel, it.info, linkname, p.limit, p.st)
+}
+
+// writeRecs writes the small files' records gathered so far, after what
+// the tar writer holds, and gives their buffers back to the pool. Runs of
+// records go out in one writev, not through bw: copying each record into
+// bw was 5% of a pack of 100,000 small files, on its one serial path.
+func (p *packer) writeRecs() error {
+	if len(p.recs) == 0 {
+		return nil
+	}
+	if err := p.tw.Flush(); err != nil { // pad the writer's own last entry
+		return err
+	}
+	if err := p.bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", p.dst, err)
+	}
+	err := writevAll(p.outFd, p.recs)
+	for i, r := range p.recs {
+		smallBufs.put(r)
+		p.recs[i] = nil
+	}
+	p.recs = p.recs[:0]
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", p.dst, err)
+	}
+	return nil
 }
 
 // writevAll writes bufs in order at fd's position, as many writev calls as
@@ -724,109 +775,11 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 	u := &unpacker{m: m, root: root, dirs: map[string]int{}, cached: map[int]bool{}, direct: !m.Atomic && emptyDir(root)}
 	u.umask = currentUmask()
 	defer u.closeDirs()
-	p := newPool(archiveWorkers(m.Workers))
-	budget := newBudget(readAhead)
-	tr := tar.NewReader(bufio.NewReaderSize(in, 1<<20))
-	var dirs []*tar.Header
-	var links []*tar.Header
-	// Small members go to the writers in batches: a hand-off per member
-	// would cost more than writing a small file.
-	type member struct {
-		hdr  *tar.Header
-		body []byte
+	x := u.newExtraction(src, in, &st)
+	if err := x.run(ctx); err != nil {
+		return st, err
 	}
-	small := &batcher[member]{n: fileBatch, run: func(ms []member) {
-		p.submit(func() {
-			for _, m := range ms {
-				u.writeFile(m.hdr, m.body, nil)
-				smallBufs.put(m.body)
-				budget.give(pooledSize(m.hdr.Size))
-			}
-		})
-	}}
-	for {
-		if err := ctx.Err(); err != nil {
-			p.wait()
-			return st, err
-		}
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			small.flush()
-			p.wait()
-			return st, fmt.Errorf("reading archive %s: %w", src, err)
-		}
-		name, err := cleanMember(hdr.Name)
-		if err != nil {
-			u.fail(hdr.Name, err)
-			continue
-		}
-		hdr.Name = name
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if name != "." {
-				if err := u.mkdirAll(name); err != nil {
-					u.fail(name, err)
-				}
-			}
-			dirs = append(dirs, hdr)
-			st.Dirs++
-		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
-			if tarfmt.Sparse(hdr) {
-				u.fail(name, errSparse)
-				continue
-			}
-			st.Files++
-			st.Bytes += hdr.Size
-			if hdr.Size <= smallFileSize {
-				budget.take(pooledSize(hdr.Size))
-				b := getBody(hdr.Size)
-				if _, err := io.ReadFull(tr, b); err != nil {
-					p.wait()
-					return st, fmt.Errorf("reading archive %s: %w", src, err)
-				}
-				small.add(member{hdr, b})
-			} else {
-				u.writeFile(hdr, nil, tr)
-			}
-		case tar.TypeSymlink:
-			u.symlink(hdr)
-			st.Links++
-		case tar.TypeLink:
-			links = append(links, hdr)
-		case tar.TypeFifo:
-			if dir, base, err := u.parent(name); err == nil {
-				unix.Unlinkat(dir, base, 0)
-				if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
-					u.fail(name, err)
-				}
-				u.done(dir)
-			} else {
-				u.fail(name, err)
-			}
-		default:
-			if m.Warn != nil {
-				m.Warn(name, "skipped: not a file, directory, link or FIFO")
-			}
-		}
-		if m.Progress != nil && st.Files%256 == 0 {
-			m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
-		}
-	}
-	small.flush()
-	p.wait()
-	for _, hdr := range links {
-		if err := u.hardlink(hdr); err != nil {
-			u.fail(hdr.Name, err)
-		} else {
-			st.HardLinks++
-		}
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		u.setDirAttrs(dirs[i])
-	}
+	x.finish()
 	if u.fatal != nil {
 		return st, u.fatal
 	}
@@ -840,6 +793,161 @@ func (m *Mover) Unpack(ctx context.Context, src, dst string) (Stats, error) {
 		return st, &CopyError{Failed: u.failed, Total: u.n}
 	}
 	return st, nil
+}
+
+// extraction is one Unpack's pass over its archive: members are taken in
+// archive order, small files handed in batches to a pool of writers (a
+// hand-off per member would cost more than writing a small file), and
+// directories and hard links kept for the end.
+type extraction struct {
+	u      *unpacker
+	src    string // the archive, named in errors
+	tr     *tar.Reader
+	pool   *pool
+	budget *budget // bounds the small files' bodies read ahead of the writers
+	small  *batcher[smallMember]
+	dirs   []*tar.Header
+	links  []*tar.Header
+	st     *Stats
+}
+
+// smallMember is a small file's header and body, read from the archive.
+type smallMember struct {
+	hdr  *tar.Header
+	body []byte
+}
+
+// newExtraction starts the writers of the archive in, named src in errors,
+// counting into st.
+func (u *unpacker) newExtraction(src string, in io.Reader, st *Stats) *extraction {
+	x := &extraction{u: u, src: src, st: st, pool: newPool(archiveWorkers(u.m.Workers)), budget: newBudget(readAhead)}
+	x.tr = tar.NewReader(bufio.NewReaderSize(in, 1<<20))
+	x.small = &batcher[smallMember]{n: fileBatch, run: x.writeSmall}
+	return x
+}
+
+// writeSmall hands a batch of small files to the writers, each body's
+// buffer and budget given back once it is written.
+func (x *extraction) writeSmall(ms []smallMember) {
+	x.pool.submit(func() {
+		for _, m := range ms {
+			x.u.writeFile(m.hdr, m.body, nil)
+			smallBufs.put(m.body)
+			x.budget.give(pooledSize(m.hdr.Size))
+		}
+	})
+}
+
+// run takes every member of the archive until its end or ctx's, and
+// returns once the writers are done. Its error is ctx's or the archive's
+// that could not be read on; a member that cannot be extracted is failed
+// in u and skipped.
+func (x *extraction) run(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			x.pool.wait()
+			return err
+		}
+		hdr, err := x.tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			x.small.flush()
+			x.pool.wait()
+			return fmt.Errorf("reading archive %s: %w", x.src, err)
+		}
+		if err := x.member(hdr); err != nil {
+			return err
+		}
+	}
+	x.small.flush()
+	x.pool.wait()
+	return nil
+}
+
+// member takes one member: its name made clean, it is made or handed to
+// the writers, or kept for the end (directories' attributes, hard links),
+// and progress is reported. An error (the writers waited for) is the
+// archive's that could not be read on.
+func (x *extraction) member(hdr *tar.Header) error {
+	u, st := x.u, x.st
+	name, err := cleanMember(hdr.Name)
+	if err != nil {
+		u.fail(hdr.Name, err)
+		return nil
+	}
+	hdr.Name = name
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		if name != "." {
+			if err := u.mkdirAll(name); err != nil {
+				u.fail(name, err)
+			}
+		}
+		x.dirs = append(x.dirs, hdr)
+		st.Dirs++
+	case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
+		if tarfmt.Sparse(hdr) {
+			u.fail(name, errSparse)
+			return nil
+		}
+		if err := x.file(hdr); err != nil {
+			return err
+		}
+	case tar.TypeSymlink:
+		u.symlink(hdr)
+		st.Links++
+	case tar.TypeLink:
+		x.links = append(x.links, hdr)
+	case tar.TypeFifo:
+		u.mkfifo(hdr)
+	default:
+		if u.m.Warn != nil {
+			u.m.Warn(name, "skipped: not a file, directory, link or FIFO")
+		}
+	}
+	if u.m.Progress != nil && st.Files%256 == 0 {
+		u.m.Progress(Progress{Files: st.Files, Bytes: st.Bytes})
+	}
+	return nil
+}
+
+// file counts a regular file's member and writes it: a small one's body
+// is read (within the budget) and batched for the writers, a larger one is
+// written here from the archive. An error (the writers waited for) is the
+// archive's that could not be read.
+func (x *extraction) file(hdr *tar.Header) error {
+	x.st.Files++
+	x.st.Bytes += hdr.Size
+	if hdr.Size > smallFileSize {
+		x.u.writeFile(hdr, nil, x.tr)
+		return nil
+	}
+	x.budget.take(pooledSize(hdr.Size))
+	b := getBody(hdr.Size)
+	if _, err := io.ReadFull(x.tr, b); err != nil {
+		x.pool.wait()
+		return fmt.Errorf("reading archive %s: %w", x.src, err)
+	}
+	x.small.add(smallMember{hdr, b})
+	return nil
+}
+
+// finish makes the hard links, now that the files they name are written,
+// and then sets the directories' attributes, the last listed first, now
+// that nothing more is written into them.
+func (x *extraction) finish() {
+	for _, hdr := range x.links {
+		if err := x.u.hardlink(hdr); err != nil {
+			x.u.fail(hdr.Name, err)
+		} else {
+			x.st.HardLinks++
+		}
+	}
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		x.u.setDirAttrs(x.dirs[i])
+	}
 }
 
 // errSparse refuses a sparse member (GNU tar --sparse). archive/tar reads
@@ -1039,6 +1147,21 @@ func (u *unpacker) writeFile(hdr *tar.Header, body []byte, r io.Reader) {
 	if err != nil {
 		unix.Unlinkat(dir, tmp, 0)
 		u.fail(hdr.Name, err)
+	}
+}
+
+// mkfifo makes the FIFO hdr names, in place of whatever has its name
+// there; a failure is the member's.
+func (u *unpacker) mkfifo(hdr *tar.Header) {
+	name := hdr.Name
+	if dir, base, err := u.parent(name); err == nil {
+		unix.Unlinkat(dir, base, 0)
+		if err := unix.Mknodat(dir, base, unix.S_IFIFO|uint32(hdr.Mode&0o7777), 0); err != nil {
+			u.fail(name, err)
+		}
+		u.done(dir)
+	} else {
+		u.fail(name, err)
 	}
 }
 

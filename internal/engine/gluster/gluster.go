@@ -556,17 +556,8 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 		// A leftover gc found: its compute nodes are not known, so every
 		// compute node whose agent answers lets go of it (the daemon
 		// releases a known job's compute nodes itself, before Destroy).
-		if err := each(e.Nodes.ComputeNodes(), func(_ int, n string) error {
-			if !e.Nodes.Up(n) {
-				return nil
-			}
-			cl, err := e.Nodes.Client(n)
-			if err != nil {
-				return err
-			}
-			return cl.Release(ctx, e.volume(r), true)
-		}); err != nil {
-			return fmt.Errorf("releasing volume %s on the compute nodes: %w", e.volume(r), err)
+		if err := e.releaseOnComputeNodes(ctx, r); err != nil {
+			return err
 		}
 	}
 	// A private output's file systems mounted here for its stage-out
@@ -574,21 +565,74 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 	if err := engine.ClearBeside(r); err != nil {
 		return err
 	}
-	m, ok, err := e.mounted(r)
-	if err != nil {
+	if err := e.unmountHere(r); err != nil {
 		return err
 	}
-	if ok {
-		if err := mount.UnbindDev(m.Dev, r.Dir, true); err != nil {
-			return fmt.Errorf("removing bind mounts of job %d: %w", r.Job, err)
-		}
-		if err := mount.Unmount(m, false); err != nil {
-			if errors.Is(err, mount.ErrBusy) {
-				return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), engine.ErrBusy)
-			}
-			return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), err)
-		}
+	nodes := e.brickNodes(r)
+	// A node that does not answer keeps its brick (and RAM) until it
+	// does; glusterd meanwhile deletes no volume at all (a volume delete
+	// wants every peer of the pool up), but stops it, which frees the
+	// bricks on the nodes that answer.
+	owed := e.silentStorageNodes()
+	volErr := e.deleteVolume(ctx, r)
+	// Every node answers, yet no glusterd would delete: the pool is
+	// split (RSA nodes cut off from each other). The stops, asked of
+	// every side in turn, stopped every brick, so the RAM can go; the
+	// volume's definition stays until the pool is whole.
+	split := volErr != nil && len(owed) == 0 && errors.Is(volErr, gcli.ErrPeersDown)
+	if volErr != nil && len(owed) == 0 && !split {
+		return volErr
 	}
+	if err := e.removeBricks(ctx, r, nodes, owed); err != nil {
+		return err
+	}
+	if err := engine.RemoveGate(engine.GateFor(e.Root, r.Job), r); err != nil {
+		return err
+	}
+	return e.destroyOutcome(r, nodes, owed, volErr, split, start)
+}
+
+// releaseOnComputeNodes has every compute node whose agent answers let go
+// of r's volume.
+func (e *Engine) releaseOnComputeNodes(ctx context.Context, r engine.Ramdisk) error {
+	if err := each(e.Nodes.ComputeNodes(), func(_ int, n string) error {
+		if !e.Nodes.Up(n) {
+			return nil
+		}
+		cl, err := e.Nodes.Client(n)
+		if err != nil {
+			return err
+		}
+		return cl.Release(ctx, e.volume(r), true)
+	}); err != nil {
+		return fmt.Errorf("releasing volume %s on the compute nodes: %w", e.volume(r), err)
+	}
+	return nil
+}
+
+// unmountHere unmounts the control host's client of r's volume, if it is
+// mounted, and every bind mount of it first; a client something holds
+// is engine.ErrBusy.
+func (e *Engine) unmountHere(r engine.Ramdisk) error {
+	m, ok, err := e.mounted(r)
+	if err != nil || !ok {
+		return err
+	}
+	if err := mount.UnbindDev(m.Dev, r.Dir, true); err != nil {
+		return fmt.Errorf("removing bind mounts of job %d: %w", r.Job, err)
+	}
+	if err := mount.Unmount(m, false); err != nil {
+		if errors.Is(err, mount.ErrBusy) {
+			return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), engine.ErrBusy)
+		}
+		return fmt.Errorf("unmounting volume %s on the control host: %w", e.volume(r), err)
+	}
+	return nil
+}
+
+// brickNodes are the nodes that hold r's bricks: its parts' nodes, each
+// once, or with no parts every RSA node.
+func (e *Engine) brickNodes(r engine.Ramdisk) []string {
 	nodes := e.Nodes.StorageNodes()
 	if len(r.Parts) > 0 {
 		nodes = nodes[:0:0]
@@ -598,18 +642,27 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			}
 		}
 	}
-	// A node that does not answer keeps its brick (and RAM) until it
-	// does; glusterd meanwhile deletes no volume at all (a volume delete
-	// wants every peer of the pool up), but stops it, which frees the
-	// bricks on the nodes that answer.
+	return nodes
+}
+
+// silentStorageNodes are the RSA nodes whose agent does not answer now.
+func (e *Engine) silentStorageNodes() []string {
 	var owed []string
 	for _, n := range e.Nodes.StorageNodes() {
 		if !e.Nodes.Up(n) {
 			owed = append(owed, n)
 		}
 	}
-	// glusterd deletes a volume only if it reaches every peer: inside
-	// a split pool another node's glusterd may, so each is asked in turn.
+	return owed
+}
+
+// deleteVolume stops and deletes r's volume through the first of its
+// coordinators whose glusterd does, and then through any other that
+// still lists it (deleteStragglers). glusterd deletes a volume only if it
+// reaches every peer: inside a split pool another node's glusterd may, so
+// each is asked in turn. The error is the last refusal, or the
+// stragglers'.
+func (e *Engine) deleteVolume(ctx context.Context, r engine.Ramdisk) error {
 	volErr := errors.New("no RSA node answers")
 	for _, n := range e.coordinators(r) {
 		cl, err := e.Nodes.Client(n)
@@ -617,23 +670,20 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			err = cl.RemoveVolume(ctx, e.volume(r))
 		}
 		if err == nil {
-			volErr = e.deleteStragglers(ctx, r, n)
-			break
+			return e.deleteStragglers(ctx, r, n)
 		}
 		volErr = fmt.Errorf("deleting volume %s: %w", e.volume(r), err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	// Every node answers, yet no glusterd would delete: the pool is
-	// split (RSA nodes cut off from each other). The stops, asked of
-	// every side in turn, stopped every brick, so the RAM can go; the
-	// volume's definition stays until the pool is whole.
-	split := volErr != nil && len(owed) == 0 && errors.Is(volErr, gcli.ErrPeersDown)
-	if volErr != nil && len(owed) == 0 && !split {
-		return volErr
-	}
-	if err := each(nodes, func(_ int, n string) error {
+	return volErr
+}
+
+// removeBricks removes r's bricks on nodes, but for those owed (silent):
+// the RAM they hold is freed.
+func (e *Engine) removeBricks(ctx context.Context, r engine.Ramdisk, nodes, owed []string) error {
+	return each(nodes, func(_ int, n string) error {
 		if slices.Contains(owed, n) {
 			return nil
 		}
@@ -645,12 +695,15 @@ func (e *Engine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 			return fmt.Errorf("removing the brick of job %d on %s: %w", r.Job, n, err)
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	if err := engine.RemoveGate(engine.GateFor(e.Root, r.Job), r); err != nil {
-		return err
-	}
+	})
+}
+
+// destroyOutcome is how Destroy ends once the bricks of r on nodes were
+// removed but for those on the silent nodes owed, with volErr the
+// volume's delete's error and split whether only a split pool kept it: nil
+// (logged with the time since start), or an engine.DebtError naming the
+// nodes that still owe something (logged too).
+func (e *Engine) destroyOutcome(r engine.Ramdisk, nodes, owed []string, volErr error, split bool, start time.Time) error {
 	if split {
 		e.Log.Warn("RAMDISK's RAM freed; its volume stays in glusterd until every RSA node reaches every other", "job", r.Job, "volume", e.volume(r), "err", volErr)
 		return &engine.DebtError{Nodes: nodes, Err: volErr, Freed: true}
