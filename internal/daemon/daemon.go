@@ -549,38 +549,24 @@ func (d *Daemon) handle(ctx context.Context, m msg) {
 	}
 }
 
+// apply applies one event to its job: the screens of events that must
+// change nothing, lifecycle.Step, the commit of the transition with the
+// record's change and its events, and then, committed, what follows:
+// notices, accounting, markers, and the transition's actions.
+//
+// A transition that frees capacity ends in a tick, within this apply and
+// the loop's goroutine, so that waiting jobs try at once and in order of
+// submission (the simulator does the same). That tick may apply further
+// events, and each that frees capacity ticks again: the nesting is as
+// deep as the number of jobs that give capacity back in a row, and every
+// nested apply sees the store as the outer one committed it.
 func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	j, err := d.store.Get(ctx, m.id)
 	if err != nil {
 		return nil, err
 	}
-	switch m.ev.Kind {
-	case lifecycle.EvStagedIn, lifecycle.EvStageInFailed, lifecycle.EvStageInStopped:
-		if cancel, ok := d.staging[j.ID]; ok {
-			cancel() // releases the stage-in's context
-			delete(d.staging, j.ID)
-		}
-	}
-	if m.ev.Kind == lifecycle.EvAssigned {
-		delete(d.reserved, j.ID)
-		// Committed only if it still fits: whatever happened since the
-		// decision, no byte is ever given twice.
-		var probe job.Job
-		if m.edit != nil {
-			m.edit(&probe)
-		}
-		if !d.fits(j, probe.Alloc) {
-			d.log.Error("an allocation no longer fits; the job waits again", "job", j.ID, "alloc", probe.Alloc)
-			return j, nil
-		}
-	}
-	if m.ev.Kind == lifecycle.EvNodeLost {
-		var stale string
-		m.ev.Nodes, stale = lossFor(j, m.ev)
-		if stale != "" {
-			d.log.Info("loss report ignored", "job", j.ID, "why", stale)
-			return j, nil
-		}
+	if !d.admissible(j, &m) {
+		return j, nil
 	}
 	out := lifecycle.Step(j.Machine(), m.ev)
 	if out.Ignored {
@@ -593,17 +579,72 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		d.log.Debug("event ignored", "job", j.ID, "event", m.ev.Kind, "state", j.State, "rsa", j.RSA)
 		return j, nil
 	}
-	next := *j
-	// The record change is the machine's (Step): states, times, build,
-	// the wait for capacity, lost nodes, the last failure. Build counts every RAMDISK built, also one
-	// rebuilt for output on the same nodes, which an engine must not
-	// confuse with the old one (engine.Ramdisk.Build).
+	next, recorded := d.next(j, m, out)
+	notice, tell := noticeFor(j, &next)
+	if tell && d.tell != nil && notice == notify.StageOutFailed {
+		next.NoticeAt = m.ev.At
+	}
+	if err := d.commit(ctx, j, &next, m, out, recorded); err != nil {
+		return j, err
+	}
+	if tell {
+		d.sendNotice(&next, notice)
+	}
+	d.follow(ctx, j, &next, out)
+	if lifecycle.HoldsNodes(j.RSA) && !lifecycle.HoldsNodes(next.RSA) {
+		// Capacity came free: let waiting jobs try now, in order.
+		d.tick(ctx, m.ev.At)
+	}
+	return &next, nil
+}
+
+// admissible reports whether m may go to the machine for j, after the
+// bookkeeping its event ends: a stage-in's end releases its context; an
+// allocation is committed only if it still fits (whatever happened since
+// the decision, no byte is ever given twice); a loss report keeps only
+// what is news for j (lossFor), and one with none changes nothing.
+func (d *Daemon) admissible(j *job.Job, m *msg) bool {
+	switch m.ev.Kind {
+	case lifecycle.EvStagedIn, lifecycle.EvStageInFailed, lifecycle.EvStageInStopped:
+		if cancel, ok := d.staging[j.ID]; ok {
+			cancel() // releases the stage-in's context
+			delete(d.staging, j.ID)
+		}
+	case lifecycle.EvAssigned:
+		delete(d.reserved, j.ID)
+		var probe job.Job
+		if m.edit != nil {
+			m.edit(&probe)
+		}
+		if !d.fits(j, probe.Alloc) {
+			d.log.Error("an allocation no longer fits; the job waits again", "job", j.ID, "alloc", probe.Alloc)
+			return false
+		}
+	case lifecycle.EvNodeLost:
+		var stale string
+		m.ev.Nodes, stale = lossFor(j, m.ev)
+		if stale != "" {
+			d.log.Info("loss report ignored", "job", j.ID, "why", stale)
+			return false
+		}
+	}
+	return true
+}
+
+// next is j's record after out, m's transition, with m's edit; recorded
+// says whether it changed in what only the record holds (no event says
+// it). The record change is the machine's (Step): states, times, build,
+// the wait for capacity, lost nodes, the last failure. Build counts every
+// RAMDISK built, also one rebuilt for output on the same nodes, which an
+// engine must not confuse with the old one (engine.Ramdisk.Build).
+func (d *Daemon) next(j *job.Job, m msg, out lifecycle.Outcome) (next job.Job, recorded bool) {
+	next = *j
 	next.State, next.RSA = out.Job.State, out.Job.RSA
 	next.StartedAt, next.InputAt, next.FinishedAt = out.Job.StartedAt, out.Job.InputAt, out.Job.FinishedAt
 	next.Build, next.WaitingSince, next.NotBefore = out.Job.Build, out.Job.WaitingSince, out.Job.NotBefore
 	next.ImageBuild, next.PrivateBuild, next.PrivateLost = out.Job.ImageBuild, out.Job.PrivateBuild, out.Job.PrivateLost
 	next.Lost, next.Error = out.Job.Lost, out.Job.Error
-	recorded := next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
+	recorded = next.Build != j.Build || !next.WaitingSince.Equal(j.WaitingSince) || !next.NotBefore.Equal(j.NotBefore) ||
 		len(next.Lost) != len(j.Lost) || next.PrivateLost != j.PrivateLost
 	if a, ok := d.stagedBy(j.ID, m.ev.Kind); ok {
 		if m.ev.Kind == lifecycle.EvStagedIn {
@@ -628,44 +669,47 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 	if m.edit != nil {
 		m.edit(&next)
 	}
-	notice, tell := noticeFor(j, &next)
-	if tell && d.tell != nil && notice == notify.StageOutFailed {
-		next.NoticeAt = m.ev.At
-	}
+	return next, recorded
+}
+
+// commit stores next, with an event for each of out's changes, if
+// anything changed, and wakes the readers waiting for a change.
+func (d *Daemon) commit(ctx context.Context, j, next *job.Job, m msg, out lifecycle.Outcome, recorded bool) error {
 	var evs []job.Event
 	for _, c := range out.Changes {
 		evs = append(evs, job.Event{At: m.ev.At, Kind: string(m.ev.Kind), JobState: c.ToJob, RSAState: c.ToRSA, Message: c.String()})
 		d.log.Info("transition", "job", j.ID, "event", m.ev.Kind, "change", c.String())
 	}
-	if len(evs) > 0 || m.edit != nil || recorded {
-		next.UpdatedAt = time.Now()
-		if err := d.store.Commit(ctx, &next, evs); err != nil {
-			d.fenced(err)
-			return j, fmt.Errorf("committing job %d: %w", j.ID, err)
-		}
-		d.changed()
+	if len(evs) == 0 && m.edit == nil && !recorded {
+		return nil
 	}
-	if tell {
-		d.sendNotice(&next, notice)
+	next.UpdatedAt = time.Now()
+	if err := d.store.Commit(ctx, next, evs); err != nil {
+		d.fenced(err)
+		return fmt.Errorf("committing job %d: %w", j.ID, err)
 	}
+	d.changed()
+	return nil
+}
+
+// follow does what a committed transition from j to next brings besides
+// its actions, then starts them: the accounting of a job that started,
+// the end of a done job's bookkeeping and marker, the wait for a stage-in
+// time.
+func (d *Daemon) follow(ctx context.Context, j, next *job.Job, out lifecycle.Outcome) {
 	if j.State != lifecycle.Running && next.State == lifecycle.Running {
-		d.account(&next)
+		d.account(next)
 	}
 	if next.Machine().Done() {
 		d.forget(next.ID)
-		d.unmark(ctx, &next)
+		d.unmark(ctx, next)
 	}
 	if out.Hold == lifecycle.HoldStageInTime {
-		d.waitForStageIn(&next)
+		d.waitForStageIn(next)
 	}
 	for _, a := range out.Actions {
-		d.start(&next, a)
+		d.start(next, a)
 	}
-	if lifecycle.HoldsNodes(j.RSA) && !lifecycle.HoldsNodes(next.RSA) {
-		// Capacity came free: let waiting jobs try now, in order.
-		d.tick(ctx, m.ev.At)
-	}
-	return &next, nil
 }
 
 // lossFor is the part of a loss report that is news for j's current
