@@ -115,14 +115,14 @@ func RSAJobs(ctx context.Context, bin, config string) ([]api.JobView, error) {
 	return r.Jobs, nil
 }
 
-// NewestJobs is RSA's newest record of each of the Slurm jobs ids (a
-// job's name is its Slurm id) among jobs; a job RSA has no record of is
-// missing from the map.
+// NewestJobs is RSA's newest record among jobs of each of the Slurm jobs
+// ids (a job's name is its Slurm id), or with no ids, of every job; a job
+// RSA has no record of is missing from the map.
 func NewestJobs(jobs []api.JobView, ids ...string) map[string]*api.JobView {
 	found := map[string]*api.JobView{}
 	for i := range jobs {
 		j := &jobs[i]
-		if !slices.Contains(ids, j.Spec.Name) {
+		if len(ids) > 0 && !slices.Contains(ids, j.Spec.Name) {
 			continue
 		}
 		if old := found[j.Spec.Name]; old == nil || j.ID > old.ID {

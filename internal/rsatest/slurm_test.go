@@ -28,6 +28,9 @@ func TestNewestJobs(t *testing.T) {
 	if len(got) != 2 || got["7"].ID != 3 || got["8"].ID != 4 {
 		t.Errorf("NewestJobs = %v, want job 7 as record 3 and job 8 as record 4", got)
 	}
+	if all := NewestJobs(jobs); len(all) != 3 || all["7"].ID != 3 || all["9"].ID != 5 {
+		t.Errorf("NewestJobs of every job = %v, want jobs 7, 8 and 9, 7 as record 3", all)
+	}
 }
 
 func TestEnded(t *testing.T) {

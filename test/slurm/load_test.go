@@ -20,6 +20,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -280,7 +281,7 @@ exit 1
 		if t.Failed() {
 			l.logStuck()
 			// Leave no job behind for the cluster's teardown.
-			cmd := exec.Command(slurmTool("scancel"), "-p", "rsa")
+			cmd := exec.Command(base.slurm.Tool("scancel"), "-p", "rsa")
 			cmd.Env = append(os.Environ(), "SLURM_CONF="+base.conf)
 			cmd.Run()
 		}
@@ -588,15 +589,11 @@ func (l *load) poll() {
 	if err != nil {
 		return
 	}
-	rsaJobs := map[string]*api.JobView{}
 	var held int64
-	for i := range active {
-		j := &active[i]
+	for _, j := range active {
 		held += j.Capacity()
-		if old := rsaJobs[j.Spec.Name]; old == nil || j.ID > old.ID {
-			rsaJobs[j.Spec.Name] = j
-		}
 	}
+	rsaJobs := rsatest.NewestJobs(active)
 	l.peak = max(l.peak, held)
 	for _, u := range l.units {
 		if u.final {
@@ -646,7 +643,7 @@ func (l *load) poll() {
 			u.queued = true
 		}
 		l.act(u, rj)
-		if rj == nil && slurmEnded(u.state) {
+		if rj == nil && rsatest.Ended(u.state) {
 			u.final, u.finalAt, u.finalState, u.finalRe = true, time.Now(), u.state, u.reason
 			l.finals++
 			l.inflight--
@@ -669,16 +666,6 @@ func rsaState(j *api.JobView) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d %s/%s", j.ID, j.State, j.RSA)
-}
-
-// slurmEnded reports whether Slurm is done with a job in state (not
-// pending, running, completing or staging out).
-func slurmEnded(state string) bool {
-	switch state {
-	case "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE":
-		return true
-	}
-	return false
 }
 
 // act cancels a unit that reached its phase, and retries a failed
