@@ -39,8 +39,14 @@ func (s Slurm) Tool(name string) string {
 // environment with the cluster's SLURM_CONF.
 func (s Slurm) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, s.Tool(name), args...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+s.Conf)
+	cmd.Env = s.Env()
 	return cmd
+}
+
+// Env is this process's environment with the cluster's SLURM_CONF, for a
+// command of Slurm's run as root.
+func (s Slurm) Env() []string {
+	return append(os.Environ(), "SLURM_CONF="+s.Conf)
 }
 
 // AsUser is the command line that runs name (Tool) with args as user

@@ -175,7 +175,7 @@ func (c *cluster) rsa(t *testing.T, args ...string) string {
 		return c.exec(t, c.via, append([]string{filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf}, args...)...)
 	}
 	cmd := testutil.Command(t, filepath.Join(c.dir, "rsa", "rsa"), append([]string{"--config", c.rsaConf}, args...)...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	cmd.Env = c.slurmClient.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("rsa %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -187,7 +187,7 @@ func (c *cluster) rsa(t *testing.T, args ...string) string {
 func (c *cluster) slurm(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := testutil.Command(t, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	cmd.Env = c.slurmClient.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)

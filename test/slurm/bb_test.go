@@ -242,7 +242,8 @@ func testStageInFails(c *cluster) {
 	// The message is the job's user's: on 22.05 no argument of
 	// "scontrol show bbstat" makes another user root (finding 10).
 	for _, args := range [][]string{{id}, {"0", "0", id}} {
-		cmd := c.command("runuser", append([]string{"-u", "nobody", "--", "env", "SLURM_CONF=" + c.conf, c.slurm.Tool("scontrol"), "show", "bbstat"}, args...)...)
+		argv := c.slurm.AsUser("nobody", "scontrol", append([]string{"show", "bbstat"}, args...)...)
+		cmd := c.command(argv[0], argv[1:]...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), id) || strings.Contains(string(out), "tape library") {
 			c.t.Errorf("scontrol show bbstat %s as nobody: %v\n%s", strings.Join(args, " "), err, out)
@@ -481,9 +482,7 @@ func testLostStageIn(c *cluster, id string) {
 // BurstBufferState), "" if it shows none.
 func (c *cluster) bbState(id string) string {
 	c.t.Helper()
-	cmd := c.command("scontrol", "show", "job", "-o", id)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
+	out, err := c.slurmCommand("scontrol", "show", "job", "-o", id).CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
 	}
@@ -500,9 +499,9 @@ func (c *cluster) bbState(id string) string {
 // Slurm knows the job at all.
 func (c *cluster) eligibleAt(id string) (at time.Time, known bool) {
 	c.t.Helper()
-	cmd := c.command("scontrol", "show", "job", "-o", id)
+	cmd := c.slurmCommand("scontrol", "show", "job", "-o", id)
 	// Seconds since the epoch: no time zone or format to guess.
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf, "SLURM_TIME_FORMAT=%s")
+	cmd.Env = append(cmd.Env, "SLURM_TIME_FORMAT=%s")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if strings.Contains(string(out), "Invalid job id") {

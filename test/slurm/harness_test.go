@@ -169,9 +169,7 @@ func (c *cluster) asUser(args ...string) (string, error) {
 // root runs a command as root with the cluster's SLURM_CONF.
 func (c *cluster) root(args ...string) string {
 	c.t.Helper()
-	cmd := c.command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
+	out, err := c.slurmCommand(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -182,6 +180,14 @@ func (c *cluster) root(args ...string) string {
 // the cluster's own.
 func (c *cluster) command(name string, args ...string) *exec.Cmd {
 	return testutil.Command(c.t, c.slurm.Tool(name), args...)
+}
+
+// slurmCommand is command with the cluster's SLURM_CONF, for a Slurm
+// command run as root.
+func (c *cluster) slurmCommand(name string, args ...string) *exec.Cmd {
+	cmd := c.command(name, args...)
+	cmd.Env = c.slurm.Env()
+	return cmd
 }
 
 // slurmMajor is the major version of the cluster's Slurm (22 for 22.05).

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -281,9 +280,7 @@ exit 1
 		if t.Failed() {
 			l.logStuck()
 			// Leave no job behind for the cluster's teardown.
-			cmd := exec.Command(base.slurm.Tool("scancel"), "-p", "rsa")
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+base.conf)
-			cmd.Run()
+			base.slurm.Command(context.Background(), "scancel", "-p", "rsa").Run()
 		}
 	})
 	l.firstRSA = l.newestRSA()
@@ -569,8 +566,7 @@ func (l *load) cancel(u *loadUnit, phase string) {
 // answering (restarting) is not an error: the next poll reads again.
 func (l *load) poll() {
 	l.t.Helper()
-	cmd := l.c.command("squeue", "-h", "-t", "all", "-p", "rsa", "-o", "%i|%A|%T|%r")
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+	cmd := l.c.slurmCommand("squeue", "-h", "-t", "all", "-p", "rsa", "-o", "%i|%A|%T|%r")
 	out, err := cmd.Output()
 	if err != nil {
 		return
@@ -616,8 +612,7 @@ func (l *load) poll() {
 			}
 			report("load: %s: job %s is held by Slurm: %q (RSA %v); releasing it", l.name, u.jobID, u.reason, rsaState(rj))
 			u.released = time.Now()
-			cmd := l.c.command("scontrol", "release", u.name)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+			cmd := l.c.slurmCommand("scontrol", "release", u.name)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				l.t.Logf("load: %s: scontrol release %s: %v %s", l.name, u.name, err, out)
 			}
@@ -630,8 +625,7 @@ func (l *load) poll() {
 			// loadStall calls the load hung).
 			u.wedged = true
 			l.t.Errorf("load: %s: job %s is still %s (%q) 3 minutes after its release (RSA %v); cancelling it", l.name, u.jobID, u.state, u.reason, rsaState(rj))
-			cmd := l.c.command("scancel", u.name)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+			cmd := l.c.slurmCommand("scancel", u.name)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				l.t.Errorf("load: %s: scancel %s: %v %s", l.name, u.name, err, out)
 			}
