@@ -2,7 +2,6 @@ package rsatest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/rsa-hpc/rsa/internal/api"
 )
 
 // Slurm is the client side of a Slurm cluster: its slurm.conf, and where
@@ -105,35 +102,4 @@ func Ended(state string) bool {
 		return true
 	}
 	return false
-}
-
-// RSAJobs runs bin status --all --json with the daemon's config and
-// returns every job it lists.
-func RSAJobs(ctx context.Context, bin, config string) ([]api.JobView, error) {
-	out, err := exec.CommandContext(ctx, bin, "--config", config, "status", "--all", "--json").Output()
-	if err != nil {
-		return nil, fmt.Errorf("rsa status: %w", err)
-	}
-	var r struct{ Jobs []api.JobView }
-	if err := json.Unmarshal(out, &r); err != nil {
-		return nil, fmt.Errorf("rsa status: %w", err)
-	}
-	return r.Jobs, nil
-}
-
-// NewestJobs is RSA's newest record among jobs of each of the Slurm jobs
-// ids (a job's name is its Slurm id), or with no ids, of every job; a job
-// RSA has no record of is missing from the map.
-func NewestJobs(jobs []api.JobView, ids ...string) map[string]*api.JobView {
-	found := map[string]*api.JobView{}
-	for i := range jobs {
-		j := &jobs[i]
-		if len(ids) > 0 && !slices.Contains(ids, j.Spec.Name) {
-			continue
-		}
-		if old := found[j.Spec.Name]; old == nil || j.ID > old.ID {
-			found[j.Spec.Name] = j
-		}
-	}
-	return found
 }

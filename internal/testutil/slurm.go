@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
@@ -15,8 +14,7 @@ import (
 // timeout, which cleans up nothing.
 const commandLimit = 90 * time.Second
 
-// jobPoll is how often WaitJob and WaitRSA ask: each asks by running a
-// program.
+// jobPoll is how often WaitJob asks: each time by running squeue.
 const jobPoll = 100 * time.Millisecond
 
 // Sbatch submits a batch job as u from dir (rsatest.Slurm.Sbatch) and
@@ -58,30 +56,4 @@ func WaitJob(t testing.TB, s rsatest.Slurm, id string, within time.Duration, sta
 		return false
 	})
 	return got
-}
-
-// RSAJobs is RSA's newest record of each of the Slurm jobs ids, read in
-// one rsa status (so at one moment) of the daemon with config; a job RSA
-// has no record of is missing from the map. A failure fails the test.
-func RSAJobs(t testing.TB, bin, config string, ids ...string) map[string]*api.JobView {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandLimit)
-	defer cancel()
-	jobs, err := rsatest.RSAJobs(ctx, bin, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rsatest.NewestJobs(jobs, ids...)
-}
-
-// WaitRSA waits up to within until RSA's newest record of Slurm job id is
-// in rsaState, and returns it.
-func WaitRSA(t testing.TB, bin, config, id string, within time.Duration, rsaState string) *api.JobView {
-	t.Helper()
-	var j *api.JobView
-	WaitFor(t, fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), within, jobPoll, func() bool {
-		j = RSAJobs(t, bin, config, id)[id]
-		return j != nil && string(j.RSA) == rsaState
-	})
-	return j
 }

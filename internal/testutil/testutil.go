@@ -1,9 +1,9 @@
 // Package testutil holds what the tests share: the rule that a test
 // needing root fails instead of skipping under CI=true, real unprivileged
-// test users, and the integration suites' harness (WaitFor, RepoRoot,
-// DumpLogs, the Slurm helpers in slurm.go). It is imported only by tests:
-// it fails a test (t.Fatal) and cleans up after it (t.Cleanup) on top of
-// internal/rsatest, which does the work without importing testing.
+// test users, and the test-facing side of the integration suites' harness
+// (WaitFor, RepoRoot, KeepLogs, Sbatch, WaitJob). It is imported only by
+// tests: it fails a test (t.Fatal) and cleans up after it (t.Cleanup) on
+// top of internal/rsatest, which does the work without importing testing.
 package testutil
 
 import (

@@ -26,6 +26,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/mounttest"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -74,7 +75,7 @@ type env struct {
 	root   string // RAMDISK root
 	user   testutil.User
 	home   string // the user's work area inside dir
-	daemon *rsatest.Daemon
+	daemon *live.Daemon
 	// groups are the supplementary groups of the user's commands (rsa
 	// run, rsa as the user), as a login gives them; none by default.
 	groups []uint32
@@ -147,7 +148,7 @@ func (e *env) metricsAddr() string {
 // start starts the daemon and waits up to a step for its socket.
 func (e *env) start() {
 	e.t.Helper()
-	d, err := rsatest.Serve(context.Background(), rsaBin, e.cfg, filepath.Join(e.dir, "run", "rsa.sock"), filepath.Join(e.dir, "daemon.log"), step)
+	d, err := live.Serve(context.Background(), rsaBin, e.cfg, filepath.Join(e.dir, "run", "rsa.sock"), filepath.Join(e.dir, "daemon.log"), step)
 	if err != nil {
 		e.t.Fatalf("%v:\n%s", err, e.daemonLog())
 	}

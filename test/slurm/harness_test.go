@@ -26,6 +26,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -271,16 +272,28 @@ func (c *cluster) rsaJob(id string) *api.JobView {
 	return c.rsaJobs(id)[id]
 }
 
-// rsaJobs is RSA's newest record of each of the Slurm jobs ids
-// (testutil.RSAJobs).
+// rsaJobs is RSA's newest record of each of the Slurm jobs ids, read in
+// one rsa status (so at one moment); a job RSA has no record of is
+// missing from the map.
 func (c *cluster) rsaJobs(ids ...string) map[string]*api.JobView {
 	c.t.Helper()
-	return testutil.RSAJobs(c.t, rsaBin, c.rsaConf, ids...)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	jobs, err := live.Jobs(ctx, rsaBin, c.rsaConf)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return live.Newest(jobs, ids...)
 }
 
 func (c *cluster) waitRSA(id string, timeout time.Duration, rsaState string) *api.JobView {
 	c.t.Helper()
-	return testutil.WaitRSA(c.t, rsaBin, c.rsaConf, id, timeout, rsaState)
+	var j *api.JobView
+	testutil.WaitFor(c.t, fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), timeout, poll, func() bool {
+		j = c.rsaJob(id)
+		return j != nil && string(j.RSA) == rsaState
+	})
+	return j
 }
 
 // assertNoLeaks checks that nothing of RSA is left: no RAMDISK on the

@@ -20,6 +20,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -589,7 +590,7 @@ func (l *load) poll() {
 	for _, j := range active {
 		held += j.Capacity()
 	}
-	rsaJobs := rsatest.NewestJobs(active)
+	rsaJobs := live.Newest(active)
 	l.peak = max(l.peak, held)
 	for _, u := range l.units {
 		if u.final {

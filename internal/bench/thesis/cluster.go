@@ -19,6 +19,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 )
 
 // ClusterT52 is T52 with RSA's RAMDISK on RSA nodes of their own (ram@1g):
@@ -305,8 +306,8 @@ func (t ClusterT52) waitSlurm(ctx context.Context, conf, id string, timeout time
 func (t ClusterT52) waitReleased(ctx context.Context, id string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if jobs, err := rsatest.RSAJobs(ctx, t.RSA, filepath.Join(t.Dir, "rsa", "rsa.toml")); err == nil {
-			if j := rsatest.NewestJobs(jobs, id)[id]; j != nil && j.RSA == lifecycle.Released {
+		if jobs, err := live.Jobs(ctx, t.RSA, filepath.Join(t.Dir, "rsa", "rsa.toml")); err == nil {
+			if j := live.Newest(jobs, id)[id]; j != nil && j.RSA == lifecycle.Released {
 				return nil
 			}
 		}

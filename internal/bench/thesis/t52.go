@@ -20,6 +20,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 )
 
 // T52 is the thesis' Table 5.2: a job of Ranks processes writes one
@@ -358,7 +359,7 @@ func runAsStderr(ctx context.Context, cred *syscall.Credential, stderr *bytes.Bu
 // daemon is an rsa serve of the benchmark's own: its state, socket and
 // RAMDISK root under a directory it removes when it stops.
 type daemon struct {
-	*rsatest.Daemon
+	*live.Daemon
 	dir    string
 	socket string
 }
@@ -381,7 +382,7 @@ func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	served, err := rsatest.Serve(ctx, rsa, conf, d.socket, filepath.Join(dir, "serve.log"), 10*time.Second)
+	served, err := live.Serve(ctx, rsa, conf, d.socket, filepath.Join(dir, "serve.log"), 10*time.Second)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -1,4 +1,10 @@
-package rsatest
+// Package live drives a live rsa: Serve starts rsa serve and waits for its
+// socket, Jobs and Newest read the job records it keeps. It is a package
+// apart from rsatest because it imports internal/api, and rsatest imports
+// nothing of RSA's: testutil builds on rsatest, and the tests of api, and
+// of the packages api imports, use testutil. Like rsatest it never
+// imports testing: the thesis re-runs, linked into rsa, use it too.
+package live
 
 import (
 	"context"
@@ -9,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
 // Daemon is an rsa serve started by Serve.
@@ -41,7 +48,7 @@ func Serve(ctx context.Context, bin, config, socket, log string, within time.Dur
 		_, err := c.Version(ctx)
 		return err == nil || ctx.Err() != nil
 	}
-	if !Poll(within, 20*time.Millisecond, answers) || ctx.Err() != nil {
+	if !rsatest.Poll(within, 20*time.Millisecond, answers) || ctx.Err() != nil {
 		d.Stop(syscall.SIGTERM, 0)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
