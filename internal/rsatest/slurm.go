@@ -33,10 +33,13 @@ func (s Slurm) Tool(name string) string {
 }
 
 // Command is name (Tool) with args, run as root in this process's
-// environment with the cluster's SLURM_CONF.
+// environment with the cluster's SLURM_CONF. Once it has exited, or ctx
+// is done, its output pipes are given 5 s more, so that a process it left
+// behind cannot hold its caller.
 func (s Slurm) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, s.Tool(name), args...)
 	cmd.Env = s.Env()
+	cmd.WaitDelay = 5 * time.Second
 	return cmd
 }
 
