@@ -5,6 +5,8 @@ import (
 	"os/user"
 	"strconv"
 	"testing"
+
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
 // EnsureGroup creates the group name with the accounts members in it (their
@@ -15,20 +17,20 @@ func EnsureGroup(t testing.TB, name string, members ...string) uint32 {
 	t.Helper()
 	RequireRoot(t)
 	if _, err := user.LookupGroup(name); err == nil {
-		if err := RunAccountTool("groupdel", name); err != nil {
+		if err := rsatest.RunAccountTool("groupdel", name); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := RunAccountTool("groupadd", name); err != nil {
+	if err := rsatest.RunAccountTool("groupadd", name); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := RunAccountTool("groupdel", name); err != nil {
+		if err := rsatest.RunAccountTool("groupdel", name); err != nil {
 			t.Errorf("removing test group %s: %v", name, err)
 		}
 	})
 	for _, m := range members {
-		if err := RunAccountTool("usermod", "--append", "--groups", name, m); err != nil {
+		if err := rsatest.RunAccountTool("usermod", "--append", "--groups", name, m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,21 +1,22 @@
-// Package testutil holds what the root-level tests share: the rule that a
-// test needing root fails instead of skipping under CI=true, and a real
-// unprivileged test user. It is imported only by tests.
+// Package testutil holds what the tests share: the rule that a test
+// needing root fails instead of skipping under CI=true, real unprivileged
+// test users, and the test-facing side of the integration suites' harness
+// (WaitFor, RepoRoot, KeepLogs, Sbatch, WaitJob). It is imported only by
+// tests: it fails a test (t.Fatal) and cleans up after it (t.Cleanup) on
+// top of internal/rsatest, which does the work without importing testing.
 package testutil
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
 // RequireRoot skips a test that needs root, unless CI=true, where a skipped
@@ -55,11 +56,7 @@ func RequireTool(t testing.TB, name string) string {
 }
 
 // User is an unprivileged account for tests.
-type User struct {
-	Name     string
-	UID, GID uint32
-	Home     string
-}
+type User = rsatest.Account
 
 // TestUserName names the account the tests of the calling package run
 // jobs as: one per package ("rsatest-internal-mount", "rsatest-test-e2e",
@@ -70,12 +67,9 @@ type User struct {
 func TestUserName() string {
 	wd, _ := os.Getwd()
 	rel := filepath.Base(wd)
-	for dir := wd; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if r, err := filepath.Rel(dir, wd); err == nil {
-				rel = r
-			}
-			break
+	if root, err := rsatest.ModuleRoot(); err == nil {
+		if r, err := filepath.Rel(root, wd); err == nil {
+			rel = r
 		}
 	}
 	return "rsatest-" + strings.ReplaceAll(rel, string(filepath.Separator), "-")
@@ -116,72 +110,18 @@ func EnsureUsers(t testing.TB, n int) []User {
 func EnsureNamedUser(t testing.TB, name string) User {
 	t.Helper()
 	RequireRoot(t)
-	u, err := user.Lookup(name)
-	if err != nil {
-		if err := RunAccountTool("useradd", "--create-home", "--shell", "/bin/sh", "--user-group", name); err != nil {
-			t.Fatal(err)
-		}
+	u, made, err := rsatest.EnsureAccount(name, "--create-home", "--shell", "/bin/sh")
+	if made {
 		t.Cleanup(func() {
-			if err := RunAccountTool("userdel", "--remove", name); err != nil {
+			if err := rsatest.RemoveAccount(name, "--remove"); err != nil {
 				t.Errorf("removing test user %s: %v", name, err)
 			}
 		})
-		if u, err = user.Lookup(name); err != nil {
-			t.Fatal(err)
-		}
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: u.HomeDir}
-}
-
-// accountToolPatience bounds how long RunAccountTool retries: a lock is
-// held for the milliseconds another useradd or userdel takes, and a
-// process of a user being removed takes a moment to exit.
-const accountToolPatience = 20 * time.Second
-
-// RunAccountTool runs useradd or userdel (with the C locale, whose
-// messages it reads) and runs it again, after a pause that doubles up to a
-// second, while it fails for a reason that passes:
-//   - exit status 1 (the passwd or shadow file) or 10 (the group or
-//     gshadow file) with "cannot lock": shadow's tools exit at once when
-//     another of them holds a lock;
-//   - userdel's exit status 8: a process of the user's is still exiting.
-//
-// Any other failure, or one that lasts past accountToolPatience, is
-// returned with the tool's output.
-func RunAccountTool(name string, args ...string) error {
-	deadline := time.Now().Add(accountToolPatience)
-	pause := 50 * time.Millisecond
-	for {
-		cmd := exec.Command(name, args...)
-		cmd.Env = append(os.Environ(), "LC_ALL=C")
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			return nil
-		}
-		if !accountToolRetries(name, err, out) || time.Now().Add(pause).After(deadline) {
-			return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// accountToolRetries reports whether a failure of useradd or userdel
-// (RunAccountTool) is one that passes.
-func accountToolRetries(name string, err error, out []byte) bool {
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return false
-	}
-	switch code := exit.ExitCode(); {
-	case (code == 1 || code == 10) && bytes.Contains(out, []byte("cannot lock")):
-		return true
-	case code == 8 && name == "userdel":
-		return true
-	}
-	return false
+	return u
 }
 
 // MkdirOwned makes dir owned by u with mode 0755.
@@ -276,10 +216,9 @@ func CommandWithin(t testing.TB, limit time.Duration, name string, args ...strin
 // backing_file), as the kernel names it.
 func LoopsOf(file string) []string {
 	var on []string
-	ms, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, m := range ms {
-		if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == file {
-			on = append(on, m)
+	for _, l := range rsatest.Loops() {
+		if l.Backing == file {
+			on = append(on, l.Device)
 		}
 	}
 	return on

@@ -113,7 +113,7 @@ func conformanceInsideCtl(t *testing.T, dir string) {
 		t.Fatalf("the cluster has RSA nodes %v; the suite spreads RAMDISKs over two", nodes)
 	}
 	for _, n := range nodes {
-		waitFor(t, "the agent of "+n+" to answer", 30*time.Second, upIs(n, true))
+		testutil.WaitFor(t, "the agent of "+n+" to answer", 30*time.Second, poll, upIs(n, true))
 	}
 	newEngine := func() *gluster.Engine {
 		return &gluster.Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: gc.Address,
@@ -136,10 +136,10 @@ func conformanceInsideCtl(t *testing.T, dir string) {
 		SealsUnderWriters: true,
 		Silence: func(t *testing.T, node string) func() {
 			askAgent(t, sock, "silence", node)
-			waitFor(t, "the heartbeat to find "+node+" silent", 30*time.Second, upIs(node, false))
+			testutil.WaitFor(t, "the heartbeat to find "+node+" silent", 30*time.Second, poll, upIs(node, false))
 			return func() {
 				askAgent(t, sock, "answer", node)
-				waitFor(t, "the agent of "+node+" to answer again", 60*time.Second, upIs(node, true))
+				testutil.WaitFor(t, "the agent of "+node+" to answer again", 60*time.Second, poll, upIs(node, true))
 			}
 		},
 	})

@@ -182,7 +182,7 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 	}
 	// Slurm holds the job in its stage-out until the program ends.
 	c.waitRSA(t, id, 60*time.Second, "STAGING_OUT")
-	waitFor(t, "the stage-out program's probes", 100*time.Second, func() bool {
+	testutil.WaitFor(t, "the stage-out program's probes", 100*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "probed"))
 		return err == nil
 	})

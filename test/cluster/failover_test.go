@@ -106,7 +106,7 @@ func testFailover(t *testing.T, u testutil.User, mode string) {
 				pid, release = c.holdRamdisk(t, u, w, j.Ramdisk)
 				touch(t, filepath.Join(w, "end"))
 				term := fmt.Sprintf("by pid %d (", pid)
-				waitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, func() bool {
+				testutil.WaitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, poll, func() bool {
 					return strings.Contains(c.stageLog(t, rid), term)
 				})
 			}
@@ -322,7 +322,7 @@ func (c *cluster) halt(t *testing.T, h, other string) time.Duration {
 			c.script(t, time.Minute, "cluster-up", "boot-control", h)
 		}
 	})
-	waitFor(t, "the rsa serve of "+other+" to take over", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the rsa serve of "+other+" to take over", 60*time.Second, poll, func() bool {
 		i := c.activeRSA(t)
 		return i.Host == other && i.Epoch > before
 	})
@@ -347,7 +347,7 @@ func (c *cluster) slurmTakeover(t *testing.T, bb bool) {
 		t.Fatal(err)
 	}
 	c.slurm(t, "scontrol", "takeover")
-	waitFor(t, "slurmctld on ctl2 to be in control, its burst buffer up", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "slurmctld on ctl2 to be in control, its burst buffer up", 60*time.Second, poll, func() bool {
 		b, err := os.ReadFile(log)
 		if err != nil || len(b) < len(before) {
 			return false
@@ -369,7 +369,7 @@ func (c *cluster) bootControl(t *testing.T, h string) {
 // waitFile waits until path exists.
 func waitFile(t *testing.T, path string, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, path, timeout, func() bool {
+	testutil.WaitFor(t, path, timeout, poll, func() bool {
 		_, err := os.Stat(path)
 		return err == nil
 	})

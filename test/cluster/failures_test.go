@@ -182,7 +182,7 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 		}
 	}
 	// The daemon notices (heartbeat 1s): rsa nodes and the metrics say so.
-	waitFor(t, "the metrics to show both agents down", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "the metrics to show both agents down", 30*time.Second, poll, func() bool {
 		m := c.metrics(t)
 		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 0`) &&
 			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 0`, storage))
@@ -199,7 +199,7 @@ srun -N2 bash -c 'cd %[2]s; while [ ! -e %[1]s/go ]; do cat f* | sha256sum; slee
 			t.Fatalf("start-agent %s: %v %s", h, err, out)
 		}
 	}
-	waitFor(t, "the metrics to show both agents up again", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "the metrics to show both agents up again", 30*time.Second, poll, func() bool {
 		m := c.metrics(t)
 		return strings.Contains(m, `rsa_agent_up{node="c1",role="compute"} 1`) &&
 			strings.Contains(m, fmt.Sprintf(`rsa_agent_up{node=%q,role="storage"} 1`, storage))
@@ -309,7 +309,7 @@ func testDaemonKilled(t *testing.T, c *cluster, u testutil.User) {
 				pid, release = c.holdRamdisk(t, u, w, j.Ramdisk)
 				letGo(t, w)
 				term := fmt.Sprintf("by pid %d (", pid)
-				waitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, func() bool {
+				testutil.WaitFor(t, "the teardown to send the holder SIGTERM", 120*time.Second, poll, func() bool {
 					for _, l := range strings.Split(c.stageLog(t, rid), "\n") {
 						if strings.Contains(l, term) && strings.HasSuffix(l, "sending SIGTERM") {
 							return true
@@ -449,7 +449,7 @@ func (c *cluster) holdRamdisk(t *testing.T, u testutil.User, w, ramdisk string) 
 		}
 	}
 	t.Cleanup(release)
-	waitFor(t, "the holder to be in the RAMDISK", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "the holder to be in the RAMDISK", 30*time.Second, poll, func() bool {
 		select {
 		case <-done:
 			t.Fatalf("the holder of %s ended before it was in it (%v)", ramdisk, cmd.ProcessState)
@@ -504,7 +504,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		t.Fatal(err)
 	}
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
-	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job to read its input", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "read"))
 		return err == nil
 	})
@@ -524,7 +524,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	// suspect when the job was read, so the job must not be degraded
 	// yet. (Suspect lasts down_after, many of these looks.)
 	sawSuspect := false
-	waitFor(t, victim+" to go down", 60*time.Second, func() bool {
+	testutil.WaitFor(t, victim+" to go down", 60*time.Second, poll, func() bool {
 		jv := c.rsaJob(t, id)
 		switch c.agentState(t, victim) {
 		case "suspect":
@@ -556,13 +556,13 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	if m := c.metrics(t); !strings.Contains(m, fmt.Sprintf(`rsa_agent_state{node=%q,role="storage",state="down"} 1`, victim)) {
 		t.Errorf("the metrics do not show %s down", victim)
 	}
-	waitFor(t, "the job's record to name "+victim, 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job's record to name "+victim, 60*time.Second, poll, func() bool {
 		return slices.Contains(c.rsaJob(t, id).Lost, victim)
 	})
 	// Nothing vouches for the node's part of the input now: the input
 	// path goes back to disk (the job holds nothing in it), and the job
 	// runs on.
-	waitFor(t, "the input path to leave RAM", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the input path to leave RAM", 60*time.Second, poll, func() bool {
 		switch jv := c.rsaJob(t, id); jv.RSA {
 		case "INUSE_IN", "UNMOUNT_NEEDED", "UNMOUNTING":
 			return false
@@ -581,7 +581,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		t.Fatalf("start-agent %s: %v %s", victim, err, out)
 	}
 	back = true
-	waitFor(t, victim+" to be up again", 30*time.Second, func() bool { return c.agentState(t, victim) == "up" })
+	testutil.WaitFor(t, victim+" to be up again", 30*time.Second, poll, func() bool { return c.agentState(t, victim) == "up" })
 	letGo(t, w)
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	c.waitRSA(t, id, 60*time.Second, "RELEASED")

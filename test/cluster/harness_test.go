@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -35,27 +36,20 @@ func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
 const clusterDir = "/var/tmp/rsa-cluster-test"
 
 type cluster struct {
-	dir     string   // RSA_CLUSTER_DIR
-	net     string   // the bridge's /24 ("10.78.ID"), as cluster-up makes it
-	conf    string   // slurm.conf
-	rsaConf string   // rsa serve's config
-	root    string   // the repository
-	env     []string // the scripts' environment
-	storage []string // rsa1..rsaN
-	compute []string // c1..cM
-	control []string // ctl, and ctl2 with RSA_CLUSTER_FAILOVER=1
+	dir         string        // RSA_CLUSTER_DIR
+	net         string        // the bridge's /24 ("10.78.ID"), as cluster-up makes it
+	conf        string        // slurm.conf
+	slurmClient rsatest.Slurm // Slurm's client side on the login node
+	rsaConf     string        // rsa serve's config
+	root        string        // the repository
+	env         []string      // the scripts' environment
+	storage     []string      // rsa1..rsaN
+	compute     []string      // c1..cM
+	control     []string      // ctl, and ctl2 with RSA_CLUSTER_FAILOVER=1
 	// via is the control host the rsa CLI and holdRamdisk run on; "":
 	// the CLI on the login node, through the config's socket, and the
 	// holder on ctl. A failover pair's sockets are in each host's /run.
 	via string
-}
-
-func repoRoot(t *testing.T) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
 }
 
 // startCluster brings the cluster up with scripts/cluster-up and the rsa
@@ -84,8 +78,9 @@ func startCluster(t *testing.T, env ...string) *cluster {
 			control = append(control, "ctl2")
 		}
 	}
-	c := &cluster{dir: fmt.Sprintf("%s-%d", clusterDir, id), net: fmt.Sprintf("10.78.%d", id), root: repoRoot(t), control: control}
+	c := &cluster{dir: fmt.Sprintf("%s-%d", clusterDir, id), net: fmt.Sprintf("10.78.%d", id), root: testutil.RepoRoot(t), control: control}
 	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
+	c.slurmClient = rsatest.Slurm{Conf: c.conf}
 	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
 	c.env = append(os.Environ(), "RSA_CLUSTER_DIR="+c.dir, "RSA_BIN="+rsaBin)
 	c.env = append(c.env, env...)
@@ -128,13 +123,8 @@ func (c *cluster) addr(host string) string {
 
 // script runs one of the cluster's scripts with the cluster's environment.
 func (c *cluster) script(t *testing.T, timeout time.Duration, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "scripts", name), args...)
-	cmd.Env = c.env
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
+	out, err := rsatest.Script(context.Background(), c.root, c.env, timeout, name, args...)
+	return strings.TrimSpace(out), err
 }
 
 func (c *cluster) down(t *testing.T) {
@@ -145,12 +135,8 @@ func (c *cluster) down(t *testing.T) {
 
 func (c *cluster) dumpLogs(t *testing.T) {
 	// Kept for a closer look: the cluster's directory goes with cluster-down.
-	keep := fmt.Sprintf("/tmp/rsa-cluster-logs-%d", time.Now().Unix())
-	if out, err := exec.Command("cp", "-a", filepath.Join(c.dir, "log"), keep).CombinedOutput(); err == nil {
-		t.Logf("the cluster's logs are kept in %s", keep)
-	} else {
-		t.Logf("keeping the logs: %v %s", err, out)
-	}
+	logs := filepath.Join(c.dir, "log")
+	keep := testutil.KeepLogs(t, logs, "rsa-cluster-logs")
 	// glusterd's and the bricks' own logs, by RSA host: what a pool
 	// did when the daemon's log only says what it saw.
 	hosts, _ := filepath.Glob(filepath.Join(c.dir, "hosts", "*", "log-glusterfs"))
@@ -161,13 +147,7 @@ func (c *cluster) dumpLogs(t *testing.T) {
 		}
 	}
 	// The daemon's log last: a CI page shows the end of the output.
-	for _, f := range []string{"slurmctld.log", "rsa.out"} {
-		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
-		if len(b) > 6000 {
-			b = b[len(b)-6000:]
-		}
-		t.Logf("--- %s (tail) ---\n%s", f, b)
-	}
+	testutil.LogTails(t, logs, "slurmctld.log", "rsa.out")
 }
 
 // exec runs a command on host (in all of its namespaces, through
@@ -195,7 +175,7 @@ func (c *cluster) rsa(t *testing.T, args ...string) string {
 		return c.exec(t, c.via, append([]string{filepath.Join(c.dir, "rsa", "rsa"), "--config", c.rsaConf}, args...)...)
 	}
 	cmd := testutil.Command(t, filepath.Join(c.dir, "rsa", "rsa"), append([]string{"--config", c.rsaConf}, args...)...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	cmd.Env = c.slurmClient.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("rsa %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -207,7 +187,7 @@ func (c *cluster) rsa(t *testing.T, args ...string) string {
 func (c *cluster) slurm(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := testutil.Command(t, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
+	cmd.Env = c.slurmClient.Env()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
@@ -219,22 +199,13 @@ func (c *cluster) slurm(t *testing.T, args ...string) string {
 // (on the root file system, which every host sees), and returns its id.
 func (c *cluster) sbatch(t *testing.T, u testutil.User, args ...string) string {
 	t.Helper()
-	cmd := testutil.Command(t, "runuser", append([]string{"-u", u.Name, "--", "env", "SLURM_CONF=" + c.conf,
-		"sbatch", "--parsable"}, args...)...)
-	cmd.Dir = u.Home
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("sbatch %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
-	}
-	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	id := testutil.Sbatch(t, c.slurmClient, u, u.Home, args...)
 	// A test that fails while its job waits (for a file the test never
 	// writes) would leave the job holding its hosts, and every later test
 	// would wait for them until the package's timeout.
 	t.Cleanup(func() {
 		if t.Failed() {
-			cmd := exec.Command("scancel", id)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-			if out, err := cmd.CombinedOutput(); err != nil {
+			if out, err := c.slurmClient.Command(context.Background(), "scancel", id).CombinedOutput(); err != nil {
 				t.Logf("scancel %s after the failure: %v: %s", id, err, out)
 			}
 		}
@@ -242,65 +213,23 @@ func (c *cluster) sbatch(t *testing.T, u testutil.User, args ...string) string {
 	return id
 }
 
+// poll is how often a test checks the condition it waits for: most run a
+// program (squeue, rsa status, a command on a host).
+const poll = 100 * time.Millisecond
+
 // job reads a Slurm job's state ("" once Slurm forgets it).
 func (c *cluster) job(t *testing.T, id string) (string, error) {
-	cmd := testutil.Command(t, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T")
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if strings.Contains(string(out), "Invalid job id") {
-			return "", nil
-		}
-		return "", fmt.Errorf("squeue -j %s: %v: %s", id, err, strings.TrimSpace(string(out)))
-	}
-	return strings.TrimSpace(string(out)), nil
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	state, _, err := c.slurmClient.Job(ctx, id)
+	return state, err
 }
 
-// waitFor polls cond every 100ms until it holds or timeout passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	if !poll(timeout, cond) {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
-// poll polls cond every 100ms until it holds (true) or timeout passes
-// (false): waitFor, for a caller that says more when it times out.
-func poll(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
-}
-
-// waitJob waits until job id is in one of states and returns that state;
-// a job that ends in another state fails the test at once.
+// waitJob waits until job id is in one of states and returns that state
+// (testutil.WaitJob).
 func (c *cluster) waitJob(t *testing.T, id string, timeout time.Duration, states ...string) string {
 	t.Helper()
-	var got string
-	ended := map[string]bool{"COMPLETED": true, "FAILED": true, "CANCELLED": true, "TIMEOUT": true,
-		"NODE_FAIL": true, "OUT_OF_MEMORY": true, "BOOT_FAIL": true, "DEADLINE": true, "PREEMPTED": true}
-	waitFor(t, fmt.Sprintf("Slurm job %s to be %v", id, states), timeout, func() bool {
-		s, err := c.job(t, id)
-		if err != nil {
-			return false // slurmctld not answering yet: poll through it
-		}
-		got = s
-		for _, want := range states {
-			if s == want {
-				return true
-			}
-		}
-		if ended[s] {
-			t.Fatalf("Slurm job %s ended %s, not %v", id, s, states)
-		}
-		return false
-	})
-	return got
+	return testutil.WaitJob(t, c.slurmClient, id, timeout, states...)
 }
 
 // connectedPeers counts the peers host's glusterd lists as connected,

@@ -90,7 +90,7 @@ func testVolumeBack(t *testing.T, c *cluster) {
 	if closed < 2 {
 		t.Errorf("ReconnectPeers closed %d connections of rsa3's glusterd (it had %q): want one at least with each of its two peers", closed, before)
 	}
-	waitFor(t, "rsa3's glusterd to connect to its peers again", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa3's glusterd to connect to its peers again", 60*time.Second, poll, func() bool {
 		ps, err := rsa3.Peers(ctx)
 		if err != nil || len(ps) != 2 {
 			return false
@@ -108,11 +108,11 @@ func testVolumeBack(t *testing.T, c *cluster) {
 	}
 	t.Logf("ReconnectPeers on rsa3 closed %d connections: %q; now %q", closed, before, after)
 	back := time.Now()
-	waitFor(t, "the daemon to remove the volume no job holds", 90*time.Second, func() bool {
+	testutil.WaitFor(t, "the daemon to remove the volume no job holds", 90*time.Second, poll, func() bool {
 		return !strings.Contains(c.exec(t, "rsa3", "gluster", "--mode=script", "volume", "list"), vol)
 	})
 	t.Logf("a volume no job holds, back in glusterd: removed %.1fs later", time.Since(back).Seconds())
-	waitFor(t, "its brick to go", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "its brick to go", 30*time.Second, poll, func() bool {
 		st, err := rsa3.Status(ctx)
 		if err != nil {
 			t.Fatal(err)

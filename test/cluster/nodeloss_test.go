@@ -237,7 +237,7 @@ func testLossAtStageOut(t *testing.T, c *cluster, u testutil.User, replica bool,
 	// put half a minute away: the retry waits for it, as an admin would
 	// after 'out of reach' once more.
 	vol := volumeOf(j)
-	waitFor(t, "glusterd to see the brick online (a healed link: the control host's client connected as well)", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "glusterd to see the brick online (a healed link: the control host's client connected as well)", 60*time.Second, poll, func() bool {
 		st := c.exec(t, other, "gluster", "--mode=script", "--xml", "volume", "status", vol)
 		if how == lossBrick {
 			return strings.Count(st, "<status>1</status>") == 2
@@ -276,7 +276,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 `, w, out, twoNodes(replica), files))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
-	waitFor(t, "the job's output", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job's output", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "written"))
 		return err == nil
 	})
@@ -447,7 +447,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 `, w, out, header, write))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_OUT")
-	waitFor(t, "the job's output", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job's output", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "written"))
 		return err == nil
 	})
@@ -543,7 +543,7 @@ func testAgentDownAtTeardown(t *testing.T, c *cluster, u testutil.User) {
 		t.Fatalf("start-agent %s: %v %s", silent, err, out)
 	}
 	back := time.Now()
-	waitFor(t, "the debt to be paid", 60*time.Second, func() bool { return owed() == 0 })
+	testutil.WaitFor(t, "the debt to be paid", 60*time.Second, poll, func() bool { return owed() == 0 })
 	t.Logf("agent of %s back: its part removed and the debt paid %.1fs later", silent, time.Since(back).Seconds())
 	c.assertNoLeaks(t)
 }
@@ -583,7 +583,7 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 	lost := time.Now()
 	c.lose(t, victim, volumeOf(j), how)
 	took := time.Since(lost)
-	waitFor(t, "the job to leave its first stage-in", 90*time.Second, func() bool {
+	testutil.WaitFor(t, "the job to leave its first stage-in", 90*time.Second, poll, func() bool {
 		return c.rsaJob(t, id).RSA != "STAGING_IN"
 	})
 	t.Logf("%s: %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
@@ -700,7 +700,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 `, w, in, out, twoNodes(replica), mode, delay))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "INUSE_IN")
-	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job to read its input", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "read"))
 		return err == nil
 	})
@@ -714,7 +714,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	// nodes (a new assignment has lost none): when the node stays silent
 	// past the switch, as a reboot did once in CI under four clusters'
 	// load, only the job's log still says so.
-	waitFor(t, "the job's record or log to name the lost node", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job's record or log to name the lost node", 60*time.Second, poll, func() bool {
 		return slices.Contains(c.rsaJob(t, id).Lost, victim) || namesLoss(c.rsa(t, "log", fmt.Sprint(j.ID)), victim)
 	})
 	t.Logf("%s: %s while the job ran: the job knew %.1fs later", victim, how, time.Since(lost).Seconds())
@@ -729,7 +729,7 @@ for i in $(seq 20); do head -c 100000 /dev/urandom > %[3]s/o$i; done
 	}
 	if !replica {
 		// The input path leaves RAM: what the job reads next is on disk.
-		waitFor(t, "the switch the loss brings", 60*time.Second, func() bool {
+		testutil.WaitFor(t, "the switch the loss brings", 60*time.Second, poll, func() bool {
 			switch c.rsaJob(t, id).RSA {
 			case "INUSE_IN", "UNMOUNT_NEEDED", "UNMOUNTING":
 				return false
@@ -806,13 +806,13 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 		}
 	}
 	t.Cleanup(stopWriter)
-	waitFor(t, "the writer's first write", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "the writer's first write", 30*time.Second, poll, func() bool {
 		b, _ := os.ReadFile(wlog)
 		return strings.Contains(string(b), "ok 0")
 	})
 	c.exec(t, "c1", "sh", "-c", `nft add table inet rsafence && nft add chain inet rsafence in '{ type filter hook input priority 0; }' && nft add rule inet rsafence in ip saddr `+c.addr("ctl")+` tcp dport 9477 drop`)
 	t.Cleanup(func() { c.execErr(t, "c1", "nft", "delete", "table", "inet", "rsafence") })
-	waitFor(t, "the daemon to miss c1's agent", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "the daemon to miss c1's agent", 30*time.Second, poll, func() bool {
 		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 0`)
 	})
 	if err := os.WriteFile(filepath.Join(w, "go"), nil, 0o644); err != nil {
@@ -851,7 +851,7 @@ func testFenceAtStageOut(t *testing.T, c *cluster, u testutil.User) {
 		t.Errorf("the job's log does not say c1 was fenced:\n%s", log)
 	}
 	c.exec(t, "c1", "nft", "delete", "table", "inet", "rsafence")
-	waitFor(t, "c1's agent to answer again", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "c1's agent to answer again", 30*time.Second, poll, func() bool {
 		return strings.Contains(c.metrics(t), `rsa_agent_up{node="c1",role="compute"} 1`)
 	})
 	// Its client mount was left as a debt: removed once c1 answers,

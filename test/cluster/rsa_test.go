@@ -18,6 +18,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -41,7 +42,7 @@ func (c *cluster) rsaJob(t *testing.T, id string) *api.JobView {
 func (c *cluster) waitRSA(t *testing.T, id string, timeout time.Duration, rsaState string) *api.JobView {
 	t.Helper()
 	var j *api.JobView
-	if poll(timeout, func() bool {
+	if rsatest.Poll(timeout, poll, func() bool {
 		j = c.rsaJob(t, id)
 		return j != nil && string(j.RSA) == rsaState
 	}) {

@@ -79,14 +79,14 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		t.Fatalf("the job holds %v, not rsa3", held)
 	}
 	c.rsa(t, "undrain", "rsa1")
-	waitFor(t, "the job to read its input", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job to read its input", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "read"))
 		return err == nil
 	})
 
 	// rsa3 fails for good: its part becomes a debt, the job reads on from disk.
 	cluster("halt", "rsa3")
-	waitFor(t, "rsa3 down, owed the job's part", 120*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa3 down, owed the job's part", 120*time.Second, poll, func() bool {
 		n := c.nodes(t)["rsa3"]
 		return n.Agent != nil && n.Agent.State == "down" && n.Owed > 0
 	})
@@ -118,7 +118,7 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 		}
 	}
 	gluster("peer", "detach", "rsa3", "force")
-	waitFor(t, "the sweep to delete what the dead node's volumes left", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the sweep to delete what the dead node's volumes left", 60*time.Second, poll, func() bool {
 		return strings.TrimSpace(gluster("volume", "list")) == "No volumes present in cluster"
 	})
 	setConfig(false)
@@ -130,11 +130,11 @@ for i in $(seq 3000); do [ -e %[1]s/go ] && break; sleep 0.1; done
 	// A new machine in rsa3's place, into the pool and the config.
 	cluster("replace", "rsa3")
 	c.exec(t, "rsa1", "gluster", "--mode=script", "peer", "probe", "rsa3")
-	waitFor(t, "rsa3 in the pool", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa3 in the pool", 60*time.Second, poll, func() bool {
 		return strings.Contains(c.exec(t, "rsa1", "gluster", "--mode=script", "pool", "list"), "Connected")
 	})
 	setConfig(true)
-	waitFor(t, "rsa3 to take new RAMDISKs", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa3 to take new RAMDISKs", 60*time.Second, poll, func() bool {
 		n := c.nodes(t)["rsa3"]
 		return n.Agent != nil && n.Agent.State == "up" && n.Agent.Unpooled == ""
 	})

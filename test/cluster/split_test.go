@@ -16,6 +16,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -126,7 +127,7 @@ step go
 	if len(j.Alloc) != 2 {
 		t.Fatalf("the job holds %v: the test needs a pair on two RSA nodes", j.Alloc)
 	}
-	waitFor(t, "the job's output mount", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "the job's output mount", 60*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(w, "mounted"))
 		return err == nil
 	})
@@ -163,7 +164,7 @@ step go
 			t.Fatal(err)
 		}
 		var got string
-		waitFor(t, "the job's write "+result, 60*time.Second, func() bool {
+		testutil.WaitFor(t, "the job's write "+result, 60*time.Second, poll, func() bool {
 			b, err := os.ReadFile(filepath.Join(w, result))
 			got = strings.TrimSpace(string(b))
 			return err == nil && got != ""
@@ -177,7 +178,7 @@ step go
 	cut(j.Alloc[0].Node)
 	// The write must find the second brick in reach again: c1's client
 	// reconnects to it a few seconds after the partition moved.
-	waitFor(t, "c1's client to reach "+j.Alloc[1].Node+" again", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "c1's client to reach "+j.Alloc[1].Node+" again", 60*time.Second, poll, func() bool {
 		priv, _ := c.execErr(t, "c1", "cat", fmt.Sprintf("%s/.meta/graphs/active/%s-client-1/private", j.Ramdisk, vol))
 		return strings.Contains(priv, "connected = 1")
 	})
@@ -247,7 +248,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	ended := time.Now()
 	c.waitJob(t, id, 60*time.Second, "COMPLETED")
 	var jv string
-	waitFor(t, "the stage-out and teardown to end", 120*time.Second, func() bool {
+	testutil.WaitFor(t, "the stage-out and teardown to end", 120*time.Second, poll, func() bool {
 		jv = string(c.rsaJob(t, id).RSA)
 		return jv == "RELEASED" || jv == "TEARDOWN_FAILED" || jv == "STAGE_OUT_FAILED"
 	})
@@ -258,7 +259,7 @@ func testRSAPartition(t *testing.T, c *cluster, u testutil.User) {
 	checkOutput(t, out, parseSums(t, readFile(t, filepath.Join(w, "sums"))), filesOut)
 	// Each glusterd sees the other disconnected: a new RAMDISK across
 	// them could be neither made nor deleted, so one of them takes none.
-	waitFor(t, "rsa nodes to keep "+a+" or "+b+" out of new RAMDISKs", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa nodes to keep "+a+" or "+b+" out of new RAMDISKs", 30*time.Second, poll, func() bool {
 		u := c.unpooled(t)
 		return u[a] != "" || u[b] != ""
 	})
@@ -300,20 +301,20 @@ func testRejectedPeer(t *testing.T, c *cluster, u testutil.User) {
 	}
 	heal := c.cutOff(t, x, a, b)
 	peers := func(h string) string { return c.exec(t, h, "gluster", "--mode=script", "peer", "status") }
-	waitFor(t, x+"'s glusterd to lose "+a+" and "+b, 90*time.Second, func() bool {
+	testutil.WaitFor(t, x+"'s glusterd to lose "+a+" and "+b, 90*time.Second, poll, func() bool {
 		return strings.Count(peers(x), "(Disconnected)") == 2
 	})
 	c.exec(t, x, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "cut-off")
 	c.exec(t, a, "gluster", "--mode=script", "volume", "set", vol, "user.rsa-test", "the-job's")
 	heal()
-	waitFor(t, a+"'s glusterd to reconnect to "+x+" and reject it", 90*time.Second, func() bool {
+	testutil.WaitFor(t, a+"'s glusterd to reconnect to "+x+" and reject it", 90*time.Second, poll, func() bool {
 		return strings.Contains(peers(a), "Peer Rejected (Connected)")
 	})
 	// A rejected host takes no new RAMDISK, and it alone: the other two
 	// see each other whole. (While cut off, it was kept out as
 	// disconnected; the daemon's next look must say what glusterd says
 	// now.)
-	waitFor(t, "rsa nodes to keep "+x+" out of new RAMDISKs as rejected", 30*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa nodes to keep "+x+" out of new RAMDISKs as rejected", 30*time.Second, poll, func() bool {
 		return strings.Contains(c.unpooled(t)[x], `"Peer Rejected" (connected)`)
 	})
 	if u := c.unpooled(t); len(u) != 1 {
@@ -398,7 +399,7 @@ func (c *cluster) mendPool(t *testing.T, patience time.Duration) {
 	}
 	if !c.poolWhole(t) {
 		var out map[string]string
-		if !poll(30*time.Second, func() bool { out = c.unpooled(t); return len(out) > 0 }) {
+		if !rsatest.Poll(30*time.Second, poll, func() bool { out = c.unpooled(t); return len(out) > 0 }) {
 			peers, _ := c.execErr(t, c.storage[0], "gluster", "--mode=script", "peer", "status")
 			t.Fatalf("glusterd's pool is not whole, and rsa nodes keeps no RSA host out of new RAMDISKs:\n%s", peers)
 		}
@@ -417,7 +418,7 @@ func (c *cluster) mendPool(t *testing.T, patience time.Duration) {
 			time.Sleep(time.Second)
 		}
 	}
-	if !poll(30*time.Second, func() bool { return len(c.unpooled(t)) == 0 }) {
+	if !rsatest.Poll(30*time.Second, poll, func() bool { return len(c.unpooled(t)) == 0 }) {
 		t.Fatalf("glusterd's pool is whole, and rsa nodes still keeps RSA hosts out of new RAMDISKs: %v", c.unpooled(t))
 	}
 }

@@ -22,7 +22,7 @@ const previousRelease = "v0.1.0"
 // in over both (each its share), runs on both compute hosts, stages out
 // verified and leaves nothing; rsa nodes shows the old agent's version.
 func TestOldAgentLong(t *testing.T) {
-	old := buildRelease(t, repoRoot(t), previousRelease)
+	old := buildRelease(t, testutil.RepoRoot(t), previousRelease)
 	u := testutil.EnsureNamedUser(t, testutil.TestUserName()+"-8") // before t.Parallel: useradd takes a lock
 	t.Parallel()
 	c := startCluster(t, "RSA_CLUSTER_ID=7", "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0")
@@ -39,7 +39,7 @@ func TestOldAgentLong(t *testing.T) {
 			t.Fatalf("cluster-up %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	waitFor(t, "rsa2's agent of "+previousRelease+" to be up", 60*time.Second, func() bool {
+	testutil.WaitFor(t, "rsa2's agent of "+previousRelease+" to be up", 60*time.Second, poll, func() bool {
 		a := c.nodes(t)["rsa2"].Agent
 		return a != nil && a.State == "up" && a.Version == previousRelease && a.Unpooled == ""
 	})

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"github.com/rsa-hpc/rsa/internal/store"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
@@ -102,14 +101,14 @@ func TestDrain(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o1"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 1 ready", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
 	if out, stderr, err := e.rsa(true, "drain", "local", "--reason", "memory test"); err != nil || !strings.Contains(out, "draining (memory test, by root") {
 		t.Fatalf("drain: %v %q %q", err, out, stderr)
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 2 to wait for the drained node", step, func() bool { return strings.Contains(e.job(2).Waiting, "1 of 1 RSA nodes drained") })
+	testutil.WaitFor(t, "job 2 to wait for the drained node", step, poll, func() bool { return strings.Contains(e.job(2).Waiting, "1 of 1 RSA nodes drained") })
 	e.cancelAndWait(false, 1)
 	// The drain is kept across a restart; the empty node is "drained".
 	e.kill(syscall.SIGTERM)
@@ -123,7 +122,7 @@ func TestDrain(t *testing.T) {
 	if out, stderr, err := e.rsa(true, "undrain", "local"); err != nil || !strings.Contains(out, "local: up") {
 		t.Fatalf("undrain: %v %q %q", err, out, stderr)
 	}
-	waitFor(t, "job 2 ready after undrain", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 ready after undrain", step, poll, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	e.cancelAndWait(false, 2)
 	e.noLeaks()
 }
@@ -179,16 +178,11 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 		exec.Command("userdel", n).Run() // left by a killed run
 		t.Cleanup(func() { exec.Command("userdel", n).Run() })
 	}
-	if _, err := addUser(name, "--no-create-home"); err != nil {
-		t.Fatal(err)
-	}
-	u, err := user.Lookup(name)
+	gone, _, err := rsatest.EnsureAccount(name, "--no-create-home", "--shell", "/bin/sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	gone := testutil.User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: "/"}
+	gone.Home = "/"
 	out := testutil.MkdirOwned(t, gone, filepath.Join(e.dir, "gone-out"))
 	if b, err := e.as(gone, rsaBin, "--config", e.cfg, "submit", "--out", out, "--capacity", "16M").CombinedOutput(); err != nil {
 		t.Fatalf("submit: %v %s", err, b)
@@ -204,10 +198,10 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 		t.Fatalf("the account does not see its own job's paths: %v %s", err, b)
 	}
 	// The account goes; another is made with its uid.
-	if err := removeUser(name); err != nil {
+	if err := rsatest.RemoveAccount(name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := addUser(heir, "--no-create-home", "--uid", fmt.Sprint(gone.UID)); err != nil {
+	if _, _, err := rsatest.EnsureAccount(heir, "--no-create-home", "--shell", "/bin/sh", "--uid", fmt.Sprint(gone.UID)); err != nil {
 		t.Fatal(err)
 	}
 	b, err := e.as(gone, rsaBin, "--config", e.cfg, "log", "1").CombinedOutput()
@@ -290,14 +284,14 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())
 	}
-	waitFor(t, "job 1's stage-out to fail", step, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
+	testutil.WaitFor(t, "job 1's stage-out to fail", step, poll, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
 	if j := e.job(1); !strings.Contains(j.Error, "holds 2 files") {
 		t.Errorf("the failed stage-out does not say what RAM holds: %q", j.Error)
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("o2"), "--capacity", "64M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 2 ready", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 ready", step, poll, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": STAGE_OUT_FAILED: stage-out program")
 
 	e.kill(syscall.SIGKILL)
@@ -315,7 +309,7 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	}
 	e.start()
 
-	waitFor(t, "job 1's output to be reported lost", step, func() bool { return e.job(1).RSA == lifecycle.OutputLost })
+	testutil.WaitFor(t, "job 1's output to be reported lost", step, poll, func() bool { return e.job(1).RSA == lifecycle.OutputLost })
 	j := e.job(1)
 	if !strings.Contains(j.Error, "RAMDISK is gone") || !strings.Contains(j.Error, "archive server unreachable") {
 		t.Errorf("job 1's reason does not say what happened: %q", j.Error)
@@ -327,7 +321,7 @@ func TestRebootLosesRamdisk(t *testing.T) {
 	e.logHas(1, "RAMDISK lost", "files only in RAM after the failed stage-out: 2", "result", "second")
 	e.health(1, "WARNING: 1 jobs need", "job 1 of "+e.user.Name+": OUTPUT_LOST: its RAMDISK is gone")
 	// Job 2 held nothing unsaved: its RAMDISK is simply built again.
-	waitFor(t, "job 2's RAMDISK to be rebuilt", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2's RAMDISK to be rebuilt", step, poll, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	// Rebuilt once: the lost event starts the construct, and a resume of
 	// the same job would start a second one racing it to the mount point.
 	if log := e.daemonLog(); strings.Contains(log, "job=2 event=resume") {

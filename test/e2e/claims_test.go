@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // A stage-in that runs past limits.stage_timeout is stopped and counts as
@@ -123,7 +124,7 @@ if ram "$2"; then echo "output in RAM while the input is busy" >&2; exit 10; fi
 echo on-disk > "$2/result"
 `)
 	b := e.runBG("--in", in, "--out", out, "--delay", switchDelay, "--", job, in, out)
-	waitFor(t, "UNMOUNT_BUSY", step, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.UnmountBusy })
+	testutil.WaitFor(t, "UNMOUNT_BUSY", step, poll, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.UnmountBusy })
 	e.writeFile(filepath.Join(ctl, "go"), nil, 0o644)
 	if code := b.wait(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, b.errb.String())

@@ -12,11 +12,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // inRAM is shell that fails unless "$1" shows an RSA RAMDISK. Jobs that
@@ -235,12 +237,15 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 			b := e.runBG(append(args, "--", e.script("job.sh", jobBody), in, out)...)
 			// Before its command ends, rsa run waits out the daemon's
 			// death: should it end instead, say what it said.
-			wait := waitFor
+			wait := func(t *testing.T, what string, within time.Duration, cond func() bool) {
+				t.Helper()
+				testutil.WaitFor(t, what, within, poll, cond)
+			}
 			if phase == "stage-in" || phase == "running" {
 				wait = b.waitFor
 			}
 			if phase == "built-in stage-out" {
-				waitFor(t, "the built-in stage-out to copy", step, func() bool {
+				testutil.WaitFor(t, "the built-in stage-out to copy", step, poll, func() bool {
 					j, ok := e.maybeJob(1)
 					return ok && j.RSA == lifecycle.StagingOut && j.Progress != nil && j.Progress.Bytes > 0
 				})
@@ -258,7 +263,7 @@ for i in $(seq 1 ` + itoa(files) + `); do head -c ` + itoa(size) + ` /dev/urando
 				wait(t, phase+" to be resumed", step, func() bool { return exists(started) })
 			}
 			if phase == "stage-in" {
-				waitFor(t, "the previous daemon's staging grandchild to be killed", step, func() bool { return pidGone(t, orphan) })
+				testutil.WaitFor(t, "the previous daemon's staging grandchild to be killed", step, poll, func() bool { return pidGone(t, orphan) })
 			}
 			if phase == "built-in stage-out" && !strings.Contains(e.daemonLog(), "rsa=STAGING_OUT") {
 				t.Fatalf("the daemon did not die during the stage-out (nothing to resume):\n%s", e.daemonLog())
@@ -419,7 +424,7 @@ func TestClientKilled(t *testing.T) {
 	job := e.script("job.sh", inRAM+`waitram "$1"; echo partial > "$1/checkpoint"; touch `+ready+`; exec sleep 300
 `)
 	b := e.runBG("--out", out, "--", job, out)
-	waitFor(t, "the checkpoint", step, func() bool { return exists(ready) })
+	testutil.WaitFor(t, "the checkpoint", step, poll, func() bool { return exists(ready) })
 	b.cmd.Process.Kill()
 	b.wait(t)
 	if _, stderr, err := e.rsa(false, "wait", "1"); err != nil {
@@ -465,7 +470,7 @@ waitram "$2"; echo fine > "$2/result"
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--stage-in", slow, "--out", out); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
-	waitFor(t, "stage-in to run", step, func() bool { return exists(staging) })
+	testutil.WaitFor(t, "stage-in to run", step, poll, func() bool { return exists(staging) })
 	e.runFine(t, out, "--job", "1", "--no-wait", "--", job, in, out)
 	sameFiles(t, in, want)
 	e.logHas(1, "job started before stage-in ended")
@@ -506,15 +511,15 @@ func TestCapacityWait(t *testing.T) {
 			t.Fatalf("submit: %v %s", err, stderr)
 		}
 	}
-	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
-	waitFor(t, "job 2 waiting", step, func() bool { return strings.Contains(e.job(2).Waiting, "waiting for 300M") })
+	testutil.WaitFor(t, "job 1 ready", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 waiting", step, poll, func() bool { return strings.Contains(e.job(2).Waiting, "waiting for 300M") })
 	if j := e.job(2); j.RSA != lifecycle.Initial {
 		t.Fatalf("job 2 is %s", j.RSA)
 	}
 	if _, stderr, err := e.rsa(false, "cancel", "1"); err != nil {
 		t.Fatalf("cancel: %v %s", err, stderr)
 	}
-	waitFor(t, "job 2 ready after job 1 released", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 ready after job 1 released", step, poll, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	nodes, _, _ := e.rsa(false, "nodes")
 	if !strings.Contains(nodes, "300M") {
 		t.Fatalf("nodes:\n%s", nodes)
@@ -535,7 +540,7 @@ func TestAuthorisationAndPermissions(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--capacity", "16M"); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
-	waitFor(t, "job ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job ready", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
 	nobody := func(args ...string) (string, error) {
 		cmd := e.userCmd(rsaBin, append([]string{"--config", e.cfg}, args...)...)
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
@@ -641,7 +646,7 @@ func TestSecondStartRefused(t *testing.T) {
 	job := e.script("job.sh", `while [ ! -e `+gate+` ]; do sleep 0.05; done
 `)
 	first := e.runBG("--job", "1", "--", job)
-	waitFor(t, "the first command to run", step, func() bool { return e.job(1).State == lifecycle.Running })
+	testutil.WaitFor(t, "the first command to run", step, poll, func() bool { return e.job(1).State == lifecycle.Running })
 	_, stderr, err := e.rsa(false, "run", "--job", "1", "--", "true")
 	if err == nil || !strings.Contains(stderr, "already running") {
 		t.Fatalf("second run: %v %q", err, stderr)
@@ -679,7 +684,7 @@ func TestInputImageRefusedWhenCorrupt(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--in", in, "--out", out); err != nil {
 		t.Fatalf("submit: %v %s", err, stderr)
 	}
-	waitFor(t, "the image to be built", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "the image to be built", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
 	ram := e.job(1).Ramdisk
 	image := filepath.Join(ram, "input.erofs")
 	// The user reaches neither the RAMDISK nor the image.
@@ -781,7 +786,7 @@ func TestRestoredStateKeepsUnknownOutput(t *testing.T) {
 	if b := e.runBG("--out", out, "--stage-out", so, "--capacity", "64M", "--", job, out); b.wait(t) != 0 {
 		t.Fatalf("the job: %s", b.errb.String())
 	}
-	waitFor(t, "the stage-out to fail", step, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
+	testutil.WaitFor(t, "the stage-out to fail", step, poll, func() bool { return e.job(1).RSA == lifecycle.StageOutFailed })
 	result := filepath.Join(e.root, "1", "ram", "result")
 
 	// The restore.
@@ -814,7 +819,7 @@ func TestRestoredStateKeepsUnknownOutput(t *testing.T) {
 	if j, ok := e.maybeJob(2); !ok || j.ID != 2 {
 		t.Fatalf("the new job is not job 2: %+v", j)
 	}
-	waitFor(t, "job 2 to be released", step, func() bool { return e.job(2).RSA == lifecycle.Released })
+	testutil.WaitFor(t, "job 2 to be released", step, poll, func() bool { return e.job(2).RSA == lifecycle.Released })
 
 	// Saved by the administrator, then discarded.
 	if _, stderr, err := e.rsa(true, "gc", "--discard", "1"); err != nil {

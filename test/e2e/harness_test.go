@@ -14,7 +14,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -26,6 +25,8 @@ import (
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/mounttest"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -50,14 +51,14 @@ func runTests(m *testing.M) int {
 	// no account can be made.
 	if os.Geteuid() == 0 {
 		for _, name := range []string{testutil.TestUserName(), testutil.TestUserName() + "-b"} {
-			made, err := addUser(name, "--create-home")
+			_, made, err := rsatest.EnsureAccount(name, "--create-home", "--shell", "/bin/sh")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
 			if made {
 				defer func() {
-					if err := removeUser(name, "--remove"); err != nil {
+					if err := rsatest.RemoveAccount(name, "--remove"); err != nil {
 						fmt.Fprintln(os.Stderr, err)
 					}
 				}()
@@ -67,24 +68,6 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// addUser runs useradd for name with a login shell and a group of its own,
-// plus args, unless the account exists; made says whether it made it.
-func addUser(name string, args ...string) (made bool, err error) {
-	if _, err := user.Lookup(name); err == nil {
-		return false, nil
-	}
-	args = append(append([]string{"--shell", "/bin/sh", "--user-group"}, args...), name)
-	if err := testutil.RunAccountTool("useradd", args...); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// removeUser runs userdel for name with args.
-func removeUser(name string, args ...string) error {
-	return testutil.RunAccountTool("userdel", append(args, name)...)
-}
-
 type env struct {
 	t      *testing.T
 	dir    string // 0755, holds everything of this test
@@ -92,8 +75,7 @@ type env struct {
 	root   string // RAMDISK root
 	user   testutil.User
 	home   string // the user's work area inside dir
-	daemon *exec.Cmd
-	logf   *os.File
+	daemon *live.Daemon
 	// groups are the supplementary groups of the user's commands (rsa
 	// run, rsa as the user), as a login gives them; none by default.
 	groups []uint32
@@ -163,30 +145,14 @@ func (e *env) metricsAddr() string {
 	}
 }
 
+// start starts the daemon and waits up to a step for its socket.
 func (e *env) start() {
 	e.t.Helper()
-	f, err := os.OpenFile(filepath.Join(e.dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	d, err := live.Serve(context.Background(), rsaBin, e.cfg, filepath.Join(e.dir, "run", "rsa.sock"), filepath.Join(e.dir, "daemon.log"), step)
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("%v:\n%s", err, e.daemonLog())
 	}
-	e.logf = f
-	cmd := exec.Command(rsaBin, "serve", "--config", e.cfg)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	e.daemon = cmd
-	deadline := time.Now().Add(step)
-	c := api.NewClient(filepath.Join(e.dir, "run", "rsa.sock"))
-	for {
-		if _, err := c.Version(context.Background()); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("daemon did not answer on its socket within %v:\n%s", step, e.daemonLog())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.daemon = d
 }
 
 // kill stops the daemon: SIGKILL to test crash recovery, SIGTERM otherwise.
@@ -194,10 +160,8 @@ func (e *env) kill(sig syscall.Signal) {
 	if e.daemon == nil {
 		return
 	}
-	e.daemon.Process.Signal(sig)
-	e.daemon.Wait()
+	e.daemon.Stop(sig, 0)
 	e.daemon = nil
-	e.logf.Close()
 }
 
 func (e *env) daemonLog() string {
@@ -231,12 +195,7 @@ func (e *env) leaks() []string {
 		}
 	}
 	// A loop device an input image was mounted from names its file.
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), e.dir+"/") {
-			out = append(out, filepath.Base(filepath.Dir(filepath.Dir(f)))+" on "+strings.TrimSpace(string(b)))
-		}
-	}
+	out = append(out, rsatest.LoopsBelow(e.dir)...)
 	ents, err := os.ReadDir(e.root)
 	if err != nil && !os.IsNotExist(err) {
 		e.t.Fatalf("reading %s: %v", e.root, err)
@@ -393,17 +352,10 @@ func (e *env) logHas(id int, phrases ...string) {
 // the test's config (an expiry, a grace) adds that period to it.
 const step = 60 * time.Second
 
-// waitFor polls cond until it holds, for up to within.
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+// poll is how often a test checks the condition it waits for: most read a
+// file or call the daemon's socket, and some catch a state that lasts a
+// moment.
+const poll = 20 * time.Millisecond
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -438,7 +390,7 @@ func (e *env) runBG(args ...string) *bg {
 	return b
 }
 
-// waitFor is waitFor for a condition that needs rsa run alive: should it
+// waitFor is testutil.WaitFor for a condition that needs rsa run alive: should it
 // end first, the test fails at once with what it said.
 func (b *bg) waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // rsa serve's Prometheus metrics move with a job: scraped while the job
@@ -67,7 +68,7 @@ waitram "$2"; echo result > "$2/result"
 	// this test, on a loaded box, must see the job in INUSE_IN and scrape.
 	// The job, let go by the gate, then waits for its output RAMDISK.
 	b := e.runBG("--in", in, "--out", out, "--capacity", "64M", "--delay", "10s", "--", job, in, out)
-	waitFor(t, "the job to read in RAM", step, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.InUseIn })
+	testutil.WaitFor(t, "the job to read in RAM", step, poll, func() bool { j, ok := e.maybeJob(1); return ok && j.RSA == lifecycle.InUseIn })
 	during := scrape()
 	want(during, `rsa_jobs{job_state="RUNNING",rsa_state="INUSE_IN"}`, is(1), "1 while the job reads in RAM")
 	want(during, `rsa_node_allocated_bytes{node="local"}`, is(64<<20), "the job's 64M")

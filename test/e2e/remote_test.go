@@ -37,7 +37,7 @@ func TestRemoteAccessWithMunge(t *testing.T) {
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("out"), "--capacity", "16M"); err != nil {
 		t.Fatal(err, stderr)
 	}
-	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 1 ready", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
 
 	u := e.user
 	if out, err := remote(&u, "status"); err != nil || !strings.Contains(out, "READY") {

@@ -103,7 +103,7 @@ touch `+ctl+`/running
 while [ ! -e `+ctl+`/done ]; do sleep 0.05; done
 `)
 	b := e.runBG("--in", in, "--delay", "1h", "--", job, in)
-	waitFor(t, "the job to run", step, func() bool { return exists(filepath.Join(ctl, "running")) })
+	testutil.WaitFor(t, "the job to run", step, poll, func() bool { return exists(filepath.Join(ctl, "running")) })
 	j := e.job(1)
 	for _, p := range []string{filepath.Join(j.Ramdisk, "secret"), filepath.Join(in, "secret")} {
 		if out, err := e.as(other, "cat", p).CombinedOutput(); err == nil {
@@ -232,7 +232,7 @@ while [ ! -s `+ctl+`/written ]; do sleep 0.01; done
 	if stdout, stderr, err := e.rsa(false, "wait", "1"); err != nil {
 		t.Fatalf("rsa wait: %v %s %s", err, stdout, stderr)
 	}
-	waitFor(t, "the leftover writer to be ended", step, func() bool { return pidGone(t, filepath.Join(ctl, "pid")) })
+	testutil.WaitFor(t, "the leftover writer to be ended", step, poll, func() bool { return pidGone(t, filepath.Join(ctl, "pid")) })
 	written, _ := os.ReadFile(filepath.Join(ctl, "written"))
 	for _, name := range strings.Fields(string(written)) {
 		if !exists(filepath.Join(out, name)) {
@@ -249,7 +249,7 @@ while [ ! -s `+ctl+`/written ]; do sleep 0.01; done
 while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 `)
 	b = e.runBG("--out", out2, "--delay", "0", "--", job2, out2)
-	waitFor(t, "job 2 to run", step, func() bool { return exists(filepath.Join(ctl, "ran2")) })
+	testutil.WaitFor(t, "job 2 to run", step, poll, func() bool { return exists(filepath.Join(ctl, "ran2")) })
 	ramdisk := e.job(2).Ramdisk
 	hold := exec.Command("sh", "-c", "while [ ! -e "+ctl+"/release ]; do sleep 0.05; done")
 	hold.Dir = ramdisk
@@ -259,7 +259,7 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 	defer func() { os.WriteFile(filepath.Join(ctl, "release"), nil, 0o644); hold.Wait() }()
 	os.WriteFile(filepath.Join(ctl, "inside"), nil, 0o644)
 	b.wait(t)
-	waitFor(t, "teardown to fail", step, func() bool { return e.job(2).RSA == lifecycle.TeardownFailed })
+	testutil.WaitFor(t, "teardown to fail", step, poll, func() bool { return e.job(2).RSA == lifecycle.TeardownFailed })
 	if j := e.job(2); !strings.Contains(j.Error, "root's") || j.Capacity() == 0 {
 		t.Fatalf("job 2: %s %q capacity %d", j.RSA, j.Error, j.Capacity())
 	}
@@ -278,7 +278,7 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 	if _, stderr, err := e.rsa(true, "retry", "2"); err != nil {
 		t.Fatalf("retry: %v %s", err, stderr)
 	}
-	waitFor(t, "job 2 released", step, func() bool { return e.job(2).RSA == lifecycle.Released })
+	testutil.WaitFor(t, "job 2 released", step, poll, func() bool { return e.job(2).RSA == lifecycle.Released })
 	e.noLeaks()
 }
 
@@ -303,7 +303,7 @@ max_job_capacity = "100M"
 		if _, stderr, err := e.rsa(false, "submit", "--in", big, "--out", e.mkdir("ineligible"+itoa(i))); err != nil {
 			t.Fatalf("ineligible submit: %v %s", err, stderr)
 		}
-		waitFor(t, "an INELIGIBLE job", step, func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
+		testutil.WaitFor(t, "an INELIGIBLE job", step, poll, func() bool { return e.job(i+1).RSA == lifecycle.Ineligible })
 	}
 	if _, stderr, err := e.rsa(false, "submit", "--out", e.mkdir("big"), "--capacity", "2G"); err == nil || !strings.Contains(stderr, "max_job_capacity") {
 		t.Fatalf("capacity above the cap: %v %q", err, stderr)
@@ -327,7 +327,7 @@ max_job_capacity = "100M"
 	}
 	// Never run: expired, RAM released, the user told why. Its clock
 	// started at its last change, before this wait.
-	waitFor(t, fmt.Sprintf("job 4 to expire (unstarted_expiry %v)", expiry), expiry+step, func() bool { return e.job(4).RSA == lifecycle.Released })
+	testutil.WaitFor(t, fmt.Sprintf("job 4 to expire (unstarted_expiry %v)", expiry), expiry+step, poll, func() bool { return e.job(4).RSA == lifecycle.Released })
 	if j := e.job(4); !strings.Contains(j.Error, "unstarted_expiry") {
 		t.Fatalf("expired job's error: %q", j.Error)
 	}
@@ -457,19 +457,19 @@ max_user_capacity = "100M"
 			t.Fatalf("submit: %v %s", err, stderr)
 		}
 	}
-	waitFor(t, "job 1 ready", step, func() bool { return e.job(1).RSA == lifecycle.Ready })
-	waitFor(t, "job 2 to wait for the user limit", step, func() bool { return strings.Contains(e.job(2).Waiting, "max_user_capacity") })
+	testutil.WaitFor(t, "job 1 ready", step, poll, func() bool { return e.job(1).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 to wait for the user limit", step, poll, func() bool { return strings.Contains(e.job(2).Waiting, "max_user_capacity") })
 	other := testutil.EnsureOtherUser(t)
 	otherOut := testutil.MkdirOwned(t, other, filepath.Join(e.dir, "otherout"))
 	if out, err := e.as(other, rsaBin, "--config", e.cfg, "submit", "--out", otherOut, "--capacity", "64M").CombinedOutput(); err != nil {
 		t.Fatalf("another user: %v %s", err, out)
 	}
-	waitFor(t, "the other user's job ready", step, func() bool { return e.job(3).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "the other user's job ready", step, poll, func() bool { return e.job(3).RSA == lifecycle.Ready })
 	if j := e.job(2); j.RSA != lifecycle.Initial {
 		t.Fatalf("job 2 is %s while job 1 holds the user's limit", j.RSA)
 	}
 	e.rsa(false, "cancel", "1")
-	waitFor(t, "job 2 ready once job 1 is released", step, func() bool { return e.job(2).RSA == lifecycle.Ready })
+	testutil.WaitFor(t, "job 2 ready once job 1 is released", step, poll, func() bool { return e.job(2).RSA == lifecycle.Ready })
 	for _, id := range []string{"2", "3"} {
 		e.rsa(true, "cancel", id)
 		e.rsa(true, "wait", id)

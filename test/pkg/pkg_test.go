@@ -41,22 +41,6 @@ const (
 	conffile      = "/etc/rsa/rsa.toml"
 )
 
-// repoRoot is the module's root: the Makefile, contrib/ and packaging/.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-	}
-	t.Fatalf("no go.mod above %s", wd)
-	return ""
-}
-
 // run runs a command with a deadline and returns its combined output; a
 // failure fails the test with that output.
 func run(t *testing.T, timeout time.Duration, name string, args ...string) string {
@@ -155,7 +139,7 @@ func TestPackage(t *testing.T) {
 	for _, tool := range []string{"make", "dpkg", "dpkg-deb", "dpkg-query", "gzip"} {
 		testutil.RequireTool(t, tool)
 	}
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	refuseExisting(t, installedBin, confDir)
 	// The package must not make the daemon's default directories: the
 	// daemon makes them when it first runs, systemd-tmpfiles at boot.
@@ -640,7 +624,7 @@ func TestTmpfiles(t *testing.T) {
 	testutil.RequireRoot(t) // the entries chown to root
 	tf := testutil.RequireTool(t, "systemd-tmpfiles")
 	dir := t.TempDir()
-	run(t, time.Minute, tf, "--create", "--root="+dir, filepath.Join(repoRoot(t), "contrib", "tmpfiles.d", "rsa.conf"))
+	run(t, time.Minute, tf, "--create", "--root="+dir, filepath.Join(testutil.RepoRoot(t), "contrib", "tmpfiles.d", "rsa.conf"))
 	for p, mode := range map[string]os.FileMode{"/run/rsa": 0o755, "/var/lib/rsa": 0o700} {
 		st, err := os.Stat(filepath.Join(dir, p))
 		if err != nil {
@@ -657,7 +641,7 @@ func TestTmpfiles(t *testing.T) {
 // check; TestPackage also serves it) with the settings the package
 // promises: no scheduler, one modest node.
 func TestShippedConfig(t *testing.T) {
-	p := filepath.Join(repoRoot(t), "packaging", "rsa.toml")
+	p := filepath.Join(testutil.RepoRoot(t), "packaging", "rsa.toml")
 	c, err := config.Load(p, true, all.Engines())
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
@@ -676,7 +660,7 @@ func TestShippedConfig(t *testing.T) {
 // their first line says).
 func TestMaintainerScripts(t *testing.T) {
 	sc := testutil.RequireTool(t, "shellcheck")
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	var scripts []string
 	for _, s := range []struct{ path, shebang, set string }{
 		{"packaging/postinst", "#!/bin/bash", "set -euo pipefail"},
@@ -730,7 +714,7 @@ func TestAgentUnit(t *testing.T) {
 // installed), and returns its text and its settings, key by key.
 func checkUnit(t *testing.T, name string) (string, map[string][]string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "contrib", "systemd", name))
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "contrib", "systemd", name))
 	if err != nil {
 		t.Fatal(err)
 	}

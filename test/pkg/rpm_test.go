@@ -153,7 +153,7 @@ func TestRPM(t *testing.T) {
 	if rpmArch == "" {
 		testutil.CannotRun(t, "make rpm names no RPM architecture for GOARCH %s", runtime.GOARCH)
 	}
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	rpmVersion := makeVars(t, root, "RPM_VERSION")[0]
 	tmp := t.TempDir()
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // Scripts of the user's: staging programs and what each compute node runs.
@@ -110,7 +112,7 @@ func testPoolFull(c *cluster) {
 		c.t.Errorf("Slurm does not count the job's 800M in the pool:\n%s", out)
 	}
 	second := c.sbatch("pool2.sh", script)
-	c.waitFor("Slurm to queue the second job for pool space", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "Slurm to queue the second job for pool space", 30*time.Second, poll, func() bool {
 		_, reason := c.jobNow(second)
 		return reason == "BurstBufferResources"
 	})
@@ -172,7 +174,7 @@ func testCancelPending(c *cluster) {
 	ahead := c.sbatch("ahead.sh", "#!/bin/bash\ntrue\n", "-N2", "--time=30")
 	c.waitJob(ahead, 30*time.Second, "PENDING")
 	id := c.sbatch("pending.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", in))
-	c.waitFor("RSA to hold the stage-in back until the job is due", 60*time.Second, func() bool {
+	testutil.WaitFor(c.t, "RSA to hold the stage-in back until the job is due", 60*time.Second, poll, func() bool {
 		j := c.rsaJob(id)
 		return j != nil && strings.Contains(j.Waiting, "stage-in starts at")
 	})
@@ -209,7 +211,7 @@ func testCancelRunning(c *cluster) {
 	out := c.mkdir("cancel-out")
 	id := c.sbatch("running.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_OUT=%[1]s\n#RSA_DELAY=0\necho partial > %[1]s/result\nsleep 300\n", out))
 	j := c.waitRSA(id, 30*time.Second, "INUSE_OUT")
-	c.waitFor("the job to write into RAM", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the job to write into RAM", 30*time.Second, poll, func() bool {
 		_, err := os.Stat(filepath.Join(j.Ramdisk, "result"))
 		return err == nil
 	})
@@ -229,7 +231,7 @@ func testStageInFails(c *cluster) {
 	c.file("failing-in.sh", "#!/bin/bash\necho 'tape library offline' >&2\nexit 3\n", 0o755)
 	id := c.sbatch("failin.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\n#RSA_STAGE_IN=%s/failing-in.sh\ntrue\n", in, c.work))
 	var reason string
-	c.waitFor("the job to be held for its failed stage-in", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the job to be held for its failed stage-in", 30*time.Second, poll, func() bool {
 		_, reason = c.jobNow(id)
 		return strings.Contains(reason, "RSA stage-in failed")
 	})
@@ -240,7 +242,8 @@ func testStageInFails(c *cluster) {
 	// The message is the job's user's: on 22.05 no argument of
 	// "scontrol show bbstat" makes another user root (finding 10).
 	for _, args := range [][]string{{id}, {"0", "0", id}} {
-		cmd := c.command("runuser", append([]string{"-u", "nobody", "--", "env", "SLURM_CONF=" + c.conf, slurmTool("scontrol"), "show", "bbstat"}, args...)...)
+		argv := c.slurm.AsUser("nobody", "scontrol", append([]string{"show", "bbstat"}, args...)...)
+		cmd := c.command(argv[0], argv[1:]...)
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.Contains(string(out), id) || strings.Contains(string(out), "tape library") {
 			c.t.Errorf("scontrol show bbstat %s as nobody: %v\n%s", strings.Join(args, " "), err, out)
@@ -273,7 +276,7 @@ func testSetupChecksOwner(c *cluster) {
 		c.t.Errorf("Slurm %d passes the submitter to job_process, yet sbatch took job %s", c.slurmMajor(), out)
 	}
 	id := strings.TrimSpace(strings.Split(out, ";")[0])
-	c.waitFor("setup to refuse the job", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "setup to refuse the job", 30*time.Second, poll, func() bool {
 		_, reason := c.jobNow(id)
 		return strings.Contains(reason, "may not be used by the job's user")
 	})
@@ -327,7 +330,7 @@ func testCapacityWait(c *cluster) {
 fs=$(findmnt -n -o FSTYPE --mountpoint %[1]s || echo none)
 echo "$fs $(cd %[1]s && cat $(ls) | sha256sum | cut -d' ' -f1)" > %[2]s/seen
 `, in, out))
-	c.waitFor("RSA to make the second job wait for capacity", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "RSA to make the second job wait for capacity", 30*time.Second, poll, func() bool {
 		j := c.rsaJob(waiter)
 		return j != nil && strings.Contains(j.Waiting, "free RSA node")
 	})
@@ -360,7 +363,7 @@ func testStageOutFails(c *cluster) {
 	if !strings.Contains(j.Error, "disk quota exceeded") {
 		c.t.Errorf("RSA's reason does not give the script's message: %q", j.Error)
 	}
-	c.waitFor("Slurm to let the job go with the reason", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "Slurm to let the job go with the reason", 30*time.Second, poll, func() bool {
 		st, reason := c.jobNow(id)
 		return st != "PENDING" && st != "RUNNING" && strings.Contains(reason, "RSA stage-out failed")
 	})
@@ -429,7 +432,7 @@ func testCtldRestart(c *cluster, crash bool) {
 			return
 		}
 	}
-	c.waitFor("the interrupted stage-in to be released", 60*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the interrupted stage-in to be released", 60*time.Second, poll, func() bool {
 		j := c.rsaJob(id)
 		return j.ID != first.ID || string(j.RSA) == "RELEASED"
 	})
@@ -441,7 +444,7 @@ func testCtldRestart(c *cluster, crash bool) {
 	}
 	c.file("release-in", "", 0o644)
 	var st string
-	c.waitFor("Slurm to finish the job or forget it", 120*time.Second, func() bool {
+	testutil.WaitFor(c.t, "Slurm to finish the job or forget it", 120*time.Second, poll, func() bool {
 		var err error
 		st, _, err = c.job(id)
 		return err == nil && (st == "COMPLETED" || st == "")
@@ -454,7 +457,7 @@ func testCtldRestart(c *cluster, crash bool) {
 	} else if !crash {
 		c.t.Errorf("Slurm lost job %s over a clean restart", id)
 	}
-	c.waitFor("RSA to release the job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	testutil.WaitFor(c.t, "RSA to release the job", 30*time.Second, poll, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 	c.assertNoLeaks()
 }
 
@@ -470,7 +473,7 @@ func testCtldRestart(c *cluster, crash bool) {
 func testLostStageIn(c *cluster, id string) {
 	c.t.Logf("Slurm recovered job %s staging in without its burst buffer: cancelling it, as docs/slurm.md says", id)
 	c.root("scancel", id)
-	c.waitFor("RSA to release the job Slurm lost the stage-in of", 60*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	testutil.WaitFor(c.t, "RSA to release the job Slurm lost the stage-in of", 60*time.Second, poll, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 	c.file("release-in", "", 0o644)
 	c.assertNoLeaks()
 }
@@ -479,9 +482,7 @@ func testLostStageIn(c *cluster, id string) {
 // BurstBufferState), "" if it shows none.
 func (c *cluster) bbState(id string) string {
 	c.t.Helper()
-	cmd := c.command("scontrol", "show", "job", "-o", id)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
+	out, err := c.slurmCommand("scontrol", "show", "job", "-o", id).CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("scontrol show job %s: %v\n%s", id, err, out)
 	}
@@ -498,9 +499,9 @@ func (c *cluster) bbState(id string) string {
 // Slurm knows the job at all.
 func (c *cluster) eligibleAt(id string) (at time.Time, known bool) {
 	c.t.Helper()
-	cmd := c.command("scontrol", "show", "job", "-o", id)
+	cmd := c.slurmCommand("scontrol", "show", "job", "-o", id)
 	// Seconds since the epoch: no time zone or format to guess.
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf, "SLURM_TIME_FORMAT=%s")
+	cmd.Env = append(cmd.Env, "SLURM_TIME_FORMAT=%s")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if strings.Contains(string(out), "Invalid job id") {
@@ -577,7 +578,7 @@ srun -N2 %[3]s/node-write.sh %[2]s
 	// While it stages in, Slurm says so and bbstat shows RSA's progress.
 	seen := map[string]bool{}
 	var bbstat string
-	c.waitFor("the job to start", 60*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the job to start", 60*time.Second, poll, func() bool {
 		st, reason := c.jobNow(id)
 		seen[reason] = true
 		if reason == "BurstBufferStageIn" && !strings.Contains(bbstat, "STAGING_IN") {

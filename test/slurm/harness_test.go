@@ -8,6 +8,7 @@
 package slurm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -37,17 +40,10 @@ type cluster struct {
 	dir     string // scripts/slurm-up's directory
 	conf    string // slurm.conf
 	rsaConf string
+	slurm   rsatest.Slurm // the cluster's client side: slurm.conf, and RSA_SLURM_PREFIX's commands (make test-slurm)
 	nodes   int
 	user    testutil.User
 	work    string // the user's directory for this test
-}
-
-func repoRoot(t *testing.T) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
 }
 
 // startCluster brings up Slurm and rsa serve in mode (bb or poll).
@@ -58,7 +54,8 @@ func startCluster(t *testing.T, mode string, nodes int, env ...string) *cluster 
 	c := &cluster{t: t, mode: mode, nodes: nodes, user: u, dir: "/run/rsa-slurm-test"}
 	c.conf = filepath.Join(c.dir, "etc", "slurm.conf")
 	c.rsaConf = filepath.Join(c.dir, "rsa", "rsa.toml")
-	root := repoRoot(t)
+	c.slurm = rsatest.Slurm{Conf: c.conf, Prefix: os.Getenv("RSA_SLURM_PREFIX")}
+	root := testutil.RepoRoot(t)
 	scriptEnv := append(os.Environ(), "RSA_SLURM_DIR="+c.dir, "RSA_SLURM_MODE="+mode,
 		fmt.Sprintf("RSA_SLURM_NODES=%d", nodes), "RSA_BIN="+rsaBin)
 	scriptEnv = append(scriptEnv, env...)
@@ -72,7 +69,11 @@ func startCluster(t *testing.T, mode string, nodes int, env ...string) *cluster 
 	down() // a cluster left by an interrupted run
 	t.Cleanup(func() {
 		if t.Failed() {
-			c.dumpLogs()
+			// Kept for a closer look: the cluster's directory goes with
+			// slurm-down.
+			logs := filepath.Join(c.dir, "log")
+			testutil.KeepLogs(t, logs, "rsa-slurm-logs")
+			testutil.LogTails(t, logs, "rsa.out", "slurmctld.log")
 		}
 		down()
 	})
@@ -94,16 +95,12 @@ func (c *cluster) in(t *testing.T) *cluster {
 		if !t.Failed() {
 			return
 		}
-		cmd := exec.Command(slurmTool("scancel"), "-u", c.user.Name)
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := c.slurm.Command(context.Background(), "scancel", "-u", c.user.Name).CombinedOutput(); err != nil {
 			t.Logf("cancelling the failed subtest's jobs: %v %s", err, out)
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
-			cmd := exec.Command(slurmTool("squeue"), "-h", "-u", c.user.Name)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-			if out, err := cmd.Output(); err == nil && len(strings.TrimSpace(string(out))) == 0 {
+			if out, err := c.slurm.Command(context.Background(), "squeue", "-h", "-u", c.user.Name).Output(); err == nil && len(strings.TrimSpace(string(out))) == 0 {
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -111,23 +108,6 @@ func (c *cluster) in(t *testing.T) *cluster {
 		t.Logf("the failed subtest's jobs are still in squeue after 60s")
 	})
 	return &cc
-}
-
-func (c *cluster) dumpLogs() {
-	// Kept for a closer look: the cluster's directory goes with slurm-down.
-	keep := fmt.Sprintf("/tmp/rsa-slurm-logs-%d", time.Now().Unix())
-	if out, err := exec.Command("cp", "-a", filepath.Join(c.dir, "log"), keep).CombinedOutput(); err == nil {
-		c.t.Logf("the cluster's logs are kept in %s", keep)
-	} else {
-		c.t.Logf("keeping the logs: %v %s", err, out)
-	}
-	for _, f := range []string{"rsa.out", "slurmctld.log"} {
-		b, _ := os.ReadFile(filepath.Join(c.dir, "log", f))
-		if len(b) > 6000 {
-			b = b[len(b)-6000:]
-		}
-		c.t.Logf("--- %s (tail) ---\n%s", f, b)
-	}
 }
 
 // restart stops slurmctld or rsa (with SIGKILL if crash) and starts it
@@ -144,7 +124,7 @@ func (c *cluster) restart(daemon string, crash bool) {
 // slurmUp runs one of scripts/slurm-up's commands on this cluster.
 func (c *cluster) slurmUp(args ...string) {
 	c.t.Helper()
-	cmd := exec.Command(filepath.Join(repoRoot(c.t), "scripts", "slurm-up"), args...)
+	cmd := exec.Command(filepath.Join(testutil.RepoRoot(c.t), "scripts", "slurm-up"), args...)
 	cmd.Env = append(os.Environ(), "RSA_SLURM_DIR="+c.dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("slurm-up %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -180,14 +160,8 @@ func (c *cluster) file(name, content string, mode os.FileMode) string {
 
 // asUser runs a Slurm command as the test user.
 func (c *cluster) asUser(args ...string) (string, error) {
-	args = append([]string{slurmTool(args[0])}, args[1:]...)
-	env := []string{"env", "SLURM_CONF=" + c.conf}
-	if p := os.Getenv("RSA_SLURM_PREFIX"); p != "" {
-		// sbatch hands its PATH to the job, whose srun must be the
-		// cluster's own too.
-		env = append(env, "PATH="+filepath.Join(p, "bin")+":/usr/local/bin:/usr/bin:/bin")
-	}
-	cmd := c.command("runuser", append(append([]string{"-u", c.user.Name, "--"}, env...), args...)...)
+	argv := c.slurm.AsUser(c.user.Name, args[0], args[1:]...)
+	cmd := c.command(argv[0], argv[1:]...)
 	cmd.Dir = c.work
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
@@ -196,9 +170,7 @@ func (c *cluster) asUser(args ...string) (string, error) {
 // root runs a command as root with the cluster's SLURM_CONF.
 func (c *cluster) root(args ...string) string {
 	c.t.Helper()
-	cmd := c.command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
+	out, err := c.slurmCommand(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -208,7 +180,15 @@ func (c *cluster) root(args ...string) string {
 // command is a command with a deadline (testutil.Command); a Slurm tool is
 // the cluster's own.
 func (c *cluster) command(name string, args ...string) *exec.Cmd {
-	return testutil.Command(c.t, slurmTool(name), args...)
+	return testutil.Command(c.t, c.slurm.Tool(name), args...)
+}
+
+// slurmCommand is command with the cluster's SLURM_CONF, for a Slurm
+// command run as root.
+func (c *cluster) slurmCommand(name string, args ...string) *exec.Cmd {
+	cmd := c.command(name, args...)
+	cmd.Env = c.slurm.Env()
+	return cmd
 }
 
 // slurmMajor is the major version of the cluster's Slurm (22 for 22.05).
@@ -227,45 +207,18 @@ func (c *cluster) slurmMajor() int {
 	return n
 }
 
-// slurmTool is the path of one of Slurm's commands: Debian's, found on
-// $PATH, or that of the Slurm under RSA_SLURM_PREFIX (make
-// test-slurm), whose clients must talk to its own slurmctld.
-func slurmTool(name string) string {
-	switch name {
-	case "sbatch", "squeue", "scontrol", "scancel", "sinfo", "srun", "sacct":
-		if p := os.Getenv("RSA_SLURM_PREFIX"); p != "" {
-			return filepath.Join(p, "bin", name)
-		}
-	}
-	return name
-}
-
 // sbatch submits script (written to the work area) as the user.
 func (c *cluster) sbatch(name, script string, opts ...string) string {
 	c.t.Helper()
 	path := c.file(name, script, 0o755)
-	out, err := c.asUser(append(append([]string{"sbatch", "--parsable", "-o", filepath.Join(c.work, name+".%j.out")}, opts...), path)...)
-	if err != nil {
-		c.t.Fatalf("sbatch %s: %v\n%s", name, err, out)
-	}
-	return strings.TrimSpace(strings.Split(out, ";")[0])
+	return testutil.Sbatch(c.t, c.slurm, c.user, c.work, append(append([]string{"-o", filepath.Join(c.work, name+".%j.out")}, opts...), path)...)
 }
 
-// job reads one Slurm job's state and reason. A job Slurm no longer knows
-// has state "" and no error; a slurmctld that does not answer (it may be
-// restarting) is an error, never mistaken for a forgotten job.
+// job reads one Slurm job's state and reason (rsatest.Slurm.Job).
 func (c *cluster) job(id string) (state, reason string, err error) {
-	cmd := c.command("squeue", "-h", "-t", "all", "-j", id, "-o", "%T|%r")
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+c.conf)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if strings.Contains(string(out), "Invalid job id") {
-			return "", "", nil
-		}
-		return "", "", fmt.Errorf("squeue -j %s: %v: %s", id, err, strings.TrimSpace(string(out)))
-	}
-	state, reason, _ = strings.Cut(strings.TrimSpace(string(out)), "|")
-	return state, reason, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	return c.slurm.Job(ctx, id)
 }
 
 // jobNow is job for a slurmctld that is up: an error fails the test.
@@ -278,32 +231,14 @@ func (c *cluster) jobNow(id string) (state, reason string) {
 	return state, reason
 }
 
-// waitFor polls cond every 100ms until it holds or timeout passes.
-func (c *cluster) waitFor(what string, timeout time.Duration, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// poll is how often a test checks the condition it waits for: most run a
+// program (squeue, rsa status, ps).
+const poll = 100 * time.Millisecond
 
+// waitJob waits for Slurm's job id to be in one of states (testutil.WaitJob).
 func (c *cluster) waitJob(id string, timeout time.Duration, states ...string) {
 	c.t.Helper()
-	c.waitFor(fmt.Sprintf("Slurm job %s to be %v", id, states), timeout, func() bool {
-		s, _, err := c.job(id)
-		if err != nil {
-			return false // slurmctld not answering yet: poll through it
-		}
-		for _, want := range states {
-			if s == want {
-				return true
-			}
-		}
-		return false
-	})
+	testutil.WaitJob(c.t, c.slurm, id, timeout, states...)
 }
 
 func (c *cluster) rsa(args ...string) []byte {
@@ -342,27 +277,19 @@ func (c *cluster) rsaJob(id string) *api.JobView {
 // missing from the map.
 func (c *cluster) rsaJobs(ids ...string) map[string]*api.JobView {
 	c.t.Helper()
-	var r struct{ Jobs []api.JobView }
-	if err := json.Unmarshal(c.rsa("status", "--all", "--json"), &r); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	jobs, err := live.Jobs(ctx, rsaBin, c.rsaConf)
+	if err != nil {
 		c.t.Fatal(err)
 	}
-	found := map[string]*api.JobView{}
-	for i := range r.Jobs {
-		j := &r.Jobs[i]
-		if !slices.Contains(ids, j.Spec.Name) {
-			continue
-		}
-		if old := found[j.Spec.Name]; old == nil || j.ID > old.ID {
-			found[j.Spec.Name] = j
-		}
-	}
-	return found
+	return live.Newest(jobs, ids...)
 }
 
 func (c *cluster) waitRSA(id string, timeout time.Duration, rsaState string) *api.JobView {
 	c.t.Helper()
 	var j *api.JobView
-	c.waitFor(fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), timeout, func() bool {
+	testutil.WaitFor(c.t, fmt.Sprintf("RSA's job for Slurm job %s to be %s", id, rsaState), timeout, poll, func() bool {
 		j = c.rsaJob(id)
 		return j != nil && string(j.RSA) == rsaState
 	})
@@ -419,11 +346,8 @@ func (c *cluster) leaks() string {
 	if m := c.ramdiskMounts(b); len(m) > 0 {
 		leaks = append(leaks, fmt.Sprintf("RAMDISKs mounted on the RSA host: %v", m))
 	}
-	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range files {
-		if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), c.dir+"/") {
-			leaks = append(leaks, "a loop device on "+strings.TrimSpace(string(b)))
-		}
+	for _, l := range rsatest.LoopsBelow(c.dir) {
+		leaks = append(leaks, "a loop device: "+l)
 	}
 	for i := 1; i <= c.nodes; i++ {
 		out, err := c.command("nsenter", "--mount="+filepath.Join(c.dir, "ns", fmt.Sprintf("n%d", i)), "cat", "/proc/self/mountinfo").Output()
@@ -470,13 +394,12 @@ func poolFree(out string) bool {
 // status 1 is "none"; anything else but 0 is an error, not a pass).
 func (c *cluster) noUserProcesses(after string) {
 	c.t.Helper()
-	c.waitFor("the user's processes to end after "+after, 10*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the user's processes to end after "+after, 10*time.Second, poll, func() bool {
 		out, err := c.command("ps", "-o", "pid=,stat=,args=", "-u", c.user.Name).Output()
 		var ee *exec.ExitError
 		switch {
 		case err == nil:
-			// A zombie has ended; only its parent's wait is missing (this
-			// machine's pid 1 reaps late).
+
 			var live []string
 			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 				if f := strings.Fields(l); len(f) >= 2 && !strings.HasPrefix(f[1], "Z") {
@@ -495,6 +418,7 @@ func (c *cluster) noUserProcesses(after string) {
 			return false
 		}
 	})
+
 }
 
 // output reads a finished job's stdout.
@@ -515,11 +439,12 @@ func (c *cluster) assertAccounted(id string, files, minBytes int64) {
 	c.t.Helper()
 	var show string
 	var m []string
-	c.waitFor("the stage-in in the job's AdminComment", 20*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the stage-in in the job's AdminComment", 20*time.Second, poll, func() bool {
 		show = c.root("scontrol", "show", "job", id)
 		m = accountingRE.FindStringSubmatch(show)
 		return m != nil
 	})
+
 	b, _ := strconv.ParseInt(m[1], 10, 64)
 	f, _ := strconv.ParseInt(m[2], 10, 64)
 	if f != files || b < minBytes {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // TestHookLatencyLong (issue 14, point 1): the hooks slurmctld runs under its
@@ -165,7 +167,7 @@ func (c *cluster) hookBurst(n int, rsa bool) map[string][]time.Duration {
 		c.waitJob(id, 120*time.Second, "COMPLETED")
 	}
 	c.root("scancel", "-u", c.user.Name)
-	c.waitFor("the cancelled burst to leave the queue", 120*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the cancelled burst to leave the queue", 120*time.Second, poll, func() bool {
 		return strings.TrimSpace(c.root("squeue", "-h", "-u", c.user.Name)) == ""
 	})
 	for _, id := range run {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -280,9 +281,7 @@ exit 1
 		if t.Failed() {
 			l.logStuck()
 			// Leave no job behind for the cluster's teardown.
-			cmd := exec.Command(slurmTool("scancel"), "-p", "rsa")
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+base.conf)
-			cmd.Run()
+			base.slurm.Command(context.Background(), "scancel", "-p", "rsa").Run()
 		}
 	})
 	l.firstRSA = l.newestRSA()
@@ -568,8 +567,7 @@ func (l *load) cancel(u *loadUnit, phase string) {
 // answering (restarting) is not an error: the next poll reads again.
 func (l *load) poll() {
 	l.t.Helper()
-	cmd := l.c.command("squeue", "-h", "-t", "all", "-p", "rsa", "-o", "%i|%A|%T|%r")
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+	cmd := l.c.slurmCommand("squeue", "-h", "-t", "all", "-p", "rsa", "-o", "%i|%A|%T|%r")
 	out, err := cmd.Output()
 	if err != nil {
 		return
@@ -588,15 +586,11 @@ func (l *load) poll() {
 	if err != nil {
 		return
 	}
-	rsaJobs := map[string]*api.JobView{}
 	var held int64
-	for i := range active {
-		j := &active[i]
+	for _, j := range active {
 		held += j.Capacity()
-		if old := rsaJobs[j.Spec.Name]; old == nil || j.ID > old.ID {
-			rsaJobs[j.Spec.Name] = j
-		}
 	}
+	rsaJobs := live.Newest(active)
 	l.peak = max(l.peak, held)
 	for _, u := range l.units {
 		if u.final {
@@ -619,8 +613,7 @@ func (l *load) poll() {
 			}
 			report("load: %s: job %s is held by Slurm: %q (RSA %v); releasing it", l.name, u.jobID, u.reason, rsaState(rj))
 			u.released = time.Now()
-			cmd := l.c.command("scontrol", "release", u.name)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+			cmd := l.c.slurmCommand("scontrol", "release", u.name)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				l.t.Logf("load: %s: scontrol release %s: %v %s", l.name, u.name, err, out)
 			}
@@ -633,8 +626,7 @@ func (l *load) poll() {
 			// loadStall calls the load hung).
 			u.wedged = true
 			l.t.Errorf("load: %s: job %s is still %s (%q) 3 minutes after its release (RSA %v); cancelling it", l.name, u.jobID, u.state, u.reason, rsaState(rj))
-			cmd := l.c.command("scancel", u.name)
-			cmd.Env = append(os.Environ(), "SLURM_CONF="+l.c.conf)
+			cmd := l.c.slurmCommand("scancel", u.name)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				l.t.Errorf("load: %s: scancel %s: %v %s", l.name, u.name, err, out)
 			}
@@ -646,7 +638,7 @@ func (l *load) poll() {
 			u.queued = true
 		}
 		l.act(u, rj)
-		if rj == nil && slurmEnded(u.state) {
+		if rj == nil && rsatest.Ended(u.state) {
 			u.final, u.finalAt, u.finalState, u.finalRe = true, time.Now(), u.state, u.reason
 			l.finals++
 			l.inflight--
@@ -669,16 +661,6 @@ func rsaState(j *api.JobView) string {
 		return "-"
 	}
 	return fmt.Sprintf("%d %s/%s", j.ID, j.State, j.RSA)
-}
-
-// slurmEnded reports whether Slurm is done with a job in state (not
-// pending, running, completing or staging out).
-func slurmEnded(state string) bool {
-	switch state {
-	case "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL", "DEADLINE":
-		return true
-	}
-	return false
 }
 
 // act cancels a unit that reached its phase, and retries a failed

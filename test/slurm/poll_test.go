@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
 // TestPolling runs the thesis' own integration: RSA reads squeue (a job
@@ -167,7 +168,7 @@ echo on disk > %[1]s/data
 	// RUNNING, past CONFIGURING: its prolog let it go.
 	c.waitJob(id, 60*time.Second, "RUNNING")
 	rsa.start()
-	c.waitFor("RSA to say the job runs without RSA", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "RSA to say the job runs without RSA", 30*time.Second, poll, func() bool {
 		return strings.Contains(string(c.rsa("log", strconv.FormatInt(rsaID, 10))), "runs without RSA: Slurm started the job without its prolog reaching rsa serve")
 	})
 	c.file("letgo.gate", "", 0o644)
@@ -195,7 +196,7 @@ func testPollBadDirective(c *cluster) {
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("bad.sh", "#!/bin/bash\n#RSA_DATA_INN=/nowhere\ntrue\n")
 	var comment string
-	c.waitFor("RSA to explain in the job's comment", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "RSA to explain in the job's comment", 30*time.Second, poll, func() bool {
 		comment = c.root("squeue", "-h", "-j", id, "-t", "all", "-o", "%k")
 		return strings.Contains(comment, "RSA:")
 	})
@@ -218,7 +219,7 @@ func testPollDueLater(c *cluster) {
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("later.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_IN=%s\ntrue\n", in))
 	var j *api.JobView
-	c.waitFor("RSA to hold the job back until its stage-in time", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "RSA to hold the job back until its stage-in time", 30*time.Second, poll, func() bool {
 		j = c.rsaJob(id)
 		return j != nil && strings.Contains(j.Waiting, "stage-in starts at")
 	})
@@ -236,7 +237,7 @@ func testPollDueLater(c *cluster) {
 	}
 	c.assertNoLeaks()
 	c.root("scancel", blocker, id)
-	c.waitFor("RSA to let go of the cancelled job", 30*time.Second, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
+	testutil.WaitFor(c.t, "RSA to let go of the cancelled job", 30*time.Second, poll, func() bool { return string(c.rsaJob(id).RSA) == "RELEASED" })
 }
 
 // testPollLifecycle: a job waiting for the node another job holds is
@@ -289,7 +290,7 @@ func testPollDemoted(c *cluster) {
 		c.t.Fatal(err)
 	}
 	c.root("scontrol", "update", "jobid="+other, fmt.Sprintf("priority=%d", prio+1000))
-	c.waitFor("the job to be demoted (pending on Priority)", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the job to be demoted (pending on Priority)", 30*time.Second, poll, func() bool {
 		_, reason := c.jobNow(id)
 		return reason == "Priority"
 	})
@@ -300,7 +301,7 @@ func testPollDemoted(c *cluster) {
 	c.assertNoLeaks()
 	c.root("scancel", blocker, other, id)
 	c.waitJob(blocker, 30*time.Second, "CANCELLED")
-	c.waitFor("RSA to let go of the cancelled job", 30*time.Second, func() bool { return c.rsaJob(id).State == "FINISHED" })
+	testutil.WaitFor(c.t, "RSA to let go of the cancelled job", 30*time.Second, poll, func() bool { return c.rsaJob(id).State == "FINISHED" })
 	c.assertNoLeaks()
 }
 
@@ -333,7 +334,7 @@ func testPollPrologFirst(c *cluster) {
 	blocker, open := c.blocker("first-blocker")
 	c.waitJob(blocker, 30*time.Second, "RUNNING")
 	id := c.sbatch("first.sh", fmt.Sprintf("#!/bin/bash\n#RSA_DATA_OUT=%[1]s\nfindmnt -n -o FSTYPE --mountpoint %[1]s > %[1]s/fs\n", out))
-	c.waitFor("the job to wait on Resources", 30*time.Second, func() bool {
+	testutil.WaitFor(c.t, "the job to wait on Resources", 30*time.Second, poll, func() bool {
 		st, reason := c.jobNow(id)
 		return st == "PENDING" && reason == "Resources"
 	})

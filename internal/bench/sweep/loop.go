@@ -1,19 +1,18 @@
 package sweep
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +26,7 @@ func attachLoop(ctx context.Context, image string, directIO bool) (string, error
 	if directIO {
 		args = append(args, "--direct-io=on")
 	}
-	out, err := run(ctx, "losetup", append(args, image)...)
+	out, err := rsatest.Run(ctx, "losetup", append(args, image)...)
 	if err != nil {
 		return "", err
 	}
@@ -46,13 +45,13 @@ func detachImage(image string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	out, err := run(ctx, "losetup", "--noheadings", "--output", "NAME", "--associated", image)
+	out, err := rsatest.Run(ctx, "losetup", "--noheadings", "--output", "NAME", "--associated", image)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, dev := range strings.Fields(out) {
-		if _, err := run(ctx, "losetup", "--detach", dev); err != nil {
+		if _, err := rsatest.Run(ctx, "losetup", "--detach", dev); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -156,14 +155,4 @@ func unmount(dir string) error {
 			return fmt.Errorf("unmount %s: %w", dir, err)
 		}
 	}
-}
-
-func run(ctx context.Context, name string, args ...string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,7 +62,7 @@ func (l sharedLayout) mntNS() string { return filepath.Join(l.base, "ns", "mnt")
 
 // inServer runs a command in the server's network and mount namespaces.
 func (l sharedLayout) inServer(ctx context.Context, args ...string) (string, error) {
-	return run(ctx, "nsenter", append([]string{"--net=/run/netns/" + sharedNetns, "--mount=" + l.mntNS(), "--"}, args...)...)
+	return rsatest.Run(ctx, "nsenter", append([]string{"--net=/run/netns/" + sharedNetns, "--mount=" + l.mntNS(), "--"}, args...)...)
 }
 
 func upShared(ctx context.Context, c Config) (Target, error) {
@@ -82,7 +83,7 @@ func upShared(ctx context.Context, c Config) (Target, error) {
 		if err := os.MkdirAll(m, 0o755); err != nil {
 			return Target{}, fmt.Errorf("target shared@1g: %w", err)
 		}
-		if _, err := run(ctx, "mount", "-t", "glusterfs", l.server+":/"+sharedVol, m); err != nil {
+		if _, err := rsatest.Run(ctx, "mount", "-t", "glusterfs", l.server+":/"+sharedVol, m); err != nil {
 			_ = downShared(context.WithoutCancel(ctx), c)
 			return Target{}, fmt.Errorf("target shared@1g: %w", err)
 		}
@@ -102,7 +103,7 @@ func startSharedServer(ctx context.Context, c Config, l sharedLayout) error {
 	// glusterd wants the packaged groups/ and hooks/ in its working dir.
 	for _, d := range []string{"groups", "hooks"} {
 		if _, err := os.Stat(filepath.Join("/var/lib/glusterd", d)); err == nil {
-			if _, err := run(ctx, "cp", "-a", filepath.Join("/var/lib/glusterd", d), filepath.Join(l.base, "lib")); err != nil {
+			if _, err := rsatest.Run(ctx, "cp", "-a", filepath.Join("/var/lib/glusterd", d), filepath.Join(l.base, "lib")); err != nil {
 				return err
 			}
 		}
@@ -141,7 +142,7 @@ mount --bind "$1/lib" /var/lib/glusterd
 mount --bind "$1/log" /var/log/glusterfs`, "sh", l.base},
 	)
 	for _, s := range steps {
-		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+		if _, err := rsatest.Run(ctx, s[0], s[1:]...); err != nil {
 			return err
 		}
 	}
@@ -198,16 +199,16 @@ func downShared(ctx context.Context, c Config) error {
 		if err := killNetns(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		if _, err := run(ctx, "ip", "netns", "del", sharedNetns); err != nil {
+		if _, err := rsatest.Run(ctx, "ip", "netns", "del", sharedNetns); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := run(ctx, "ip", "link", "show", sharedVeth); err == nil {
-		if _, err := run(ctx, "ip", "link", "del", sharedVeth); err != nil {
+	if _, err := rsatest.Run(ctx, "ip", "link", "show", sharedVeth); err == nil {
+		if _, err := rsatest.Run(ctx, "ip", "link", "del", sharedVeth); err != nil {
 			// The namespace's end, going with the namespace, takes this
 			// end along, and the kernel does that after ip netns del
 			// returns: gone in between is done.
-			if _, serr := run(ctx, "ip", "link", "show", sharedVeth); serr == nil {
+			if _, serr := rsatest.Run(ctx, "ip", "link", "show", sharedVeth); serr == nil {
 				errs = append(errs, err)
 			}
 		}
@@ -242,7 +243,7 @@ func sharedMounts(base string) ([]string, error) {
 // then KILL what is left after a few seconds.
 func killNetns(ctx context.Context) error {
 	pids := func() []int {
-		out, err := run(ctx, "ip", "netns", "pids", sharedNetns)
+		out, err := rsatest.Run(ctx, "ip", "netns", "pids", sharedNetns)
 		if err != nil {
 			return nil
 		}
@@ -290,7 +291,7 @@ func SharedBaseline(ctx context.Context, c Config, seconds int) (Baseline, error
 		// One client run against a one-off server, once it listens: a
 		// retried client could use the server up and leave none.
 		listening := func() bool {
-			out, err := run(ctx, "ip", "netns", "exec", sharedNetns, "ss", "-Hltn", "sport", "= :5201")
+			out, err := rsatest.Run(ctx, "ip", "netns", "exec", sharedNetns, "ss", "-Hltn", "sport", "= :5201")
 			return err == nil && strings.TrimSpace(out) != ""
 		}
 		var out string
@@ -300,7 +301,7 @@ func SharedBaseline(ctx context.Context, c Config, seconds int) (Baseline, error
 			if reverse {
 				args = append(args, "--reverse")
 			}
-			out, err = run(ctx, "iperf3", args...)
+			out, err = rsatest.Run(ctx, "iperf3", args...)
 		}
 		if err != nil {
 			_ = srv.Process.Kill()

@@ -16,12 +16,10 @@
 package target
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
 // Names are the targets this package can bring up, in the order docs list them.
@@ -160,20 +159,20 @@ func upRAMBlock(ctx context.Context, c Config) (Target, error) {
 	if err := fill(image, c.Size); err != nil {
 		return Target{}, fmt.Errorf("target ram-blk: preallocate %s: %w", image, err)
 	}
-	out, err := run(ctx, "losetup", "--find", "--show", image)
+	out, err := rsatest.Run(ctx, "losetup", "--find", "--show", image)
 	if err != nil {
 		return Target{}, fmt.Errorf("target ram-blk: %w", err)
 	}
 	dev := strings.TrimSpace(out)
-	if _, err := run(ctx, "mkfs.ext2", "-q", "-F", "-m", "0", dev); err != nil {
-		_, _ = run(ctx, "losetup", "-d", dev)
+	if _, err := rsatest.Run(ctx, "mkfs.ext2", "-q", "-F", "-m", "0", dev); err != nil {
+		_, _ = rsatest.Run(ctx, "losetup", "-d", dev)
 		return Target{}, fmt.Errorf("target ram-blk: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Target{}, fmt.Errorf("target ram-blk: %w", err)
 	}
 	if err := unix.Mount(dev, dir, "ext2", unix.MS_NOATIME, ""); err != nil {
-		_, _ = run(ctx, "losetup", "-d", dev)
+		_, _ = rsatest.Run(ctx, "losetup", "-d", dev)
 		return Target{}, fmt.Errorf("target ram-blk: mount %s on %s: %w", dev, dir, err)
 	}
 	return Target{Name: "ram-blk", Dir: dir, Device: dev}, nil
@@ -193,9 +192,9 @@ func downRAMBlock(ctx context.Context, c Config) error {
 	}
 	// The loop device of the image, whether or not it was mounted.
 	image := filepath.Join(backing, "image")
-	if out, err := run(ctx, "losetup", "--noheadings", "--output", "NAME", "--associated", image); err == nil {
+	if out, err := rsatest.Run(ctx, "losetup", "--noheadings", "--output", "NAME", "--associated", image); err == nil {
 		for _, d := range strings.Fields(out) {
-			if _, err := run(ctx, "losetup", "-d", d); err != nil {
+			if _, err := rsatest.Run(ctx, "losetup", "-d", d); err != nil {
 				return fmt.Errorf("target ram-blk: %w", err)
 			}
 		}
@@ -305,14 +304,4 @@ func fill(path string, size int64) error {
 		}
 	}
 	return f.Close()
-}
-
-func run(ctx context.Context, name string, args ...string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }

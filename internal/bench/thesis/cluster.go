@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,7 +16,10 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 )
 
 // ClusterT52 is T52 with RSA's RAMDISK on RSA nodes of their own (ram@1g):
@@ -72,16 +74,11 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		if args[0] == "cluster-down" {
 			ctx = context.WithoutCancel(ctx)
 		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(t.Repo, "scripts", args[0]), args[1:]...)
-		cmd.Env = env
-		cmd.WaitDelay = 5 * time.Second
-		out, err := cmd.CombinedOutput()
+		out, err := rsatest.Script(ctx, t.Repo, env, timeout, args[0], args[1:]...)
 		if err != nil {
-			return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(string(out), 5))
+			return out, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
 		}
-		return string(out), nil
+		return out, nil
 	}
 	_, _ = script(5*time.Minute, "cluster-down")
 	defer func() {
@@ -239,12 +236,14 @@ func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...s
 	}
 	undos = append(undos, func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fwd, 0o644) })
 	server := t.SharedNet + ".2"
-	if _, err := run(ctx, "ip", "-n", "rsab-shared", "route", "replace", t.Net+".0/24", "via", t.SharedNet+".1"); err != nil {
+	if _, err := rsatest.Run(ctx, "ip", "-n", "rsab-shared", "route", "replace", t.Net+".0/24", "via", t.SharedNet+".1"); err != nil {
 		return undo, err
 	}
-	undos = append(undos, func() { _, _ = run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24") })
+	undos = append(undos, func() {
+		_, _ = rsatest.Run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24")
+	})
 	tbf := []string{"root", "tbf", "rate", t.Rate, "burst", "128kb", "latency", "50ms"}
-	if _, err := run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-c1", t.ID)}, tbf...)...); err != nil {
+	if _, err := rsatest.Run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-c1", t.ID)}, tbf...)...); err != nil {
 		return undo, err
 	}
 	if _, err := script(time.Minute, append([]string{"cluster-up", "exec", "c1", "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
@@ -278,30 +277,19 @@ func (t ClusterT52) sbatch(ctx context.Context, cred *syscall.Credential, conf, 
 	if err := os.Chown(path, int(cred.Uid), int(cred.Gid)); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "sbatch", "--parsable", path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "SLURM_CONF=" + conf, "HOME=/"}
-	cmd.Dir = filepath.Dir(path)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("sbatch %s: %w: %s", path, err, out)
-	}
-	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
-	return id, nil
+	return rsatest.Slurm{Conf: conf}.Sbatch(ctx, t.User, filepath.Dir(path), path)
 }
 
 // waitSlurm waits until Slurm's job id has ended, and fails unless it
-// completed.
+// completed. A slurmctld that does not answer is polled through.
 func (t ClusterT52) waitSlurm(ctx context.Context, conf, id string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		cmd := exec.CommandContext(ctx, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T")
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
-		out, _ := cmd.CombinedOutput()
-		switch st := strings.TrimSpace(string(out)); st {
-		case "COMPLETED":
+		switch st, _, err := (rsatest.Slurm{Conf: conf}).Job(ctx, id); {
+		case err != nil:
+		case st == "COMPLETED":
 			return nil
-		case "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED":
+		case rsatest.Ended(st):
 			return fmt.Errorf("Slurm job %s ended %s", id, st)
 		}
 		if time.Now().After(deadline) {
@@ -318,20 +306,9 @@ func (t ClusterT52) waitSlurm(ctx context.Context, conf, id string, timeout time
 func (t ClusterT52) waitReleased(ctx context.Context, id string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		out, err := exec.CommandContext(ctx, t.RSA, "--config", filepath.Join(t.Dir, "rsa", "rsa.toml"), "status", "--all", "--json").Output()
-		if err == nil {
-			var r struct {
-				Jobs []struct {
-					Spec struct{ Name string }
-					RSA  string `json:"rsa_state"`
-				}
-			}
-			if json.Unmarshal(out, &r) == nil {
-				for _, j := range r.Jobs {
-					if j.Spec.Name == id && j.RSA == "RELEASED" {
-						return nil
-					}
-				}
+		if jobs, err := live.Jobs(ctx, t.RSA, filepath.Join(t.Dir, "rsa", "rsa.toml")); err == nil {
+			if j := live.Newest(jobs, id)[id]; j != nil && j.RSA == lifecycle.Released {
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
@@ -377,12 +354,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
-}
-
-func run(ctx context.Context, name string, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return string(out), nil
 }

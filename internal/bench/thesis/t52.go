@@ -5,11 +5,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,6 +19,8 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/mount"
+	"github.com/rsa-hpc/rsa/internal/rsatest"
+	"github.com/rsa-hpc/rsa/internal/rsatest/live"
 )
 
 // T52 is the thesis' Table 5.2: a job of Ranks processes writes one
@@ -314,32 +314,16 @@ func (t T52) rows(rs []T52Result) []bench.Row {
 // account (and removing it afterwards) if it does not exist.
 func ensureUser(name string) (*syscall.Credential, func(), error) {
 	noop := func() {}
-	u, err := user.Lookup(name)
-	created := false
-	if err != nil {
-		if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name).CombinedOutput(); err != nil {
-			return nil, noop, fmt.Errorf("useradd %s: %w: %s", name, err, out)
-		}
-		created = true
-		if u, err = user.Lookup(name); err != nil {
-			return nil, noop, err
-		}
-	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	a, made, err := rsatest.EnsureAccount(name, "--no-create-home", "--shell", "/usr/sbin/nologin")
 	cleanup := noop
-	if created {
-		cleanup = func() {
-			// A process of the user's that is still exiting blocks userdel for a moment.
-			for range 50 {
-				if exec.Command("userdel", name).Run() == nil {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
+	if made {
+		cleanup = func() { _ = rsatest.RemoveAccount(name) }
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}, cleanup, nil
+	if err != nil {
+		cleanup()
+		return nil, noop, err
+	}
+	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: []uint32{}}, cleanup, nil
 }
 
 func mkdirOwned(dir string, cred *syscall.Credential) error {
@@ -375,7 +359,7 @@ func runAsStderr(ctx context.Context, cred *syscall.Credential, stderr *bytes.Bu
 // daemon is an rsa serve of the benchmark's own: its state, socket and
 // RAMDISK root under a directory it removes when it stops.
 type daemon struct {
-	cmd    *exec.Cmd
+	*live.Daemon
 	dir    string
 	socket string
 }
@@ -393,53 +377,24 @@ func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
 	// shared@1g, the stand-in for the site's GPFS, is Gluster over FUSE,
 	// which RSA refuses to mount over by default (a user's FUSE server
 	// could stall root). This daemon's only FUSE is the benchmark's own.
-	var refused []string
-	for _, t := range mount.DefaultRefusedFSTypes() {
-		if t != "fuse" {
-			refused = append(refused, strconv.Quote(t))
-		}
-	}
-	refused = append(refused, `"fuse.sshfs"`)
-	if err := os.WriteFile(conf, fmt.Appendf(nil, "state_dir = %q\nsocket = %q\nramdisk_root = %q\nrefused_fs_types = [%s]\ninput_mode = \"files\"\n",
-		filepath.Join(dir, "state"), d.socket, filepath.Join(dir, "ramdisk"), strings.Join(refused, ", ")), 0o644); err != nil {
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "state_dir = %q\nsocket = %q\nramdisk_root = %q\n%s\ninput_mode = \"files\"\n",
+		filepath.Join(dir, "state"), d.socket, filepath.Join(dir, "ramdisk"), refusedWithoutFUSE()), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	log, err := os.Create(filepath.Join(dir, "serve.log"))
+	served, err := live.Serve(ctx, rsa, conf, d.socket, filepath.Join(dir, "serve.log"), 10*time.Second)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	defer log.Close()
-	d.cmd = exec.Command(rsa, "--config", conf, "serve")
-	d.cmd.Stdout, d.cmd.Stderr = log, log
-	if err := d.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("rsa serve: %w", err)
-	}
-	for i := 0; ; i++ {
-		if exec.CommandContext(ctx, rsa, "--socket", d.socket, "version").Run() == nil {
-			return d, nil
-		}
-		if i == 100 || ctx.Err() != nil {
-			d.stop()
-			return nil, errors.New("rsa serve did not answer within 10s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	d.Daemon = served
+	return d, nil
 }
 
-// stop ends the daemon (TERM, by its pid) and removes its directory.
+// stop ends the daemon (TERM, by its pid; KILL if it still runs 30 s
+// later) and removes its directory.
 func (d *daemon) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-done
-	}
+	_ = d.Stop(syscall.SIGTERM, 30*time.Second)
 	// A daemon that died with a RAMDISK mounted leaves it under dir: detach
 	// it rather than empty it through the mount.
 	if ms, err := mount.List(); err == nil {
