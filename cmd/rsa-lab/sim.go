@@ -241,7 +241,7 @@ func simCmd() *cobra.Command {
 	return cmd
 }
 
-// newSimCmd is rsa sim, and the flags it parses into.
+// newSimCmd is rsa-lab sim, and the flags it parses into.
 func newSimCmd() (*cobra.Command, *simFlags) {
 	f := &simFlags{values: map[string]*string{}}
 	def := sim.Defaults()
@@ -257,12 +257,12 @@ EASY backfill; RSA's side is the daemon's own lifecycle machine and allocation
 planner. Every model parameter is a flag; docs/simulator.md says where each
 number comes from, docs/sizing.md how to size RSA for a site with them.
 
-  rsa sim internal/sim/testdata/lublin_256.swf
-  rsa sim --preset modern --nodes 200 --input exp:20G --output exp:20G TRACE
-  rsa sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
-  rsa sim --from-sacct jobs.sacct --nodes 200 --preset modern
-  rsa sim --preset testbed        # thesis Table 5.2's job, simulated
-  rsa sim --preset measured       # the same with rsa copy as the mover
+  rsa-lab sim internal/sim/testdata/lublin_256.swf
+  rsa-lab sim --preset modern --nodes 200 --input exp:20G --output exp:20G TRACE
+  rsa-lab sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
+  rsa-lab sim --from-sacct jobs.sacct --nodes 200 --preset modern
+  rsa-lab sim --preset testbed        # thesis Table 5.2's job, simulated
+  rsa-lab sim --preset measured       # the same with rsa copy as the mover
 
 ` + presetHelp() + `
 
@@ -494,7 +494,7 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 	}
 	if !f.json {
 		for _, w := range rep.Warnings {
-			fmt.Fprintln(stderr, "rsa sim: warning:", w)
+			fmt.Fprintln(stderr, "rsa-lab sim: warning:", w)
 		}
 	}
 	ctx := cmd.Context()

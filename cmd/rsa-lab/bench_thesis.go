@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// benchThesisCmd is rsa bench thesis: the thesis' experiments (ch. 5).
+// benchThesisCmd is rsa-lab bench thesis: the thesis' experiments (ch. 5).
 func benchThesisCmd() *cobra.Command {
 	var (
 		f         benchFlags
@@ -38,6 +39,7 @@ func benchThesisCmd() *cobra.Command {
 		repo      string
 		local     bool
 		output    string
+		rsaBin    string
 	)
 	cmd := &cobra.Command{
 		Use:   "thesis",
@@ -108,8 +110,11 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 			if err != nil {
 				return err
 			}
+			if rsaBin, err = productBinary(rsaBin, self); err != nil {
+				return err
+			}
 			p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
-			return runThesis(cmd, thesisRun{want: want, p: p, rsa: self, user: userNm, runs: runs, latencies: latencies,
+			return runThesis(cmd, thesisRun{want: want, p: p, rsa: rsaBin, lab: self, user: userNm, runs: runs, latencies: latencies,
 				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit, repo: repo, atGbit: atGbit, local: local, output: output})
 		},
 	}
@@ -126,12 +131,13 @@ t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
 	cmd.Flags().BoolVar(&atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
 	cmd.Flags().StringVar(&output, "ram-at-1g-output", "shared", "with --ram-at-1g: how the RSA job's output is caught (#RSA output=shared or private)")
 	cmd.Flags().BoolVar(&local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
-	cmd.Flags().StringVar(&repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa binary's path)")
+	cmd.Flags().StringVar(&repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
+	cmd.Flags().StringVar(&rsaBin, "rsa", "", "the product's rsa binary, which runs the jobs through RSA (default: the rsa beside rsa-lab, else rsa on PATH)")
 	return cmd
 }
 
 // benchWriteCmd is the thesis job's output phase, as the job itself runs
-// it: rsa bench thesis starts it as the job's command.
+// it: rsa-lab bench thesis starts it as the job's command.
 func benchWriteCmd() *cobra.Command {
 	var (
 		o         thesis.Output
@@ -203,7 +209,7 @@ func waitForMount(cmd *cobra.Command, dir string, timeout time.Duration) error {
 	}
 }
 
-// thesisCaseNames are rsa bench thesis' cases. t52 runs first: t53 takes
+// thesisCaseNames are rsa-lab bench thesis' cases. t52 runs first: t53 takes
 // its output times and tlc its jobs' logs.
 func thesisCaseNames() []string { return []string{"t51", "t52", "t53", "t54", "t55", "tlc"} }
 
@@ -265,11 +271,13 @@ func thesisSizes(full bool, ranks int, size int64, ranksGiven bool) thesisProfil
 	return p
 }
 
-// thesisRun is one invocation of rsa bench thesis.
+// thesisRun is one invocation of rsa-lab bench thesis.
 type thesisRun struct {
 	want      map[string]bool
 	p         thesisProfile
-	rsa, user string
+	rsa       string // the product's binary: rsa serve, run, wait, copy
+	lab       string // this binary: the job's writes (bench write)
+	user      string
 	runs      int
 	latencies []time.Duration
 	disk      bool
@@ -282,8 +290,30 @@ type thesisRun struct {
 	output    string // with atGbit: the RSA job's output mode
 }
 
-// repoOf is the checkout that holds the rsa binary at bin (bin/rsa), if
-// it has scripts/cluster-up; "" otherwise.
+// productBinary is the rsa binary the thesis' jobs run through: flag if
+// given, else the rsa beside the lab binary self (make builds both into
+// bin/), else rsa on PATH. The job's user runs it, so it is made absolute.
+func productBinary(flag, self string) (string, error) {
+	if flag == "" {
+		flag = filepath.Join(filepath.Dir(self), "rsa")
+		if _, err := os.Stat(flag); err != nil {
+			if flag, err = exec.LookPath("rsa"); err != nil {
+				return "", errors.New("no rsa binary beside rsa-lab nor on PATH: build it (make build) or give --rsa PATH")
+			}
+		}
+	}
+	abs, err := filepath.Abs(flag)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--rsa: %w", err)
+	}
+	return abs, nil
+}
+
+// repoOf is the checkout that holds the lab binary at bin (bin/rsa-lab),
+// if it has scripts/cluster-up; "" otherwise.
 func repoOf(bin string) string {
 	abs, err := filepath.Abs(bin)
 	if err != nil {
@@ -336,7 +366,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 			}
 			start := time.Now()
 			label := "shared_latency=" + lat.String()
-			rs, err := thesis.T52{RSA: r.rsa, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
+			rs, err := thesis.T52{RSA: r.rsa, Lab: r.lab, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
 				Ranks: p.ranks, Size: p.size, Runs: r.runs, Latency: lat.String(),
 				AfterJob: func(ctx context.Context, socket, job string) error {
 					l, err := thesis.ReadJobLog(ctx, r.rsa, socket, job)
@@ -355,7 +385,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 			start := time.Now()
 			// Cluster id 9: a bridge and links of its own, beside the
 			// clusters of scripts/cluster-up's default id 0 and test/cluster's.
-			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
+			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
 				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
 				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
 			if err != nil {
@@ -395,7 +425,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 		f    func() ([]bench.Row, error)
 	}{
 		{"t51", func() ([]bench.Row, error) {
-			return thesis.T51{RSA: r.rsa, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Size: p.t51Size, Block: 1 << 20,
+			return thesis.T51{RSA: r.rsa, Lab: r.lab, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Size: p.t51Size, Block: 1 << 20,
 				Runs: r.runs, Fio: r.fio}.Run(ctx)
 		}},
 		{"t53", func() ([]bench.Row, error) {
@@ -419,7 +449,7 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 				SizeMiB: p.t55SizeMiB, RAMMiB: p.t55RAMMiB, Files: p.t55Files, Runs: r.runs, Fio: r.fio}.Run(ctx)
 		}},
 		{"tlc", func() ([]bench.Row, error) {
-			return thesis.TLC{RSA: r.rsa, User: r.user, Shared: shared.Dir, Files: p.tlcFiles, FileSize: p.tlcSize,
+			return thesis.TLC{RSA: r.rsa, Lab: r.lab, User: r.user, Shared: shared.Dir, Files: p.tlcFiles, FileSize: p.tlcSize,
 				Delay: p.tlcDelay, Runs: r.runs, T52Jobs: t52Jobs}.Run(ctx)
 		}},
 	}

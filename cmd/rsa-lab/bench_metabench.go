@@ -35,7 +35,7 @@ func metabenchProfileFor(full bool) metabenchProfile {
 	return metabenchProfile{nfile: 2000, freq: 500, procs: []int{1, 2, 3}, tree: metabench.GlibcTree().Scaled(10)}
 }
 
-// benchMetabenchCmd is rsa bench metabench: GUPFS METABENCH, flag for flag,
+// benchMetabenchCmd is rsa-lab bench metabench: GUPFS METABENCH, flag for flag,
 // with its results beside GUPFS Table 1.
 func benchMetabenchCmd() *cobra.Command {
 	var (
@@ -51,7 +51,7 @@ func benchMetabenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "metabench [-CSUATk0] [-c nfile] [-b nbyte] [-o name] [-w dir]... [-f freq]",
 		Short: "Re-run GUPFS METABENCH (metadata rates) beside the report's Table 1",
-		Long: `rsa bench metabench re-implements GUPFS METABENCH: it times zero-length file
+		Long: `rsa-lab bench metabench re-implements GUPFS METABENCH: it times zero-length file
 creation (Create-A: one process filling one directory, batch by batch;
 Create-B: a directory each; Create-C: one shared directory), stat, utime and
 16K appends (-A: a directory each; -B: one directory, each process walking
