@@ -264,7 +264,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHookRequest$$' -fuzztime $(FUZZTIME) ./internal/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/textsafe/
 
-demo: build
+demo: build build-lab
 	scripts/demo.sh
 
 # The thesis' example job through real Slurm (burst_buffer/lua), submitted
