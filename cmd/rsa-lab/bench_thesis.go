@@ -22,29 +22,26 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// benchThesisCmd is rsa-lab bench thesis: the thesis' experiments (ch. 5).
-func benchThesisCmd() *cobra.Command {
-	var (
-		f         benchFlags
-		ranks     int
-		size      string
-		runs      int
-		userNm    string
-		latencies []time.Duration
-		cases     []string
-		withDisk  bool
-		iorPrefix string
-		fio       bool
-		atGbit    bool
-		repo      string
-		local     bool
-		output    string
-		rsaBin    string
-	)
-	cmd := &cobra.Command{
-		Use:   "thesis",
-		Short: "The thesis' tables 5.1-5.5 and its lifecycle timings, beside its numbers",
-		Long: `Re-runs the thesis' experiments (ch. 5), each beside the thesis' numbers:
+// thesisFlags are rsa-lab bench thesis' flags.
+type thesisFlags struct {
+	bench     benchFlags
+	ranks     int
+	size      string
+	runs      int
+	user      string
+	latencies []time.Duration
+	cases     []string
+	disk      bool
+	ior       string
+	fio       bool
+	atGbit    bool
+	repo      string
+	local     bool
+	output    string
+	rsa       string
+}
+
+const thesisLong = `Re-runs the thesis' experiments (ch. 5), each beside the thesis' numbers:
 
   t51  one writer, one file (2 GiB; quick 256 MiB), straight to shared@1g, and
        to ram then staged out to shared@1g by rsync and by rsa copy (Table 5.1)
@@ -73,67 +70,92 @@ GPFS. t52 and tlc start an rsa serve of their own (state under
 and removed if missing). The targets are brought up and left up, but ram-blk,
 which holds its RAM whether used or not: t55 takes it down after. --target is
 where RSA's RAMDISK is: ram (the local engine on this host). fio cross-checks
-t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`,
-		Args: cobra.NoArgs,
+t51, t53, t54 and t55; IOR cross-checks t54 when built (--ior).`
+
+// benchThesisCmd is rsa-lab bench thesis: the thesis' experiments (ch. 5).
+func benchThesisCmd() *cobra.Command {
+	var f thesisFlags
+	cmd := &cobra.Command{
+		Use:   "thesis",
+		Short: "The thesis' tables 5.1-5.5 and its lifecycle timings, beside its numbers",
+		Long:  thesisLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			full, err := f.full()
+			r, err := f.thesisRun(cmd)
 			if err != nil {
 				return err
 			}
-			if f.target != "ram" {
-				return fmt.Errorf("--target %q: the thesis runs RSA's RAMDISK on ram (the local engine); for RSA hosts behind a 1 Gbit/s link add --ram-at-1g", f.target)
-			}
-			if atGbit && repo == "" {
-				repo = repoOf(os.Args[0])
-				if repo == "" {
-					return errors.New("--ram-at-1g needs the checkout's scripts/cluster-up: give --repo DIR")
-				}
-			}
-			want, err := thesisCases(cases)
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("ranks") && full {
-				ranks = 2048
-			}
-			if !cmd.Flags().Changed("runs") && full {
-				runs = 3
-			}
-			n, err := units.ParseSize(size)
-			if err != nil || n < 1 {
-				return fmt.Errorf("--size %q: give a size per file such as 1M", size)
-			}
-			if ranks < 1 {
-				return fmt.Errorf("--ranks %d: at least 1", ranks)
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			if rsaBin, err = productBinary(rsaBin, self); err != nil {
-				return err
-			}
-			p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
-			return runThesis(cmd, thesisRun{want: want, p: p, rsa: rsaBin, lab: self, user: userNm, runs: runs, latencies: latencies,
-				disk: withDisk, ior: iorPrefix, fio: fio, emit: f.emit, repo: repo, atGbit: atGbit, local: local, output: output})
+			return runThesis(cmd, r)
 		},
 	}
 	f.add(cmd)
-	cmd.Flags().IntVar(&ranks, "ranks", 256, "writer processes (full: 2048; t54 full: 1024 unless given)")
-	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes (t52, t53; t54 quick)")
-	cmd.Flags().IntVar(&runs, "runs", 1, "repetitions; the rows give the median and every run (full: 3)")
-	cmd.Flags().StringVar(&userNm, "user", "rsabench", "the job's user")
-	cmd.Flags().DurationSliceVar(&latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), T52 at each (--runs times): e.g. 0,1ms,5ms,20ms,100ms; the other cases run without")
-	cmd.Flags().StringSliceVar(&cases, "case", thesisCaseNames(), "cases to run: "+strings.Join(thesisCaseNames(), ", "))
-	cmd.Flags().BoolVar(&withDisk, "disk", false, "also run t53 and t54 on disk (local ext4)")
-	cmd.Flags().StringVar(&iorPrefix, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
-	cmd.Flags().BoolVar(&fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
-	cmd.Flags().BoolVar(&atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
-	cmd.Flags().StringVar(&output, "ram-at-1g-output", "shared", "with --ram-at-1g: how the RSA job's output is caught (#RSA output=shared or private)")
-	cmd.Flags().BoolVar(&local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
-	cmd.Flags().StringVar(&repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
-	cmd.Flags().StringVar(&rsaBin, "rsa", "", "the product's rsa binary, which runs the jobs through RSA (default: the rsa beside rsa-lab, else rsa on PATH)")
 	return cmd
+}
+
+func (f *thesisFlags) add(cmd *cobra.Command) {
+	f.bench.add(cmd)
+	cmd.Flags().IntVar(&f.ranks, "ranks", 256, "writer processes (full: 2048; t54 full: 1024 unless given)")
+	cmd.Flags().StringVar(&f.size, "size", "1M", "bytes each writes (t52, t53; t54 quick)")
+	cmd.Flags().IntVar(&f.runs, "runs", 1, "repetitions; the rows give the median and every run (full: 3)")
+	cmd.Flags().StringVar(&f.user, "user", "rsabench", "the job's user")
+	cmd.Flags().DurationSliceVar(&f.latencies, "latency", []time.Duration{0}, "per-create/open latency added to shared@1g (Gluster delay-gen), T52 at each (--runs times): e.g. 0,1ms,5ms,20ms,100ms; the other cases run without")
+	cmd.Flags().StringSliceVar(&f.cases, "case", thesisCaseNames(), "cases to run: "+strings.Join(thesisCaseNames(), ", "))
+	cmd.Flags().BoolVar(&f.disk, "disk", false, "also run t53 and t54 on disk (local ext4)")
+	cmd.Flags().StringVar(&f.ior, "ior", "", "prefix of a build of IOR (scripts/build-ior.sh prints it): t54's cross-check, instead of fio")
+	cmd.Flags().BoolVar(&f.fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
+	cmd.Flags().BoolVar(&f.atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
+	cmd.Flags().StringVar(&f.output, "ram-at-1g-output", "shared", "with --ram-at-1g: how the RSA job's output is caught (#RSA output=shared or private)")
+	cmd.Flags().BoolVar(&f.local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
+	cmd.Flags().StringVar(&f.repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
+	cmd.Flags().StringVar(&f.rsa, "rsa", "", "the product's rsa binary, which runs the jobs through RSA (default: the rsa beside rsa-lab, else rsa on PATH)")
+}
+
+// thesisRun checks the flags and returns the run they ask for, at the
+// profile's sizes where a flag is not given.
+func (f *thesisFlags) thesisRun(cmd *cobra.Command) (thesisRun, error) {
+	full, err := f.bench.full()
+	if err != nil {
+		return thesisRun{}, err
+	}
+	if f.bench.target != "ram" {
+		return thesisRun{}, fmt.Errorf("--target %q: the thesis runs RSA's RAMDISK on ram (the local engine); for RSA hosts behind a 1 Gbit/s link add --ram-at-1g", f.bench.target)
+	}
+	repo := f.repo
+	if f.atGbit && repo == "" {
+		repo = repoOf(os.Args[0])
+		if repo == "" {
+			return thesisRun{}, errors.New("--ram-at-1g needs the checkout's scripts/cluster-up: give --repo DIR")
+		}
+	}
+	want, err := thesisCases(f.cases)
+	if err != nil {
+		return thesisRun{}, err
+	}
+	ranks, runs := f.ranks, f.runs
+	if !cmd.Flags().Changed("ranks") && full {
+		ranks = 2048
+	}
+	if !cmd.Flags().Changed("runs") && full {
+		runs = 3
+	}
+	n, err := units.ParseSize(f.size)
+	if err != nil || n < 1 {
+		return thesisRun{}, fmt.Errorf("--size %q: give a size per file such as 1M", f.size)
+	}
+	if ranks < 1 {
+		return thesisRun{}, fmt.Errorf("--ranks %d: at least 1", ranks)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return thesisRun{}, err
+	}
+	rsaBin, err := productBinary(f.rsa, self)
+	if err != nil {
+		return thesisRun{}, err
+	}
+	p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
+	return thesisRun{want: want, p: p, rsa: rsaBin, lab: self, user: f.user, runs: runs, latencies: f.latencies,
+		disk: f.disk, ior: f.ior, fio: f.fio, emit: f.bench.emit, repo: repo, atGbit: f.atGbit, local: f.local, output: f.output}, nil
 }
 
 // benchWriteCmd is the thesis job's output phase, as the job itself runs
@@ -326,88 +348,119 @@ func repoOf(bin string) string {
 	return repo
 }
 
-func runThesis(cmd *cobra.Command, r thesisRun) error {
+// thesisTargets are the targets a run brought up (a zero Target for one
+// its cases do not use), and the configuration they came up with.
+type thesisTargets struct {
+	cfg               target.Config
+	ram, shared, disk target.Target
+}
+
+// targetsUp brings up ram, and shared@1g and disk for the cases that use
+// them; ram is sized for the largest case's data, one case at a time.
+func (r thesisRun) targetsUp(cmd *cobra.Command) (thesisTargets, error) {
 	ctx := cmd.Context()
 	p := r.p
-	// The ram target holds the largest case's data, one case at a time.
 	ramSize := max(int64(p.ranks)*p.size*3/2, p.t51Size*3/2, int64(p.t54Ranks)*p.t54Block*5/4, int64(p.t55SizeMiB)<<20*5/4) + (256 << 20)
-	cfg := target.Config{Size: ramSize}
-	ram, err := target.Up(ctx, cfg, "ram")
-	if err != nil {
-		return err
+	ts := thesisTargets{cfg: target.Config{Size: ramSize}}
+	var err error
+	if ts.ram, err = target.Up(ctx, ts.cfg, "ram"); err != nil {
+		return ts, err
 	}
-	var shared, disk target.Target
 	if r.want["t51"] || r.want["t52"] || r.want["t53"] || r.want["t54"] || r.want["tlc"] {
-		if shared, err = target.Up(ctx, cfg, "shared@1g"); err != nil {
-			return err
+		if ts.shared, err = target.Up(ctx, ts.cfg, "shared@1g"); err != nil {
+			return ts, err
 		}
-		b, err := target.SharedBaseline(ctx, cfg, 2)
+		b, err := target.SharedBaseline(ctx, ts.cfg, 2)
 		if err != nil {
-			return err
+			return ts, err
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "shared@1g: iperf3 %.0f Mbit/s to the server, %.0f from it (thesis: 943)\n", b.ToServer/1e6, b.FromServer/1e6)
 	}
 	if r.disk || r.want["t55"] {
-		if disk, err = target.Up(ctx, cfg, "disk"); err != nil {
-			return err
+		if ts.disk, err = target.Up(ctx, ts.cfg, "disk"); err != nil {
+			return ts, err
 		}
 	}
+	return ts, nil
+}
+
+// places are the named targets' directories, and disk after them with
+// --disk.
+func (r thesisRun) places(ts thesisTargets, names ...string) []thesis.Place {
+	dirs := map[string]string{"ram": ts.ram.Dir, "shared@1g": ts.shared.Dir, "disk": ts.disk.Dir}
+	var ps []thesis.Place
+	for _, n := range names {
+		ps = append(ps, thesis.Place{Name: n, Dir: dirs[n]})
+	}
+	if r.disk {
+		ps = append(ps, thesis.Place{Name: "disk", Dir: ts.disk.Dir})
+	}
+	return ps
+}
+
+// runT52 runs t52 on ram at each latency (unless --local=false), then on
+// ram@1g with --ram-at-1g, and leaves shared@1g without added latency. It
+// returns the rows and the daemon's logs of the RSA jobs on ram.
+func (r thesisRun) runT52(ctx context.Context, ts thesisTargets, progress func(string)) ([]bench.Row, []thesis.JobLog, error) {
+	var rows []bench.Row
+	var jobs []thesis.JobLog
+	p := r.p
+	for _, lat := range r.latencies {
+		if !r.local {
+			break
+		}
+		progress("t52, shared@1g latency " + lat.String())
+		if err := target.SetSharedLatency(ctx, ts.cfg, lat); err != nil {
+			return rows, jobs, err
+		}
+		start := time.Now()
+		label := "shared_latency=" + lat.String()
+		rs, err := thesis.T52{RSA: r.rsa, Lab: r.lab, User: r.user, Shared: ts.shared.Dir, RAM: ts.ram.Dir, Placement: "ram",
+			Ranks: p.ranks, Size: p.size, Runs: r.runs, Latency: lat.String(),
+			AfterJob: func(ctx context.Context, socket, job string) error {
+				l, err := thesis.ReadJobLog(ctx, r.rsa, socket, job)
+				l.Label = label
+				jobs = append(jobs, l)
+				return err
+			}}.Run(ctx)
+		if err != nil {
+			return rows, jobs, err
+		}
+		rows = append(rows, rs...)
+		progress(fmt.Sprintf("t52 done in %.1fs", time.Since(start).Seconds()))
+	}
+	if r.atGbit {
+		progress("t52 on ram@1g: the emulated cluster")
+		start := time.Now()
+		// Cluster id 9: a bridge and links of its own, beside the
+		// clusters of scripts/cluster-up's default id 0 and test/cluster's.
+		rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
+			SharedNet: ts.cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
+			Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, ts.cfg, d) }}.Run(ctx)
+		if err != nil {
+			return rows, jobs, err
+		}
+		rows = append(rows, rs...)
+		progress(fmt.Sprintf("t52 on ram@1g done in %.1fs", time.Since(start).Seconds()))
+	}
+	return rows, jobs, target.SetSharedLatency(ctx, ts.cfg, 0)
+}
+
+func runThesis(cmd *cobra.Command, r thesisRun) error {
+	ctx := cmd.Context()
+	p := r.p
+	ts, err := r.targetsUp(cmd)
+	if err != nil {
+		return err
+	}
+	ram, shared, disk := ts.ram, ts.shared, ts.disk
 	progress := func(c string) { fmt.Fprintf(cmd.ErrOrStderr(), "thesis: %s\n", c) }
 	var rows []bench.Row
 	var t52Jobs []thesis.JobLog
 	if r.want["t52"] {
-		for _, lat := range r.latencies {
-			if !r.local {
-				break
-			}
-			progress("t52, shared@1g latency " + lat.String())
-			if err := target.SetSharedLatency(ctx, cfg, lat); err != nil {
-				return err
-			}
-			start := time.Now()
-			label := "shared_latency=" + lat.String()
-			rs, err := thesis.T52{RSA: r.rsa, Lab: r.lab, User: r.user, Shared: shared.Dir, RAM: ram.Dir, Placement: "ram",
-				Ranks: p.ranks, Size: p.size, Runs: r.runs, Latency: lat.String(),
-				AfterJob: func(ctx context.Context, socket, job string) error {
-					l, err := thesis.ReadJobLog(ctx, r.rsa, socket, job)
-					l.Label = label
-					t52Jobs = append(t52Jobs, l)
-					return err
-				}}.Run(ctx)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, rs...)
-			progress(fmt.Sprintf("t52 done in %.1fs", time.Since(start).Seconds()))
-		}
-		if r.atGbit {
-			progress("t52 on ram@1g: the emulated cluster")
-			start := time.Now()
-			// Cluster id 9: a bridge and links of its own, beside the
-			// clusters of scripts/cluster-up's default id 0 and test/cluster's.
-			rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
-				Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, cfg, d) }}.Run(ctx)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, rs...)
-			progress(fmt.Sprintf("t52 on ram@1g done in %.1fs", time.Since(start).Seconds()))
-		}
-		if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
+		if rows, t52Jobs, err = r.runT52(ctx, ts, progress); err != nil {
 			return err
 		}
-	}
-	places := func(names ...string) []thesis.Place {
-		dirs := map[string]string{"ram": ram.Dir, "shared@1g": shared.Dir, "disk": disk.Dir}
-		var ps []thesis.Place
-		for _, n := range names {
-			ps = append(ps, thesis.Place{Name: n, Dir: dirs[n]})
-		}
-		if r.disk {
-			ps = append(ps, thesis.Place{Name: "disk", Dir: disk.Dir})
-		}
-		return ps
 	}
 	run := func(c string, f func() ([]bench.Row, error)) error {
 		if !r.want[c] {
@@ -429,11 +482,11 @@ func runThesis(cmd *cobra.Command, r thesisRun) error {
 				Runs: r.runs, Fio: r.fio}.Run(ctx)
 		}},
 		{"t53", func() ([]bench.Row, error) {
-			return thesis.T53{Targets: places("shared@1g", "ram"), Ranks: p.ranks, Size: p.size, Runs: r.runs,
+			return thesis.T53{Targets: r.places(ts, "shared@1g", "ram"), Ranks: p.ranks, Size: p.size, Runs: r.runs,
 				T52Output: thesis.T52Outputs(rows), Fio: r.fio}.Run(ctx)
 		}},
 		{"t54", func() ([]bench.Row, error) {
-			return thesis.T54{Targets: places("ram", "shared@1g"), Ranks: p.t54Ranks, Block: p.t54Block, Transfer: 1 << 20,
+			return thesis.T54{Targets: r.places(ts, "ram", "shared@1g"), Ranks: p.t54Ranks, Block: p.t54Block, Transfer: 1 << 20,
 				Iterations: p.t54Iterations, IOR: r.ior, Fio: r.fio, Cold: true}.Run(ctx)
 		}},
 		{"t55", func() ([]bench.Row, error) {
