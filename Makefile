@@ -2,6 +2,7 @@
 # machine as root; they install what they need.
 SHELL := /bin/bash
 BIN   := bin/rsa
+LAB   := bin/rsa-lab
 PKGS  := util-linux iproute2 passwd procps shellcheck bc lua5.1 lua5.4 lua-socket slurmctld slurmd slurm-client munge curl \
 	glusterfs-server glusterfs-client nftables iperf3 fio rsync bonnie++ erofs-utils \
 	systemd chromium e2fsprogs rpm
@@ -23,7 +24,7 @@ export PATH := $(dir $(GO_BACKPORT)):$(PATH)
 endif
 export GOTOOLCHAIN ?= auto
 
-.PHONY: all build deps install man pkg-stage deb rpm test test-long test-slurm test-slurm-latest test-slurm-matrix test-cluster test-load lint unit test-kernel fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
+.PHONY: all build build-lab deps install man pkg-stage deb rpm test test-long test-slurm test-slurm-latest test-slurm-matrix test-cluster test-load lint unit test-kernel fuzz demo demo-slurm demo-cluster bench-copy profile-copy bench-cluster build-ior evidence clean
 
 all: build
 
@@ -53,6 +54,12 @@ deps:
 
 build: deps
 	$(GO) build -ldflags "-X github.com/rsa-hpc/rsa/internal/version.version=$(VERSION)" -o $(BIN) ./cmd/rsa
+
+# The lab, a binary of its own beside rsa: the simulator (rsa-lab sim) and
+# the seeds' benchmarks (rsa-lab bench). Neither rsa nor its packages
+# carry it; the benchmarks run jobs through the rsa beside it.
+build-lab: deps
+	$(GO) build -ldflags "-X github.com/rsa-hpc/rsa/internal/version.version=$(VERSION)" -o $(LAB) ./cmd/rsa-lab
 
 # The binary where burst_buffer.lua and the docs expect it, and what an
 # administrator installs beside Slurm. DESTDIR stages a package.
@@ -236,10 +243,10 @@ test-kernel: deps
 build-ior:
 	scripts/build-ior.sh
 
-# docs/evidence.md: the seeds' experiments at the sources' sizes (rsa bench
-# --profile full), each result beside the source's number (issue 15). It
-# takes the machine for a long while; make test runs each quick profile.
-evidence: build
+# docs/evidence.md: the seeds' experiments at the sources' sizes (rsa-lab bench
+# --profile full), each result beside the source's number. It takes the
+# machine for a long while; make test runs each quick profile.
+evidence: build build-lab
 	scripts/evidence.sh
 
 # Fuzzing, not tests: each fuzz target in turn for FUZZTIME. A crasher is
@@ -257,7 +264,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHookRequest$$' -fuzztime $(FUZZTIME) ./internal/api/
 	$(GO) test -run '^$$' -fuzz '^FuzzEscape$$' -fuzztime $(FUZZTIME) ./internal/textsafe/
 
-demo: build
+demo: build build-lab
 	scripts/demo.sh
 
 # The thesis' example job through real Slurm (burst_buffer/lua), submitted

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-ior: builds IOR and mdtest (third_party/ior, unchanged upstream
-# source) once, into a prefix outside the checkout, for rsa bench's
+# source) once, into a prefix outside the checkout, for rsa-lab bench's
 # cross-checks (internal/bench/crosscheck). A second run with the same
 # source finds the build and does nothing. Prints the prefix, holding
 # bin/ior and bin/mdtest, on its last line.

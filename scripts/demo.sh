@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The thesis' example job (ch. 5: 2,048 processes, one file each), run by an
-# unprivileged user with its I/O on disk, through RSA, and on shared@1g (rsa
+# unprivileged user with its I/O on disk, through RSA, and on shared@1g (rsa-lab
 # bench's stand-in for a shared parallel file system: GlusterFS behind a
 # 1 Gbit/s link, up in a few seconds; docs/bench.md). Prints RSA's timeline
 # and how long the command held its "compute" each way. Cleans up everything
@@ -16,6 +16,7 @@ compute=${DEMO_COMPUTE:-3}
 with_shared=${DEMO_SHARED:-1}
 top=$(cd "$(dirname "$0")/.." && pwd)
 rsa="$top/bin/rsa"
+lab="$top/bin/rsa-lab" # brings shared@1g up and down
 demo_user=rsademo
 work=/var/tmp/rsa-demo
 # The demo's daemon has a state, socket and RAMDISK root of its own: it never
@@ -25,6 +26,7 @@ export RSA_CONFIG=$daemon_dir/rsa.toml
 
 [ "$(id -u)" = 0 ] || { echo "make demo needs root (it starts the RSA daemon)" >&2; exit 1; }
 [ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
+[ "$with_shared" != 1 ] || [ -x "$lab" ] || { echo "build first: make build-lab (or DEMO_SHARED=0)" >&2; exit 1; }
 if [ -e "$daemon_dir" ]; then
 	echo "$daemon_dir exists: another make demo runs, or one was killed (remove it after checking)" >&2
 	exit 1
@@ -37,7 +39,7 @@ shared_dir=""
 cleanup() {
 	set +e
 	[ -n "$shared_dir" ] && rm -rf "$shared_dir"
-	[ "$shared_up" = 1 ] && "$rsa" bench target down shared@1g >/dev/null
+	[ "$shared_up" = 1 ] && "$lab" bench target down shared@1g >/dev/null
 	if [ -n "$daemon_pid" ]; then
 		kill -TERM "$daemon_pid" 2>/dev/null
 		wait "$daemon_pid" 2>/dev/null
@@ -136,7 +138,7 @@ if [ "$with_shared" = 1 ]; then
 	echo "== run 3: the same job with its I/O on shared@1g (GlusterFS behind a 1 Gbit/s link)"
 	# Taken down at the end only if this demo brought it up.
 	findmnt -rn -o TARGET | grep -q '/rsa-bench/shared@1g$' || shared_up=1
-	if mnt=$("$rsa" bench target up shared@1g 2>"$work/shared.err" | awk -F'\t' '$1 == "shared@1g" && $2 ~ /^\// { print $2 }') && [ -n "$mnt" ]; then
+	if mnt=$("$lab" bench target up shared@1g 2>"$work/shared.err" | awk -F'\t' '$1 == "shared@1g" && $2 ~ /^\// { print $2 }') && [ -n "$mnt" ]; then
 		shared_dir=$mnt/rsa-demo
 		install -d -m 0755 -o "$demo_user" -g "$demo_user" "$shared_dir" "$shared_dir/results"
 		as_user cp -r "$work/input" "$shared_dir/input"

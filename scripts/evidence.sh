@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make evidence: the seeds' experiments at the sources' sizes (rsa bench
+# make evidence: the seeds' experiments at the sources' sizes (rsa-lab bench
 # --profile full; EVIDENCE_PROFILE=quick for make test's) on this machine, each result beside the source's number,
 # written to docs/evidence.md (and its plots under docs/evidence/). Takes
 # the whole machine for a long while: run nothing else meanwhile. Takes
@@ -20,16 +20,20 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-rsa="$top/bin/rsa"
+# The lab runs the benchmarks; its thesis runs jobs through the product's
+# rsa beside it.
+lab="$top/bin/rsa-lab"
 out=${EVIDENCE_DIR:-$top/docs/evidence/runs}
 latencies=${EVIDENCE_LATENCIES:-0,1ms,5ms,20ms,100ms}
 # full: the sources' sizes (hours); quick: make test's sizes (minutes).
 profile=${EVIDENCE_PROFILE:-full}
 
 [ "$(id -u)" = 0 ] || { echo "make evidence needs root (it mounts targets and starts a daemon)" >&2; exit 1; }
-[ -x "$rsa" ] || { echo "build first: make build" >&2; exit 1; }
+for b in "$top/bin/rsa" "$lab"; do
+	[ -x "$b" ] || { echo "build first: make build build-lab" >&2; exit 1; }
+done
 
-cleanup() { "$rsa" bench target down ram shared@1g disk >/dev/null 2>&1 9>&- || true; }
+cleanup() { "$lab" bench target down ram shared@1g disk >/dev/null 2>&1 9>&- || true; }
 trap cleanup EXIT
 
 # mdtest, the metadata benchmark the field trusts, cross-checks the
@@ -50,7 +54,7 @@ bench() { # bench NAME ARGS...: one benchmark, in its place in the page
 	names+=("$name")
 	argv[$name]="$*"
 }
-command_of() { echo "rsa bench ${argv[$1]} --json"; } # what the page and NAME.cmd say
+command_of() { echo "rsa-lab bench ${argv[$1]} --json"; } # what the page and NAME.cmd say
 # when_of NAME: when its rows were written, from NAME.when: a clone or a
 # checkout gives the files the time it wrote them, not the run's.
 when_of() {
@@ -71,7 +75,7 @@ run() { # run NAME: its rows into $out/NAME.jsonl, unless a run before wrote the
 	fi
 	echo "== $cmd" >&2
 	# 9>&-: the targets' servers it starts must not hold the lock.
-	"$rsa" bench "${args[@]}" --json >"$out/$name.jsonl.part" 9>&-
+	"$lab" bench "${args[@]}" --json >"$out/$name.jsonl.part" 9>&-
 	# Only now: a run stopped before here leaves the rows of the last
 	# complete one, with their command, as they were.
 	rm -f "$out/$name.cmd" "$out/$name.when"
@@ -143,5 +147,5 @@ args=()
 # several days.
 for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(when_of "$n")"); done
 for n in "${names[@]}"; do args+=("$out/$n.jsonl"); done
-"$rsa" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
+"$lab" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
 echo "wrote $top/docs/evidence.md" >&2

@@ -66,6 +66,12 @@ func TestGenDocsManPages(t *testing.T) {
 	if seen < 15 {
 		t.Errorf("only %d man pages checked", seen)
 	}
+	// The lab's commands are rsa-lab's, not the product's.
+	for _, page := range []string{"rsa-bench.1", "rsa-sim.1"} {
+		if _, err := os.Stat(filepath.Join(man, page)); err == nil {
+			t.Errorf("%s: rsa documents a command of rsa-lab", page)
+		}
+	}
 }
 
 // The completion scripts are written under the names the shells load

@@ -1,8 +1,9 @@
 // Command rsa is the RAMDISK Storage Accelerator: `rsa serve` is the daemon
 // (root); the job and admin commands and the Slurm hooks are thin clients
 // of its socket. The tools beside them run on their own: `rsa agent` on
-// RSA and compute nodes, `rsa ca`, the mover `rsa copy`, and the lab's
-// `rsa sim` and `rsa bench`.
+// RSA and compute nodes, `rsa ca` and the mover `rsa copy`. The simulator
+// and the benchmarks are not linked in: they are the lab's binary,
+// rsa-lab (cmd/rsa-lab).
 package main
 
 import (
@@ -93,8 +94,6 @@ Start the daemon as root with 'rsa serve'; users run jobs with 'rsa run'.`,
 		gcCmd(g), copyCmd(), drainCmd(g, true), drainCmd(g, false), settleCmd(g), genDocsCmd(), configCmd(g))
 	root.AddCommand(caCmd())
 	root.AddCommand(agentCmd())
-	root.AddCommand(simCmd())
-	root.AddCommand(benchCmd())
 	return root
 }
 

@@ -1,4 +1,4 @@
-// Package bench holds what every benchmark of rsa bench shares: the result
+// Package bench holds what every benchmark of rsa-lab bench shares: the result
 // row, set beside the number of the seed it is compared with, and its two
 // renderings (JSON lines for make evidence, a table for a terminal).
 //

@@ -7,15 +7,15 @@ import (
 )
 
 // Preset is a named starting point for every model parameter; what a user
-// gives on top of it (rsa sim's flags) changes it. A preset describes the
+// gives on top of it (rsa-lab sim's flags) changes it. A preset describes the
 // machine's file system, links, RSA nodes and mover, never the workload:
 // the machine and its jobs come from the trace, and the I/O sizes
 // (Workload) from the user, as Slurm records none. Presets come from
 // Presets and PresetNamed; the zero Preset is none.
 type Preset struct {
 	Name    string
-	Summary string // one line, for rsa sim --help
-	// Calibrates says that without a trace rsa sim runs thesis Table
+	Summary string // one line, for rsa-lab sim --help
+	// Calibrates says that without a trace rsa-lab sim runs thesis Table
 	// 5.2's job on this preset (Calibrate): the thesis' test bed only,
 	// the one machine the table was measured on.
 	Calibrates bool
@@ -84,7 +84,7 @@ func Modern() Config {
 
 	// The shared file system.
 	// Assumed: a mid-size university Lustre or GPFS; 20 GiB/s is what a
-	// site administrator's review of RSA ran rsa sim with.
+	// site administrator's review of RSA ran rsa-lab sim with.
 	c.FS.Bandwidth = 20 * gib
 	// Assumed: what one client sustains for a job's buffered I/O, about
 	// 40 % of its 100 Gbit/s link (12.5 GB/s line rate). It also caps a
@@ -143,7 +143,7 @@ func Modern() Config {
 	return c
 }
 
-// Testbed returns the preset of rsa sim's older --testbed flag: "thesis"
+// Testbed returns the preset of rsa-lab sim's older --testbed flag: "thesis"
 // is preset testbed, "measured" preset measured.
 func Testbed(name string) (Config, error) {
 	switch name {

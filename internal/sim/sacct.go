@@ -87,24 +87,12 @@ type SacctStats struct {
 // the submission time sacct gives them. A line that cannot be read is an
 // error naming its line number, the field and what to give instead.
 func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
-	type kept struct {
-		job    TraceJob
-		submit time.Time
-	}
 	var (
 		st    SacctStats
-		jobs  []kept
-		col   [sacctFields]int // the column of each field
-		width = sacctFields    // columns in a line
-		head  []string         // the header line's fields, if it has one
-		first = true           // no line but blank ones read yet
-		// admin is the AdminComment column, or -1: the header names
-		// one, or, without a header, lines have one more field.
-		admin = -1
+		jobs  []sacctJob
+		cols  = newSacctColumns()
+		first = true // no line but blank ones read yet
 	)
-	for i := range col {
-		col[i] = i
-	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -120,112 +108,28 @@ func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
 		}
 		if first {
 			first = false
-			// The first line may be sacct's header: it names JobIDRaw.
-			has := func(name string) bool {
-				return slices.ContainsFunc(fs, func(s string) bool { return strings.EqualFold(s, name) })
+			header, err := cols.readHeader(n, fs)
+			if err != nil {
+				return nil, st, err
 			}
-			switch {
-			case has(sacctNames[sacctID]):
-				fs = trimParsable(fs, len(fs)-1)
-				var err error
-				if col, err = sacctHeader(n, fs); err != nil {
-					return nil, st, err
-				}
-				head, width = fs, len(fs)
-				admin = slices.IndexFunc(fs, func(s string) bool { return strings.EqualFold(s, "AdminComment") })
+			if header {
 				continue
-			case has("JobID"):
-				return nil, st, fmt.Errorf("sacct line %d: the header names JobID: give sacct --format=%s, with JobIDRaw (array and heterogeneous jobs' JobID, 1234_5 or 1234+1, is not a number)", n, SacctFormat)
 			}
 		}
-		if head == nil && len(fs) > sacctFields {
-			// AdminComment last, as SacctCommand's comment says: the
-			// site's text in it may hold the separator.
-			fs = append(fs[:sacctFields], strings.Join(fs[sacctFields:], "|"))
-			admin, width = sacctFields, sacctFields+1
-		} else if head == nil {
-			admin, width = -1, sacctFields
+		fs, again, err := cols.fit(n, fs)
+		if err != nil {
+			return nil, st, err
 		}
-		fs = trimParsable(fs, width)
-		if head != nil && slices.EqualFunc(fs, head, strings.EqualFold) {
+		if again {
 			continue // the header again: listings joined one after another
 		}
-		if len(fs) != width {
-			names := strings.Join(sacctNames[:], "|")
-			if head != nil {
-				names = strings.Join(head, "|")
-			}
-			return nil, st, fmt.Errorf("sacct line %d: %d fields, want %d separated by '|' (%s): run %s", n, len(fs), width, names, SacctCommand)
-		}
-		get := func(f int) string { return fs[col[f]] }
-		bad := func(f int, fix string) error {
-			return fmt.Errorf("sacct line %d: field %d (%s) is %q: %s", n, col[f]+1, sacctNames[f], get(f), fix)
-		}
-
-		rawID, _, isStep := strings.Cut(get(sacctID), ".")
-		id, err := strconv.ParseInt(rawID, 10, 64)
-		if err != nil || id < 0 {
-			return nil, st, bad(sacctID, "want the raw job id, digits with .STEP for a step; give sacct --format=JobIDRaw, not JobID (array and heterogeneous jobs' JobID, 1234_5 or 1234+1, is not a number)")
-		}
-		if isStep {
-			st.Steps++
-			continue
-		}
-		submit, ok, err := sacctTime(get(sacctSubmit), loc)
+		j, keep, err := cols.readJob(n, fs, loc, &st)
 		if err != nil {
-			return nil, st, bad(sacctSubmit, err.Error())
+			return nil, st, err
 		}
-		if !ok {
-			return nil, st, bad(sacctSubmit, "every job has a submit time; want a time such as 2024-05-01T12:00:00")
+		if keep {
+			jobs = append(jobs, j)
 		}
-		start, started, err := sacctTime(get(sacctStart), loc)
-		if err != nil {
-			return nil, st, bad(sacctStart, err.Error()+", or Unknown or None for a job that never started")
-		}
-		end, ended, err := sacctTime(get(sacctEnd), loc)
-		if err != nil {
-			return nil, st, bad(sacctEnd, err.Error()+", or Unknown for a job still running")
-		}
-		nodes, err := strconv.Atoi(get(sacctNodes))
-		if err != nil || nodes < 0 {
-			return nil, st, bad(sacctNodes, "want a whole number of nodes, 0 or more")
-		}
-		cpus, err := strconv.Atoi(get(sacctCPUs))
-		if err != nil || cpus < 0 {
-			return nil, st, bad(sacctCPUs, "want a whole number of processors, 0 or more")
-		}
-		limit, err := timelimit(get(sacctLimit))
-		if err != nil {
-			return nil, st, bad(sacctLimit, err.Error())
-		}
-		if get(sacctState) == "" {
-			return nil, st, bad(sacctState, "want the job's state, such as COMPLETED")
-		}
-		switch {
-		case !started:
-			st.NotStarted++
-			continue
-		case !ended:
-			st.Running++
-			continue
-		case end.Before(start):
-			return nil, st, fmt.Errorf("sacct line %d: field %d (End) %s is before field %d (Start) %s: fix the line or drop it",
-				n, col[sacctEnd]+1, get(sacctEnd), col[sacctStart]+1, get(sacctStart))
-		case end.Sub(start) > MaxTraceSeconds*time.Second:
-			return nil, st, fmt.Errorf("sacct line %d: the job ran from %s to %s, more than 1e9 s (about 31 years), the most the simulator takes: fix the line or drop it",
-				n, get(sacctStart), get(sacctEnd))
-		}
-		if nodes == 0 {
-			cpus = 0 // no node count: the simulator counts it "processors unknown"
-		}
-		tj := TraceJob{Line: n, ID: id, Run: end.Sub(start), Procs: cpus, Nodes: nodes, ReqTime: limit}
-		if admin >= 0 {
-			if b, _, ok := slurm.ParseAccounting(fs[admin]); ok && b > 0 {
-				tj.Input = b
-				st.Recorded++
-			}
-		}
-		jobs = append(jobs, kept{submit: submit, job: tj})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, st, fmt.Errorf("reading sacct line %d: %w", st.Lines+1, err)
@@ -234,21 +138,176 @@ func ReadSacct(r io.Reader, loc *time.Location) (*Trace, SacctStats, error) {
 		return nil, st, fmt.Errorf("no job in sacct's listing both started and ended (%d lines: %d steps, %d never started, %d still running): give sacct a period with --starttime and --endtime (without them it lists today's jobs only); the command: %s",
 			st.Lines, st.Steps, st.NotStarted, st.Running, SacctCommand)
 	}
-	// sacct lists jobs by id; the simulator takes them as they arrive.
-	slices.SortStableFunc(jobs, func(a, b kept) int { return a.submit.Compare(b.submit) })
+	t, err := sacctJobsTrace(jobs, &st)
+	return t, st, err
+}
+
+// sacctJob is a job ReadSacct keeps, with its submit time as sacct gave it.
+type sacctJob struct {
+	job    TraceJob
+	submit time.Time
+}
+
+// sacctColumns are where a listing's fields are: in SacctFormat's order,
+// or in the order its header names them.
+type sacctColumns struct {
+	col   [sacctFields]int // the column of each field
+	width int              // columns in a line
+	head  []string         // the header line's fields, if it has one
+	// admin is the AdminComment column, or -1: the header names one,
+	// or, without a header, lines have one more field.
+	admin int
+}
+
+func newSacctColumns() sacctColumns {
+	c := sacctColumns{width: sacctFields, admin: -1}
+	for i := range c.col {
+		c.col[i] = i
+	}
+	return c
+}
+
+// readHeader reads the first line's fields fs (line n) as sacct's header
+// if they name JobIDRaw, and reports whether they did. A header naming
+// JobID instead is an error.
+func (c *sacctColumns) readHeader(n int, fs []string) (bool, error) {
+	has := func(name string) bool {
+		return slices.ContainsFunc(fs, func(s string) bool { return strings.EqualFold(s, name) })
+	}
+	switch {
+	case has(sacctNames[sacctID]):
+		fs = trimParsable(fs, len(fs)-1)
+		col, err := sacctHeader(n, fs)
+		if err != nil {
+			return false, err
+		}
+		c.col, c.head, c.width = col, fs, len(fs)
+		c.admin = slices.IndexFunc(fs, func(s string) bool { return strings.EqualFold(s, "AdminComment") })
+		return true, nil
+	case has("JobID"):
+		return false, fmt.Errorf("sacct line %d: the header names JobID: give sacct --format=%s, with JobIDRaw (array and heterogeneous jobs' JobID, 1234_5 or 1234+1, is not a number)", n, SacctFormat)
+	}
+	return false, nil
+}
+
+// fit returns line n's fields fs as the columns read them; again is true
+// for the header line repeated. Without a header, a line with more fields
+// than SacctFormat's ends in an AdminComment.
+func (c *sacctColumns) fit(n int, fs []string) (_ []string, again bool, _ error) {
+	if c.head == nil && len(fs) > sacctFields {
+		// AdminComment last, as SacctCommand's comment says: the
+		// site's text in it may hold the separator.
+		fs = append(fs[:sacctFields], strings.Join(fs[sacctFields:], "|"))
+		c.admin, c.width = sacctFields, sacctFields+1
+	} else if c.head == nil {
+		c.admin, c.width = -1, sacctFields
+	}
+	fs = trimParsable(fs, c.width)
+	if c.head != nil && slices.EqualFunc(fs, c.head, strings.EqualFold) {
+		return nil, true, nil
+	}
+	if len(fs) != c.width {
+		names := strings.Join(sacctNames[:], "|")
+		if c.head != nil {
+			names = strings.Join(c.head, "|")
+		}
+		return nil, false, fmt.Errorf("sacct line %d: %d fields, want %d separated by '|' (%s): run %s", n, len(fs), c.width, names, SacctCommand)
+	}
+	return fs, false, nil
+}
+
+// readJob reads line n's fields fs. keep is false for a line the stats
+// count instead: a job step, a job that never started or one still
+// running.
+func (c *sacctColumns) readJob(n int, fs []string, loc *time.Location, st *SacctStats) (_ sacctJob, keep bool, _ error) {
+	get := func(f int) string { return fs[c.col[f]] }
+	bad := func(f int, fix string) error {
+		return fmt.Errorf("sacct line %d: field %d (%s) is %q: %s", n, c.col[f]+1, sacctNames[f], get(f), fix)
+	}
+	rawID, _, isStep := strings.Cut(get(sacctID), ".")
+	id, err := strconv.ParseInt(rawID, 10, 64)
+	if err != nil || id < 0 {
+		return sacctJob{}, false, bad(sacctID, "want the raw job id, digits with .STEP for a step; give sacct --format=JobIDRaw, not JobID (array and heterogeneous jobs' JobID, 1234_5 or 1234+1, is not a number)")
+	}
+	if isStep {
+		st.Steps++
+		return sacctJob{}, false, nil
+	}
+	submit, ok, err := sacctTime(get(sacctSubmit), loc)
+	if err != nil {
+		return sacctJob{}, false, bad(sacctSubmit, err.Error())
+	}
+	if !ok {
+		return sacctJob{}, false, bad(sacctSubmit, "every job has a submit time; want a time such as 2024-05-01T12:00:00")
+	}
+	start, started, err := sacctTime(get(sacctStart), loc)
+	if err != nil {
+		return sacctJob{}, false, bad(sacctStart, err.Error()+", or Unknown or None for a job that never started")
+	}
+	end, ended, err := sacctTime(get(sacctEnd), loc)
+	if err != nil {
+		return sacctJob{}, false, bad(sacctEnd, err.Error()+", or Unknown for a job still running")
+	}
+	nodes, err := strconv.Atoi(get(sacctNodes))
+	if err != nil || nodes < 0 {
+		return sacctJob{}, false, bad(sacctNodes, "want a whole number of nodes, 0 or more")
+	}
+	cpus, err := strconv.Atoi(get(sacctCPUs))
+	if err != nil || cpus < 0 {
+		return sacctJob{}, false, bad(sacctCPUs, "want a whole number of processors, 0 or more")
+	}
+	limit, err := timelimit(get(sacctLimit))
+	if err != nil {
+		return sacctJob{}, false, bad(sacctLimit, err.Error())
+	}
+	if get(sacctState) == "" {
+		return sacctJob{}, false, bad(sacctState, "want the job's state, such as COMPLETED")
+	}
+	switch {
+	case !started:
+		st.NotStarted++
+		return sacctJob{}, false, nil
+	case !ended:
+		st.Running++
+		return sacctJob{}, false, nil
+	case end.Before(start):
+		return sacctJob{}, false, fmt.Errorf("sacct line %d: field %d (End) %s is before field %d (Start) %s: fix the line or drop it",
+			n, c.col[sacctEnd]+1, get(sacctEnd), c.col[sacctStart]+1, get(sacctStart))
+	case end.Sub(start) > MaxTraceSeconds*time.Second:
+		return sacctJob{}, false, fmt.Errorf("sacct line %d: the job ran from %s to %s, more than 1e9 s (about 31 years), the most the simulator takes: fix the line or drop it",
+			n, get(sacctStart), get(sacctEnd))
+	}
+	if nodes == 0 {
+		cpus = 0 // no node count: the simulator counts it "processors unknown"
+	}
+	tj := TraceJob{Line: n, ID: id, Run: end.Sub(start), Procs: cpus, Nodes: nodes, ReqTime: limit}
+	if c.admin >= 0 {
+		if b, _, ok := slurm.ParseAccounting(fs[c.admin]); ok && b > 0 {
+			tj.Input = b
+			st.Recorded++
+		}
+	}
+	return sacctJob{job: tj, submit: submit}, true, nil
+}
+
+// sacctJobsTrace is the trace of the jobs kept, in submit order (sacct
+// lists them by id; the simulator takes them as they arrive), submissions
+// counted from the earliest; it sets the stats' job count and span.
+func sacctJobsTrace(jobs []sacctJob, st *SacctStats) (*Trace, error) {
+	slices.SortStableFunc(jobs, func(a, b sacctJob) int { return a.submit.Compare(b.submit) })
 	st.Jobs = len(jobs)
 	st.FirstSubmit, st.LastSubmit = jobs[0].submit, jobs[len(jobs)-1].submit
 	t := &Trace{Header: Header{MaxJobs: len(jobs)}, Jobs: make([]TraceJob, len(jobs))}
 	for i, k := range jobs {
 		since := k.submit.Sub(st.FirstSubmit)
 		if since > MaxTraceSeconds*time.Second {
-			return nil, st, fmt.Errorf("sacct line %d: submitted %s, more than 1e9 s (about 31 years) after the first job (line %d), the most the simulator takes: list a shorter period",
+			return nil, fmt.Errorf("sacct line %d: submitted %s, more than 1e9 s (about 31 years) after the first job (line %d), the most the simulator takes: list a shorter period",
 				k.job.Line, k.submit.Format(sacctTimeLayout), jobs[0].job.Line)
 		}
 		k.job.Submit = since
 		t.Jobs[i] = k.job
 	}
-	return t, st, nil
+	return t, nil
 }
 
 // trimParsable drops the empty field after the '|' that sacct --parsable

@@ -30,7 +30,7 @@ func (c Config) Warnings() []string {
 		rate float64
 	}{{"--stage-in-rate", c.RSA.StageInRate}, {"--stage-out-rate", c.RSA.StageOutRate}} {
 		if m.rate > 0 && fs > 0 && m.rate < fs/2 {
-			out = append(out, fmt.Sprintf("the mover (%s %s) copies at less than half the rate the file system serves one client (%s): RSA's staging can hardly beat the jobs' own I/O here; measure your mover (rsa bench copy) and give its rate",
+			out = append(out, fmt.Sprintf("the mover (%s %s) copies at less than half the rate the file system serves one client (%s): RSA's staging can hardly beat the jobs' own I/O here; measure your mover (make bench-copy) and give its rate",
 				m.flag, FormatRate(m.rate), FormatRate(fs)))
 		}
 	}

@@ -195,6 +195,27 @@ func RunWithRSA(m *testing.M, bin *string) {
 	os.Exit(code)
 }
 
+// RunWithLab is RunWithRSA for tests of the lab: it builds rsa-lab
+// (cmd/rsa-lab) beside rsa, where the lab finds the product binary its
+// benchmarks run jobs through, and stores rsa-lab's path in *lab.
+func RunWithLab(m *testing.M, lab *string) {
+	path, cleanup, err := BuildRSA()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	labPath := filepath.Join(filepath.Dir(path), "rsa-lab")
+	if out, err := exec.Command("go", "build", "-o", labPath, "github.com/rsa-hpc/rsa/cmd/rsa-lab").CombinedOutput(); err != nil {
+		cleanup()
+		fmt.Fprintf(os.Stderr, "building rsa-lab: %v\n%s\n", err, out)
+		os.Exit(1)
+	}
+	*lab = labPath
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
 // Command is name with args, killed if it still runs 90 s on (or when t
 // ends): a hung client fails its test, which then cleans up, instead of
 // running into the package's timeout, which cleans up nothing.

@@ -1,4 +1,4 @@
-// Package bench runs every rsa bench benchmark once, through the binary,
+// Package bench runs every rsa-lab bench benchmark once, through the binary,
 // as a test of the tools: each must run to the end on real targets, report
 // well-formed rows beside the seeds' numbers, and leave nothing up. It
 // asserts nothing about speed. make test runs each at a small size (fewer
@@ -23,29 +23,31 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
-var rsaBin string
+// labBin is rsa-lab, with the product's rsa beside it: the binary the
+// thesis' jobs run through.
+var labBin string
 
-func TestMain(m *testing.M) { testutil.RunWithRSA(m, &rsaBin) }
+func TestMain(m *testing.M) { testutil.RunWithLab(m, &labBin) }
 
-// run runs rsa bench with args and --json, and returns its rows. The
+// run runs rsa-lab bench with args and --json, and returns its rows. The
 // targets it brought up are taken down when the test ends.
 func run(t *testing.T, args ...string) []bench.Row {
 	t.Helper()
 	testutil.RequireRoot(t)
 	t.Cleanup(func() {
-		if out, err := testutil.Command(t, rsaBin, "bench", "target", "down", "ram", "shared@1g").CombinedOutput(); err != nil {
-			t.Errorf("rsa bench target down: %v\n%s", err, out)
+		if out, err := testutil.Command(t, labBin, "bench", "target", "down", "ram", "shared@1g").CombinedOutput(); err != nil {
+			t.Errorf("rsa-lab bench target down: %v\n%s", err, out)
 		}
 	})
 	var stdout, stderr bytes.Buffer
 	// A benchmark's runs take minutes on a loaded machine (make test runs
 	// test/cluster beside this package): the limit only ends a hung one.
-	cmd := testutil.CommandWithin(t, 10*time.Minute, rsaBin, append(append([]string{"bench"}, args...), "--json")...)
+	cmd := testutil.CommandWithin(t, 10*time.Minute, labBin, append(append([]string{"bench"}, args...), "--json")...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("rsa bench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("rsa-lab bench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	t.Logf("rsa bench %s:\n%s", strings.Join(args, " "), stderr.String())
+	t.Logf("rsa-lab bench %s:\n%s", strings.Join(args, " "), stderr.String())
 	var rows []bench.Row
 	dec := json.NewDecoder(&stdout)
 	for {
@@ -53,12 +55,12 @@ func run(t *testing.T, args ...string) []bench.Row {
 		if err := dec.Decode(&r); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatalf("rsa bench %s --json printed a line that is not a row: %v", strings.Join(args, " "), err)
+			t.Fatalf("rsa-lab bench %s --json printed a line that is not a row: %v", strings.Join(args, " "), err)
 		}
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		t.Fatalf("rsa bench %s printed no rows", strings.Join(args, " "))
+		t.Fatalf("rsa-lab bench %s printed no rows", strings.Join(args, " "))
 	}
 	return rows
 }
@@ -108,8 +110,8 @@ func TestThesisQuick(t *testing.T) {
 	leavesNoHome(t)
 	t.Cleanup(func() {
 		// t55 brings disk up (and takes its ram-blk down itself).
-		if out, err := testutil.Command(t, rsaBin, "bench", "target", "down", "disk", "ram-blk").CombinedOutput(); err != nil {
-			t.Errorf("rsa bench target down: %v\n%s", err, out)
+		if out, err := testutil.Command(t, labBin, "bench", "target", "down", "disk", "ram-blk").CombinedOutput(); err != nil {
+			t.Errorf("rsa-lab bench target down: %v\n%s", err, out)
 		}
 	})
 	// make test: fewer ranks, no fio cross-checks (internal/bench/crosscheck
@@ -290,17 +292,17 @@ func TestSweepQuick(t *testing.T) {
 func TestBenchAsUser(t *testing.T) {
 	u := testutil.EnsureUser(t)
 	as := func(args ...string) (string, error) {
-		cmd := testutil.Command(t, "setpriv", append([]string{"--reuid", fmt.Sprint(u.UID), "--regid", fmt.Sprint(u.GID), "--clear-groups", rsaBin}, args...)...)
+		cmd := testutil.Command(t, "setpriv", append([]string{"--reuid", fmt.Sprint(u.UID), "--regid", fmt.Sprint(u.GID), "--clear-groups", labBin}, args...)...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
 	for _, args := range [][]string{{"bench", "target", "up", "ram"}, {"bench", "mptio"}, {"bench", "thesis"}, {"bench", "sweep"}} {
 		if out, err := as(args...); err == nil || !strings.Contains(out, "needs root") {
-			t.Errorf("rsa %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
+			t.Errorf("rsa-lab %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
 		}
 	}
 	dir := testutil.MkdirOwned(t, u, filepath.Join(testutil.TempDir(t), "out"))
 	if out, err := as("bench", "write", "--dir", dir, "--ranks", "4", "--size", "64K"); err != nil || !strings.Contains(out, "4 ranks wrote 65536 bytes each") {
-		t.Errorf("rsa bench write as %s: %v\n%s", u.Name, err, out)
+		t.Errorf("rsa-lab bench write as %s: %v\n%s", u.Name, err, out)
 	}
 }

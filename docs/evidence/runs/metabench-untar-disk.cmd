@@ -1,1 +1,1 @@
-rsa bench metabench --profile full --target disk -k -T --json
+rsa-lab bench metabench --profile full --target disk -k -T --json

@@ -1,1 +1,1 @@
-rsa bench metabench --profile full --target ram -k -T --json
+rsa-lab bench metabench --profile full --target ram -k -T --json

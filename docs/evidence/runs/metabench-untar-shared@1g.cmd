@@ -1,1 +1,1 @@
-rsa bench metabench --profile full --target shared@1g -k -T --json
+rsa-lab bench metabench --profile full --target shared@1g -k -T --json

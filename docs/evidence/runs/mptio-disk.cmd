@@ -1,1 +1,1 @@
-rsa bench mptio --profile full --target disk --json
+rsa-lab bench mptio --profile full --target disk --json

@@ -1,1 +1,1 @@
-rsa bench mptio --profile full --target shared@1g -I --json
+rsa-lab bench mptio --profile full --target shared@1g -I --json

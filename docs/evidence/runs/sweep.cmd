@@ -1,1 +1,1 @@
-rsa bench sweep --profile full --json
+rsa-lab bench sweep --profile full --json

@@ -1,1 +1,1 @@
-rsa bench thesis --profile full --case t51 --json
+rsa-lab bench thesis --profile full --case t51 --json

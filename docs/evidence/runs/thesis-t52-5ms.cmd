@@ -1,1 +1,1 @@
-rsa bench thesis --profile full --case t52 --latency 5ms --ram-at-1g --json
+rsa-lab bench thesis --profile full --case t52 --latency 5ms --ram-at-1g --json

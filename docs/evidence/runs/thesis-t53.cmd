@@ -1,1 +1,1 @@
-rsa bench thesis --profile full --case t53 --json
+rsa-lab bench thesis --profile full --case t53 --json

@@ -1,5 +1,5 @@
 // Package crosscheck runs IOR and mdtest, the storage benchmarks the HPC
-// field trusts, and parses what they report, so that rsa bench can set its
+// field trusts, and parses what they report, so that rsa-lab bench can set its
 // own numbers beside theirs on the same target.
 //
 // The tools are third_party/ior, built by scripts/build-ior.sh into a

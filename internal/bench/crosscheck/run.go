@@ -102,9 +102,9 @@ func mpirun(ctx context.Context, bin string, ranks int, args []string) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("crosscheck: %w: %w", err, ErrNotBuilt)
 	}
-	// --oversubscribe: rsa bench may ask for more ranks than the host has
+	// --oversubscribe: rsa-lab bench may ask for more ranks than the host has
 	// cores, which Open MPI otherwise refuses. Open MPI also refuses root
-	// unless told, and rsa bench runs as root to bring targets up.
+	// unless told, and rsa-lab bench runs as root to bring targets up.
 	argv := []string{"--oversubscribe", "-np", strconv.Itoa(ranks)}
 	if os.Geteuid() == 0 {
 		argv = append(argv, "--allow-run-as-root")

@@ -12,7 +12,7 @@ import (
 )
 
 // TestRunSharedClients runs every phase and its cross-check on shared@1g
-// with three client mounts, one per process, as rsa bench metabench
+// with three client mounts, one per process, as rsa-lab bench metabench
 // --target shared@1g does, on a network of its own (10.76.7) and with
 // its state under a temporary directory; it leaves nothing mounted.
 func TestRunSharedClients(t *testing.T) {

@@ -27,7 +27,7 @@ func sample(t Test, metric string) (float64, bool) {
 	return v, ok
 }
 
-// Rows are the run's results for rsa bench: four a test (rate, e_rate,
+// Rows are the run's results for rsa-lab bench: four a test (rate, e_rate,
 // e_time, dtvar), on the named target. A run of the sample's shape (3
 // processes × 4 threads) carries the sample's rates and %DtVar beside its
 // own; its E-Time only when the sizes are the sample's too, since a time

@@ -347,42 +347,27 @@ func rowsOf(panels []*plot.Plot, n int) [][]*plot.Plot {
 	return grid
 }
 
+// sweepKey is one heat map of the sweep: a device and a direction.
+type sweepKey struct{ target, op string }
+
+// sweepPoint is one cell of a heat map: its block size, queue depth and
+// rate (MiB/s).
+type sweepPoint struct {
+	bs, qd int64
+	rate   float64
+}
+
 // SweepHeatMaps draws the queue-depth × block-size sweep as one heat map
 // per device and direction, each cell labelled with its MiB/s; colour
 // follows log10 of the rate so that both ends of the range show.
 func SweepHeatMaps(path string, rows []bench.Row) error {
-	type key struct{ target, op string }
-	type point struct {
-		bs, qd int64
-		rate   float64
+	points, keys, err := sweepPoints(rows)
+	if err != nil {
+		return err
 	}
-	points := map[key][]point{}
-	var keys []key
-	for _, r := range rows {
-		if r.Bench != "sweep" || r.Metric != "rate" {
-			continue
-		}
-		bs, err := units.ParseSize(r.Params["bs"])
-		if err == nil && bs <= 0 {
-			err = fmt.Errorf("%q is no block size", r.Params["bs"])
-		}
-		if err != nil {
-			return fmt.Errorf("sweep row's bs: %w", err)
-		}
-		qd, err := strconv.ParseInt(r.Params["qd"], 10, 64)
-		if err != nil {
-			return fmt.Errorf("sweep row's qd %q: %w", r.Params["qd"], err)
-		}
-		k := key{r.Target, r.Case}
-		if _, ok := points[k]; !ok {
-			keys = append(keys, k)
-		}
-		points[k] = append(points[k], point{bs, qd, r.Value})
-	}
-	if len(keys) == 0 {
-		return fmt.Errorf("sweep: %w", errNoRows)
-	}
-	slices.SortFunc(keys, func(a, b key) int { return cmp.Or(cmp.Compare(a.target, b.target), -cmp.Compare(a.op, b.op)) })
+	slices.SortFunc(keys, func(a, b sweepKey) int {
+		return cmp.Or(cmp.Compare(a.target, b.target), -cmp.Compare(a.op, b.op))
+	})
 	var targets []string
 	for _, k := range keys {
 		if !slices.Contains(targets, k.target) {
@@ -391,57 +376,10 @@ func SweepHeatMaps(path string, rows []bench.Row) error {
 	}
 	plots := make([][]*plot.Plot, len(targets))
 	for _, k := range keys {
-		pts := points[k]
-		var bss, qds []int64
-		for _, pt := range pts {
-			if !slices.Contains(bss, pt.bs) {
-				bss = append(bss, pt.bs)
-			}
-			if !slices.Contains(qds, pt.qd) {
-				qds = append(qds, pt.qd)
-			}
-		}
-		slices.Sort(bss)
-		slices.Sort(qds)
-		g := grid{cols: len(bss), rows: len(qds), z: make([]float64, len(bss)*len(qds))}
-		for i := range g.z {
-			g.z[i] = math.NaN()
-		}
-		var labels plotter.XYLabels
-		for _, pt := range pts {
-			c, r := slices.Index(bss, pt.bs), slices.Index(qds, pt.qd)
-			g.z[r*g.cols+c] = math.Log10(math.Max(pt.rate, 1e-3))
-			labels.XYs = append(labels.XYs, plotter.XY{X: float64(c), Y: float64(r)})
-			labels.Labels = append(labels.Labels, strconv.FormatFloat(pt.rate, 'f', 0, 64))
-		}
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("sweep: %s %s, MiB/s", k.target, k.op)
-		p.X.Label.Text = "block size"
-		p.Y.Label.Text = "queue depth"
-		hm := plotter.NewHeatMap(g, moreland.Kindlmann().Palette(200))
-		hm.NaN = color.White
-		p.Add(hm)
-		lb, err := plotter.NewLabels(labels)
+		p, err := sweepHeatMap(k, points[k])
 		if err != nil {
-			return fmt.Errorf("sweep: %w", err)
+			return err
 		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(6)
-			lb.TextStyle[i].XAlign = draw.XCenter
-			lb.TextStyle[i].YAlign = draw.YCenter
-			lb.TextStyle[i].Color = color.Gray{Y: 0x80}
-		}
-		p.Add(lb)
-		var bsNames, qdNames []string
-		for _, b := range bss {
-			bsNames = append(bsNames, sweep.SizeLabel(b))
-		}
-		for _, q := range qds {
-			qdNames = append(qdNames, strconv.FormatInt(q, 10))
-		}
-		p.NominalX(bsNames...)
-		p.NominalY(qdNames...)
-		p.X.Tick.Label.Font.Size = vg.Points(6)
 		row := slices.Index(targets, k.target)
 		plots[row] = append(plots[row], p)
 	}
@@ -455,6 +393,93 @@ func SweepHeatMaps(path string, rows []bench.Row) error {
 		}
 	}
 	return saveTiles(path, plots, vg.Length(cols)*4.5*vg.Inch, vg.Length(len(plots))*3*vg.Inch)
+}
+
+// sweepPoints gathers the sweep's rate rows by heat map, the maps in the
+// order the rows first name them.
+func sweepPoints(rows []bench.Row) (map[sweepKey][]sweepPoint, []sweepKey, error) {
+	points := map[sweepKey][]sweepPoint{}
+	var keys []sweepKey
+	for _, r := range rows {
+		if r.Bench != "sweep" || r.Metric != "rate" {
+			continue
+		}
+		bs, err := units.ParseSize(r.Params["bs"])
+		if err == nil && bs <= 0 {
+			err = fmt.Errorf("%q is no block size", r.Params["bs"])
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep row's bs: %w", err)
+		}
+		qd, err := strconv.ParseInt(r.Params["qd"], 10, 64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sweep row's qd %q: %w", r.Params["qd"], err)
+		}
+		k := sweepKey{r.Target, r.Case}
+		if _, ok := points[k]; !ok {
+			keys = append(keys, k)
+		}
+		points[k] = append(points[k], sweepPoint{bs, qd, r.Value})
+	}
+	if len(keys) == 0 {
+		return nil, nil, fmt.Errorf("sweep: %w", errNoRows)
+	}
+	return points, keys, nil
+}
+
+// sweepHeatMap is one heat map: block sizes across, queue depths up.
+func sweepHeatMap(k sweepKey, pts []sweepPoint) (*plot.Plot, error) {
+	var bss, qds []int64
+	for _, pt := range pts {
+		if !slices.Contains(bss, pt.bs) {
+			bss = append(bss, pt.bs)
+		}
+		if !slices.Contains(qds, pt.qd) {
+			qds = append(qds, pt.qd)
+		}
+	}
+	slices.Sort(bss)
+	slices.Sort(qds)
+	g := grid{cols: len(bss), rows: len(qds), z: make([]float64, len(bss)*len(qds))}
+	for i := range g.z {
+		g.z[i] = math.NaN()
+	}
+	var labels plotter.XYLabels
+	for _, pt := range pts {
+		c, r := slices.Index(bss, pt.bs), slices.Index(qds, pt.qd)
+		g.z[r*g.cols+c] = math.Log10(math.Max(pt.rate, 1e-3))
+		labels.XYs = append(labels.XYs, plotter.XY{X: float64(c), Y: float64(r)})
+		labels.Labels = append(labels.Labels, strconv.FormatFloat(pt.rate, 'f', 0, 64))
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("sweep: %s %s, MiB/s", k.target, k.op)
+	p.X.Label.Text = "block size"
+	p.Y.Label.Text = "queue depth"
+	hm := plotter.NewHeatMap(g, moreland.Kindlmann().Palette(200))
+	hm.NaN = color.White
+	p.Add(hm)
+	lb, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(6)
+		lb.TextStyle[i].XAlign = draw.XCenter
+		lb.TextStyle[i].YAlign = draw.YCenter
+		lb.TextStyle[i].Color = color.Gray{Y: 0x80}
+	}
+	p.Add(lb)
+	var bsNames, qdNames []string
+	for _, b := range bss {
+		bsNames = append(bsNames, sweep.SizeLabel(b))
+	}
+	for _, q := range qds {
+		qdNames = append(qdNames, strconv.FormatInt(q, 10))
+	}
+	p.NominalX(bsNames...)
+	p.NominalY(qdNames...)
+	p.X.Tick.Label.Font.Size = vg.Points(6)
+	return p, nil
 }
 
 // grid is a heat map's cells, row-major.

@@ -1,4 +1,4 @@
-// Package report turns rsa bench's rows (JSON lines) into
+// Package report turns rsa-lab bench's rows (JSON lines) into
 // docs/evidence.md: a table per benchmark with the seeds' numbers beside
 // ours, the cross-checks, and plots.
 package report
@@ -33,7 +33,7 @@ type Meta struct {
 func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 	var b strings.Builder
 	b.WriteString("# Evidence: the seeds' experiments, re-run\n\n")
-	b.WriteString("Written by `rsa bench report` from the JSON lines of the runs listed below; do not edit by hand. `make evidence` runs every benchmark at the sources' sizes and writes this page anew.\n\n")
+	b.WriteString("Written by `rsa-lab bench report` from the JSON lines of the runs listed below; do not edit by hand. `make evidence` runs every benchmark at the sources' sizes and writes this page anew.\n\n")
 	// The page is written at once; the runs behind it may span days (make
 	// evidence resumes by part), so each command says when it ran.
 	fmt.Fprintf(&b, "- Written: %s\n- Machine: %s\n", m.Date.UTC().Format("2006-01-02 15:04 UTC"), m.Machine)

@@ -1,4 +1,4 @@
-// Package sweep is rsa bench sweep: the queue-depth × block-size sweep of
+// Package sweep is rsa-lab bench sweep: the queue-depth × block-size sweep of
 // the Texas Memory RAM-SAN report (TMS, "Raw I/O Test Results"), re-run on
 // two block devices it makes itself.
 //

@@ -1,4 +1,4 @@
-// Package target brings up and down the storage that rsa bench measures,
+// Package target brings up and down the storage that rsa-lab bench measures,
 // under the names every benchmark and docs/evidence.md share:
 //
 //	ram      a tmpfs of its own (a modern RSA node: RAM, no network)

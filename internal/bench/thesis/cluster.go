@@ -36,6 +36,7 @@ import (
 type ClusterT52 struct {
 	Repo       string // the checkout: scripts/cluster-up and cluster-down
 	RSA        string // the rsa binary, which every host and the user can run
+	Lab        string // the rsa-lab binary, which the user can run on the compute host: the job's writes (bench write)
 	User       string
 	Dir        string // the cluster's directory (RSA_CLUSTER_DIR)
 	ID         int    // the cluster's id (RSA_CLUSTER_ID, 0-9): its bridge rsabrID and links vrsaID-HOST
@@ -139,7 +140,7 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 		}
 	}
 	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
-	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.RSA, t.Ranks, t.Size)
+	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
 	// Directories on the shared file system are made through a host's
 	// mount, as the user.
 	if _, err := script(time.Minute, "cluster-up", "exec", "c1", "setpriv", "--reuid", strconv.Itoa(int(cred.Uid)), "--regid", strconv.Itoa(int(cred.Gid)),

@@ -29,7 +29,7 @@ func TestJobLogPhases(t *testing.T) {
 		// output; the destroy is the last teardown's, not the switch's.
 		{"rsa-log-input-job.json", map[string]float64{PhaseConstruct: 0.25, PhaseStageIn: 1.25, PhaseSwitch: 1,
 			PhaseFinishOut: 0.25, PhaseStageOut: 2, PhaseGapOut: 0.25, PhaseDestroy: 0.5}},
-		// A T52 job of rsa bench thesis, as its daemon logged it: output
+		// A T52 job of rsa-lab bench thesis, as its daemon logged it: output
 		// only, so no stage-in, and the switch is the mount for output.
 		{"rsa-log-t52-job.json", map[string]float64{PhaseConstruct: 0.001968383, PhaseSwitch: 0.000848343,
 			PhaseFinishOut: 0, PhaseStageOut: 235.713042244, PhaseGapOut: 0, PhaseDestroy: 0.316154247}},

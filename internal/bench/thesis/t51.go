@@ -24,6 +24,7 @@ import (
 // the user, and RSA's mover is rsa copy; both are timed, as the user.
 type T51 struct {
 	RSA    string // the rsa binary, which the job's user can run
+	Lab    string // the rsa-lab binary, which the job's user can run: the job's writes (bench write)
 	User   string // the job's user (created, and removed after, if missing)
 	Shared string // a directory on shared@1g
 	RAM    string // a directory on ram
@@ -90,7 +91,7 @@ func (t T51) once(ctx context.Context, cred *syscall.Credential, run int) (T51Re
 		if err := cleanStart(ctx); err != nil {
 			return 0, err
 		}
-		stdout, err := runAs(ctx, cred, t.RSA, "bench", "write", "--dir", dir, "--ranks", "1",
+		stdout, err := runAs(ctx, cred, t.Lab, "bench", "write", "--dir", dir, "--ranks", "1",
 			"--size", strconv.FormatInt(t.Size, 10), "--block", strconv.FormatInt(t.block(), 10), "--json")
 		if err != nil {
 			return 0, err

@@ -32,6 +32,7 @@ import (
 // shared file system.
 type T52 struct {
 	RSA       string // the rsa binary, which the job's user can run
+	Lab       string // the rsa-lab binary, which the job's user can run: the job's writes (bench write)
 	User      string // the job's user (created, and removed after, if missing)
 	Shared    string // a directory on the shared file system (shared@1g)
 	RAM       string // a directory on a RAM target, the source of the stage-out comparison
@@ -103,7 +104,7 @@ func (t T52) rsaJob(ctx context.Context, d *daemon, cred *syscall.Credential, ou
 	return r, nil
 }
 
-// writerReport is what 'rsa bench write --json' prints.
+// writerReport is what 'rsa-lab bench write --json' prints.
 type writerReport struct {
 	Start  int64   `json:"start_unix_nano"`
 	End    int64   `json:"end_unix_nano"`
@@ -162,7 +163,7 @@ func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 		}
 	}
 	writer := func(dir string, waitMount bool) []string {
-		a := []string{t.RSA, "bench", "write", "--dir", dir, "--ranks", strconv.Itoa(t.Ranks), "--size", strconv.FormatInt(t.Size, 10), "--json"}
+		a := []string{t.Lab, "bench", "write", "--dir", dir, "--ranks", strconv.Itoa(t.Ranks), "--size", strconv.FormatInt(t.Size, 10), "--json"}
 		if waitMount {
 			a = append(a, "--wait-mount")
 		}
@@ -367,7 +368,7 @@ type daemon struct {
 func startDaemon(ctx context.Context, rsa, dir string) (*daemon, error) {
 	dir = cmp.Or(dir, filepath.Join(bench.StateHome, "daemon"))
 	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("%s exists: another rsa bench runs, or one was killed (check, then remove it)", dir)
+		return nil, fmt.Errorf("%s exists: another rsa-lab bench runs, or one was killed (check, then remove it)", dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

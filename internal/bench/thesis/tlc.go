@@ -22,6 +22,7 @@ import (
 // through the real lifecycle: rsa serve, the user, rsa run.
 type TLC struct {
 	RSA      string // the rsa binary, which the job's user can run
+	Lab      string // the rsa-lab binary, which the job's user can run: the job's writes (bench write)
 	User     string // the job's user (created, and removed after, if missing)
 	Shared   string // a directory on shared@1g: the job's input and output
 	Work     string // the daemon's state, socket and RAMDISK root (removed after)
@@ -53,7 +54,7 @@ func (t TLC) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 		}
 	}
 	// The input, as the user made it.
-	if _, err := runAs(ctx, cred, t.RSA, "bench", "write", "--dir", in, "--ranks", strconv.Itoa(t.Files),
+	if _, err := runAs(ctx, cred, t.Lab, "bench", "write", "--dir", in, "--ranks", strconv.Itoa(t.Files),
 		"--size", strconv.FormatInt(t.FileSize, 10)); err != nil {
 		return JobLog{}, fmt.Errorf("input: %w", err)
 	}
@@ -62,7 +63,7 @@ func (t TLC) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 	var stderr bytes.Buffer
 	_, err := runAsStderr(ctx, cred, &stderr, t.RSA, "--socket", d.socket, "run", "--in", in, "--out", out,
 		"--delay", t.Delay.String(), "--capacity", capacity, "--",
-		t.RSA, "bench", "write", "--dir", out, "--ranks", "1", "--size", strconv.FormatInt(t.FileSize, 10), "--wait-mount")
+		t.Lab, "bench", "write", "--dir", out, "--ranks", "1", "--size", strconv.FormatInt(t.FileSize, 10), "--wait-mount")
 	if err != nil {
 		return JobLog{}, fmt.Errorf("rsa run: %w: %s", err, stderr.String())
 	}

@@ -84,10 +84,10 @@ how the two measured otherwise. Read-modify-write has no fio counterpart.
 --ior PREFIX (scripts/build-ior.sh prints it) runs IOR's sequential write
 and read too, and puts its rates in the notes.
 
-  rsa bench mptio --target ram
-  rsa bench mptio --profile full --target disk -I
-  rsa bench mptio -n 2 -P -F 512M -b 64K -t 4 -r -k 1 -k 2 -k 4 -d /mnt/test
-  rsa bench mptio -R /dev/loop0 -R /dev/loop1 -F 512M -b 64K -t 2`,
+  rsa-lab bench mptio --target ram
+  rsa-lab bench mptio --profile full --target disk -I
+  rsa-lab bench mptio -n 2 -P -F 512M -b 64K -t 4 -r -k 1 -k 2 -k 4 -d /mnt/test
+  rsa-lab bench mptio -R /dev/loop0 -R /dev/loop1 -F 512M -b 64K -t 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMptio(cmd, &f) },
 	}

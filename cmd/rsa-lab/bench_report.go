@@ -19,7 +19,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/bench/report"
 )
 
-// benchReportCmd is rsa bench report: docs/evidence.md from the JSON
+// benchReportCmd is rsa-lab bench report: docs/evidence.md from the JSON
 // lines of earlier runs.
 func benchReportCmd() *cobra.Command {
 	var (
@@ -28,7 +28,7 @@ func benchReportCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "report FILE...",
-		Short: "Write docs/evidence.md (and its plots) from the JSON lines of rsa bench runs",
+		Short: "Write docs/evidence.md (and its plots) from the JSON lines of rsa-lab bench runs",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var rows []bench.Row
@@ -57,7 +57,7 @@ func benchReportCmd() *cobra.Command {
 					m.Plots = append(m.Plots, report.Figure{Path: rel, Caption: f.Caption})
 				}
 				for _, err := range left {
-					fmt.Fprintln(cmd.ErrOrStderr(), "rsa bench report: plot left out:", err)
+					fmt.Fprintln(cmd.ErrOrStderr(), "rsa-lab bench report: plot left out:", err)
 				}
 			}
 			f, err := os.Create(out)
@@ -77,7 +77,7 @@ func benchReportCmd() *cobra.Command {
 	return cmd
 }
 
-// readRows reads a file of rsa bench --json output.
+// readRows reads a file of rsa-lab bench --json output.
 func readRows(path string) ([]bench.Row, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -93,7 +93,7 @@ func readRows(path string) ([]bench.Row, error) {
 		}
 		var r bench.Row
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return nil, fmt.Errorf("%s:%d: not a row of rsa bench --json: %w", path, n, err)
+			return nil, fmt.Errorf("%s:%d: not a row of rsa-lab bench --json: %w", path, n, err)
 		}
 		rows = append(rows, r)
 	}
@@ -101,7 +101,7 @@ func readRows(path string) ([]bench.Row, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(rows) == 0 {
-		return nil, errors.New(path + ": no rows (was it written by rsa bench --json?)")
+		return nil, errors.New(path + ": no rows (was it written by rsa-lab bench --json?)")
 	}
 	return rows, nil
 }

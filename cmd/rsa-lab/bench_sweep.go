@@ -13,7 +13,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// sweepFlags are rsa bench sweep's flags. Empty grid flags take the
+// sweepFlags are rsa-lab bench sweep's flags. Empty grid flags take the
 // profile's values.
 type sweepFlags struct {
 	bench   benchFlags // --profile, --json; --target as another name of --device
@@ -35,7 +35,7 @@ read it back, for queue depths 1 to 16 and buffers of 1 KB to 32 MB: the
 RAM-SAN was at its best at queue depth 1 with small buffers, the disks only
 with deep queues and big buffers.
 
-rsa bench sweep makes its own devices and removes them at the end:
+rsa-lab bench sweep makes its own devices and removes them at the end:
   ram-dev   a loop device over a file in a tmpfs it mounts
   disk-dev  a loop device with direct I/O over a file on ext4
             (under /var/tmp/rsa-bench/sweep)
@@ -53,9 +53,9 @@ with TMS's numbers beside the points it gives them for.
 --profile full: qd ` + joinInts(full.QDs) + `, bs 1K..32M (16 sizes), ` + sweep.SizeLabel(full.Size) + ` devices, a ` + full.Runtime.String() + ` cap:
   up to an hour.
 
-  rsa bench sweep
-  rsa bench sweep --profile full --device disk-dev
-  rsa bench sweep --qd 1,8 --bs 4K..16M --size 512M --runtime 2s --no-fio`,
+  rsa-lab bench sweep
+  rsa-lab bench sweep --profile full --device disk-dev
+  rsa-lab bench sweep --qd 1,8 --bs 4K..16M --size 512M --runtime 2s --no-fio`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd, &f) },
 	}
@@ -165,7 +165,7 @@ func (f *sweepFlags) config(cmd *cobra.Command) (sweep.Config, error) {
 }
 
 // printSetup says what the sweep runs on: the devices, the data and the
-// caches, as every RAM run of rsa bench says.
+// caches, as every RAM run of rsa-lab bench says.
 func printSetup(w io.Writer, c sweep.Config, devs []sweep.Device) {
 	for _, d := range devs {
 		how := "buffered loop: the tmpfs' pages are the RAM"

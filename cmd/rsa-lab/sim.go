@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -45,7 +46,14 @@ func (v paramValue) Set(s string) error {
 	return nil
 }
 
+// simParams are every parameter's flag, in the order --help lists them:
+// the machine and its workload, the shared file system, then RSA.
 func simParams() []simParam {
+	return slices.Concat(machineParams(), fsParams(), rsaParams())
+}
+
+// machineParams are the compute nodes', the queue's and the jobs' I/O.
+func machineParams() []simParam {
 	return []simParam{
 		{"nodes", "int", "compute nodes (0: the trace header's MaxNodes, else MaxProcs/procs-per-node)",
 			func(c *sim.Config) string { return strconv.Itoa(c.Nodes) },
@@ -78,6 +86,12 @@ func simParams() []simParam {
 				c.Seed = n
 				return nil
 			}},
+	}
+}
+
+// fsParams are the shared file system's.
+func fsParams() []simParam {
+	return []simParam{
 		{"fs-bandwidth", "rate", "shared file system bandwidth, all clients (thesis Table 5.3: 2 GiB in 49.93 s)",
 			func(c *sim.Config) string { return flagRate(c.FS.Bandwidth) },
 			func(c *sim.Config, v string) (err error) { c.FS.Bandwidth, err = sim.ParseRate(v); return err }},
@@ -90,6 +104,12 @@ func simParams() []simParam {
 		{"fs-contention", "number", "k: C creators in one directory cost 1+k(C-1) each (fitted to thesis Table 5.2)",
 			func(c *sim.Config) string { return strconv.FormatFloat(c.FS.Contention, 'g', 6, 64) },
 			func(c *sim.Config, v string) error { return setFloat(&c.FS.Contention, v) }},
+	}
+}
+
+// rsaParams are RSA's: its nodes, allocation, mover and lifecycle times.
+func rsaParams() []simParam {
+	return []simParam{
 		{"rsa-nodes", "int", "RSA nodes",
 			func(c *sim.Config) string { return strconv.Itoa(c.RSA.Nodes) },
 			func(c *sim.Config, v string) error { return setInt(&c.RSA.Nodes, v, 0) }},
@@ -241,7 +261,7 @@ func simCmd() *cobra.Command {
 	return cmd
 }
 
-// newSimCmd is rsa sim, and the flags it parses into.
+// newSimCmd is rsa-lab sim, and the flags it parses into.
 func newSimCmd() (*cobra.Command, *simFlags) {
 	f := &simFlags{values: map[string]*string{}}
 	def := sim.Defaults()
@@ -257,12 +277,12 @@ EASY backfill; RSA's side is the daemon's own lifecycle machine and allocation
 planner. Every model parameter is a flag; docs/simulator.md says where each
 number comes from, docs/sizing.md how to size RSA for a site with them.
 
-  rsa sim internal/sim/testdata/lublin_256.swf
-  rsa sim --preset modern --nodes 200 --input exp:20G --output exp:20G TRACE
-  rsa sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
-  rsa sim --from-sacct jobs.sacct --nodes 200 --preset modern
-  rsa sim --preset testbed        # thesis Table 5.2's job, simulated
-  rsa sim --preset measured       # the same with rsa copy as the mover
+  rsa-lab sim internal/sim/testdata/lublin_256.swf
+  rsa-lab sim --preset modern --nodes 200 --input exp:20G --output exp:20G TRACE
+  rsa-lab sim --sweep rsa-nodes=2,4,8 --sweep proportion=16,64,128 --plots out/ TRACE
+  rsa-lab sim --from-sacct jobs.sacct --nodes 200 --preset modern
+  rsa-lab sim --preset testbed        # thesis Table 5.2's job, simulated
+  rsa-lab sim --preset measured       # the same with rsa copy as the mover
 
 ` + presetHelp() + `
 
@@ -494,7 +514,7 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 	}
 	if !f.json {
 		for _, w := range rep.Warnings {
-			fmt.Fprintln(stderr, "rsa sim: warning:", w)
+			fmt.Fprintln(stderr, "rsa-lab sim: warning:", w)
 		}
 	}
 	ctx := cmd.Context()
@@ -517,32 +537,54 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 	case len(args) > 0:
 		tr, rep.Trace = swfTrace(args[0]), args[0]
 	default:
-		if !preset.Calibrates {
-			return fmt.Errorf("give a trace (the bundled example is internal/sim/testdata/lublin_256.swf) or --from-sacct FILE; or, to simulate thesis Table 5.2's job, --preset testbed (now %s)", preset.Name)
-		}
-		if cfg.RSA.Nodes == 0 {
-			return fmt.Errorf("--preset %s without a trace compares the shared file system with RSA: give --rsa-nodes above 0", preset.Name)
-		}
-		cal, err := sim.Calibrate(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		used := sim.CalibrationConfig(cfg) // the table's workload, not the flags'
-		for _, p := range simParams() {
-			rep.Parameters[p.name] = p.get(&used)
-		}
-		rep.Calibration = &cal
-		if f.json {
-			return printJSON(stdout, rep)
-		}
-		printCalibration(stdout, preset.Name, cal)
-		return nil
+		return runCalibration(ctx, stdout, f, cfg, preset, &rep)
 	}
 	if cfg.Gantt, err = ganttWindow(f.gantt, tr); err != nil {
 		return err
 	}
+	if err := runTrace(ctx, f, tr, cfg, axes, &rep); err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(stdout, rep)
+	}
+	printSim(stdout, &rep, cfg)
+	return nil
+}
+
+// runCalibration is rsa-lab sim without a trace: a preset that calibrates
+// runs thesis Table 5.2's job, and the report gives the table's workload
+// as the parameters used.
+func runCalibration(ctx context.Context, stdout io.Writer, f *simFlags, cfg sim.Config, preset sim.Preset, rep *simReport) error {
+	if !preset.Calibrates {
+		return fmt.Errorf("give a trace (the bundled example is internal/sim/testdata/lublin_256.swf) or --from-sacct FILE; or, to simulate thesis Table 5.2's job, --preset testbed (now %s)", preset.Name)
+	}
+	if cfg.RSA.Nodes == 0 {
+		return fmt.Errorf("--preset %s without a trace compares the shared file system with RSA: give --rsa-nodes above 0", preset.Name)
+	}
+	cal, err := sim.Calibrate(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	used := sim.CalibrationConfig(cfg) // the table's workload, not the flags'
+	for _, p := range simParams() {
+		rep.Parameters[p.name] = p.get(&used)
+	}
+	rep.Calibration = &cal
+	if f.json {
+		return printJSON(stdout, *rep)
+	}
+	printCalibration(stdout, preset.Name, cal)
+	return nil
+}
+
+// runTrace replays the trace without RSA and, with RSA nodes, with it,
+// then over the sweep's grid, and draws the plots --plots asks for; the
+// results go into rep.
+func runTrace(ctx context.Context, f *simFlags, tr simTrace, cfg sim.Config, axes []sim.Axis, rep *simReport) error {
 	base := cfg
 	base.RSA.Nodes = 0
+	var err error
 	if rep.WithoutRSA, err = tr.run(ctx, base); err != nil {
 		return err
 	}
@@ -570,10 +612,6 @@ func runSim(cmd *cobra.Command, f *simFlags, args []string) error {
 			return err
 		}
 	}
-	if f.json {
-		return printJSON(stdout, rep)
-	}
-	printSim(stdout, &rep, cfg)
 	return nil
 }
 

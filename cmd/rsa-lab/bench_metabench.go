@@ -35,23 +35,20 @@ func metabenchProfileFor(full bool) metabenchProfile {
 	return metabenchProfile{nfile: 2000, freq: 500, procs: []int{1, 2, 3}, tree: metabench.GlibcTree().Scaled(10)}
 }
 
-// benchMetabenchCmd is rsa bench metabench: GUPFS METABENCH, flag for flag,
-// with its results beside GUPFS Table 1.
-func benchMetabenchCmd() *cobra.Command {
-	var (
-		bf      benchFlags
-		c       metabench.Config
-		nbyte   string
-		dirs    []string
-		procs   int
-		counts  []int
-		output  string
-		noCheck bool
-	)
-	cmd := &cobra.Command{
-		Use:   "metabench [-CSUATk0] [-c nfile] [-b nbyte] [-o name] [-w dir]... [-f freq]",
-		Short: "Re-run GUPFS METABENCH (metadata rates) beside the report's Table 1",
-		Long: `rsa bench metabench re-implements GUPFS METABENCH: it times zero-length file
+// metabenchFlags are rsa-lab bench metabench's flags, METABENCH's own
+// among them.
+type metabenchFlags struct {
+	bench   benchFlags
+	c       metabench.Config
+	nbyte   string
+	dirs    []string
+	procs   int
+	counts  []int
+	output  string
+	noCheck bool
+}
+
+const metabenchLong = `rsa-lab bench metabench re-implements GUPFS METABENCH: it times zero-length file
 creation (Create-A: one process filling one directory, batch by batch;
 Create-B: a directory each; Create-C: one shared directory), stat, utime and
 16K appends (-A: a directory each; -B: one directory, each process walking
@@ -86,86 +83,25 @@ stat and delete phases (fio's rate then goes in the note); --no-crosscheck
 skips them.
 
 Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
--c 20000 -f 1000 -b 16K on 1, 2, 3, 4, 6 and 8, the report's runs.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			full, err := bf.full()
-			if err != nil {
-				return err
-			}
-			prof := metabenchProfileFor(full)
-			flags := cmd.Flags()
-			if !flags.Changed("files") {
-				c.NFile = prof.nfile
-			}
-			if !flags.Changed("freq") {
-				c.Freq = prof.freq
-			}
-			c.Tree = prof.tree
-			n, err := units.ParseSize(nbyte)
-			if err != nil {
-				return fmt.Errorf("-b: %w", err)
-			}
-			c.NByte = int(n)
+-c 20000 -f 1000 -b 16K on 1, 2, 3, 4, 6 and 8, the report's runs.`
 
-			runs := prof.procs
-			switch {
-			case flags.Changed("procs") && flags.Changed("ranks"):
-				return fmt.Errorf("-n and --ranks both given: use -n for one run or --ranks for several")
-			case flags.Changed("procs"):
-				runs = []int{procs}
-			case flags.Changed("ranks"):
-				runs = counts
-			}
-
-			if len(runs) == 0 {
-				return fmt.Errorf("--ranks: give at least one process count")
-			}
-			c.CrossCheck = !noCheck
-			target, err := metabenchDirs(cmd, &bf, dirs, slices.Max(runs), &c)
-			if err != nil {
-				return err
-			}
-
-			// With --json stdout carries only JSON lines.
-			var text io.Writer = cmd.OutOrStdout()
-			if bf.json {
-				text = cmd.ErrOrStderr()
-			}
-			var report *os.File // -o's file
-			if output != "" {
-				report, err = os.Create(output + "_" + time.Now().Format("20060102_150405"))
-				if err != nil {
-					return fmt.Errorf("-o: %w", err)
-				}
-				defer report.Close() // on error paths; closed below otherwise
-				text = report
-			}
-
-			var rows []bench.Row
-			for _, nproc := range runs {
-				c.NProc = nproc
-				rep, err := metabench.Run(cmd.Context(), c)
-				if errors.Is(err, unix.ENOSPC) && !c.Cleanup {
-					return fmt.Errorf("%w (each test's files stay until the target goes down, as without the source's -k: add -k to remove them after each test)", err)
-				}
-				if err != nil {
-					return err
-				}
-				if err := rep.WriteText(text); err != nil {
-					return err
-				}
-				fmt.Fprintln(text)
-				rows = append(rows, rep.Rows(target)...)
-			}
-			if report != nil {
-				if err := report.Close(); err != nil {
-					return fmt.Errorf("-o: %w", err)
-				}
-			}
-			return bf.emit(cmd.OutOrStdout(), rows)
-		},
+// benchMetabenchCmd is rsa-lab bench metabench: GUPFS METABENCH, flag for flag,
+// with its results beside GUPFS Table 1.
+func benchMetabenchCmd() *cobra.Command {
+	var f metabenchFlags
+	cmd := &cobra.Command{
+		Use:   "metabench [-CSUATk0] [-c nfile] [-b nbyte] [-o name] [-w dir]... [-f freq]",
+		Short: "Re-run GUPFS METABENCH (metadata rates) beside the report's Table 1",
+		Long:  metabenchLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
+	f.add(cmd)
+	return cmd
+}
+
+func (m *metabenchFlags) add(cmd *cobra.Command) {
+	c := &m.c
 	f := cmd.Flags()
 	f.BoolVarP(&c.Create, "create", "C", false, "run the file creation tests (Create-A, Create-B, Create-C)")
 	f.BoolVarP(&c.Stat, "stat", "S", false, "run the stat tests (Stat-A, Stat-B)")
@@ -176,18 +112,106 @@ Profiles: quick is -c 2000 -f 500 -b 16K on 1, 2 and 3 processes; full is
 	f.BoolVarP(&c.Cleanup, "cleanup", "k", false, "remove each test's files after it (untimed)")
 	f.BoolVarP(&c.Proc0, "proc0", "0", false, "let process 0 take part")
 	f.IntVarP(&c.NFile, "files", "c", 0, "files per test (default: quick 2000, full 20000)")
-	f.StringVarP(&nbyte, "bytes", "b", "16K", "bytes each append writes")
+	f.StringVarP(&m.nbyte, "bytes", "b", "16K", "bytes each append writes")
 	f.IntVarP(&c.Freq, "freq", "f", 0, "files per Create-A batch (default: quick 500, full 1000)")
-	f.StringVarP(&output, "output", "o", "", "write the text report to NAME_YYYYMMDD_HHMMSS")
-	f.StringSliceVarP(&dirs, "workdir", "w", nil, "working directory, once per client mount of one volume (default: the target's directory)")
-	f.IntVarP(&procs, "procs", "n", 0, "number of processes (MPI's -np) for a single run")
-	f.IntSliceVar(&counts, "ranks", nil, "process counts to run in turn, as Table 1's N (default: quick 1,2,3; full 1,2,3,4,6,8)")
+	f.StringVarP(&m.output, "output", "o", "", "write the text report to NAME_YYYYMMDD_HHMMSS")
+	f.StringSliceVarP(&m.dirs, "workdir", "w", nil, "working directory, once per client mount of one volume (default: the target's directory)")
+	f.IntVarP(&m.procs, "procs", "n", 0, "number of processes (MPI's -np) for a single run")
+	f.IntSliceVar(&m.counts, "ranks", nil, "process counts to run in turn, as Table 1's N (default: quick 1,2,3; full 1,2,3,4,6,8)")
 	f.StringVar(&c.Tarball, "tarball", "", "tar archive for Untar instead of the synthetic glibc 2.3 tree")
-	f.BoolVar(&noCheck, "no-crosscheck", false, "skip the cross-checks (each phase again with fio's file engines, touch or tar)")
+	f.BoolVar(&m.noCheck, "no-crosscheck", false, "skip the cross-checks (each phase again with fio's file engines, touch or tar)")
 	f.StringVar(&c.Mdtest, "mdtest", "", "prefix of a build of IOR's mdtest (scripts/build-ior.sh prints it): the check of the create, stat and delete phases")
 	f.StringVar(&c.LocalDir, "local-dir", "", "each client's local directory for the synthetic tarball, outside the target (default: the system temporary directory)")
-	bf.add(cmd)
-	return cmd
+	m.bench.add(cmd)
+}
+
+// config sets the run's configuration from the flags and the profile,
+// and returns the process counts to run in turn: -n's one, --ranks' or
+// the profile's.
+func (m *metabenchFlags) config(cmd *cobra.Command) ([]int, error) {
+	full, err := m.bench.full()
+	if err != nil {
+		return nil, err
+	}
+	prof := metabenchProfileFor(full)
+	flags := cmd.Flags()
+	if !flags.Changed("files") {
+		m.c.NFile = prof.nfile
+	}
+	if !flags.Changed("freq") {
+		m.c.Freq = prof.freq
+	}
+	m.c.Tree = prof.tree
+	n, err := units.ParseSize(m.nbyte)
+	if err != nil {
+		return nil, fmt.Errorf("-b: %w", err)
+	}
+	m.c.NByte = int(n)
+	m.c.CrossCheck = !m.noCheck
+
+	runs := prof.procs
+	switch {
+	case flags.Changed("procs") && flags.Changed("ranks"):
+		return nil, fmt.Errorf("-n and --ranks both given: use -n for one run or --ranks for several")
+	case flags.Changed("procs"):
+		runs = []int{m.procs}
+	case flags.Changed("ranks"):
+		runs = m.counts
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("--ranks: give at least one process count")
+	}
+	return runs, nil
+}
+
+func (m *metabenchFlags) run(cmd *cobra.Command) error {
+	runs, err := m.config(cmd)
+	if err != nil {
+		return err
+	}
+	c := &m.c
+	target, err := metabenchDirs(cmd, &m.bench, m.dirs, slices.Max(runs), c)
+	if err != nil {
+		return err
+	}
+
+	// With --json stdout carries only JSON lines.
+	var text io.Writer = cmd.OutOrStdout()
+	if m.bench.json {
+		text = cmd.ErrOrStderr()
+	}
+	var report *os.File // -o's file
+	if m.output != "" {
+		report, err = os.Create(m.output + "_" + time.Now().Format("20060102_150405"))
+		if err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+		defer report.Close() // on error paths; closed below otherwise
+		text = report
+	}
+
+	var rows []bench.Row
+	for _, nproc := range runs {
+		c.NProc = nproc
+		rep, err := metabench.Run(cmd.Context(), *c)
+		if errors.Is(err, unix.ENOSPC) && !c.Cleanup {
+			return fmt.Errorf("%w (each test's files stay until the target goes down, as without the source's -k: add -k to remove them after each test)", err)
+		}
+		if err != nil {
+			return err
+		}
+		if err := rep.WriteText(text); err != nil {
+			return err
+		}
+		fmt.Fprintln(text)
+		rows = append(rows, rep.Rows(target)...)
+	}
+	if report != nil {
+		if err := report.Close(); err != nil {
+			return fmt.Errorf("-o: %w", err)
+		}
+	}
+	return m.bench.emit(cmd.OutOrStdout(), rows)
 }
 
 // metabenchDirs sets c.Dirs from -w, or brings the target up and uses its

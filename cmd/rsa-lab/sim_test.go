@@ -11,12 +11,12 @@ import (
 	"github.com/rsa-hpc/rsa/internal/sim"
 )
 
-// simConfig parses args as rsa sim does and returns what it would run.
+// simConfig parses args as rsa-lab sim does and returns what it would run.
 func simConfig(t *testing.T, args ...string) (sim.Config, sim.Preset, error) {
 	t.Helper()
 	cmd, f := newSimCmd()
 	if err := cmd.ParseFlags(args); err != nil {
-		t.Fatalf("rsa sim %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("rsa-lab sim %s: %v", strings.Join(args, " "), err)
 	}
 	return f.config(cmd)
 }
@@ -77,7 +77,7 @@ func TestSimPresetFlags(t *testing.T) {
 		{"--testbed", "thesis", "--preset", "modern"},
 	} {
 		if _, _, err := simConfig(t, bad...); err == nil {
-			t.Errorf("rsa sim %s: accepted", strings.Join(bad, " "))
+			t.Errorf("rsa-lab sim %s: accepted", strings.Join(bad, " "))
 		}
 	}
 }
@@ -101,7 +101,7 @@ func TestSimPresetParamsRoundTrip(t *testing.T) {
 	}
 }
 
-// rsa sim --help lists every preset and what it sets, and the sacct
+// rsa-lab sim --help lists every preset and what it sets, and the sacct
 // command --from-sacct reads.
 func TestSimHelpListsPresets(t *testing.T) {
 	cmd, _ := newSimCmd()
@@ -122,7 +122,7 @@ func TestSimHelpListsPresets(t *testing.T) {
 	}
 }
 
-// runSimCmd runs rsa sim with args and returns its standard output and
+// runSimCmd runs rsa-lab sim with args and returns its standard output and
 // error.
 func runSimCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
@@ -209,8 +209,8 @@ func TestSimWarnPrinted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := strings.Count(stderr, "rsa sim: warning:"); n != tt.want {
-			t.Errorf("rsa sim %s: %d warnings on standard error, want %d:\n%s", strings.Join(tt.args, " "), n, tt.want, stderr)
+		if n := strings.Count(stderr, "rsa-lab sim: warning:"); n != tt.want {
+			t.Errorf("rsa-lab sim %s: %d warnings on standard error, want %d:\n%s", strings.Join(tt.args, " "), n, tt.want, stderr)
 		}
 		out, _, err := runSimCmd(t, append(tt.args, "--json", trace)...)
 		if err != nil {
@@ -221,7 +221,7 @@ func TestSimWarnPrinted(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(rep.Warnings) != tt.want {
-			t.Errorf("rsa sim %s --json: warnings %q, want %d", strings.Join(tt.args, " "), rep.Warnings, tt.want)
+			t.Errorf("rsa-lab sim %s --json: warnings %q, want %d", strings.Join(tt.args, " "), rep.Warnings, tt.want)
 		}
 	}
 }

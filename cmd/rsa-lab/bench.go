@@ -14,26 +14,26 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// benchCmd is rsa bench: the seeds' experiments, re-run here and reported
+// benchCmd is rsa-lab bench: the seeds' experiments, re-run here and reported
 // beside the seeds' own numbers (issue 15). It runs as root, on targets it
 // brings up itself; it does not need the daemon.
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Re-run the seeds' storage experiments and print them beside the seeds' numbers",
-		Long: `rsa bench re-runs the experiments of the reports RSA's design comes from
+		Long: `rsa-lab bench re-runs the experiments of the reports RSA's design comes from
 (the thesis, GUPFS' MPTIO and METABENCH) on named storage targets, and prints
 each result beside the number the report gives for it.
 
 Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
-disk (local ext4), or any directory. 'rsa bench target up NAME' brings one
+disk (local ext4), or any directory. 'rsa-lab bench target up NAME' brings one
 up; each benchmark brings up the target it is given and leaves it up.`,
 	}
 	// Everything but write (the job's own I/O) and report (a page from
 	// files) mounts, makes devices or namespaces, or runs jobs as a user.
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if os.Geteuid() != 0 && c.Name() != "write" && c.Name() != "report" {
-			return fmt.Errorf("rsa bench %s needs root: it mounts its targets, makes loop devices and namespaces, and runs jobs as a user of its own (run it with sudo)", c.Name())
+			return fmt.Errorf("rsa-lab bench %s needs root: it mounts its targets, makes loop devices and namespaces, and runs jobs as a user of its own (run it with sudo)", c.Name())
 		}
 		return nil
 	}
