@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/daemon/action"
+	"github.com/rsa-hpc/rsa/internal/daemon/watch"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -43,7 +44,7 @@ func (p actionPort) Record(ctx context.Context, id int64) (*job.Job, error) {
 }
 
 func (p actionPort) Probe(ctx context.Context, rd engine.Ramdisk) (engine.Degraded, <-chan struct{}, error) {
-	return p.d.probe(ctx, rd)
+	return watch.Probe(ctx, p.d.engine, rd)
 }
 
 func (p actionPort) Owe(ctx context.Context, j *job.Job, debt *engine.DebtError) error {

@@ -370,7 +370,7 @@ func (d *Daemon) startWatching(ctx context.Context) {
 			d.log.Error("reading the agents' last incarnations: a node that rebooted while rsa serve was down goes unnoticed until its parts are checked", "err", err)
 			incs = nil
 		}
-		w.Start(ctx, engine.NodeEvents{Known: incs, Lost: d.nodeLost, Incarnation: func(node, inc string) {
+		w.Start(ctx, engine.NodeEvents{Known: incs, Lost: d.watcher().NodeLost, Incarnation: func(node, inc string) {
 			if err := d.store.SetIncarnation(context.WithoutCancel(ctx), node, inc, time.Now()); err != nil {
 				d.log.Error("recording an agent's incarnation", "node", node, "err", err)
 			}
@@ -388,7 +388,7 @@ func (d *Daemon) startWatching(ctx context.Context) {
 	seen := map[engine.Found]bool{}
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); every(d.actx, max(periods.Heartbeat, 5*time.Second), d.payDebts) }()
-	go func() { defer d.wg.Done(); d.watchRamdisks(d.actx, periods.Heartbeat) }()
+	go func() { defer d.wg.Done(); d.watcher().Ramdisks(d.actx, periods.Heartbeat) }()
 	go func() {
 		defer d.wg.Done()
 		every(d.actx, periods.LeftoverSweep, func(ctx context.Context) { d.sweepLeftovers(ctx, seen) })
