@@ -48,11 +48,11 @@ func (p actionPort) Probe(ctx context.Context, rd engine.Ramdisk) (engine.Degrad
 }
 
 func (p actionPort) Owe(ctx context.Context, j *job.Job, debt *engine.DebtError) error {
-	return p.d.owe(ctx, j, debt)
+	return p.d.debts.Owe(ctx, j, debt)
 }
 
 func (p actionPort) OweMounts(ctx context.Context, j *job.Job, un *node.UnreachableError) error {
-	return p.d.oweMounts(ctx, j, un)
+	return p.d.debts.OweMounts(ctx, j, un)
 }
 
 func (p actionPort) Forget(id int64) { p.d.forget(id) }

@@ -43,6 +43,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/daemon/debt"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/failover"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -79,6 +80,7 @@ type Daemon struct {
 	slurm   *adapter.Adapter
 	log     *slog.Logger
 	logs    *joblog.Logs // the jobs' own logs
+	debts   *debt.Ledger // what teardowns left on nodes that did not answer
 	version string
 
 	inbox   chan msg
@@ -99,7 +101,6 @@ type Daemon struct {
 	mu       sync.Mutex
 	notify   chan struct{}          // closed and replaced on every commit
 	drains   map[string]store.Drain // RSA nodes an administrator drained
-	debts    []store.Debt           // RAM teardowns left on silent nodes
 	progress map[int64]job.Progress
 	waiting  map[int64]wait
 	// held is what the committed jobs hold, worked out once from the
@@ -284,10 +285,10 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		notify:   make(chan struct{}),
 		progress: map[int64]job.Progress{},
 		drains:   dp.drains,
-		debts:    dp.debts,
 		waiting:  map[int64]wait{},
 	}
 	d.lease = o.lease
+	d.debts = debt.New(dp.store, dp.debts, d.logs, o.Log, d.changed)
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
 	d.slurm = adapter.New(cfg, slurmPort{d}, o.Log, d.metrics)
 	d.tell = newTeller(cfg.Notify)
