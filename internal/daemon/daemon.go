@@ -111,7 +111,7 @@ type Daemon struct {
 	metrics *metrics.Metrics
 	// tell tells job users what waits for them; nil without
 	// notify.program.
-	tell *teller
+	tell *notify.Teller
 	// quarantined: RAMDISKs the last gc left alone for holding data no
 	// job record knows of (quarantine.go); under mu.
 	quarantined []api.QuarantinedView
@@ -291,7 +291,7 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 	d.debts = debt.New(dp.store, dp.debts, d.logs, o.Log, d.changed)
 	d.metrics = metrics.New(metricsSource{d}, o.Version)
 	d.slurm = adapter.New(cfg, slurmPort{d}, o.Log, d.metrics)
-	d.tell = newTeller(cfg.Notify)
+	d.tell = notify.NewTeller(cfg.Notify)
 	d.actx, d.cancel = context.WithCancel(context.Background())
 	return d
 }
@@ -581,7 +581,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 		return j, nil
 	}
 	next, recorded := d.next(j, m, out)
-	notice, tell := noticeFor(j, &next)
+	notice, tell := notify.For(j, &next)
 	if tell && d.tell != nil && notice == notify.StageOutFailed {
 		next.NoticeAt = m.ev.At
 	}

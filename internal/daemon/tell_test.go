@@ -28,7 +28,7 @@ func tellDaemon(t *testing.T) (*Daemon, string) {
 		t.Fatal(err)
 	}
 	d.cfg.Notify = config.Notify{Program: prog, HeldAfter: 24 * time.Hour, Timeout: 10 * time.Second}
-	d.tell = newTeller(d.cfg.Notify)
+	d.tell = notify.NewTeller(d.cfg.Notify)
 	t.Cleanup(d.wg.Wait)
 	return d, dir
 }
@@ -145,7 +145,7 @@ func TestNoticeFor(t *testing.T) {
 		{lifecycle.Teardown, lifecycle.TeardownFailed, ""},
 	}
 	for _, c := range cases {
-		got, tell := noticeFor(&job.Job{RSA: c.from}, &job.Job{RSA: c.to})
+		got, tell := notify.For(&job.Job{RSA: c.from}, &job.Job{RSA: c.to})
 		if got != c.want || tell != (c.want != "") {
 			t.Errorf("%s -> %s: %q, %v; want %q", c.from, c.to, got, tell, c.want)
 		}
