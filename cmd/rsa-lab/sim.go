@@ -708,7 +708,7 @@ func printSim(w io.Writer, rep *simReport, cfg sim.Config) {
 	if r != nil {
 		row("jobs served by RSA", dash, fmt.Sprintf("%d (%.1f %%)", r.JobsWithRSA, 100*r.ShareWithRSA))
 		row("  input from RAM / output to RAM", dash, fmt.Sprintf("%d / %d", r.InputFromRAM, r.OutputToRAM))
-		row("  ineligible (alloc.Plan)", dash, strconv.Itoa(r.Ineligible))
+		row("  ineligible (capacity.Decide)", dash, strconv.Itoa(r.Ineligible))
 		row("stage-ins late / not begun at start", dash, fmt.Sprintf("%d / %d", r.LateStageIns, r.NotStagedInYet))
 		if r.StageInsFailed+r.OutputTooLarge+r.UnmountBusy > 0 {
 			row("input / output larger than RAM, busy unmounts", dash, fmt.Sprintf("%d / %d, %d", r.StageInsFailed, r.OutputTooLarge, r.UnmountBusy))
