@@ -128,6 +128,7 @@ type Engine struct {
 
 var (
 	_ engine.Engine         = (*Engine)(nil)
+	_ engine.Reattacher     = (*Engine)(nil)
 	_ engine.Nodes          = (*Engine)(nil)
 	_ engine.Certificates   = (*Engine)(nil)
 	_ engine.Watcher        = (*Engine)(nil)
