@@ -857,9 +857,9 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 
 // charge holds the copy back for the n bytes it has just read, under
 // --bwlimit. Charged after the read, for what was read: charging the 8 MiB
-// asked for before a read that returns one buffer's worth held a copy to
-// an eighth of its limit (issue 14's pressure test: 8 MB/s at a 64 MiB/s
-// cap).
+// asked for before a read that returns one buffer's worth holds a copy to
+// an eighth of its limit (8 MB/s at a 64 MiB/s cap in
+// TestStagingUnderPressure).
 func (f *fileCopy) charge(n int64) {
 	if f.r.limit != nil {
 		f.r.limit.wait(f.r.ctx, n)
