@@ -331,13 +331,11 @@ var parallelFS = map[int64]bool{
 // system of type fsType (statfs' f_type): all of them on a parallel file
 // system; one after another into RAM (tmpfs, ramfs), whose write holds the
 // file's inode lock throughout, so that parallel chunks of one file queue
-// on it while the files themselves still go in parallel (measured
-// 2026-11-29, 4 x 1 GiB from disk into tmpfs, medians of 5 interleaved
-// runs: warm 0.85 s one lane a file, 0.96 s two, 1.12 s all; cold 1.91,
-// 1.80, 1.88 s; one 2 GiB file warm 0.81, 0.70, 0.74 s, cold 0.88, 1.12,
-// 0.95 s); 0, not chunked, elsewhere. Chunks rather than a plain
-// whole-file copy into RAM: sendfile, which whole files take there, copied
-// 1 GiB files a third slower than pread and pwrite.
+// on it while the files themselves still go in parallel; 0, not chunked,
+// elsewhere. Chunks rather than a plain whole-file copy into RAM:
+// sendfile, which whole files take there, copied 1 GiB files a third
+// slower than pread and pwrite. The numbers behind both choices:
+// docs/performance.md, "Where the time goes: (c), again" (Chunk lanes).
 func chunkLanes(fsType int64) int64 {
 	switch {
 	case parallelFS[fsType]:
