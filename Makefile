@@ -207,7 +207,7 @@ test-cluster: build
 		CI=true RSA_TEST_BIN=$(CURDIR)/$(BIN) $(CURDIR)/bin/cluster.test -test.v -test.count=1 -test.parallel 2 \
 		-test.timeout 40m -test.skip '^Test[A-Za-z0-9_]*Long$$'
 
-# The load tests at full size (issue 14): 1,000 Slurm jobs of four users
+# The load tests at full size: 1,000 Slurm jobs of four users
 # through RSA, once undisturbed and once with rsa serve killed three times
 # and slurmctld restarted; each logs a "load: name=..." line with its
 # throughput, latencies and the daemon's CPU and memory. make test runs

@@ -14,9 +14,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// benchCmd is rsa-lab bench: the seeds' experiments, re-run here and reported
-// beside the seeds' own numbers (issue 15). It runs as root, on targets it
-// brings up itself; it does not need the daemon.
+// benchCmd is rsa-lab bench: the seeds' experiments, re-run here and
+// reported beside the seeds' own numbers (docs/bench.md). It runs as root,
+// on targets it brings up itself; it does not need the daemon.
 func benchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",

@@ -287,7 +287,8 @@ func thesisSizes(full bool, ranks int, size int64, ranksGiven bool) thesisProfil
 		}
 		p.t54Block, p.t54Iterations = 10<<20, 4
 		// 8 GiB and 128 Ki files time the block tests and the creates on
-		// tmpfs too (2026: ~2.4 GiB/s writes, ~240,000 creates/s).
+		// tmpfs too (docs/performance.md, "Measurements behind choices in
+		// the code").
 		p.t55SizeMiB, p.t55RAMMiB, p.t55Files = 8192, 4096, 128
 	}
 	return p

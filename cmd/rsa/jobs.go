@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -590,11 +591,11 @@ func printJobs(js []api.JobView) {
 		}
 		row := []string{strconv.FormatInt(j.ID, 10)}
 		if sched {
-			row = append(row, cmpOr(j.Spec.Name, "-"))
+			row = append(row, cmp.Or(j.Spec.Name, "-"))
 		}
 		// How the input reaches the job: image, files, or "-" for a
 		// job without input (or a record from before the modes).
-		row = append(row, j.User, string(j.State), string(j.RSA), nodes, ram, cmpOr(j.Spec.InputMode, "-"), note)
+		row = append(row, j.User, string(j.State), string(j.RSA), nodes, ram, cmp.Or(j.Spec.InputMode, "-"), note)
 		// Every cell is one line without tabs, whatever its text.
 		for i := range row {
 			row[i] = textsafe.Line(row[i])
@@ -913,11 +914,4 @@ func quarantinedLine(q api.QuarantinedView) string {
 		}
 	}
 	return fmt.Sprintf("%s (job %d): %s, no job record knows of it; save it, then rsa gc --discard %d", textsafe.Line(q.Dir), q.Job, held, q.Job)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -62,7 +62,7 @@ func TestSlurmArgsAreNotFlags(t *testing.T) {
 }
 
 // The path file gets only RSA_* lines free of control characters, checked
-// where they are written whatever the daemon sent (audit finding 1).
+// where they are written whatever the daemon sent.
 func TestWritePathsRefusesAnythingButRSAVariables(t *testing.T) {
 	for _, c := range []struct {
 		env []string
@@ -233,11 +233,11 @@ func TestArrayScript(t *testing.T) {
 	}
 }
 
-// TestHooksInsideSlurmctldWithoutDaemon: while rsa serve restarts, the hooks
-// slurmctld runs under its locks answer at once and let the job go on
-// (a refused sbatch, a held start otherwise: issue 14's crash test), and
-// say what was skipped; a hook of slurmscriptd's (setup) waits the restart
-// out instead of failing the job at once.
+// TestHooksInsideSlurmctldWithoutDaemon: while rsa serve restarts, the
+// hooks slurmctld runs under its locks answer at once and let the job go
+// on (otherwise a restart of rsa serve would refuse an sbatch or hold a
+// start), and say what was skipped; a hook of slurmscriptd's (setup) waits
+// the restart out instead of failing the job at once.
 func TestHooksInsideSlurmctldWithoutDaemon(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "no-daemon.sock")

@@ -13,7 +13,7 @@ first line (SUCCESS, ERROR or BUSY) and a message after it: Lua 5.1's
 popen():close() gives no exit code. job_process, paths and pools run
 inside slurmctld, under its locks, at every submission: with Debian's
 lua-socket installed they ask the daemon over its socket instead, without
-starting a process (issue 14: about 1 ms instead of 10), and fall back to
+starting a process (about 1 ms instead of 10), and fall back to
 rsa slurm-bb if the socket does not answer. A job script without "#RSA"
 in it is not RSA's: job_process lets it through without asking.
 

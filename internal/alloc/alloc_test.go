@@ -61,7 +61,7 @@ func TestPlan(t *testing.T) {
 	if d := Plan(limited, nodes, nil, io(1, 2*G)); d.Verdict != Ineligible || !strings.Contains(d.Reason, "max_job_capacity") {
 		t.Fatalf("site limit: %+v", d)
 	}
-	// A job sized by proportion is capped too (audit finding 8).
+	// A job sized by proportion is capped too.
 	limited.MaxJobCapacity = 40 * G
 	d := Plan(limited, nodes, nil, io(256, 0))
 	var total int64

@@ -89,8 +89,7 @@ func luaQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) +
 // burst_buffer.lua's hooks inside slurmctld (job_process, paths, pools)
 // ask over the socket without a process when lua-socket is there, send
 // the script as it is, write only checked RSA_* lines into the path
-// file, and fall back to rsa slurm-bb when the socket does not answer
-// (issue 14, point 1).
+// file, and fall back to rsa slurm-bb when the socket does not answer.
 func TestBurstBufferLuaOverTheSocket(t *testing.T) {
 	testutil.RequireRoot(t) // the socket's directory is root's
 	if err := exec.Command("lua5.1", "-e", `require("socket.unix")`).Run(); err != nil {

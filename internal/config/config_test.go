@@ -167,9 +167,9 @@ func TestCapacityShareOfRAM(t *testing.T) {
 	}
 }
 
-// TestStageLimits: the limits each stage is held to (security issue 41,
-// findings 1 and 8): their defaults, the forms each key takes, "0" for no
-// limit, and errors that name the key and say what it takes.
+// TestStageLimits: the limits each stage is held to (docs/security.md,
+// "Staging cannot escape"): their defaults, the forms each key takes, "0"
+// for no limit, and errors that name the key and say what it takes.
 func TestStageLimits(t *testing.T) {
 	c, err := parse(nil)
 	if err != nil {

@@ -76,7 +76,8 @@ func TestLocalLifecycle(t *testing.T) {
 		}
 	}
 	// A process inside keeps it: Destroy says so instead of detaching it
-	// and counting its RAM free (audit finding 4).
+	// and counting its RAM free (a detached tmpfs that a process still
+	// holds keeps its RAM).
 	hold := exec.Command("sleep", "60")
 	hold.Dir = r.Dir
 	if err := hold.Start(); err != nil {
@@ -109,7 +110,7 @@ func TestLocalLifecycle(t *testing.T) {
 
 // Only the job's user passes the gate: a RAMDISK whose root carries the
 // 0755 of the job's input directory is still closed to everyone else
-// through ramdisk_root (audit finding 2).
+// through ramdisk_root.
 func TestLocalGate(t *testing.T) {
 	testutil.RequireRoot(t)
 	u := testutil.EnsureUser(t)

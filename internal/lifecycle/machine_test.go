@@ -168,7 +168,7 @@ var cases = []stepCase{
 	{name: "resume re-runs construct", job: io(OnDeck, Booting), event: ev(EvResume), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
 	{name: "resume re-runs stop of stage-in", job: io(Demoted, StoppingStagingIn), event: ev(EvResume), wantJob: Demoted, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "resume of a waiting job only re-evaluates", job: io(OnDeck, Ready), event: ev(EvResume), wantJob: OnDeck, wantRSA: Ready},
-	// A RAMDISK gone after a reboot of the RSA host (issue 16, point 3).
+	// A RAMDISK gone after a reboot of the RSA host.
 	{name: "lost with output in RAM: the output is lost, no RAM held", job: io(Finished, StageOutFailed), event: ev(EvLost), wantJob: Finished, wantRSA: OutputLost},
 	{name: "output lost, then the job ends: done", job: io(Running, OutputLost), event: ev(EvFinished), wantJob: Finished, wantRSA: OutputLost},
 	{name: "lost while the job writes output: it waits without RAM", job: io(Running, InUseOut), event: ev(EvLost), wantJob: Running, wantRSA: OutputLost},
@@ -182,11 +182,10 @@ var cases = []stepCase{
 	{name: "started without RSA during stage-in: stopped", job: io(OnDeck, StagingIn), event: ev(EvStartedWithoutRSA), wantJob: OnDeck, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "started without RSA while built: reported again after", job: io(OnDeck, Booting), event: ev(EvStartedWithoutRSA), wantJob: OnDeck, wantRSA: Booting, ignored: true},
 
-	// An RSA node lost (issue 11): rebuilt elsewhere before the job runs,
-	// degraded while it runs, never verified over a part.
-	// READY is a promise to the scheduler: a loss there never tears down
-	// a RAMDISK that still serves every file, and one that lost files is
-	// never mounted.
+	// An RSA node lost: rebuilt elsewhere before the job runs, degraded
+	// while it runs, never verified over a part. READY is a promise to the
+	// scheduler: a loss there never tears down a RAMDISK that still serves
+	// every file, and one that lost files is never mounted.
 	{name: "node lost when ready, replicas serve every file: stays ready, degraded", job: io(OnDeck, Ready), event: Event{Kind: EvNodeLost, At: t0, Nodes: []string{"rsa2"}, Whole: true}, wantJob: OnDeck, wantRSA: Ready},
 	{name: "node lost when ready with files: never mounted, rebuilt on deck", job: io(OnDeck, Ready), event: ev(EvNodeLost), wantJob: OnDeck, wantRSA: Teardown, wantDo: []ActionKind{Destroy}},
 	{name: "degraded ready job starts: its input is mounted", job: lost(io(OnDeck, Ready)), event: ev(EvStarted), wantJob: Running, wantRSA: MountingIn, wantDo: []ActionKind{MountIn}},

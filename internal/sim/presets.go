@@ -127,8 +127,8 @@ func Modern() Config {
 	c.RSA.StageInRate = 3 * gib
 	c.RSA.StageOutRate = 3 * gib
 	// Measured here: 100,000 files staged into a Gluster RAMDISK over 2
-	// RSA hosts in 129.1 s (median of 5; docs/performance.md, issue 44's
-	// table): 1.29 ms a file, on 2 cores shared by every host.
+	// RSA hosts in 129.1 s (median of 5; docs/performance.md, the table of
+	// 2026-12-02): 1.29 ms a file, on 2 cores shared by every host.
 	c.RSA.StageFileCost = 1290 * time.Microsecond
 	// Measured here: a volume's create, start and mount took ~0.6 s with
 	// glusterd running (ramfs-engines.md §3.3); rounded up to 1 s for the

@@ -22,10 +22,10 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
-// Security issue 41, finding 8: a stage program runs with no_new_privs,
-// and with limits.stage_network "none" in a network namespace of its own,
-// where it reaches no port of the host (glusterd's, the bricks'), neither
-// on loopback nor on the host's other addresses.
+// A stage program runs with no_new_privs (docs/security.md, "Staging
+// cannot escape"), and with limits.stage_network "none" in a network
+// namespace of its own, where it reaches no port of the host (glusterd's,
+// the bricks'), neither on loopback nor on the host's other addresses.
 //
 // Both networks are checked, with the same probe: under "host" the probe
 // must reach the test's listeners, which proves that the probe itself
@@ -164,9 +164,9 @@ printf 'memory=%s\nswap=%s\npids=%s\ncpu=%s\n' "$mem" "$swap" "$pids" "$cpu" > "
 `
 }
 
-// Finding 1: each stage's cgroup is held to limits.stage_memory (without
-// swap), stage_pids and stage_cpu, as the stage program itself finds them
-// from its /proc/self/cgroup.
+// Each stage's cgroup is held to limits.stage_memory (without swap),
+// stage_pids and stage_cpu, as the stage program itself finds them from
+// its /proc/self/cgroup.
 func TestRunnerLimitsStages(t *testing.T) {
 	sd := newStageDirs(t)
 	lim := cgroup.Limits{Memory: 96 << 20, Pids: 64, CPU: 500}
@@ -204,9 +204,9 @@ func TestRunnerLimitsStages(t *testing.T) {
 	}
 }
 
-// Finding 1: a stage that takes more memory than limits.stage_memory is
-// killed by the OOM killer inside its own cgroup, whole, and fails saying
-// so; nothing outside it (this test's process) is touched.
+// A stage that takes more memory than limits.stage_memory is killed by the
+// OOM killer inside its own cgroup, whole, and fails saying so; nothing
+// outside it (this test's process) is touched.
 func TestRunnerOOMKillsOnlyTheStage(t *testing.T) {
 	sd := newStageDirs(t)
 	lim := cgroup.Limits{Memory: 64 << 20}

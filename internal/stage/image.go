@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,8 +90,8 @@ func openImage(ramdisk string, lim ImageLimits) (*image, error) {
 	img := &image{file: os.NewFile(uintptr(fd), ramdisk+"/"+ImageName), done: make(chan imageResult, 1)}
 	img.limits = erofs.Limits{
 		MaxImageBytes: int64(free.Bavail) * free.Bsize,
-		MaxEntries:    cmpOr(lim.MaxEntries, DefaultImageEntries),
-		MaxDepth:      cmpOr(lim.MaxDepth, DefaultImageDepth),
+		MaxEntries:    cmp.Or(lim.MaxEntries, DefaultImageEntries),
+		MaxDepth:      cmp.Or(lim.MaxDepth, DefaultImageDepth),
 	}
 	if img.r, img.w, err = os.Pipe(); err != nil {
 		img.file.Close()

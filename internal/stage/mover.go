@@ -331,13 +331,11 @@ var parallelFS = map[int64]bool{
 // system of type fsType (statfs' f_type): all of them on a parallel file
 // system; one after another into RAM (tmpfs, ramfs), whose write holds the
 // file's inode lock throughout, so that parallel chunks of one file queue
-// on it while the files themselves still go in parallel (measured
-// 2026-11-29, 4 x 1 GiB from disk into tmpfs, medians of 5 interleaved
-// runs: warm 0.85 s one lane a file, 0.96 s two, 1.12 s all; cold 1.91,
-// 1.80, 1.88 s; one 2 GiB file warm 0.81, 0.70, 0.74 s, cold 0.88, 1.12,
-// 0.95 s); 0, not chunked, elsewhere. Chunks rather than a plain
-// whole-file copy into RAM: sendfile, which whole files take there, copied
-// 1 GiB files a third slower than pread and pwrite.
+// on it while the files themselves still go in parallel; 0, not chunked,
+// elsewhere. Chunks rather than a plain whole-file copy into RAM:
+// sendfile, which whole files take there, copied 1 GiB files a third
+// slower than pread and pwrite. The numbers behind both choices:
+// docs/performance.md, "Where the time goes: (c), again" (Chunk lanes).
 func chunkLanes(fsType int64) int64 {
 	switch {
 	case parallelFS[fsType]:
@@ -857,9 +855,9 @@ func (f *fileCopy) copyRange(off, size int64, sparse bool) error {
 
 // charge holds the copy back for the n bytes it has just read, under
 // --bwlimit. Charged after the read, for what was read: charging the 8 MiB
-// asked for before a read that returns one buffer's worth held a copy to
-// an eighth of its limit (issue 14's pressure test: 8 MB/s at a 64 MiB/s
-// cap).
+// asked for before a read that returns one buffer's worth holds a copy to
+// an eighth of its limit (8 MB/s at a 64 MiB/s cap in
+// TestStagingUnderPressure).
 func (f *fileCopy) charge(n int64) {
 	if f.r.limit != nil {
 		f.r.limit.wait(f.r.ctx, n)

@@ -317,7 +317,7 @@ func (r *Runner) newOutput(logw io.Writer) *stageOutput {
 		logw = io.Discard
 	}
 	return &stageOutput{
-		capped: &capWriter{w: logw, head: cmpOr(r.LogHead, 1<<20), tail: cmpOr(r.LogTail, 256<<10)},
+		capped: &capWriter{w: logw, head: cmp.Or(r.LogHead, 1<<20), tail: cmp.Or(r.LogTail, 256<<10)},
 		tail:   &tailWriter{max: 2048},
 	}
 }
@@ -554,13 +554,6 @@ func LimitsHint(err error) error {
 		keys = append(keys, key[c]+` = "0"`)
 	}
 	return fmt.Errorf("%w; or, to stage without that limit, set %s", err, strings.Join(keys, ", "))
-}
-
-func cmpOr(a, b int) int {
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 // capWriter passes the first head bytes through to w, keeps the last tail

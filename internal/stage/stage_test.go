@@ -106,10 +106,10 @@ func testCgroups(t *testing.T, owner ...string) *cgroup.Parent {
 	return p
 }
 
-// Audit finding 7: a stage program that puts a child in a session of its
-// own (setsid) and returns leaves nothing running, and no child writes to
-// the job's log after the stage; what one stage writes to the log is capped
-// (head and tail kept, the cut said).
+// A stage program that puts a child in a session of its own (setsid) and
+// returns leaves nothing running, and no child writes to the job's log
+// after the stage; what one stage writes to the log is capped (head and
+// tail kept, the cut said).
 func TestRunnerLeavesNothingBehind(t *testing.T) {
 	sd := newStageDirs(t)
 	who, dir, ram, data := sd.who, sd.dir, sd.ram, sd.data

@@ -13,10 +13,10 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
-// Scale of the store at a busy site (issue 14, point 4): 100,000 ended jobs
-// and 10,000 active ones. The benchmarks print what the daemon pays for its
-// scheduling pass (all active jobs), for `rsa status --all` (the newest
-// 1,000) and for a purge; run them with
+// Scale of the store at a busy site: 100,000 ended jobs and 10,000 active
+// ones. The benchmarks print what the daemon pays for its scheduling pass
+// (all active jobs), for `rsa status --all` (the newest 1,000) and for a
+// purge; run them with
 //
 //	go test -run '^$' -bench . -benchtime 20x ./internal/store/
 //

@@ -56,7 +56,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatalf("FindByName: %v %v", byName, err)
 	}
 	// A job made by a user (no scheduler) never answers to a scheduler id,
-	// and cannot even be stored under one (audit finding 1).
+	// and cannot even be stored under one.
 	squat := &job.Job{Spec: job.Spec{Name: "slurm-8", Input: "/home/u/in"}, UID: 1001, GID: 1001, User: "v",
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 	if err := s.Create(ctx, squat, nil); err == nil {

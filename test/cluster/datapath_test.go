@@ -82,14 +82,14 @@ func (c *cluster) brickStatus(t *testing.T, host, vol string) []string {
 }
 
 // testDataPath: no process but RSA's own reaches a job's RAMDISK through
-// Gluster (issue 41). A user-space Gluster client run by an ordinary user
-// (another user, and the job's own claiming root) on a compute host that
-// runs the job, on one that does not, on an RSA host, on the control host
-// and as a stage program on an RSA host can neither fetch the volume's
-// layout, list, read, write, make a device, nor unmap a brick; every mount
-// a user reaches is nosuid and nodev; a staging child has no_new_privs;
-// the seal fences the compute hosts out and holds against a client
-// claiming one of Gluster's own pids.
+// Gluster (docs/security.md, "The data path"). A user-space Gluster client
+// run by an ordinary user (another user, and the job's own claiming root)
+// on a compute host that runs the job, on one that does not, on an RSA
+// host, on the control host and as a stage program on an RSA host can
+// neither fetch the volume's layout, list, read, write, make a device, nor
+// unmap a brick; every mount a user reaches is nosuid and nodev; a staging
+// child has no_new_privs; the seal fences the compute hosts out and holds
+// against a client claiming one of Gluster's own pids.
 func testDataPath(t *testing.T, c *cluster, us []testutil.User) {
 	victim, other := us[0], us[1]
 	w := workDir(t, victim, "datapath")
@@ -120,8 +120,8 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 		t.Fatal(err)
 	}
 
-	// Finding 1: every mount of the volume a user reaches is nosuid and
-	// nodev, on the compute host and on the control host.
+	// Every mount of the volume a user reaches is nosuid and nodev, on the
+	// compute host and on the control host.
 	for _, m := range []struct{ host, point string }{
 		{"c1", out},
 		{"c1", j.Ramdisk},
@@ -145,26 +145,26 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 		host string
 		u    testutil.User
 	}{
-		{"c1", victim},           // the job's own user, as root through libgfapi (finding 1)
-		{"c1", other},            // another user on a compute host the job runs on (finding 3)
+		{"c1", victim},           // the job's own user, as root through libgfapi
+		{"c1", other},            // another user on a compute host the job runs on
 		{"c2", other},            // a compute host the job does not run on
-		{j.Alloc[0].Node, other}, // an RSA host holding a brick of the job (finding 2)
+		{j.Alloc[0].Node, other}, // an RSA host holding a brick of the job
 		{"ctl", other},           // the control host
 	} {
 		refused(t, fmt.Sprintf("a user-space client of %s on %s", p.u.Name, p.host), c.probe(t, p.host, p.u, server, vol))
 	}
 	refused(t, "a client on the RSA host through its own glusterd", c.probe(t, j.Alloc[0].Node, other, "127.0.0.1", vol))
-	// Finding 6: the port mapper's SIGNOUT, then the brick still mapped.
+	// The port mapper's SIGNOUT, then the brick still mapped.
 	refused(t, "SIGNOUT from c1", c.probe(t, "c1", other, server, vol, brickDir, brick[1]))
 	if after := c.brickStatus(t, j.Alloc[0].Node, vol); strings.Join(after, "\n") != strings.Join(bricks, "\n") {
 		t.Errorf("a user's SIGNOUT changed the bricks of %s: before %q, after %q", vol, bricks, after)
 	}
-	// Finding 10: glusterd's CLI over TCP answers no user.
+	// glusterd's CLI over TCP answers no user.
 	if o, err := c.execErr(t, "c1", "setpriv", "--reuid="+strconv.Itoa(int(other.UID)), "--regid="+strconv.Itoa(int(other.GID)),
 		"--clear-groups", "gluster", "--mode=script", "--remote-host="+server, "volume", "list"); err == nil || strings.Contains(o, vol) {
 		t.Errorf("glusterd's CLI answered a user on c1: %v\n%s", err, o)
 	}
-	// Finding 7: the volume is TLS only, and admits the named hosts alone.
+	// The volume is TLS only, and admits the named hosts alone.
 	for _, o := range []string{"client.ssl", "server.ssl"} {
 		got := strings.Fields(c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "get", vol, o))
 		if len(got) == 0 || got[len(got)-1] != "on" {
@@ -186,18 +186,18 @@ while [ ! -e %[1]s/go ]; do sleep 0.1; done
 		_, err := os.Stat(filepath.Join(w, "probed"))
 		return err == nil
 	})
-	// Finding 5: c1 is no longer admitted, by address or certificate.
+	// The seal: c1 is admitted no more, by address or certificate.
 	for _, o := range []string{"auth.ssl-allow", "auth.allow"} {
 		got := c.exec(t, j.Alloc[0].Node, "gluster", "--mode=script", "volume", "get", vol, o)
 		if strings.Contains(got, "c1") || strings.Contains(got, c.addr("c1")) {
 			t.Errorf("%s of %s after the job left c1: %s", o, vol, got)
 		}
 	}
-	// Finding 4: the sealed volume, as the job's own user claiming a
-	// pid of Gluster's own.
+	// The sealed volume, as the job's own user claiming a pid of Gluster's
+	// own.
 	refused(t, "a client of the job's user on c1 while sealed", c.probe(t, "c1", victim, server, vol))
-	// Finding 8 (part): the stage program, on an RSA host, without
-	// privileges and without a way to glusterd or the bricks.
+	// The stage program, on an RSA host, without privileges and without a
+	// way to glusterd or the bricks.
 	refused(t, "the stage-out program on an RSA host", readFile(t, filepath.Join(w, "probe-stage")))
 	if got := strings.Fields(readFile(t, filepath.Join(w, "nnp"))); len(got) != 2 || got[1] != "1" {
 		t.Errorf("the stage program's NoNewPrivs: %q, want 1", got)

@@ -216,7 +216,7 @@ func TestHistoryBoundToTheAccount(t *testing.T) {
 
 // The record of a job that ended longer than history_retention ago goes,
 // with its events and its log; a younger one and a job that waits for an
-// administrator stay (issue 16, point 11).
+// administrator stay.
 func TestHistoryRetention(t *testing.T) {
 	t.Parallel()
 	e := setup(t, `history_retention = "1h"`)
@@ -269,10 +269,9 @@ func TestHistoryRetention(t *testing.T) {
 
 // A reboot of the RSA host (simulated: the daemon killed, every mount
 // below the test gone) takes the RAMDISKs with it. Output that only RAM
-// held is reported lost, with the files it held, and no RAM stays held
-// for it; a RAMDISK that held nothing unsaved is rebuilt (issue 16,
-// point 3). Before, the job said its output was "kept in RAM" and its RAM
-// stayed allocated until a discard.
+// held is reported lost, with the files it held, and no RAM stays held for
+// it (the job does not call it "kept"); a RAMDISK that held nothing
+// unsaved is rebuilt.
 func TestRebootLosesRamdisk(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")

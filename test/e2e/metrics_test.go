@@ -14,7 +14,7 @@ import (
 
 // rsa serve's Prometheus metrics move with a job: scraped while the job
 // reads its input in RAM and after it, the job and node gauges follow it
-// and the phase, staging and hook counters grow (issue 17, point 1).
+// and the phase, staging and hook counters grow.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "[metrics]\nlisten = \"127.0.0.1:0\"\n")

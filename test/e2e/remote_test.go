@@ -14,10 +14,9 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
-// Users on login nodes reach the daemon over TCP with a MUNGE credential
-// per request (issue 16, point 10): their own jobs' status, log, wait and
-// cancel; never root, no administrator's action, no credential twice or
-// for another request.
+// Users on login nodes reach the daemon over TCP with a MUNGE credential per
+// request: their own jobs' status, log, wait and cancel; never root, no
+// administrator's action, no credential twice or for another request.
 func TestRemoteAccessWithMunge(t *testing.T) {
 	t.Parallel()
 	sock := testutil.StartMunged(t)

@@ -1,8 +1,7 @@
 package e2e
 
-// Regression tests for the security audit (docs/security.md lists which
-// test covers which guarantee). Each ran against the code before its fix
-// and failed there.
+// Tests of RSA's security guarantees (docs/security.md lists which test
+// covers which guarantee).
 
 import (
 	"database/sql"
@@ -52,8 +51,8 @@ func (e *env) apiPost(path, body string) (int, string) {
 	return code, s[:max(i, 0)]
 }
 
-// Finding 1: a user cannot create a job that answers to a scheduler id,
-// and no control character reaches a job's record.
+// A user cannot create a job that answers to a scheduler id, and no
+// control character reaches a job's record.
 func TestUserCannotClaimSchedulerID(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
@@ -82,9 +81,9 @@ func TestUserCannotClaimSchedulerID(t *testing.T) {
 	}
 }
 
-// Finding 2: while a job runs, its RAMDISK is reachable by its user (and
-// by whom the job directory admits, at the job's path) and by no one else;
-// the RAMDISK's root has the job directory's group and mode.
+// While a job runs, its RAMDISK is reachable by its user (and by whom the
+// job directory admits, at the job's path) and by no one else; the
+// RAMDISK's root has the job directory's group and mode.
 func TestRamdiskPrivateToItsUser(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
@@ -119,9 +118,9 @@ while [ ! -e `+ctl+`/done ]; do sleep 0.05; done
 	}
 }
 
-// Finding 3: however waiting jobs and releases interleave, the RAM held
-// never exceeds the capacity, at any commit: checked against the daemon's
-// own event log, whose ids order every transition.
+// However waiting jobs and releases interleave, the RAM held never exceeds
+// the capacity, at any commit: checked against the daemon's own event log,
+// whose ids order every transition.
 func TestNoRAMGivenTwice(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
@@ -208,10 +207,9 @@ func TestNoRAMGivenTwice(t *testing.T) {
 	}
 }
 
-// Finding 4: after the job ends, a process it left behind is ended (and
-// the log says so), a late write fails instead of vanishing, every write
-// that succeeded is on disk, and the RAM counts as held until the RAMDISK
-// is really gone.
+// After the job ends, a process it left behind is ended (and the log says
+// so), a late write fails instead of vanishing, every write that succeeded
+// is on disk, and the RAM counts as held until the RAMDISK is really gone.
 func TestLeftoversAndLateWrites(t *testing.T) {
 	t.Parallel()
 	e := setup(t, `[limits]
@@ -282,8 +280,8 @@ while [ ! -e `+ctl+`/inside ]; do sleep 0.05; done
 	e.noLeaks()
 }
 
-// Finding 8: one user's jobs cannot lock others out, INELIGIBLE jobs take
-// no place, a job that never runs expires, and the per-job cap holds.
+// One user's jobs cannot lock others out, INELIGIBLE jobs take no place, a
+// job that never runs expires, and the per-job cap holds.
 func TestLimitsPerUser(t *testing.T) {
 	t.Parallel()
 	const expiry = 8 * time.Second
@@ -334,8 +332,8 @@ max_job_capacity = "100M"
 	e.logHas(4, "expired")
 }
 
-// Finding 10: a user learns nothing from RSA's checks that they could not
-// see themselves, and sees only the public part of others' jobs.
+// A user learns nothing from RSA's checks that they could not see
+// themselves, and sees only the public part of others' jobs.
 func TestNoOracleAndPrivateData(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
@@ -372,9 +370,9 @@ func TestNoOracleAndPrivateData(t *testing.T) {
 	}
 }
 
-// Finding 6: a directory the user owns on a kernel pseudo file system
-// (their own /proc/PID, say) is never mounted over, and with allowed_paths
-// only the site's trees are.
+// A directory the user owns on a kernel pseudo file system (their own
+// /proc/PID, say) is never mounted over, and with allowed_paths only the
+// site's trees are.
 func TestPseudoFSTargetsRefused(t *testing.T) {
 	t.Parallel()
 	e := setup(t, "")
@@ -407,8 +405,8 @@ func TestPseudoFSTargetsRefused(t *testing.T) {
 	e.noLeaks()
 }
 
-// Finding 8, at once: many submissions of one user in parallel get no
-// more places than the limit gives.
+// Many submissions of one user in parallel get no more places than the
+// limit gives.
 func TestLimitsHoldUnderConcurrentSubmissions(t *testing.T) {
 	t.Parallel()
 	e := setup(t, `[limits]
@@ -441,9 +439,9 @@ max_jobs_per_user = 2
 	}
 }
 
-// Finding 8: limits.max_user_capacity bounds the RAM one user's jobs hold
-// at once: a job that would pass it waits (and says why) while another
-// user's job is served, and gets its RAM when the first is released.
+// limits.max_user_capacity bounds the RAM one user's jobs hold at once: a
+// job that would pass it waits (and says why) while another user's job is
+// served, and gets its RAM when the first is released.
 func TestUserCapacityLimit(t *testing.T) {
 	t.Parallel()
 	e := setup(t, `[limits]

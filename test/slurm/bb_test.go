@@ -240,7 +240,7 @@ func testStageInFails(c *cluster) {
 	}
 	c.waitRSA(id, 30*time.Second, "RELEASED")
 	// The message is the job's user's: on 22.05 no argument of
-	// "scontrol show bbstat" makes another user root (finding 10).
+	// "scontrol show bbstat" makes another user root.
 	for _, args := range [][]string{{id}, {"0", "0", id}} {
 		argv := c.slurm.AsUser("nobody", "scontrol", append([]string{"show", "bbstat"}, args...)...)
 		cmd := c.command(argv[0], argv[1:]...)
@@ -727,12 +727,12 @@ func testPrivateOutput(c *cluster) {
 }
 
 // assertHooksCounted: the daemon's metrics count the hooks that carried
-// one job through Slurm, with their latency (issue 17, point 1), between
-// before (read before the job's sbatch) and now. The hooks inside
-// slurmctld come over the socket from the Lua itself (lua-socket), the
-// others through rsa slurm-bb (issue 14, point 1). pools is slurmctld's,
-// not the job's: it asks at its start and every half minute, so it need
-// only have been counted at all.
+// one job through Slurm, with their latency, between before (read before
+// the job's sbatch) and now. The hooks inside slurmctld come over the
+// socket from the Lua itself (lua-socket), the others through rsa slurm-bb
+// (TestHookLatencyLong compares the two). pools is slurmctld's, not the
+// job's: it asks at its start and every half minute, so it need only have
+// been counted at all.
 func (c *cluster) assertHooksCounted(before string) {
 	c.t.Helper()
 	after := c.metrics()

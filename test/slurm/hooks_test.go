@@ -15,13 +15,13 @@ import (
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
-// TestHookLatencyLong (issue 14, point 1): the hooks slurmctld runs under its
-// locks (job_process at every submission, paths at every start, pools
-// every few seconds), as slurmctld's own log times them, under a burst of
+// TestHookLatencyLong: the hooks slurmctld runs under its locks
+// (job_process at every submission, paths at every start, pools every few
+// seconds), as slurmctld's own log times them, under a burst of
 // submissions: once with burst_buffer.lua asking the daemon over its
 // socket (lua-socket), once starting rsa slurm-bb for every hook. The
-// numbers are printed, not asserted; what is asserted is that each way
-// was the one taken. RSA_HOOK_BURST sets the burst (default 100; make
+// numbers are printed, not asserted; what is asserted is that each way was
+// the one taken. RSA_HOOK_BURST sets the burst (default 100; make
 // test-load: 500). RSA_HOOK_FLOOR=1 (make test-load) adds a third way, the
 // floor: a burst_buffer.lua whose hooks return at once, which is what
 // slurmctld's own Lua call costs under the same burst on this machine.

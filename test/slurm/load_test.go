@@ -134,14 +134,14 @@ type load struct {
 	restarted bool
 }
 
-// TestLoad runs the load tests of issue 14 (points 2 and 3): many jobs of
-// four users through real Slurm (burst_buffer/lua) at once, once
-// undisturbed ("steady") and once with rsa serve killed with SIGKILL three
-// times ("crashes"), with the same end checks. In make test-long and make
-// test-load (more jobs than make test's) the crash run also restarts slurmctld
-// once, and the seed is drawn anew. make test leaves the restart out:
-// Slurm defers every job it was staging in by a minute after it (see
-// testCtldRestart), which TestBurstBuffer covers for RSA with one job.
+// TestLoad puts RSA under load: many jobs of four users through real Slurm
+// (burst_buffer/lua) at once, once undisturbed ("steady") and once with
+// rsa serve killed with SIGKILL three times ("crashes"), with the same end
+// checks. In make test-long and make test-load (more jobs than make
+// test's) the crash run also restarts slurmctld once, and the seed is
+// drawn anew. make test leaves the restart out: Slurm defers every job it
+// was staging in by a minute after it (see testCtldRestart), which
+// TestBurstBuffer covers for RSA with one job.
 //
 // The jobs are a seeded mix: input and output, input only (the job writes
 // its result to disk itself), output only; sizes from 32M to 640M of the

@@ -13,11 +13,11 @@ import (
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
-// TestStagingUnderPressure (issue 14, point 5): a long stage-in runs while
-// another job's stage-out runs. Both must progress, neither may read
-// faster than limits.stage_bwlimit, and rsa status and scontrol show
-// bbstat must go on answering; their latency is printed, not asserted
-// (a loaded CI machine is slower, not wrong).
+// TestStagingUnderPressure: a long stage-in runs while another job's
+// stage-out runs. Both must progress, neither may read faster than
+// limits.stage_bwlimit, and rsa status and scontrol show bbstat must go on
+// answering; their latency is printed, not asserted (a loaded CI machine
+// is slower, not wrong).
 //
 // make test moves 512 MiB each way: at the cap of 64 MiB/s that is about
 // 8 s of both at once, and the rate is checked over stretches of 2 s or

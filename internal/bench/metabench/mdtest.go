@@ -172,9 +172,9 @@ func preferMdtest(md, other Check) Check {
 // the two it makes in it (test-dir.0-0/mdtest_tree.0.0), where
 // METABENCH's processes name a file in their open directory. Each
 // directory of the path is a lookup; on a RAM file system, where a stat
-// takes about a microsecond, they are a large part of it: mdtest's own
-// stat on tmpfs ran at 566,000-647,000/s 5 directories deep and at
-// 494,000-509,000/s 12 deep, about 55 ns a directory (2026-11-25).
+// takes about a microsecond, they are a large part of it: about 55 ns a
+// directory (docs/performance.md, "Measurements behind choices in the
+// code").
 func mdtestNaming(paths []string) string {
 	depth := strings.Count(filepath.Clean(paths[0]), "/") + 2
 	return fmt.Sprintf("mdtest names each file by its path from / (%d directories deep), METABENCH by its name in its open directory", depth)

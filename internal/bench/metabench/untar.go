@@ -69,12 +69,9 @@ type extractor struct {
 	// then created, and its time set, by its name in it, as tar does by
 	// its path. Through root every call opens each directory of the path
 	// in turn (how os.Root stays beneath it), which on a FUSE mount is a
-	// round trip each: Untar on shared@1g ran at 365 files/s, tar -xf at 783;
-	// by name in the held directory, 726 (tar 702), and on ram 25,000 -> 35,500.
-	// With the archive buffered and files written on bare descriptors,
-	// ram went from 32,000-35,500 files/s to 67,000-71,000 at one process
-	// (tar 76,000-84,000) and from 38,000 to 121,000-127,000 at three
-	// (tar 133,000-157,000; 2026-11-25, --profile full --ranks 1,3).
+	// round trip each: by name in the held directory, Untar keeps up with
+	// tar -xf (docs/performance.md, "Measurements behind choices in the
+	// code").
 	dir     *os.File
 	dirName string
 	buf     []byte // bodies are copied through it, not a new one a file

@@ -120,11 +120,9 @@ func (t T54) coldRead(ctx context.Context, dir string) (string, func(), error) {
 // none of it held by the page cache of what an earlier write left. On a
 // virtual machine whose host takes back the memory the guest frees
 // (free page reporting), memory not touched lately costs a fault in the
-// host on first touch: on the machine of docs/evidence.md, tmpfs took
-// 2 GiB at 3,000 MiB/s with the caches dropped and at 360-550 MiB/s with
-// 4 GiB of a shared@1g file cached (measured 2026-11-25), and T51's RAM
-// write, which came right after its 2 GiB to shared@1g, read 8x slower
-// than fio's.
+// host on first touch: a tmpfs write after a cached one ran 5-8x slower
+// than with the caches dropped (docs/performance.md, "Measurements behind
+// choices in the code").
 func cleanStart(ctx context.Context) error {
 	if err := dropCaches(ctx); err != nil {
 		return fmt.Errorf("before a timed write: %w", err)

@@ -128,6 +128,7 @@ type Engine struct {
 
 var (
 	_ engine.Engine         = (*Engine)(nil)
+	_ engine.Reattacher     = (*Engine)(nil)
 	_ engine.Nodes          = (*Engine)(nil)
 	_ engine.Certificates   = (*Engine)(nil)
 	_ engine.Watcher        = (*Engine)(nil)
@@ -778,20 +779,16 @@ func lists(ctx context.Context, cl *agent.Client, vol string) (bool, error) {
 	return slices.ContainsFunc(vs, func(v agent.Volume) bool { return v.Name == vol }), nil
 }
 
-// restoreAndDelete is the cure for a volume holder's glusterd could not
-// delete (failed: why) because other members of the pool lost it. A
-// delete through another member reached them but not holder, whose
-// glusterd had just come back (a reboot) and was still shaking hands:
-// since then each member checks a transaction on the volume against its
-// own list, so the stop that must come first fails on each that lacks it
-// ("Pre Validation failed on rsa1. Volume ... does not exist"), through
-// any node, for ever. glusterd hands a volume to a member that lacks it
-// only in a handshake (`gluster volume sync` does not: upstream never
-// finished it, and 10.3 logs "Dict get failed" and copies nothing), so
-// holder's agent closes its glusterd's connections to the peers; once
-// every member lists the volume again, it is deleted through holder
-// (whose agent is hc). Only in a whole pool: a rejected peer takes no
-// part in a handshake's exchange of volumes.
+// restoreAndDelete deletes r's volume through holder (whose agent is hc)
+// when other members of the pool lost it, so that every stop fails on
+// them ("Volume ... does not exist") through any node; failed is why
+// holder's delete failed, returned when this cannot help. glusterd hands a
+// volume to a member that lacks it only in a handshake, so holder's agent
+// closes its glusterd's connections to the peers; once every member lists
+// the volume again (within handshakeWait), it is deleted through holder.
+// Only in a whole pool: a rejected peer takes no part in a handshake's
+// exchange of volumes. How the state arises, and why gluster volume sync
+// is no cure: docs/failures.md, "Found on the way".
 func (e *Engine) restoreAndDelete(ctx context.Context, r engine.Ramdisk, holder string, hc *agent.Client, failed error) error {
 	vol := e.volume(r)
 	if e.Nodes.Unpooled() {

@@ -13,7 +13,10 @@ import (
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
-var _ Nodes = (*cluster.Cluster)(nil)
+var (
+	_ Nodes   = (*cluster.Cluster)(nil)
+	_ Clients = (*cluster.Cluster)(nil)
+)
 
 // Open builds the gluster engine of cfg, retried as its agents need, and
 // the node access that mounts its volumes on the compute nodes (their

@@ -21,7 +21,10 @@ type Stager struct {
 	stage StageFunc
 }
 
-var _ engine.Stager = (*Stager)(nil)
+var (
+	_ engine.Engine = (*Stager)(nil)
+	_ engine.Stager = (*Stager)(nil)
+)
 
 // WithStager returns e as an engine.Stager whose stages run fn; nil: a
 // stage that does nothing and succeeds. Each Stage is recorded in e's
