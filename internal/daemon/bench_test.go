@@ -15,7 +15,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
-// One scheduling pass at a busy site's scale (issue 14, point 4): 10,000
+// One scheduling pass at a busy site's scale: 10,000
 // active jobs, of which 9,000 hold RAMDISKs on 16 RSA nodes and 1,000 wait
 // for capacity that is not there. Run on a quiet machine with
 //

@@ -44,7 +44,7 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	}
 	// A scheduler id names a job only when a scheduler adapter made it:
 	// a user who could name a job after someone else's pending Slurm job
-	// would get that job's hooks (audit finding 1).
+	// would get that job's hooks (docs/security.md).
 	if r.Spec.Sized != "" {
 		return nil, refuse.Invalid("spec.sized is RSA's own note of how it sized a job; leave it out")
 	}
