@@ -567,7 +567,7 @@ func statusCmd(g *globals) *cobra.Command {
 func printJobs(js []api.JobView) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	// The scheduler's job id, when jobs come from one (Slurm).
-	sched := slices.ContainsFunc(js, func(j api.JobView) bool { return j.Spec.Name != "" })
+	sched := slices.ContainsFunc(js, func(j api.JobView) bool { return j.Spec.SchedulerID != "" })
 	head := "JOB\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tINPUT\tPROGRESS"
 	if sched {
 		head = "JOB\tSLURM\tUSER\tJOB-STATE\tRSA-STATE\tNODES\tRAM USED/ALLOC\tINPUT\tPROGRESS"
@@ -591,7 +591,7 @@ func printJobs(js []api.JobView) {
 		}
 		row := []string{strconv.FormatInt(j.ID, 10)}
 		if sched {
-			row = append(row, cmp.Or(j.Spec.Name, "-"))
+			row = append(row, cmp.Or(j.Spec.SchedulerID, "-"))
 		}
 		// How the input reaches the job: image, files, or "-" for a
 		// job without input (or a record from before the modes).
@@ -789,8 +789,8 @@ func actWith(ctx context.Context, g *globals, c *api.Client, arg, verb string, o
 
 // jobName is "job 17", or "job 17 (Slurm 4242)" for a Slurm job's.
 func jobName(j *api.JobView) string {
-	if j.Spec.Name != "" {
-		return fmt.Sprintf("job %d (Slurm %s)", j.ID, textsafe.Line(j.Spec.Name))
+	if j.Spec.SchedulerID != "" {
+		return fmt.Sprintf("job %d (Slurm %s)", j.ID, textsafe.Line(j.Spec.SchedulerID))
 	}
 	return fmt.Sprintf("job %d", j.ID)
 }

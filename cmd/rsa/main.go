@@ -183,7 +183,7 @@ func jobRef(ctx context.Context, c *api.Client, s string) (int64, error) {
 	}
 	var id int64
 	for _, j := range js {
-		if j.Spec.Name == sid && j.ID > id {
+		if j.Spec.SchedulerID == sid && j.ID > id {
 			id = j.ID
 		}
 	}

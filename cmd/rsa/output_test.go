@@ -20,7 +20,7 @@ const hostile = "x\x1b[2J\x1b]0;owned\x07\rfake\u009b1m\x9b\xff\u202eevil"
 // TestOutputEscaped: no command prints the daemon's strings raw.
 func TestOutputEscaped(t *testing.T) {
 	j := api.JobView{Job: job.Job{ID: 1, State: lifecycle.Finished, RSA: lifecycle.StageOutFailed, Version: 1,
-		User: hostile, Error: hostile, Ramdisk: "/run/rsa/" + hostile, Spec: job.Spec{Name: hostile, Output: hostile}}}
+		User: hostile, Error: hostile, Ramdisk: "/run/rsa/" + hostile, Spec: job.Spec{SchedulerID: hostile, Output: hostile}}}
 	d := (&fakeDaemon{
 		job:      j,
 		events:   []job.Event{{JobID: 1, At: time.Unix(1, 0), Kind: "fail", Message: hostile}},
@@ -93,7 +93,7 @@ func rawControls(s string) bool {
 // TestStatusTable: hostile cells do not shift the table's columns.
 func TestStatusTable(t *testing.T) {
 	d := (&fakeDaemon{job: api.JobView{Job: job.Job{ID: 1, State: lifecycle.Running, RSA: lifecycle.InUseIn,
-		User: "a\tb\nc", Spec: job.Spec{Name: "7\t8"}}}}).serve(t)
+		User: "a\tb\nc", Spec: job.Spec{SchedulerID: "7\t8"}}}}).serve(t)
 	out, errOut, status := runRSA(t, nil, "--socket", d.sock, "status")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if status != 0 || len(lines) != 2 {

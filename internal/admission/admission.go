@@ -46,7 +46,7 @@ func Describe(s job.Spec) string {
 			parts = append(parts, k+"="+v)
 		}
 	}
-	add("slurm_job", s.Name)
+	add("slurm_job", s.SchedulerID)
 	add("in", s.Input)
 	add("input", s.InputMode)
 	add("out", s.Output)
@@ -137,7 +137,7 @@ func (c *Checker) fields(s *job.Spec, _ *asuser.Identity) error {
 	for _, f := range []struct{ what, v string }{
 		{"input directory", s.Input}, {"output directory", s.Output},
 		{"stage-in program", s.StageIn}, {"stage-out program", s.StageOut},
-		{"pool", s.Pool}, {"scheduler job id", s.Name},
+		{"pool", s.Pool}, {"scheduler job id", s.SchedulerID},
 	} {
 		if err := job.CheckText(f.what, f.v); err != nil {
 			return refuse.Invalid("%v", err)

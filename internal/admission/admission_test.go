@@ -70,7 +70,7 @@ func TestNestedAndOwn(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	got := Describe(job.Spec{Name: "42", Input: "/in", InputMode: job.InputImage, ComputeNodes: 2, Capacity: 1 << 30})
+	got := Describe(job.Spec{SchedulerID: "42", Input: "/in", InputMode: job.InputImage, ComputeNodes: 2, Capacity: 1 << 30})
 	for _, want := range []string{"slurm_job=42", "in=/in", "input=image", "compute_nodes=2", "capacity=1.0G"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Describe = %q, lacks %q", got, want)

@@ -46,7 +46,7 @@ const accountTimeout = time.Minute
 // after the completion and stay in RSA's record (rsa status, rsa log).
 // The site's own AdminComment text is kept.
 func (d *Daemon) account(j *job.Job) {
-	if j.Scheduler != config.SchedulerSlurm && j.Scheduler != config.SchedulerSlurmPoll || j.Spec.Name == "" || j.Staged.In == (job.Amount{}) {
+	if j.Scheduler != config.SchedulerSlurm && j.Scheduler != config.SchedulerSlurmPoll || j.Spec.SchedulerID == "" || j.Staged.In == (job.Amount{}) {
 		return
 	}
 	rec := *j
@@ -55,7 +55,7 @@ func (d *Daemon) account(j *job.Job) {
 		defer d.wg.Done()
 		ctx, cancel := context.WithTimeout(d.actx, accountTimeout)
 		defer cancel()
-		id := rec.Spec.Name
+		id := rec.Spec.SchedulerID
 		token := slurm.AccountingToken(rec.Staged.In.Bytes, rec.Staged.In.Files)
 		old, err := d.slurmc.AdminComment(ctx, id)
 		if err == nil {

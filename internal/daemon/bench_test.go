@@ -79,7 +79,7 @@ func passDaemon(tb testing.TB, n int, capacity int64) *Daemon {
 
 // passJob is the i-th of a site's Slurm jobs, on deck for capacity bytes.
 func passJob(i int, capacity int64, now time.Time) *job.Job {
-	return &job.Job{Spec: job.Spec{Name: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: 24 * time.Hour,
+	return &job.Job{Spec: job.Spec{SchedulerID: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: 24 * time.Hour,
 		Capacity: capacity, ComputeNodes: 1},
 		UID: 1000 + uint32(i%50), GID: 1000, User: fmt.Sprintf("u%d", i%50), Scheduler: config.SchedulerSlurm,
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}

@@ -47,7 +47,7 @@ func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, erro
 	for _, j := range shown {
 		done := j.Machine().Done()
 		v := s.d.view(j, anyone())
-		dj := dashboard.Job{ID: v.ID, SlurmID: v.Spec.Name, User: v.User, JobState: string(v.State), RSAState: string(v.RSA),
+		dj := dashboard.Job{ID: v.ID, SlurmID: v.Spec.SchedulerID, User: v.User, JobState: string(v.State), RSAState: string(v.RSA),
 			Capacity: v.Capacity(), Used: v.Used, Waiting: v.Waiting, Created: v.CreatedAt, Started: v.StartedAt,
 			Finished: v.FinishedAt, Done: done, Modes: modes(v.Spec)}
 		if p := v.Progress; p != nil && !done {

@@ -44,7 +44,7 @@ func slurmJobOf(t *testing.T, d *Daemon, name string, state lifecycle.JobState, 
 	t.Helper()
 	now := time.Now()
 	j := passJob(0, capacity, now)
-	j.Spec.Name, j.Scheduler, j.State, j.RSA = name, config.SchedulerSlurmPoll, state, rsa
+	j.Spec.SchedulerID, j.Scheduler, j.State, j.RSA = name, config.SchedulerSlurmPoll, state, rsa
 	if state == lifecycle.Running {
 		j.StartedAt = now
 	}

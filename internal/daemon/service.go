@@ -48,7 +48,7 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if r.Spec.Sized != "" {
 		return nil, refuse.Invalid("spec.sized is RSA's own note of how it sized a job; leave it out")
 	}
-	if r.Spec.Name != "" {
+	if r.Spec.SchedulerID != "" {
 		return nil, refuse.Invalid("spec.name is the scheduler's job id, set only by the scheduler's hooks; leave it out (rsa run and rsa submit jobs are known by their RSA id)")
 	}
 	if r.Spec.Pool != "" {
@@ -127,11 +127,11 @@ func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*j
 	// earlier record of the same Slurm id that ends meanwhile cannot take
 	// the new job's marker away.
 	if j.Scheduler != "" {
-		d.mark(j.Spec.Name)
+		d.mark(j.Spec.SchedulerID)
 	}
 	if err := d.store.Create(ctx, j, []job.Event{submit}); err != nil {
 		d.fenced(err)
-		d.unmarkUnlocked(ctx, j.Spec.Name, 0)
+		d.unmarkUnlocked(ctx, j.Spec.SchedulerID, 0)
 		return err
 	}
 	return nil

@@ -38,12 +38,12 @@ func (d *Daemon) mark(name string) { d.slurm.Mark(name) }
 // the job) has the same Slurm id. It waits for a submission under way,
 // which may be that newer job.
 func (d *Daemon) unmark(ctx context.Context, j *job.Job) {
-	if !d.slurm.Marking() || j.Scheduler == "" || j.Spec.Name == "" {
+	if !d.slurm.Marking() || j.Scheduler == "" || j.Spec.SchedulerID == "" {
 		return
 	}
 	d.admitting.Lock()
 	defer d.admitting.Unlock()
-	d.unmarkUnlocked(ctx, j.Spec.Name, j.ID)
+	d.unmarkUnlocked(ctx, j.Spec.SchedulerID, j.ID)
 }
 
 // unmarkUnlocked clears the marker of Slurm job name unless a live RSA job

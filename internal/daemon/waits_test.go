@@ -42,7 +42,7 @@ func TestTimedWaitsSurviveRestart(t *testing.T) {
 	later.NotBefore = later.Expected.Add(-lead)
 	// Submitted with rsa submit, never started by its user.
 	submitted := passJob(2, 0, now)
-	submitted.Scheduler, submitted.Spec.Name, submitted.UnstartedExpiry = "", "", expiry
+	submitted.Scheduler, submitted.Spec.SchedulerID, submitted.UnstartedExpiry = "", "", expiry
 	submitted.NotBefore = now.Add(48 * time.Hour) // keeps it from the full node: nothing but time moves it
 	for _, j := range []*job.Job{holder, later, submitted} {
 		if err := d.store.Create(ctx, j, nil); err != nil {
@@ -105,13 +105,13 @@ func TestOlderRecordsTakeTheSitesWaits(t *testing.T) {
 	d := r.open()
 	now := time.Now()
 	submitted := passJob(0, 0, now)
-	submitted.Scheduler, submitted.Spec.Name = "", ""
+	submitted.Scheduler, submitted.Spec.SchedulerID = "", ""
 	slurmJob := passJob(1, 0, now)
 	sized := passJob(2, 1<<30, now)
 	own := passJob(3, 0, now)
 	own.CapacityWait = time.Minute
 	running := passJob(4, 0, now)
-	running.Scheduler, running.Spec.Name, running.State, running.StartedAt = "", "", lifecycle.Running, now
+	running.Scheduler, running.Spec.SchedulerID, running.State, running.StartedAt = "", "", lifecycle.Running, now
 	for _, j := range []*job.Job{submitted, slurmJob, sized, own, running} {
 		if err := d.store.Create(ctx, j, nil); err != nil {
 			t.Fatal(err)

@@ -16,13 +16,13 @@ import (
 
 // Spec is what a job asks of RSA (the thesis' RSA_* variables, App. R and U).
 type Spec struct {
-	Name     string        `json:"name,omitempty"`      // the scheduler's id, e.g. a Slurm job id
-	Input    string        `json:"input,omitempty"`     // RSA_DATA_IN: staged into RAM, served here
-	Output   string        `json:"output,omitempty"`    // RSA_DATA_OUT: served from RAM, staged back here
-	StageIn  string        `json:"stage_in,omitempty"`  // RSA_STAGE_IN: program run as the user with $1=RAMDISK $2=input
-	StageOut string        `json:"stage_out,omitempty"` // RSA_STAGE_OUT: program run as the user with $1=RAMDISK $2=output
-	Delay    time.Duration `json:"delay"`               // RSA_DELAY: input-to-output switch after start
-	Capacity int64         `json:"capacity,omitempty"`  // explicit RAM request, bytes; 0: by proportion
+	SchedulerID string        `json:"name,omitempty"`      // the scheduler's id, e.g. a Slurm job id
+	Input       string        `json:"input,omitempty"`     // RSA_DATA_IN: staged into RAM, served here
+	Output      string        `json:"output,omitempty"`    // RSA_DATA_OUT: served from RAM, staged back here
+	StageIn     string        `json:"stage_in,omitempty"`  // RSA_STAGE_IN: program run as the user with $1=RAMDISK $2=input
+	StageOut    string        `json:"stage_out,omitempty"` // RSA_STAGE_OUT: program run as the user with $1=RAMDISK $2=output
+	Delay       time.Duration `json:"delay"`               // RSA_DELAY: input-to-output switch after start
+	Capacity    int64         `json:"capacity,omitempty"`  // explicit RAM request, bytes; 0: by proportion
 	// Sized says how RSA chose Capacity when the job gave none (scheduler
 	// "none": its input's size plus output_headroom), or why it could not.
 	Sized        string `json:"sized,omitempty"`

@@ -55,7 +55,7 @@ func For(old, next *job.Job) (Kind, bool) {
 func NoticeOf(j *job.Job, kind Kind) Notice {
 	n := Notice{Kind: kind, Job: j.ID, User: j.User, Output: j.Spec.Output, Error: j.Error, Since: j.FinishedAt}
 	if j.Scheduler == config.SchedulerSlurm || j.Scheduler == config.SchedulerSlurmPoll {
-		n.SlurmJob = j.Spec.Name
+		n.SlurmJob = j.Spec.SchedulerID
 	}
 	return n
 }

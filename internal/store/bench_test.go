@@ -47,7 +47,7 @@ func fillStore(b testing.TB, ended, active int) (*Store, string) {
 	}
 	old := time.Now().Add(-200 * 24 * time.Hour)
 	for i := range ended + active {
-		j := &job.Job{Spec: job.Spec{Name: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: time.Minute},
+		j := &job.Job{Spec: job.Spec{SchedulerID: fmt.Sprint(i + 1), Input: "/home/u/in", Output: "/home/u/out", Delay: time.Minute},
 			UID: 1000 + uint32(i%50), GID: 1000, User: fmt.Sprintf("u%d", i%50), Scheduler: "slurm",
 			State: lifecycle.Finished, RSA: lifecycle.Released, CreatedAt: old, UpdatedAt: old, Version: 3,
 			Alloc: []job.Part{{Node: "rsa1", Bytes: 1 << 30}}}
@@ -58,7 +58,7 @@ func fillStore(b testing.TB, ended, active int) (*Store, string) {
 		j.ID = int64(i + 1)
 		rec, _ := json.Marshal(j)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO jobs(id, name, scheduler, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
-			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,3)`, j.ID, j.Spec.Name, j.Scheduler, j.UID, j.GID, j.User, j.State, j.RSA, rec, done,
+			VALUES(?,?,?,?,?,?,?,?,?,?,?,?,3)`, j.ID, j.Spec.SchedulerID, j.Scheduler, j.UID, j.GID, j.User, j.State, j.RSA, rec, done,
 			old.UnixNano(), old.UnixNano()); err != nil {
 			b.Fatal(err)
 		}

@@ -182,7 +182,7 @@ func fillFixture(t testing.TB, s *Store) {
 
 	// 1: a Slurm burst buffer job that ran, had its output staged out and
 	// ended: done, its RAM released (the last of its steps come below).
-	j1 := m.create(job.Spec{Name: "4101", Input: "/home/alice/in", Output: "/home/alice/out", Delay: 10 * time.Minute,
+	j1 := m.create(job.Spec{SchedulerID: "4101", Input: "/home/alice/in", Output: "/home/alice/out", Delay: 10 * time.Minute,
 		Capacity: 4 << 30, ComputeNodes: 2, Pool: "rsa", InputMode: job.InputFiles}, alice, "slurm", nil)
 	m.step(j1, lifecycle.Event{Kind: lifecycle.EvAssigned}, assigned(j1.ID, part("rsa1", 2<<30), part("rsa2", 2<<30)))
 	m.on(j1, lifecycle.EvBooted, lifecycle.EvStagedIn)
@@ -190,7 +190,7 @@ func fillFixture(t testing.TB, s *Store) {
 	m.on(j1, lifecycle.EvMounted)
 
 	// 2: a Slurm job running on its input in RAM.
-	j2 := m.create(job.Spec{Name: "4102", Input: "/scratch/bob/dataset", ComputeNodes: 2, InputMode: job.InputFiles}, bob, "slurm",
+	j2 := m.create(job.Spec{SchedulerID: "4102", Input: "/scratch/bob/dataset", ComputeNodes: 2, InputMode: job.InputFiles}, bob, "slurm",
 		func(j *job.Job) { j.CapacityWait = 5 * time.Minute }) // slurm.capacity_wait's default, for a job without capacity=
 	m.step(j2, lifecycle.Event{Kind: lifecycle.EvAssigned}, assigned(j2.ID, part("rsa1", 3<<30), part("rsa2", 3<<30)))
 	m.on(j2, lifecycle.EvBooted, lifecycle.EvStagedIn)
@@ -203,7 +203,7 @@ func fillFixture(t testing.TB, s *Store) {
 		InputMode: job.InputFiles}, carol, "", nil)
 
 	// 4: a pending Slurm job whose input is in RAM.
-	j4 := m.create(job.Spec{Name: "4104", Input: "/home/alice/in2", Output: "/home/alice/out2", Delay: 5 * time.Minute,
+	j4 := m.create(job.Spec{SchedulerID: "4104", Input: "/home/alice/in2", Output: "/home/alice/out2", Delay: 5 * time.Minute,
 		ComputeNodes: 1, InputMode: job.InputFiles}, alice, "slurm", nil)
 	m.step(j4, lifecycle.Event{Kind: lifecycle.EvAssigned}, assigned(j4.ID, part("rsa3", 1<<30)))
 	m.on(j4, lifecycle.EvBooted, lifecycle.EvStagedIn)

@@ -589,12 +589,12 @@ func checkJobs(t *testing.T, s *Store, old shipped) {
 			t.Errorf("job %d: %v", o.id, err)
 			continue
 		}
-		if j.ID != o.id || j.Spec.Name != o.name || int64(j.UID) != o.uid || int64(j.GID) != o.gid || j.User != o.user ||
+		if j.ID != o.id || j.Spec.SchedulerID != o.name || int64(j.UID) != o.uid || int64(j.GID) != o.gid || j.User != o.user ||
 			string(j.State) != o.jobState || string(j.RSA) != o.rsaState || j.Machine().Done() != o.done ||
 			j.CreatedAt.UnixNano() != o.created || j.UpdatedAt.UnixNano() != o.updated || j.Version != o.v {
 			t.Errorf("job %d reads as id %d name %q uid %d gid %d user %q %s/%s done %v created %d updated %d version %d; "+
 				"its row had name %q uid %d gid %d user %q %s/%s done %v created %d updated %d version %d",
-				o.id, j.ID, j.Spec.Name, j.UID, j.GID, j.User, j.State, j.RSA, j.Machine().Done(), j.CreatedAt.UnixNano(), j.UpdatedAt.UnixNano(), j.Version,
+				o.id, j.ID, j.Spec.SchedulerID, j.UID, j.GID, j.User, j.State, j.RSA, j.Machine().Done(), j.CreatedAt.UnixNano(), j.UpdatedAt.UnixNano(), j.Version,
 				o.name, o.uid, o.gid, o.user, o.jobState, o.rsaState, o.done, o.created, o.updated, o.v)
 		}
 		checkRecord(t, o, j)
@@ -797,7 +797,7 @@ func checkWantFixtureJobs(t *testing.T, s *Store) {
 		for _, p := range j.Alloc {
 			alloc = append(alloc, job.Part{Node: p.Node, Bytes: p.Bytes})
 		}
-		got := wantFixtureJob{j.ID, j.Spec.Name, j.User, j.UID, j.State, j.RSA, j.Spec.Input, j.Spec.Output, alloc, j.Hosts, j.Error}
+		got := wantFixtureJob{j.ID, j.Spec.SchedulerID, j.User, j.UID, j.State, j.RSA, j.Spec.Input, j.Spec.Output, alloc, j.Hosts, j.Error}
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("job %d reads as\n\t%+v, want\n\t%+v", w.id, got, w)
 		}
@@ -869,7 +869,7 @@ func checkGoesOn(t *testing.T, s *Store, old shipped) {
 	for _, o := range old.jobs {
 		top = max(top, o.id)
 	}
-	n := &job.Job{Spec: job.Spec{Name: "5001", Input: "/home/dave/in"}, UID: 1004, GID: 1004, User: "dave", Scheduler: "slurm",
+	n := &job.Job{Spec: job.Spec{SchedulerID: "5001", Input: "/home/dave/in"}, UID: 1004, GID: 1004, User: "dave", Scheduler: "slurm",
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: later, UpdatedAt: later}
 	if err := s.Create(ctx, n, nil); err != nil {
 		t.Fatalf("a new job after the upgrade: %v", err)

@@ -253,11 +253,11 @@ func (s *Store) Create(ctx context.Context, j *job.Job, events []job.Event) erro
 	defer tx.Rollback()
 	j.Version = 1
 	now := j.UpdatedAt.UnixNano()
-	if j.Spec.Name != "" && j.Scheduler == "" {
-		return fmt.Errorf("job named %q has no scheduler: only a scheduler adapter names jobs", j.Spec.Name)
+	if j.Spec.SchedulerID != "" && j.Scheduler == "" {
+		return fmt.Errorf("job named %q has no scheduler: only a scheduler adapter names jobs", j.Spec.SchedulerID)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO jobs(name, scheduler, uid, gid, user, job_state, rsa_state, record, done, created_at, updated_at, version)
-		VALUES(?,?,?,?,?,?,?,'{}',0,?,?,1)`, j.Spec.Name, j.Scheduler, j.UID, j.GID, j.User, j.State, j.RSA, j.CreatedAt.UnixNano(), now)
+		VALUES(?,?,?,?,?,?,?,'{}',0,?,?,1)`, j.Spec.SchedulerID, j.Scheduler, j.UID, j.GID, j.User, j.State, j.RSA, j.CreatedAt.UnixNano(), now)
 	if err != nil {
 		return fmt.Errorf("inserting job: %w", err)
 	}

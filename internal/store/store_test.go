@@ -20,7 +20,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	j := &job.Job{Spec: job.Spec{Name: "slurm-7", Input: "/home/u/in", Delay: time.Minute}, UID: 1000, GID: 1000, User: "u", Scheduler: "slurm",
+	j := &job.Job{Spec: job.Spec{SchedulerID: "slurm-7", Input: "/home/u/in", Delay: time.Minute}, UID: 1000, GID: 1000, User: "u", Scheduler: "slurm",
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 	if err := s.Create(ctx, j, []job.Event{{At: now, Kind: "submitted", JobState: j.State, RSAState: j.RSA, Message: "submitted"}}); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	// A job made by a user (no scheduler) never answers to a scheduler id,
 	// and cannot even be stored under one.
-	squat := &job.Job{Spec: job.Spec{Name: "slurm-8", Input: "/home/u/in"}, UID: 1001, GID: 1001, User: "v",
+	squat := &job.Job{Spec: job.Spec{SchedulerID: "slurm-8", Input: "/home/u/in"}, UID: 1001, GID: 1001, User: "v",
 		State: lifecycle.OnDeck, RSA: lifecycle.Initial, CreatedAt: now, UpdatedAt: now}
 	if err := s.Create(ctx, squat, nil); err == nil {
 		t.Fatal("a job named without a scheduler was stored")

@@ -31,7 +31,7 @@ func (c *cluster) rsaJob(t *testing.T, id string) *api.JobView {
 	}
 	var found *api.JobView
 	for i := range r.Jobs {
-		if r.Jobs[i].Spec.Name == id && (found == nil || r.Jobs[i].ID > found.ID) {
+		if r.Jobs[i].Spec.SchedulerID == id && (found == nil || r.Jobs[i].ID > found.ID) {
 			found = &r.Jobs[i]
 		}
 	}

@@ -811,7 +811,7 @@ func (l *load) check(wall time.Duration) {
 		if err != nil {
 			l.t.Fatalf("reading RSA job %d: %v", id, err)
 		}
-		records[j.Spec.Name] = append(records[j.Spec.Name], j)
+		records[j.Spec.SchedulerID] = append(records[j.Spec.SchedulerID], j)
 	}
 	ours := map[string]bool{}
 	for _, u := range l.units {

@@ -31,11 +31,11 @@ func Newest(jobs []api.JobView, ids ...string) map[string]*api.JobView {
 	found := map[string]*api.JobView{}
 	for i := range jobs {
 		j := &jobs[i]
-		if len(ids) > 0 && !slices.Contains(ids, j.Spec.Name) {
+		if len(ids) > 0 && !slices.Contains(ids, j.Spec.SchedulerID) {
 			continue
 		}
-		if old := found[j.Spec.Name]; old == nil || j.ID > old.ID {
-			found[j.Spec.Name] = j
+		if old := found[j.Spec.SchedulerID]; old == nil || j.ID > old.ID {
+			found[j.Spec.SchedulerID] = j
 		}
 	}
 	return found

@@ -9,7 +9,7 @@ import (
 
 func TestNewest(t *testing.T) {
 	view := func(id int64, name string) api.JobView {
-		return api.JobView{Job: job.Job{ID: id, Spec: job.Spec{Name: name}}}
+		return api.JobView{Job: job.Job{ID: id, Spec: job.Spec{SchedulerID: name}}}
 	}
 	jobs := []api.JobView{view(1, "7"), view(3, "7"), view(2, "7"), view(4, "8"), view(5, "9")}
 	got := Newest(jobs, "7", "8", "10")

@@ -289,7 +289,7 @@ func (a *Adapter) hookSetup(ctx context.Context, sj slurmJob, sizeArg, script st
 		return failed("RSA: the job script of job %s has no #RSA line", name)
 	}
 	spec := req.Spec
-	spec.Name = name
+	spec.SchedulerID = name
 	if size, err := strconv.ParseInt(sizeArg, 10, 64); err == nil && size > 0 && req.Pool != "" {
 		spec.Capacity, spec.Pool = size, req.Pool
 	}
@@ -446,7 +446,7 @@ func wordVerdict(why lifecycle.Why, j *job.Job) string {
 	case lifecycle.WhyMountedOut:
 		return fmt.Sprintf("RAMDISK mounted at %s on %s", j.Spec.Output, hostsOf(j))
 	case lifecycle.WhyStageOutFailed:
-		return fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.Name, j.Spec.Name)
+		return fmt.Sprintf("RSA stage-out failed: %s; the output stays in RAM (RSA job %d: fix it, then `rsa retry slurm:%s`, or `rsa discard slurm:%s`)", j.Error, j.ID, j.Spec.SchedulerID, j.Spec.SchedulerID)
 	case lifecycle.WhyOutputLost:
 		return fmt.Sprintf("RSA lost the output (RSA job %d): %s", j.ID, j.Error)
 	case lifecycle.WhyKeptForAdmin:
@@ -700,10 +700,10 @@ func (a *Adapter) hookStatus(ctx context.Context, args []string) (*api.HookReply
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-8s %-6s %-10s %-9s %-17s %s\n", "JOBID", "RSAJOB", "USER", "JOBSTATE", "RSASTATE", "PROGRESS")
 	for _, j := range jobs {
-		if j.Spec.Name == "" || len(args) > 0 && !slices.Contains(args, j.Spec.Name) {
+		if j.Spec.SchedulerID == "" || len(args) > 0 && !slices.Contains(args, j.Spec.SchedulerID) {
 			continue
 		}
-		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.Name, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(a.jobs.View(j, caller))))
+		fmt.Fprintf(&b, "%-8s %-6d %-10s %-9s %-17s %s\n", j.Spec.SchedulerID, j.ID, j.User, j.State, j.RSA, textsafe.Line(statusNote(a.jobs.View(j, caller))))
 	}
 	return done("%s", strings.TrimRight(b.String(), "\n"))
 }

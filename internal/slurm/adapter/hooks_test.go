@@ -140,7 +140,7 @@ func TestHookLookupMatchesSlurmsUser(t *testing.T) {
 	a := &Adapter{jobs: f, log: slog.New(slog.NewTextHandler(io.Discard, nil)), cfg: &config.Config{}}
 	now := time.Now()
 	mk := func(name, in string, uid uint32) *job.Job {
-		return f.add(&job.Job{Spec: job.Spec{Name: name, Input: in}, UID: uid, GID: uid, User: "u", Scheduler: config.SchedulerSlurm,
+		return f.add(&job.Job{Spec: job.Spec{SchedulerID: name, Input: in}, UID: uid, GID: uid, User: "u", Scheduler: config.SchedulerSlurm,
 			State: lifecycle.OnDeck, RSA: lifecycle.Ready, Ramdisk: "/run/rsa/ramdisk/1/ram", CreatedAt: now, UpdatedAt: now})
 	}
 	victim := mk("77", "/home/v/in", 1001)

@@ -75,7 +75,7 @@ func (f *fakeJobs) Latest(_ context.Context, name string) (*job.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, j := range slices.Backward(f.jobs) {
-		if j.Scheduler != "" && j.Spec.Name == name {
+		if j.Scheduler != "" && j.Spec.SchedulerID == name {
 			return j, nil
 		}
 	}
@@ -166,7 +166,7 @@ func fakeSqueue(t *testing.T, out string) slurm.Client {
 // it, in the given states.
 func slurmJobOf(f *fakeJobs, name string, state lifecycle.JobState, rsa lifecycle.RSAState) *job.Job {
 	now := time.Now()
-	j := &job.Job{Spec: job.Spec{Name: name, Input: "/home/u/in", Output: "/home/u/out", Capacity: 1 << 30, ComputeNodes: 1},
+	j := &job.Job{Spec: job.Spec{SchedulerID: name, Input: "/home/u/in", Output: "/home/u/out", Capacity: 1 << 30, ComputeNodes: 1},
 		UID: 1000, GID: 1000, User: "u", Scheduler: config.SchedulerSlurmPoll, State: state, RSA: rsa, CreatedAt: now, UpdatedAt: now}
 	if state == lifecycle.Running {
 		j.StartedAt = now

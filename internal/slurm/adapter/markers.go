@@ -18,8 +18,8 @@ func (a *Adapter) SyncMarkers(jobs []*job.Job) error {
 	}
 	var live []string
 	for _, j := range jobs {
-		if j.Scheduler != "" && j.Spec.Name != "" && !j.Machine().Done() {
-			live = append(live, j.Spec.Name)
+		if j.Scheduler != "" && j.Spec.SchedulerID != "" && !j.Machine().Done() {
+			live = append(live, j.Spec.SchedulerID)
 		}
 	}
 	return a.markers.Sync(live)

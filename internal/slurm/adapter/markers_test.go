@@ -19,7 +19,7 @@ func TestMarkers(t *testing.T) {
 	a.markers = &m
 	done := slurmJobOf(f, "7", lifecycle.Finished, lifecycle.Released)
 	live := slurmJobOf(f, "8", lifecycle.OnDeck, lifecycle.Ready)
-	own := f.add(&job.Job{Spec: job.Spec{Name: "9"}, State: lifecycle.OnDeck, RSA: lifecycle.Ready}) // rsa submit's: no scheduler
+	own := f.add(&job.Job{Spec: job.Spec{SchedulerID: "9"}, State: lifecycle.OnDeck, RSA: lifecycle.Ready}) // rsa submit's: no scheduler
 	if err := a.SyncMarkers([]*job.Job{done, live, own}); err != nil {
 		t.Fatal(err)
 	}

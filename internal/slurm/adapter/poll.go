@@ -67,12 +67,12 @@ func (a *Adapter) pollOnce(ctx context.Context, p *poller) error {
 	known := map[string]bool{}
 	live := map[int64]bool{}
 	for _, j := range tracked {
-		if j.Spec.Name == "" || j.Machine().Done() {
+		if j.Spec.SchedulerID == "" || j.Machine().Done() {
 			continue
 		}
-		known[j.Spec.Name] = true
+		known[j.Spec.SchedulerID] = true
 		live[j.ID] = true
-		sj, ok := bySlurm[j.Spec.Name]
+		sj, ok := bySlurm[j.Spec.SchedulerID]
 		var kind lifecycle.EventKind
 		switch {
 		case !ok || sj.Ended():
@@ -187,7 +187,7 @@ func (a *Adapter) adopt(ctx context.Context, sj slurm.Job, started bool) (*job.J
 		return nil, err
 	}
 	spec := req.Spec
-	spec.Name, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
+	spec.SchedulerID, spec.ComputeNodes = sj.ID, max(sj.Nodes, 1)
 	hosts, _ := slurm.ExpandHosts(sj.NodeList)
 	return a.jobs.Create(ctx, sj.UID, sj.GID, spec, config.SchedulerSlurmPoll, func(j *job.Job) error {
 		// Under the admission lock, as every creation: one Slurm job
@@ -249,7 +249,7 @@ func (a *Adapter) reconcileOnce(ctx context.Context) error {
 	}
 	var open []*job.Job
 	for _, j := range tracked {
-		if j.Spec.Name != "" && !j.Machine().Ended() {
+		if j.Spec.SchedulerID != "" && !j.Machine().Ended() {
 			open = append(open, j)
 		}
 	}
@@ -262,7 +262,7 @@ func (a *Adapter) reconcileOnce(ctx context.Context) error {
 	}
 	bySlurm := slurm.ByID(sjobs)
 	for _, j := range open {
-		sj, ok := bySlurm[j.Spec.Name]
+		sj, ok := bySlurm[j.Spec.SchedulerID]
 		if ok {
 			a.refreshStart(j, sj)
 		}
@@ -275,7 +275,7 @@ func (a *Adapter) reconcileOnce(ctx context.Context) error {
 		default:
 			continue
 		}
-		a.log.Warn("finishing a job Slurm let go of without telling RSA", "job", j.ID, "slurm", j.Spec.Name, "why", why)
+		a.log.Warn("finishing a job Slurm let go of without telling RSA", "job", j.ID, "slurm", j.Spec.SchedulerID, "why", why)
 		a.jobs.Post(j.ID, lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}, nil)
 	}
 	return nil
