@@ -95,7 +95,7 @@ build_took=$(seconds "$run_start")
 phase "build: done in $build_took"
 
 # The lanes. Packages in one lane run one at a time: a package that makes
-# mount namespaces (test/slurm's compute nodes, internal/node, ...) copies
+# mount namespaces (test/slurm's compute nodes, internal/access, ...) copies
 # into them every RAMDISK mount that exists in the root namespace at that
 # moment, another package's too, and a root process holding a RAMDISK is
 # one RSA rightly refuses to kill, so that other package's teardown would

@@ -23,6 +23,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon"
@@ -30,7 +31,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine/all"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/munge"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/version"
@@ -217,7 +217,7 @@ Without a config file it serves one local RSA node with half of the free RAM.`,
 			if err != nil {
 				return fmt.Errorf("locating the rsa binary for staging: %w", err)
 			}
-			open := func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error) {
+			open := func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, access.Access, error) {
 				return all.Open(cfg, all.Options{Log: log, Self: self, Policy: policy, Epoch: epoch})
 			}
 			return daemon.Serve(cmd.Context(), cfg, daemon.Options{Log: log, Version: version.String(), Self: self, OpenEngine: open})

@@ -9,12 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // nodeCmd is the daemon's hand inside a compute node's mount namespace
-// (node.Namespaces starts it there through nsenter). It is not for people:
+// (access.Namespaces starts it there through nsenter). It is not for people:
 // it mounts what the daemon hands it, after the same race-free checks.
 func nodeCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Hidden: true, Short: "mount work inside a compute node (run by rsa serve)",
@@ -61,7 +61,7 @@ func nodeCmd() *cobra.Command {
 			err := mount.UnbindDev(dev, "", force)
 			if errors.Is(err, mount.ErrBusy) {
 				fmt.Fprintln(os.Stderr, err)
-				return exitCode(node.ExitBusy)
+				return exitCode(access.ExitBusy)
 			}
 			return err
 		},

@@ -227,7 +227,7 @@ type MountRequest struct {
 	ImageLoop bool `json:"image_loop,omitempty"`
 	// Private gives this node a file system of its own over Target
 	// (output=private): an ext4 image in the volume's root, which is
-	// root's alone, made once (node.MountPrivate) and mounted
+	// root's alone, made once (access.MountPrivate) and mounted
 	// read-write, nosuid and nodev at VolumeRoot/ID/out-NODE, the gate
 	// kept closed to the user.
 	Private *PrivateSpec `json:"private,omitempty"`

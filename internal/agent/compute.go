@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gate"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // Compute: a job's volume is mounted on the compute node at
@@ -361,7 +361,7 @@ func (s *Server) release(volume string, detach bool) error {
 	if err := s.releaseImage(volume, detach); err != nil {
 		return err
 	}
-	if err := node.UnbindPrivate(engine.Ramdisk{Dir: s.volumeSource(volume)}, detach, func(point string) error { return mount.Unbind(point, detach) }, s.takeWatch); err != nil {
+	if err := access.UnbindPrivate(engine.Ramdisk{Dir: s.volumeSource(volume)}, detach, func(point string) error { return mount.Unbind(point, detach) }, s.takeWatch); err != nil {
 		if errors.Is(err, mount.ErrBusy) {
 			return failf(ErrBusy, "the private output of volume %s is still in use on this node: %w", volume, err)
 		}

@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -90,12 +90,12 @@ func (s *Server) bindPrivate(ctx context.Context, volume string, vm mount.Info, 
 		return Mount{}, failf(ErrInvalid, "private output of volume %s: node %q, size %d: give a node name and a size of at least 16M in 4K blocks", volume, shorten(p.Node), p.Size)
 	}
 	rd := engine.Ramdisk{Dir: s.volumeSource(volume), UID: req.UID}
-	point, err := node.MountPrivate(ctx, rd, p.Node, p.Size, node.RootAttrs{UID: req.UID, GID: p.GID, Mode: p.Mode})
+	point, err := access.MountPrivate(ctx, rd, p.Node, p.Size, access.RootAttrs{UID: req.UID, GID: p.GID, Mode: p.Mode})
 	if err != nil {
 		return Mount{}, fmt.Errorf("volume %s: %w", volume, err)
 	}
 	if s.watch[point] == nil {
-		w, err := node.WatchPrivate(point)
+		w, err := access.WatchPrivate(point)
 		if err != nil {
 			return Mount{}, fmt.Errorf("volume %s: %w", volume, err)
 		}

@@ -96,7 +96,7 @@ type Server struct {
 	// watch holds, per mount point, a descriptor on each private output
 	// file system mounted here since its mount (under mu), for the flush
 	// before its unmount to learn of every write-back failure
-	// (node.UnbindPrivate). Lost with the agent: after a restart the
+	// (access.UnbindPrivate). Lost with the agent: after a restart the
 	// flush learns only of failures no one has seen.
 	watch map[string]*os.File
 	// vmu serialises the operations on Gluster volumes, for the same

@@ -140,7 +140,7 @@ type Slurm struct {
 	// nodes idle. 0: they never wait.
 	PrologGrace time.Duration
 	// NodeNamespaces, if set, holds one pinned mount namespace per
-	// compute node name; RSA mounts inside them (see node.Namespaces).
+	// compute node name; RSA mounts inside them (see access.Namespaces).
 	NodeNamespaces string
 	// Bin is where squeue and scontrol are, "" for $PATH.
 	Bin string

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/daemon/action"
 	"github.com/rsa-hpc/rsa/internal/daemon/watch"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // execute carries out one action of j's committed transition and returns
@@ -51,7 +51,7 @@ func (p actionPort) Owe(ctx context.Context, j *job.Job, debt *engine.DebtError)
 	return p.d.debts.Owe(ctx, j, debt)
 }
 
-func (p actionPort) OweMounts(ctx context.Context, j *job.Job, un *node.UnreachableError) error {
+func (p actionPort) OweMounts(ctx context.Context, j *job.Job, un *access.UnreachableError) error {
 	return p.d.debts.OweMounts(ctx, j, un)
 }
 

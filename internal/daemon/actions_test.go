@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -280,10 +280,10 @@ func actionCases() []actionCase {
 			event: lifecycle.EvUnmounted, after: lifecycle.Unmounted, restState: running, restRSA: lifecycle.InUseOut, until: rebuilt},
 		{name: "unmount: busy", state: running, rsa: lifecycle.InUseIn,
 			edit:  func(j *job.Job) { j.Spec.Delay = 0 },
-			setup: func(u *unit, _ *job.Job) { u.acc.failNext("Unbind", node.ErrBusy) },
+			setup: func(u *unit, _ *job.Job) { u.acc.failNext("Unbind", access.ErrBusy) },
 			send:  []lifecycle.EventKind{lifecycle.EvTick}, call: "Unbind",
 			event: lifecycle.EvUnmountBusy, after: lifecycle.UnmountBusy, restState: running, restRSA: lifecycle.UnmountBusy,
-			err: node.ErrBusy.Error()},
+			err: access.ErrBusy.Error()},
 
 		// --- stage-out ---
 		{name: "stage-out: staged out", state: running, rsa: lifecycle.InUseOut,
@@ -317,7 +317,7 @@ func actionCases() []actionCase {
 			err: errInjected.Error()},
 		{name: "stage-out: a compute node out of reach", state: running, rsa: lifecycle.InUseOut,
 			setup: func(u *unit, _ *job.Job) {
-				u.acc.failNext("Unbind", &node.UnreachableError{Nodes: []string{"n1"}, Err: errInjected})
+				u.acc.failNext("Unbind", &access.UnreachableError{Nodes: []string{"n1"}, Err: errInjected})
 			},
 			// Fenced by the seal: the copy goes on.
 			send: []lifecycle.EventKind{lifecycle.EvFinished}, call: "Stage stage-out",
@@ -374,7 +374,7 @@ func actionCases() []actionCase {
 			}},
 		{name: "destroy: a compute node out of reach", state: onDeck, rsa: lifecycle.Ready,
 			setup: func(u *unit, _ *job.Job) {
-				u.acc.failNext("Unbind", &node.UnreachableError{Nodes: []string{"n1"}, Err: errInjected})
+				u.acc.failNext("Unbind", &access.UnreachableError{Nodes: []string{"n1"}, Err: errInjected})
 			},
 			send: []lifecycle.EventKind{lifecycle.EvFinished}, call: "Destroy",
 			// Its mount stays owed, removed when it answers; it holds no

@@ -39,6 +39,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
@@ -51,7 +52,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/metrics"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/notify"
 	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
@@ -69,7 +69,7 @@ type Daemon struct {
 	// through engine's optional interfaces (engine.As): watching its
 	// nodes, staging on them, admitting compute nodes.
 	engine    engine.Engine
-	access    node.Access
+	access    access.Access
 	policy    mount.Policy  // which directories may be mounted over
 	runner    *stage.Runner // runs the stages of an engine that is no engine.Stager
 	slurmc    slurm.Client
@@ -150,7 +150,7 @@ type Options struct {
 	// OpenEngine builds the engine cfg names and the access that shows
 	// its RAMDISKs on the compute nodes, whose directories policy says
 	// may be mounted over (all.Open, given Log and Self).
-	OpenEngine func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error)
+	OpenEngine func(cfg *config.Config, policy mount.Policy, epoch int64) (engine.Engine, access.Access, error)
 
 	// lease is held by the active rsa serve of a failover pair (Serve):
 	// New takes the state over under a new epoch, which OpenEngine is
@@ -247,12 +247,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 
 // deps are what a Daemon works through besides its config. New opens
 // them as root, after its checks; the package's unit tests hand in their
-// own (an engine.Stager from memengine, a node.Access of their own) and
+// own (an engine.Stager from memengine, a access.Access of their own) and
 // run as a normal user.
 type deps struct {
 	store  *store.Store
 	engine engine.Engine
-	access node.Access
+	access access.Access
 	// runner runs the stages of an engine that is no engine.Stager; it
 	// may be nil beside an engine that is one.
 	runner *stage.Runner

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/admission"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
@@ -19,7 +20,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
@@ -527,8 +527,8 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 // checker checks specs against the config, the engine and its access as
 // they are now.
 func (d *Daemon) checker() *admission.Checker {
-	_, images := d.access.(node.ImageBinder)
-	_, private := d.access.(node.PrivateBinder)
+	_, images := d.access.(access.ImageBinder)
+	_, private := d.access.(access.PrivateBinder)
 	c := &admission.Checker{Config: d.cfg, Policy: d.policy, Images: images, Private: private}
 	if d.engine != nil {
 		c.Engine = d.engine.Name()

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/sim"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/units"
@@ -619,13 +619,13 @@ func (e *gatedEngine) Destroy(ctx context.Context, r engine.Ramdisk) error {
 // at their gates; the detaching unbinds of a stage-out or a teardown pass
 // (those actions are held at their engine calls).
 type gatedAccess struct {
-	node.Access
+	access.Access
 	g *gates
 }
 
 func (a *gatedAccess) Bind(ctx context.Context, hosts []string, role string, rd engine.Ramdisk, target string) error {
 	k := gateKey{rd.Job, lifecycle.MountIn}
-	if role == node.OutputRole {
+	if role == access.OutputRole {
 		k.action = lifecycle.MountOut
 	}
 	if err := a.g.hold(k); err != nil {

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
@@ -316,7 +316,7 @@ func (e *watching) Incarnation(string) string   { return "" }
 func (e *watching) ComputeNodes() []string      { return nil }
 func (e *watching) Health() []engine.NodeHealth { return nil }
 
-// fakeAccess is a node.Access that mounts nothing. It notes each call
+// fakeAccess is a access.Access that mounts nothing. It notes each call
 // with its job's committed state (unit.calls) and fails the next call of
 // a method with what failNext queued for it.
 type fakeAccess struct {
@@ -325,7 +325,7 @@ type fakeAccess struct {
 	fail map[string][]error // "Bind" or "Unbind" → errors, first next
 }
 
-var _ node.Access = (*fakeAccess)(nil)
+var _ access.Access = (*fakeAccess)(nil)
 
 // failNext makes the next call of method ("Bind", "Unbind") fail with
 // err; several queue up.
@@ -348,7 +348,7 @@ func (a *fakeAccess) next(method string) error {
 
 func (a *fakeAccess) Bind(_ context.Context, _ []string, role string, rd engine.Ramdisk, target string) error {
 	by := lifecycle.MountIn
-	if role == node.OutputRole {
+	if role == access.OutputRole {
 		by = lifecycle.MountOut
 	}
 	a.u.record("Bind "+role+" "+target, rd.Job, by)

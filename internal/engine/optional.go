@@ -199,8 +199,8 @@ type Stager interface {
 // ClientAdmitter is an Engine whose RAMDISK admits only the compute nodes
 // it is told of (engine gluster: the volume's auth.allow and
 // auth.ssl-allow). The daemon admits a job's compute nodes before
-// node.Access shows the RAMDISK there; a RAMDISK of an engine that is not
-// a ClientAdmitter is reached wherever node.Access shows it.
+// access.Access shows the RAMDISK there; a RAMDISK of an engine that is not
+// a ClientAdmitter is reached wherever access.Access shows it.
 type ClientAdmitter interface {
 	// AdmitClients lets hosts, and no other compute node, mount r
 	// besides this host and r's own nodes. Idempotent. WithRetry does

@@ -16,13 +16,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/joblog"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -55,7 +55,7 @@ type Daemon interface {
 	Owe(ctx context.Context, j *job.Job, debt *engine.DebtError) error
 	// OweMounts records, committed, the client mounts of j's RAMDISK a
 	// teardown left on compute nodes out of reach.
-	OweMounts(ctx context.Context, j *job.Job, un *node.UnreachableError) error
+	OweMounts(ctx context.Context, j *job.Job, un *access.UnreachableError) error
 	// Forget drops what the daemon keeps in memory of job id's RAMDISK
 	// (its reservation): it is gone.
 	Forget(id int64)
@@ -71,7 +71,7 @@ type Env struct {
 	Config *config.Config
 	// Engine builds the RAMDISKs; Access shows them on compute nodes.
 	Engine engine.Engine
-	Access node.Access
+	Access access.Access
 	Policy mount.Policy // which directories may be mounted over
 	// Runner runs the stages of an engine that is no engine.Stager, and
 	// a private output's stage-out, here; nil beside a Stager engine

@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // seal makes the RAMDISK read-only. A file still open for writing (a
@@ -172,9 +172,9 @@ func findHolders(ctx context.Context, dev uint64) ([]holders.Holder, error) {
 
 // unreachable is the compute nodes an unbind could not reach, if that is
 // all that failed: their mounts stay until they answer.
-func unreachable(err error) (*node.UnreachableError, bool) {
+func unreachable(err error) (*access.UnreachableError, bool) {
 	// Unbind returns one bare when nothing else failed; joined with
 	// other errors it is not all, and errors.As would find it anyway.
-	un, ok := err.(*node.UnreachableError)
+	un, ok := err.(*access.UnreachableError)
 	return un, ok
 }

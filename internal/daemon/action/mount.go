@@ -8,12 +8,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/asuser"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // mountIn shows the job's input, in its RAMDISK or input image, at its
@@ -45,7 +45,7 @@ func (a mountIn) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 		}
 		return done(lifecycle.EvMounted)
 	}
-	if err := a.bind(ctx, j, node.InputRole, j.Spec.Input); err != nil {
+	if err := a.bind(ctx, j, access.InputRole, j.Spec.Input); err != nil {
 		return failed(lifecycle.EvMountFailed, err)
 	}
 	return done(lifecycle.EvMounted)
@@ -64,7 +64,7 @@ func (a mountOut) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 	if rd := a.Daemon.Ramdisk(j); rd.RootOnly {
 		err = a.bindPrivate(ctx, j, rd)
 	} else {
-		err = a.bind(ctx, j, node.OutputRole, j.Spec.Output)
+		err = a.bind(ctx, j, access.OutputRole, j.Spec.Output)
 	}
 	if err != nil {
 		return failed(lifecycle.EvMountFailed, err)
@@ -141,7 +141,7 @@ func (e *Env) dressRoot(j *job.Job, fd int, st *unix.Stat_t, role, target string
 // owner, group and mode (its pack's first entry), so, unlike a RAMDISK's
 // root, it needs none set.
 func (e *Env) bindImage(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
-	ib, ok := e.Access.(node.ImageBinder)
+	ib, ok := e.Access.(access.ImageBinder)
 	if !ok {
 		return fmt.Errorf("the compute nodes of engine %s cannot mount an input image; the job reads its input from disk (input=files stages it into RAM)", e.Engine.Name())
 	}

@@ -7,9 +7,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // bound checks that the node access was asked once to bind role over
@@ -52,15 +52,15 @@ func TestMountIn(t *testing.T) {
 	input := func(r *rig) string { return r.j.Spec.Input }
 	const lost = "the part of the RAMDISK on RSA node rsa02 is out of reach: the job reads its input from disk"
 	runCases(t, lifecycle.MountIn, []actionCase{
-		{name: "mounted", built: true, want: ev(lifecycle.EvMounted), check: bound(node.InputRole, input)},
+		{name: "mounted", built: true, want: ev(lifecycle.EvMounted), check: bound(access.InputRole, input)},
 		{name: "a part out of reach, its replicas serving", built: true,
 			setup: func(r *rig) { r.port.probe = engine.Degraded{Nodes: []string{"rsa02"}} },
-			want:  ev(lifecycle.EvMounted), check: bound(node.InputRole, input)},
+			want:  ev(lifecycle.EvMounted), check: bound(access.InputRole, input)},
 		{name: "the probe fails", built: true,
 			setup: func(r *rig) {
 				r.port.probe, r.port.probeErr = engine.Degraded{Nodes: []string{"rsa02"}, Lost: true}, errInjected
 			},
-			want: ev(lifecycle.EvMounted), check: bound(node.InputRole, input)},
+			want: ev(lifecycle.EvMounted), check: bound(access.InputRole, input)},
 		{name: "a part lost", built: true,
 			setup:  func(r *rig) { r.port.probe = engine.Degraded{Nodes: []string{"rsa02"}, Lost: true} },
 			want:   lifecycle.Event{Kind: lifecycle.EvMountFailed, Nodes: []string{"rsa02"}},
@@ -96,7 +96,7 @@ func TestMountIn(t *testing.T) {
 func TestMountOut(t *testing.T) {
 	output := func(r *rig) string { return r.j.Spec.Output }
 	runCases(t, lifecycle.MountOut, []actionCase{
-		{name: "mounted", built: true, want: ev(lifecycle.EvMounted), check: bound(node.OutputRole, output)},
+		{name: "mounted", built: true, want: ev(lifecycle.EvMounted), check: bound(access.OutputRole, output)},
 		{name: "the node access fails", built: true, setup: func(r *rig) { r.acc.failNext("Bind", errInjected) },
 			want: ev(lifecycle.EvMountFailed), reason: []string{errInjected.Error()}},
 		{name: "private output the compute nodes cannot have", built: true, setup: func(r *rig) { r.port.rootOnly = true },

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -22,11 +22,11 @@ import (
 // job's capacity each, its root with the output directory's group and
 // mode, like a shared RAMDISK's.
 func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
-	pb, ok := e.Access.(node.PrivateBinder)
+	pb, ok := e.Access.(access.PrivateBinder)
 	if !ok {
 		return fmt.Errorf("the compute nodes of engine %s cannot have output of their own; the job writes its output to disk (output=shared catches it in RAM)", e.Engine.Name())
 	}
-	fd, err := e.Policy.OpenTarget(node.OutputRole, j.Spec.Output, j.UID)
+	fd, err := e.Policy.OpenTarget(access.OutputRole, j.Spec.Output, j.UID)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) er
 			return err
 		}
 	}
-	if err := pb.BindPrivate(ctx, j.Hosts, rd, j.Spec.Output, size, node.RootAttrs{UID: j.UID, GID: st.Gid, Mode: st.Mode & 0o7777}); err != nil {
+	if err := pb.BindPrivate(ctx, j.Hosts, rd, j.Spec.Output, size, access.RootAttrs{UID: j.UID, GID: st.Gid, Mode: st.Mode & 0o7777}); err != nil {
 		return err
 	}
 	where := "at the output directory"
@@ -77,7 +77,7 @@ func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) er
 //
 // A compute node's file system that could not carry all the job wrote
 // into its image (its flush failed as it was unmounted, so the image is
-// marked: node.UnbindPrivate) fails the stage-out for good in the same
+// marked: access.UnbindPrivate) fails the stage-out for good in the same
 // way.
 //
 // The same name from two nodes is an error that names both: nothing is
@@ -85,7 +85,7 @@ func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) er
 // each, until an administrator discards them.
 func (e *Env) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
 	if j.PrivateLost {
-		return &writesLostError{job: j.ID, nodes: j.Lost, image: node.PrivateImage(rd, "NODE")}
+		return &writesLostError{job: j.ID, nodes: j.Lost, image: access.PrivateImage(rd, "NODE")}
 	}
 	// What the job left running may hold its file systems open, and so
 	// their loop devices: a file system still mounted is never checked.
@@ -96,16 +96,16 @@ func (e *Env) stageOutPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk
 	}
 	var checked []string
 	err := e.inReach(ctx, j, rd, "nothing is copied while it is", func() (err error) {
-		checked, err = node.PreparePrivate(ctx, rd, j.Hosts)
+		checked, err = access.PreparePrivate(ctx, rd, j.Hosts)
 		return err
 	})
 	if lost := (*partsLostError)(nil); errors.As(err, &lost) {
 		// The compute nodes' file systems were flushed as they were
 		// unmounted, a moment ago, into a RAMDISK with a part gone.
-		return &writesLostError{job: j.ID, nodes: lost.nodes, image: node.PrivateImage(rd, "NODE")}
+		return &writesLostError{job: j.ID, nodes: lost.nodes, image: access.PrivateImage(rd, "NODE")}
 	}
-	if wl := (*node.WritebackLostError)(nil); errors.As(err, &wl) {
-		return writebackLostError(j.ID, wl, node.PrivateImage(rd, "NODE"))
+	if wl := (*access.WritebackLostError)(nil); errors.As(err, &wl) {
+		return writebackLostError(j.ID, wl, access.PrivateImage(rd, "NODE"))
 	}
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func (e *writesLostError) Nodes() []string { return e.nodes }
 // writebackLostError is the stage-out's failure, for good, when compute
 // nodes' file systems could not carry all the job wrote into their images
 // (marked so as they were unmounted: every retry fails the same way).
-func writebackLostError(job int64, wl *node.WritebackLostError, image string) error {
+func writebackLostError(job int64, wl *access.WritebackLostError, image string) error {
 	return fmt.Errorf("not verified, and never will be: not all that the job wrote into its own file system on %w reached that file system's image in RAM, which lacks it, unseen; nothing is copied. The usual cause: an RSA node's part of the RAMDISK filled before the file system did (an image's pieces are spread over the parts by hash), which more capacity or output=shared avoids. The images stay in RAM as %s: root can mount one to save what it holds (mount -o loop,ro), and 'rsa discard %d' releases them",
 		wl, image, job)
 }
@@ -202,7 +202,7 @@ func writebackLostError(job int64, wl *node.WritebackLostError, image string) er
 // into the output directory as the job's user, verified; checked are the
 // nodes whose image the check found, each of which must be there.
 func (e *Env) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, checked []string) error {
-	trees, release, err := node.PrivateTrees(rd, j.Hosts)
+	trees, release, err := access.PrivateTrees(rd, j.Hosts)
 	defer func() {
 		if rerr := release(); rerr != nil {
 			e.Log.Warn("unmounting private output after its stage-out", "job", j.ID, "err", rerr)
@@ -212,13 +212,13 @@ func (e *Env) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, ch
 		return err
 	}
 	for _, n := range checked {
-		if !slices.ContainsFunc(trees, func(t node.Tree) bool { return t.Node == n }) {
-			return fmt.Errorf("the private output image of %s, checked a moment ago, cannot be found (%s): nothing of it was copied", n, node.PrivateImage(rd, n))
+		if !slices.ContainsFunc(trees, func(t access.Tree) bool { return t.Node == n }) {
+			return fmt.Errorf("the private output image of %s, checked a moment ago, cannot be found (%s): nothing of it was copied", n, access.PrivateImage(rd, n))
 		}
 	}
 	if err := collisions(trees); err != nil {
 		return fmt.Errorf("%w; nothing was copied, and each node's file system stays in RAM as %s (root can mount one: mount -o loop,ro) until an administrator runs 'rsa discard %d'",
-			err, node.PrivateImage(rd, "NODE"), j.ID)
+			err, access.PrivateImage(rd, "NODE"), j.ID)
 	}
 	var all job.Progress
 	for i, t := range trees {
@@ -245,7 +245,7 @@ func (e *Env) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, ch
 // collisions reports the names (files, symlinks: anything but a
 // directory) that more than one node's tree holds, each with the nodes:
 // merged into one output directory, one would replace the other.
-func collisions(trees []node.Tree) error {
+func collisions(trees []access.Tree) error {
 	owner := map[string][]string{}
 	for _, t := range trees {
 		err := filepath.WalkDir(t.Dir, func(p string, e fs.DirEntry, err error) error {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon/action"
 	"github.com/rsa-hpc/rsa/internal/engine"
@@ -20,7 +21,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/joblog"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -276,7 +276,7 @@ type fakeDaemon struct {
 
 	mu        sync.Mutex
 	owed      []*engine.DebtError
-	owedMount []*node.UnreachableError
+	owedMount []*access.UnreachableError
 	forgot    []int64
 	progress  map[int64]job.Progress
 	phases    []string // the phases SetProgress was given, in order
@@ -310,7 +310,7 @@ func (d *fakeDaemon) Owe(_ context.Context, _ *job.Job, debt *engine.DebtError) 
 	return d.oweErr
 }
 
-func (d *fakeDaemon) OweMounts(_ context.Context, _ *job.Job, un *node.UnreachableError) error {
+func (d *fakeDaemon) OweMounts(_ context.Context, _ *job.Job, un *access.UnreachableError) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.owedMount = append(d.owedMount, un)
@@ -355,7 +355,7 @@ type accessCall struct {
 	detach bool   // Unbind's
 }
 
-var _ node.Access = (*fakeAccess)(nil)
+var _ access.Access = (*fakeAccess)(nil)
 
 func (a *fakeAccess) failNext(method string, err error) {
 	a.mu.Lock()
@@ -392,4 +392,4 @@ func (a *fakeAccess) made() []accessCall {
 
 // unreachable is the node access's answer when compute node n1 alone
 // could not be reached.
-func unreachable() error { return &node.UnreachableError{Nodes: []string{"n1"}, Err: errInjected} }
+func unreachable() error { return &access.UnreachableError{Nodes: []string{"n1"}, Err: errInjected} }

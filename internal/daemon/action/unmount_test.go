@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // The switch to output unbinds the input without force: a mount in use
@@ -19,8 +19,8 @@ func TestUnmount(t *testing.T) {
 	}
 	runCases(t, lifecycle.Unmount, []actionCase{
 		{name: "unmounted", built: true, want: ev(lifecycle.EvUnmounted), check: unbound},
-		{name: "busy", built: true, setup: func(r *rig) { r.acc.failNext("Unbind", node.ErrBusy) },
-			want: ev(lifecycle.EvUnmountBusy), reason: []string{node.ErrBusy.Error()}, check: unbound},
+		{name: "busy", built: true, setup: func(r *rig) { r.acc.failNext("Unbind", access.ErrBusy) },
+			want: ev(lifecycle.EvUnmountBusy), reason: []string{access.ErrBusy.Error()}, check: unbound},
 		{name: "a compute node out of reach", built: true, setup: func(r *rig) { r.acc.failNext("Unbind", unreachable()) },
 			want: ev(lifecycle.EvUnmountBusy), reason: []string{"compute node n1 not reachable"}, check: unbound},
 	})

@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/joblog"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -66,7 +66,7 @@ func (l *Ledger) Owe(ctx context.Context, j *job.Job, debt *engine.DebtError) er
 // OweMounts records the client mounts of j's RAMDISK a teardown left on
 // compute nodes out of reach: each is removed when its node answers
 // again. They hold no RSA RAM (a debt of 0 bytes).
-func (l *Ledger) OweMounts(ctx context.Context, j *job.Job, un *node.UnreachableError) error {
+func (l *Ledger) OweMounts(ctx context.Context, j *job.Job, un *access.UnreachableError) error {
 	for _, n := range un.Nodes {
 		err := l.store.AddDebt(ctx, store.Debt{Node: n, Job: j.ID, Build: j.Build, Since: time.Now(), Why: "its mount of the RAMDISK: " + un.Err.Error()})
 		if err != nil {
@@ -101,7 +101,7 @@ func (l *Ledger) Owed() []store.Debt {
 // answer now (nodes.Up), and forgets each debt its node confirmed: a
 // client mount through access, a part through the engine. ramdiskRoot is
 // where the RAMDISKs' directories are.
-func (l *Ledger) Pay(ctx context.Context, nodes engine.Nodes, eng engine.Engine, access node.Access, ramdiskRoot string) {
+func (l *Ledger) Pay(ctx context.Context, nodes engine.Nodes, eng engine.Engine, access access.Access, ramdiskRoot string) {
 	paid := false
 	for _, db := range l.Owed() {
 		if !nodes.Up(db.Node) {

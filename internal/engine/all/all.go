@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster"
 	"github.com/rsa-hpc/rsa/internal/engine/local"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // Engines are the keys of every engine, in the order an error lists
@@ -28,7 +28,7 @@ func Engines() config.Engines {
 type Options struct {
 	Log *slog.Logger
 	// Self is the rsa binary, which enters a compute node's mount
-	// namespace (node.Namespaces).
+	// namespace (access.Namespaces).
 	Self string
 	// Policy says which directories of a job may be mounted over.
 	Policy mount.Policy
@@ -42,7 +42,7 @@ type Options struct {
 // the compute nodes' agents, for engine local this host, or with a
 // scheduler that names them (slurm.node_namespaces) the mount namespaces
 // standing in for compute nodes. cfg must have been loaded with Engines.
-func Open(cfg *config.Config, o Options) (engine.Engine, node.Access, error) {
+func Open(cfg *config.Config, o Options) (engine.Engine, access.Access, error) {
 	switch cfg.Engine {
 	case gluster.Name:
 		return gluster.Open(cfg, o.Log, o.Policy, o.Epoch)

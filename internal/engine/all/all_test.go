@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -24,20 +24,20 @@ func TestOpen(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		cfg    func(dir string) *config.Config
-		access node.Access // nil: Open fails, with err in its message
+		access access.Access // nil: Open fails, with err in its message
 		err    string
 	}{
 		{"local", func(dir string) *config.Config {
 			return &config.Config{Engine: config.EngineLocal, RamdiskRoot: filepath.Join(dir, "ramdisk"), Scheduler: config.SchedulerNone}
-		}, node.Local{Policy: policy}, ""},
+		}, access.Local{Policy: policy}, ""},
 		{"local, without a scheduler to name node namespaces", func(dir string) *config.Config {
 			return &config.Config{Engine: config.EngineLocal, RamdiskRoot: filepath.Join(dir, "ramdisk"), Scheduler: config.SchedulerNone,
 				Slurm: config.Slurm{NodeNamespaces: "/run/rsa/nodes"}}
-		}, node.Local{Policy: policy}, ""},
+		}, access.Local{Policy: policy}, ""},
 		{"local, with Slurm's node namespaces", func(dir string) *config.Config {
 			return &config.Config{Engine: config.EngineLocal, RamdiskRoot: filepath.Join(dir, "ramdisk"), Scheduler: config.SchedulerSlurm,
 				Slurm: config.Slurm{NodeNamespaces: "/run/rsa/nodes"}}
-		}, node.Namespaces{Dir: "/run/rsa/nodes", Self: "/usr/bin/rsa", Policy: policy}, ""},
+		}, access.Namespaces{Dir: "/run/rsa/nodes", Self: "/usr/bin/rsa", Policy: policy}, ""},
 		{"gluster without the daemon's identity", func(dir string) *config.Config {
 			return &config.Config{Engine: gluster.Name, RamdiskRoot: filepath.Join(dir, "ramdisk"),
 				EngineConfig: &gluster.Config{PKI: filepath.Join(dir, "no-pki")}}
@@ -69,13 +69,13 @@ func TestOpen(t *testing.T) {
 
 // equalAccess compares the accesses Open makes, all of comparable
 // fields but a policy's slices.
-func equalAccess(a, b node.Access) bool {
+func equalAccess(a, b access.Access) bool {
 	switch a := a.(type) {
-	case node.Local:
-		b, ok := b.(node.Local)
+	case access.Local:
+		b, ok := b.(access.Local)
 		return ok && strings.Join(a.Policy.AllowedPaths, ":") == strings.Join(b.Policy.AllowedPaths, ":")
-	case node.Namespaces:
-		b, ok := b.(node.Namespaces)
+	case access.Namespaces:
+		b, ok := b.(access.Namespaces)
 		return ok && a.Dir == b.Dir && a.Self == b.Self && strings.Join(a.Policy.AllowedPaths, ":") == strings.Join(b.Policy.AllowedPaths, ":")
 	}
 	return false

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // Clients hands out the agent client of a node (package cluster below
@@ -21,7 +21,7 @@ type Clients interface {
 	Up(node string) bool
 }
 
-// Agents is node.Access for compute nodes that are hosts of their own: each
+// Agents is access.Access for compute nodes that are hosts of their own: each
 // node's agent mounts the job's volume there (a Gluster client, behind the
 // same gate as on the control host, so RSA_RAMDISK is valid on the node)
 // and binds it over the job's directory after checking that directory on
@@ -42,9 +42,9 @@ type Agents struct {
 }
 
 var (
-	_ node.Access        = Agents{}
-	_ node.ImageBinder   = Agents{}
-	_ node.PrivateBinder = Agents{}
+	_ access.Access        = Agents{}
+	_ access.ImageBinder   = Agents{}
+	_ access.PrivateBinder = Agents{}
 )
 
 // silentTry bounds the one try at an agent the heartbeat found silent.
@@ -52,7 +52,7 @@ const silentTry = 10 * time.Second
 
 // agentRole names the directory's role as the agent does.
 func agentRole(role string) string {
-	if role == node.OutputRole {
+	if role == access.OutputRole {
 		return agent.RoleOutput
 	}
 	return agent.RoleInput
@@ -89,20 +89,20 @@ func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine
 // node's kernel reads it is in that node's agent log.
 func (a Agents) BindImage(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, opt mount.ImageOptions) (mount.ImageBacking, error) {
 	a.ImageLoop = a.ImageLoop || opt.Loop
-	return "", a.bind(ctx, nodes, node.InputRole, rd, target, true)
+	return "", a.bind(ctx, nodes, access.InputRole, rd, target, true)
 }
 
 // BindPrivate has each compute node's agent make and mount its own file
 // system in the volume and bind it over target (agent.MountRequest.Private).
-func (a Agents) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs node.RootAttrs) error {
-	volume, req, err := a.request(nodes, node.OutputRole, rd, target)
+func (a Agents) BindPrivate(ctx context.Context, nodes []string, rd engine.Ramdisk, target string, size int64, attrs access.RootAttrs) error {
+	volume, req, err := a.request(nodes, access.OutputRole, rd, target)
 	if err != nil {
 		return err
 	}
 	for _, n := range nodes {
 		req.Private = &agent.PrivateSpec{Node: n, Size: size, GID: attrs.GID, Mode: attrs.Mode}
 		if err := a.mountOn(ctx, n, volume, req); err != nil {
-			// Output: the nodes mounted already stay so (node.Access).
+			// Output: the nodes mounted already stay so (access.Access).
 			return fmt.Errorf("mounting the private output of job %d on %s: %w", rd.Job, n, err)
 		}
 	}
@@ -143,7 +143,7 @@ func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine
 	req.Image, req.ImageLoop = image, image && a.ImageLoop
 	for i, n := range nodes {
 		if err := a.mountOn(ctx, n, volume, req); err != nil {
-			if role != node.OutputRole {
+			if role != access.OutputRole {
 				// All or nothing: take back what the earlier nodes mounted.
 				_ = a.Unbind(context.WithoutCancel(ctx), nodes[:i+1], rd, true)
 			}
@@ -185,7 +185,7 @@ func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, d
 		switch {
 		case err == nil:
 		case errors.Is(err, agent.ErrBusy):
-			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, node.ErrBusy, err))
+			errs = append(errs, fmt.Errorf("on %s: %w (%w)", n, access.ErrBusy, err))
 		case silent || agent.Transient(err):
 			unreachable, lastUnreachable = append(unreachable, n), err
 		default:
@@ -193,7 +193,7 @@ func (a Agents) Unbind(ctx context.Context, nodes []string, rd engine.Ramdisk, d
 		}
 	}
 	if len(unreachable) > 0 {
-		un := &node.UnreachableError{Nodes: unreachable, Err: lastUnreachable}
+		un := &access.UnreachableError{Nodes: unreachable, Err: lastUnreachable}
 		if len(errs) == 0 {
 			return un
 		}

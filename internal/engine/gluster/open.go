@@ -4,12 +4,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/agent"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/gluster/cluster"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
@@ -26,7 +26,7 @@ var (
 // rsa serve of a failover pair, which every request to an agent carries
 // (0 outside a pair), and every volume admits the other control host
 // (failover.peer, failover.peer_address) as it admits this one.
-func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy, epoch int64) (engine.Engine, node.Access, error) {
+func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy, epoch int64) (engine.Engine, access.Access, error) {
 	gc, err := ConfigOf(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/mount"
-	"github.com/rsa-hpc/rsa/internal/node"
 )
 
 // Name is the value of the config's engine key that picks this engine,
@@ -43,14 +43,14 @@ func parseNode(key string, n config.NodeKeys, node *config.Node) error {
 // its RAMDISKs on the compute nodes: this host, or with a scheduler that
 // names them (slurm.node_namespaces) the mount namespaces standing in for
 // compute nodes. self is the rsa binary, which enters such a namespace.
-func Open(cfg *config.Config, self string, policy mount.Policy) (engine.Engine, node.Access, error) {
+func Open(cfg *config.Config, self string, policy mount.Policy) (engine.Engine, access.Access, error) {
 	l, err := engine.NewLocal(cfg.RamdiskRoot)
 	if err != nil {
 		return nil, nil, err
 	}
-	var access node.Access = node.Local{Policy: policy}
+	var acc access.Access = access.Local{Policy: policy}
 	if cfg.Slurm.NodeNamespaces != "" && cfg.Scheduler != config.SchedulerNone {
-		access = node.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: self, Policy: policy}
+		acc = access.Namespaces{Dir: cfg.Slurm.NodeNamespaces, Self: self, Policy: policy}
 	}
-	return engine.WithRetry(l, 3, 200*time.Millisecond), access, nil
+	return engine.WithRetry(l, 3, 200*time.Millisecond), acc, nil
 }

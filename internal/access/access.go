@@ -1,4 +1,4 @@
-// Package node performs RSA's privileged work on a job's compute nodes:
+// Package access performs RSA's privileged work on a job's compute nodes:
 // making its RAMDISK appear at the job's own paths and taking it away again.
 // Local does it on this host (the single-host case, where the thesis' I/O
 // nodes and the control host are one), Namespaces in mount namespaces
@@ -6,7 +6,7 @@
 // of their own brings its own Access (engine gluster's gluster.Agents).
 // Each engine's opener picks the access that goes with it. It must not
 // create or destroy RAMDISKs.
-package node
+package access
 
 import (
 	"context"
