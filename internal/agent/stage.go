@@ -38,12 +38,12 @@ import (
 
 // StageRequest is what POST /v1/stage/{volume} asks for.
 type StageRequest struct {
-	Phase  string   `json:"phase"` // "stage-in" or "stage-out"
-	UID    uint32   `json:"uid"`   // the job's user, never root
-	GID    uint32   `json:"gid"`
-	Groups []uint32 `json:"groups,omitempty"`
-	User   string   `json:"user"` // the user's name, for USER and LOGNAME
-	Home   string   `json:"home"` // for HOME
+	Phase  stage.Phase `json:"phase"`
+	UID    uint32      `json:"uid"` // the job's user, never root
+	GID    uint32      `json:"gid"`
+	Groups []uint32    `json:"groups,omitempty"`
+	User   string      `json:"user"` // the user's name, for USER and LOGNAME
+	Home   string      `json:"home"` // for HOME
 	// Program is the user's stage program (an absolute path), a built-in
 	// mode (stage.ModePack, stage.ModeUnpack), or "" for the copy.
 	Program string `json:"program,omitempty"`
@@ -101,13 +101,13 @@ var userName = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
 func cleanAbs(p string) bool { return filepath.IsAbs(p) && filepath.Clean(p) == p }
 
 func (r StageRequest) check() error {
-	if r.Phase != "stage-in" && r.Phase != "stage-out" {
-		return failf(ErrInvalid, "phase %q is neither stage-in nor stage-out", shorten(r.Phase))
+	if r.Phase != stage.StageIn && r.Phase != stage.StageOut {
+		return failf(ErrInvalid, "phase %q is neither stage-in nor stage-out", shorten(string(r.Phase)))
 	}
 	if err := r.Part.Check(); err != nil {
 		return failf(ErrInvalid, "%v", err)
 	}
-	if r.Part != (stage.Part{}) && (r.Phase != "stage-in" || r.Program != "" || r.Image) {
+	if r.Part != (stage.Part{}) && (r.Phase != stage.StageIn || r.Program != "" || r.Image) {
 		return failf(ErrInvalid, "only the built-in copy of a stage-in is split in shares")
 	}
 	if r.UID == 0 || r.GID == 0 {
@@ -187,7 +187,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 		return failf(ErrForbidden, "this agent does not stage (no cgroup for staging children)")
 	}
 	// Running from here, its mount included; ok only once it is done.
-	ended, ok := s.metrics.StageStarted(req.Phase), false
+	ended, ok := s.metrics.StageStarted(string(req.Phase)), false
 	defer func() { ended(ok) }()
 	dir, err := s.mountForStage(r.Context(), volume, req.Servers, req.UID, req.Image)
 	if err != nil {
@@ -222,7 +222,7 @@ func (s *Server) serveStage(w http.ResponseWriter, r *http.Request, volume strin
 		User:     stage.Identity{UID: req.UID, GID: req.GID, Groups: req.Groups, Name: req.User, Home: req.Home},
 		Progress: func(p stage.Progress) { sw.send(StageEvent{Progress: &p}) },
 		// Nobody mounts the volume before its stage-in has ended.
-		Private: req.Phase == "stage-in", Partial: true, Image: req.Image, Part: req.Part,
+		Private: req.Phase == stage.StageIn, Partial: true, Image: req.Image, Part: req.Part,
 	})
 	if err == nil {
 		err = s.listedWhole(dir, volume, id, req.Phase, before)
@@ -252,7 +252,7 @@ const (
 // volume, mounted at dir, to reach every part of it, and returns its
 // view then. A part out of reach is logged and the copy goes on: what
 // can be copied is (listedWhole then fails the stage).
-func (s *Server) awaitWhole(ctx context.Context, dir, volume, phase string, settle time.Duration, log io.Writer) gluster.Distribution {
+func (s *Server) awaitWhole(ctx context.Context, dir, volume string, phase stage.Phase, settle time.Duration, log io.Writer) gluster.Distribution {
 	deadline := time.Now().Add(settle)
 	for {
 		d, err := gluster.ReadDistribution(dir, volume)
@@ -265,7 +265,7 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume, phase string, sett
 				why = err.Error()
 			}
 			what := "the files there cannot be listed"
-			if phase != "stage-out" {
+			if phase != stage.StageOut {
 				what = "the files it would hold cannot be written"
 			}
 			fmt.Fprintf(log, "%s %s: this node's Gluster client of the RAMDISK after %v: %s; %s\n",
@@ -284,13 +284,13 @@ func (s *Server) awaitWhole(ctx context.Context, dir, volume, phase string, sett
 // part out of reach, or gone and back meanwhile, had its files left out
 // of a stage-out's listing, or lost a stage-in's files, which no error
 // told.
-func (s *Server) listedWhole(dir, volume string, job int64, phase string, before gluster.Distribution) error {
+func (s *Server) listedWhole(dir, volume string, job int64, phase stage.Phase, before gluster.Distribution) error {
 	after, err := gluster.ReadDistribution(dir, volume)
 	if err == nil && len(before.Up) == 0 {
 		err = fmt.Errorf("its view before the copy was not to be had")
 	}
 	again := fmt.Sprintf("'rsa retry %d' copies again", job)
-	if phase != "stage-out" {
+	if phase != stage.StageOut {
 		again = "the job reads its input from disk, unless RSA finds an RSA node lost and builds the RAMDISK anew"
 	}
 	switch {

@@ -288,10 +288,10 @@ func (e *recording) Destroy(ctx context.Context, r engine.Ramdisk) error {
 
 func (e *recording) Stage(ctx context.Context, r engine.Ramdisk, t stage.Task) error {
 	by := lifecycle.StageIn
-	if t.Phase == "stage-out" {
+	if t.Phase == stage.StageOut {
 		by = lifecycle.StageOut
 	}
-	e.u.record("Stage "+t.Phase, r.Job, by)
+	e.u.record("Stage "+string(t.Phase), r.Job, by)
 	return e.Engine.(engine.Stager).Stage(ctx, r, t)
 }
 

@@ -118,7 +118,7 @@ func (img *image) build(ctx context.Context) {
 // finish waits for the builder once the child has ended (childErr its
 // error) and returns the stage's outcome: the image checked and flushed,
 // or why there is none (and then no image file).
-func (img *image) finish(phase string, childErr error, log io.Writer) (ImageStats, error) {
+func (img *image) finish(phase Phase, childErr error, log io.Writer) (ImageStats, error) {
 	res := <-img.done
 	img.r.Close()
 	fail := func(err error) (ImageStats, error) {

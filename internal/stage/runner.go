@@ -32,10 +32,18 @@ type Identity struct {
 	Home     string
 }
 
+// Phase is which of a job's two stages a Task is.
+type Phase string
+
+const (
+	StageIn  Phase = "stage-in"  // into the RAMDISK from the input directory
+	StageOut Phase = "stage-out" // from the RAMDISK into the output directory
+)
+
 // Task is one staging phase of one job.
 type Task struct {
 	Job     int64
-	Phase   string // "stage-in" or "stage-out"
+	Phase   Phase
 	User    Identity
 	Program string // the user's stage program; "" for the built-in copy, or ModePack / ModeUnpack
 	Ramdisk string // $1 of a stage program
@@ -201,7 +209,7 @@ func (t Task) custom() bool { return t.Program != "" && !BuiltIn(t.Program) }
 
 // cloneflags are the namespace flags of r.Network's stages, or an error
 // naming phase if r.Network is none of the networks.
-func (r *Runner) cloneflags(phase string) (uintptr, error) {
+func (r *Runner) cloneflags(phase Phase) (uintptr, error) {
 	switch r.Network {
 	case "", NetworkNone:
 		return syscall.CLONE_NEWNET, nil
@@ -217,9 +225,9 @@ func (r *Runner) cloneflags(phase string) (uintptr, error) {
 // hosts other than the built-in copy of a private stage-in.
 func checkTask(t Task) error {
 	switch {
-	case t.Image && (t.Phase != "stage-in" || t.Program != ""):
+	case t.Image && (t.Phase != StageIn || t.Program != ""):
 		return fmt.Errorf("%s: an input image is built by the built-in stage-in alone, not by %q", t.Phase, cmp.Or(t.Program, "the stage-out"))
-	case t.Part != (Part{}) && (t.Phase != "stage-in" || t.Program != "" || t.Image || !t.Private):
+	case t.Part != (Part{}) && (t.Phase != StageIn || t.Program != "" || t.Image || !t.Private):
 		return fmt.Errorf("%s: only the built-in copy of a private stage-in is spread over hosts", t.Phase)
 	}
 	return nil
@@ -240,7 +248,7 @@ func (r *Runner) command(t Task) (args []string, dir string) {
 		return append(copyArgs, "--pack", "--", t.Ramdisk, filepath.Join(t.Data, PackName(t.Job))), "/"
 	case t.Program == ModeUnpack:
 		return append(copyArgs, "--unpack", "--", t.Data, t.Ramdisk), "/"
-	case t.Phase == "stage-out":
+	case t.Phase == StageOut:
 		return append(copyArgs, "--", t.Ramdisk, t.Data), "/"
 	default:
 		return append(copyArgs, "--", t.Data, t.Ramdisk), "/"
@@ -259,7 +267,7 @@ func (r *Runner) copyArgs(t Task) []string {
 		copyArgs = append(copyArgs, fmt.Sprintf("--bwlimit=%d", r.BWLimit))
 	}
 	switch {
-	case t.Phase == "stage-out":
+	case t.Phase == StageOut:
 		copyArgs = append(copyArgs, "--verify", "--atomic") // verified before the RAMDISK may go
 	case t.Image:
 		// A pack writes no names into the RAMDISK to rename or list:
@@ -626,7 +634,7 @@ func cleanEnv(t Task) []string {
 		"LOGNAME=" + t.User.Name,
 		"LANG=C.UTF-8",
 		"RSA_JOB_ID=" + strconv.FormatInt(t.Job, 10),
-		"RSA_PHASE=" + t.Phase,
+		"RSA_PHASE=" + string(t.Phase),
 		"RSA_RAMDISK=" + t.Ramdisk,
 	}
 }

@@ -68,7 +68,8 @@ func TestBuiltInPrivateOnlyWhereSafe(t *testing.T) {
 	sd := newStageDirs(t)
 	r, args := sd.fakeMover(t)
 	for _, tt := range []struct {
-		phase, program       string
+		phase                Phase
+		program              string
 		private, partial     bool
 		wantPrivate, wantChk bool
 	}{

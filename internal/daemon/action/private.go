@@ -13,6 +13,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/access"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -226,7 +227,7 @@ func (e *Env) copyPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk, ch
 		jj.Ramdisk = t.Dir
 		e.note(j, fmt.Sprintf("stage-out: the private output of %s", t.Node))
 		// On this host, whatever the engine: the tree is mounted here.
-		if err := e.stage(ctx, &jj, "stage-out", "", j.Spec.Output, false, true); err != nil {
+		if err := e.stage(ctx, &jj, stage.StageOut, "", j.Spec.Output, false, true); err != nil {
 			return fmt.Errorf("the private output of %s: %w", t.Node, err)
 		}
 		// Each tree's stage counts from zero; the job's stage-out is

@@ -10,14 +10,14 @@ import (
 	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
-// stage runs one staging phase ("stage-in", "stage-out") of j as the
+// stage runs one staging phase of j as the
 // job's user, bounded by limits.stage_timeout, writing to the job's log
 // and recording its progress. An engine that stages on its own nodes
 // (engine.Stager) runs it there, unless here: then it runs on this host
 // through j.Ramdisk (a private output's tree, mounted here for its
 // stage-out). degraded says a part of the RAMDISK is served by its
 // replicas.
-func (e *Env) stage(ctx context.Context, j *job.Job, phase, program, data string, degraded, here bool) error {
+func (e *Env) stage(ctx context.Context, j *job.Job, phase stage.Phase, program, data string, degraded, here bool) error {
 	if e.Config.Limits.StageTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, e.Config.Limits.StageTimeout)
@@ -30,14 +30,14 @@ func (e *Env) stage(ctx context.Context, j *job.Job, phase, program, data string
 	defer logf.Close()
 	fmt.Fprintf(logf, "%s %s: %s\n", time.Now().Format(time.RFC3339), phase, describe(program, data))
 	started := time.Now()
-	e.Daemon.SetProgress(j.ID, job.Progress{Phase: phase, Started: started, Updated: started})
+	e.Daemon.SetProgress(j.ID, job.Progress{Phase: string(phase), Started: started, Updated: started})
 	rd := e.Daemon.Ramdisk(j)
 	task := stage.Task{
 		Job: j.ID, Phase: phase, User: identity(j), Program: program, Ramdisk: j.Ramdisk, Data: data, Log: logf,
-		Degraded: degraded, Image: phase == "stage-in" && rd.RootOnly,
+		Degraded: degraded, Image: phase == stage.StageIn && rd.RootOnly,
 		Built: func(st stage.ImageStats) { e.Daemon.ImageBuilt(st.Bytes, st.Took) },
 		Progress: func(p stage.Progress) {
-			e.Daemon.SetProgress(j.ID, job.Progress{Phase: phase, Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
+			e.Daemon.SetProgress(j.ID, job.Progress{Phase: string(phase), Files: p.Files, Bytes: p.Bytes, TotalFiles: p.TotalFiles,
 				TotalBytes: p.TotalBytes, Started: started, Updated: time.Now()})
 		},
 	}
@@ -60,7 +60,7 @@ func (e *Env) stage(ctx context.Context, j *job.Job, phase, program, data string
 
 // Stage is stage for the daemon's own callers (tests of the engine
 // wrappers): one phase of j, on the engine's nodes if it stages there.
-func (e *Env) Stage(ctx context.Context, j *job.Job, phase, program, data string, degraded bool) error {
+func (e *Env) Stage(ctx context.Context, j *job.Job, phase stage.Phase, program, data string, degraded bool) error {
 	return e.stage(ctx, j, phase, program, data, degraded, false)
 }
 

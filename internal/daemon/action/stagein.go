@@ -9,6 +9,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
 // stageIn copies the job's input into its RAMDISK (or packs it into an
@@ -25,7 +26,7 @@ func (stageIn) Kind() lifecycle.ActionKind { return lifecycle.StageIn }
 // input staged in again. A cancelled ctx (the lifecycle's StopStageIn, or
 // the daemon stopping) ends it with EvStageInStopped.
 func (a stageIn) Run(ctx context.Context, j *job.Job) lifecycle.Event {
-	err := a.stage(ctx, j, "stage-in", j.Spec.StageIn, j.Spec.Input, false, false)
+	err := a.stage(ctx, j, stage.StageIn, j.Spec.StageIn, j.Spec.Input, false, false)
 	var dg engine.Degraded
 	if ctx.Err() == nil {
 		var lostEv lifecycle.Event

@@ -12,6 +12,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
@@ -132,7 +133,7 @@ func (r *rounds) copy(ctx context.Context) error {
 
 // once is one copy, degraded if parts were out of reach before it.
 func (r *rounds) once(ctx context.Context, before engine.Degraded) error {
-	return r.stage(ctx, r.j, "stage-out", r.j.Spec.StageOut, r.j.Spec.Output, len(before.Nodes) > 0, false)
+	return r.stage(ctx, r.j, stage.StageOut, r.j.Spec.StageOut, r.j.Spec.Output, len(before.Nodes) > 0, false)
 }
 
 // verdict is the stage-out's result from the last copy's error, the last

@@ -42,7 +42,7 @@ func (e *Engine) Stage(ctx context.Context, r engine.Ramdisk, t stage.Task) erro
 	if len(up) == 0 {
 		up = []string{r.Parts[0].Node} // it may answer yet; its error says why not
 	}
-	if t.Phase != "stage-in" || t.Program != "" || t.Image || len(up) < 2 {
+	if t.Phase != stage.StageIn || t.Program != "" || t.Image || len(up) < 2 {
 		return e.stageOn(ctx, up[0], r, t)
 	}
 	return e.stageSpread(ctx, up, r, t)

@@ -41,6 +41,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
+	"github.com/rsa-hpc/rsa/internal/stage"
 )
 
 // The methods of engine.Engine, as FailNext and Call name them.
@@ -109,7 +110,7 @@ type Call struct {
 	Method string
 	Job    int64 // 0 for List
 	Build  int
-	Phase  string // a Stage's stage.Task.Phase; "" for the other methods
+	Phase  stage.Phase // a Stage's stage.Task.Phase; "" for the other methods
 }
 
 // State is what the engine keeps of one RAMDISK.

@@ -224,7 +224,7 @@ func TestStager(t *testing.T) {
 	if err := m.Construct(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}
-	for _, phase := range []string{"stage-in", "stage-out"} {
+	for _, phase := range []stage.Phase{stage.StageIn, stage.StageOut} {
 		if err := s.Stage(t.Context(), r, stage.Task{Phase: phase}); err != nil {
 			t.Errorf("%s: %v", phase, err)
 		}
