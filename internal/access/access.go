@@ -49,7 +49,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 type Access interface {
 	// Bind shows the RAMDISK rd over target on every node, after
 	// checking race-free that target is a real directory rd.UID owns.
-	Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error
+	Bind(ctx context.Context, nodes []string, role Role, rd engine.Ramdisk, target string) error
 	// Unbind removes the RAMDISK's bind mounts on every node; with detach,
 	// busy mounts are detached instead of reported. If the only failures
 	// are nodes it could not reach, the error is an *UnreachableError.
@@ -64,13 +64,17 @@ type Local struct {
 
 var _ Access = Local{}
 
+// Role is which of a job's directories a RAMDISK is shown at; its text
+// names it in messages (package mount's role).
+type Role string
+
 // OutputRole is the role of the output directory: its mounts are never
 // rolled back (see Access).
-const OutputRole = "output directory"
+const OutputRole Role = "output directory"
 
-func (l Local) Bind(_ context.Context, _ []string, role string, rd engine.Ramdisk, target string) error {
+func (l Local) Bind(_ context.Context, _ []string, role Role, rd engine.Ramdisk, target string) error {
 	ramdisk := rd.Dir
-	if err := l.Policy.Bind(role, ramdisk, target, rd.UID); err != nil {
+	if err := l.Policy.Bind(string(role), ramdisk, target, rd.UID); err != nil {
 		var te *mount.TargetError
 		if !errors.As(err, &te) && role != OutputRole {
 			_ = mount.Unbind(ramdisk, true)
@@ -155,7 +159,7 @@ func (n Namespaces) run(ctx context.Context, node string, extra *os.File, args .
 	return nil
 }
 
-func (n Namespaces) Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error {
+func (n Namespaces) Bind(ctx context.Context, nodes []string, role Role, rd engine.Ramdisk, target string) error {
 	ramdisk, uid := rd.Dir, rd.UID
 	if len(nodes) == 0 {
 		return errors.New("the job runs on no compute node yet")
@@ -166,7 +170,7 @@ func (n Namespaces) Bind(ctx context.Context, nodes []string, role string, rd en
 			return err
 		}
 		f := os.NewFile(uintptr(tree), "ramdisk-tree")
-		args := append([]string{"attach", "--role", role, "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target}, PolicyArgs(n.Policy)...)
+		args := append([]string{"attach", "--role", string(role), "--uid", strconv.FormatUint(uint64(uid), 10), "--target", target}, PolicyArgs(n.Policy)...)
 		err = n.run(ctx, node, f, args...)
 		f.Close()
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 
 // InputRole is the role of the input directory in package mount's
 // messages.
-const InputRole = "input directory"
+const InputRole Role = "input directory"
 
 // ImageBinder is an Access that can show a RAMDISK's input image (the
 // file stage.ImageName in the root of a RootOnly RAMDISK) at the job's

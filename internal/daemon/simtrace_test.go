@@ -623,7 +623,7 @@ type gatedAccess struct {
 	g *gates
 }
 
-func (a *gatedAccess) Bind(ctx context.Context, hosts []string, role string, rd engine.Ramdisk, target string) error {
+func (a *gatedAccess) Bind(ctx context.Context, hosts []string, role access.Role, rd engine.Ramdisk, target string) error {
 	k := gateKey{rd.Job, lifecycle.MountIn}
 	if role == access.OutputRole {
 		k.action = lifecycle.MountOut

@@ -346,12 +346,12 @@ func (a *fakeAccess) next(method string) error {
 	return q[0]
 }
 
-func (a *fakeAccess) Bind(_ context.Context, _ []string, role string, rd engine.Ramdisk, target string) error {
+func (a *fakeAccess) Bind(_ context.Context, _ []string, role access.Role, rd engine.Ramdisk, target string) error {
 	by := lifecycle.MountIn
 	if role == access.OutputRole {
 		by = lifecycle.MountOut
 	}
-	a.u.record("Bind "+role+" "+target, rd.Job, by)
+	a.u.record("Bind "+string(role)+" "+target, rd.Job, by)
 	return a.next("Bind")
 }
 

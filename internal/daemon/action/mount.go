@@ -80,8 +80,8 @@ func (a mountOut) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 // user's rights, for the access the directory's role needs. (No one else
 // reaches the RAMDISK's root through r.Dir: the engine's gate admits the
 // job's user alone.)
-func (e *Env) bind(ctx context.Context, j *job.Job, role, target string) error {
-	fd, err := e.Policy.OpenTarget(role, target, j.UID)
+func (e *Env) bind(ctx context.Context, j *job.Job, role access.Role, target string) error {
+	fd, err := e.Policy.OpenTarget(string(role), target, j.UID)
 	if err != nil {
 		if showsRamdisk(target, j.Ramdisk) {
 			// A resumed mount that already happened: the target shows
@@ -93,7 +93,7 @@ func (e *Env) bind(ctx context.Context, j *job.Job, role, target string) error {
 	}
 	defer unix.Close(fd)
 	who := asuser.Identity{UID: j.UID, GID: j.GID, Groups: j.Groups}
-	if err := asuser.Do(who, func() error { return e.Policy.CheckTarget(role, target, j.UID) }); err != nil {
+	if err := asuser.Do(who, func() error { return e.Policy.CheckTarget(string(role), target, j.UID) }); err != nil {
 		return err
 	}
 	var st unix.Stat_t
@@ -115,7 +115,7 @@ func (e *Env) bind(ctx context.Context, j *job.Job, role, target string) error {
 // the directory open as fd (status st). It works through a descriptor
 // opened without following symlinks: the RAMDISK's root belongs to the
 // user, who must not steer root's chown elsewhere.
-func (e *Env) dressRoot(j *job.Job, fd int, st *unix.Stat_t, role, target string) error {
+func (e *Env) dressRoot(j *job.Job, fd int, st *unix.Stat_t, role access.Role, target string) error {
 	rfd, err := unix.Openat2(unix.AT_FDCWD, j.Ramdisk, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // bound checks that the node access was asked once to bind role over
 // target on the job's compute nodes, and that the RAMDISK's root took the
 // target's owner, group and mode.
-func bound(role string, target func(r *rig) string) func(t *testing.T, r *rig) {
+func bound(role access.Role, target func(r *rig) string) func(t *testing.T, r *rig) {
 	return func(t *testing.T, r *rig) {
 		want := []accessCall{{method: "Bind", nodes: r.j.Hosts, role: role, target: target(r)}}
 		if got := r.acc.made(); !slices.EqualFunc(got, want, sameCall) {

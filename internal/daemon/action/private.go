@@ -27,7 +27,7 @@ func (e *Env) bindPrivate(ctx context.Context, j *job.Job, rd engine.Ramdisk) er
 	if !ok {
 		return fmt.Errorf("the compute nodes of engine %s cannot have output of their own; the job writes its output to disk (output=shared catches it in RAM)", e.Engine.Name())
 	}
-	fd, err := e.Policy.OpenTarget(access.OutputRole, j.Spec.Output, j.UID)
+	fd, err := e.Policy.OpenTarget(string(access.OutputRole), j.Spec.Output, j.UID)
 	if err != nil {
 		return err
 	}

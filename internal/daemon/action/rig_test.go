@@ -350,9 +350,9 @@ type fakeAccess struct {
 type accessCall struct {
 	method string // "Bind" or "Unbind"
 	nodes  []string
-	role   string // Bind's
-	target string // Bind's
-	detach bool   // Unbind's
+	role   access.Role // Bind's
+	target string      // Bind's
+	detach bool        // Unbind's
 }
 
 var _ access.Access = (*fakeAccess)(nil)
@@ -375,7 +375,7 @@ func (a *fakeAccess) called(c accessCall) error {
 	return q[0]
 }
 
-func (a *fakeAccess) Bind(_ context.Context, nodes []string, role string, _ engine.Ramdisk, target string) error {
+func (a *fakeAccess) Bind(_ context.Context, nodes []string, role access.Role, _ engine.Ramdisk, target string) error {
 	return a.called(accessCall{method: "Bind", nodes: slices.Clone(nodes), role: role, target: target})
 }
 

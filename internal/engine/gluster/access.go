@@ -51,7 +51,7 @@ var (
 const silentTry = 10 * time.Second
 
 // agentRole names the directory's role as the agent does.
-func agentRole(role string) string {
+func agentRole(role access.Role) string {
 	if role == access.OutputRole {
 		return agent.RoleOutput
 	}
@@ -80,7 +80,7 @@ func (a Agents) patiently(ctx context.Context, op func() error) error {
 	}
 }
 
-func (a Agents) Bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string) error {
+func (a Agents) Bind(ctx context.Context, nodes []string, role access.Role, rd engine.Ramdisk, target string) error {
 	return a.bind(ctx, nodes, role, rd, target, false)
 }
 
@@ -123,7 +123,7 @@ func (a Agents) mountOn(ctx context.Context, n, volume string, req agent.MountRe
 
 // request is the volume of rd and the request that mounts it over target
 // on nodes, in role.
-func (a Agents) request(nodes []string, role string, rd engine.Ramdisk, target string) (string, agent.MountRequest, error) {
+func (a Agents) request(nodes []string, role access.Role, rd engine.Ramdisk, target string) (string, agent.MountRequest, error) {
 	if len(nodes) == 0 {
 		return "", agent.MountRequest{}, errors.New("the job runs on no compute node yet")
 	}
@@ -135,7 +135,7 @@ func (a Agents) request(nodes []string, role string, rd engine.Ramdisk, target s
 		AllowedPaths: a.Policy.AllowedPaths, RefuseFSTypes: a.Policy.RefuseFSTypes}, nil
 }
 
-func (a Agents) bind(ctx context.Context, nodes []string, role string, rd engine.Ramdisk, target string, image bool) error {
+func (a Agents) bind(ctx context.Context, nodes []string, role access.Role, rd engine.Ramdisk, target string, image bool) error {
 	volume, req, err := a.request(nodes, role, rd, target)
 	if err != nil {
 		return err
