@@ -760,7 +760,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
-		if lost, ok := d.lost(ctx, j); ok {
+		if lost, ok := d.ramdiskGone(ctx, j); ok {
 			// Not resumed as well: the lost event's transitions start
 			// what the job's new state needs, and a resume after them
 			// would start that action a second time (two constructs

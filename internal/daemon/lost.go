@@ -12,12 +12,12 @@ import (
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 )
 
-// lost checks, when the daemon starts, that a job whose state says it has a
+// ramdiskGone checks, when the daemon starts, that a job whose state says it has a
 // RAMDISK still has one. A reboot of the RSA host takes every RAMDISK with
 // it; the job must then not wait for a retry of a stage-out from RAM that
 // is gone, nor hold that RAM, nor have its stage-in resumed into a plain
 // directory. The event says what was lost.
-func (d *Daemon) lost(ctx context.Context, j *job.Job) (msg, bool) {
+func (d *Daemon) ramdiskGone(ctx context.Context, j *job.Job) (msg, bool) {
 	if !lifecycle.HasRamdisk(j.RSA) || j.Ramdisk == "" {
 		return msg{}, false
 	}

@@ -99,13 +99,13 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 	if scheduler != "" {
 		by += " through " + scheduler
 	}
-	msg := fmt.Sprintf("submitted by %s: %s", by, admission.Describe(spec))
-	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: msg}); err != nil {
+	said := fmt.Sprintf("submitted by %s: %s", by, admission.Describe(spec))
+	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: said}); err != nil {
 		return nil, err
 	}
 	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmp.Or(scheduler, "rsa"), "spec", admission.Describe(spec))
 	d.watchOwner(j)
-	return d.call(ctx, msg2(j.ID, lifecycle.EvTick))
+	return d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}})
 }
 
 // admitAndCreate applies the job limits to j and stores it, as one step:
@@ -163,10 +163,8 @@ func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
 	return nil
 }
 
-func msg2(id int64, k lifecycle.EventKind) msg {
-	return msg{id: id, ev: lifecycle.Event{Kind: k, At: time.Now()}}
-}
-
+// attach makes the calling process (rsa run) the job's owner: the job
+// finishes when it exits.
 func attach(j *job.Job, p api.Peer) error {
 	if p.PID == 0 {
 		return refuse.Invalid("rsa run came through the standby rsa serve of a failover pair, whose host the active one cannot watch the process of: run it on the active one's host, or use rsa submit")

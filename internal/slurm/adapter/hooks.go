@@ -493,7 +493,7 @@ func (a *Adapter) awaitMount(ctx context.Context, sj slurmJob, wait time.Duratio
 			switch {
 			case err == nil:
 				a.jobs.JobLog(n, "runs without RSA: "+reason)
-			case lost(err) != nil:
+			case unlessSentFirst(err) != nil:
 				return nil, err
 			}
 			continue // an assignment that came first (conflict) goes on
@@ -552,7 +552,7 @@ func (a *Adapter) finishNamed(ctx context.Context, sj slurmJob, why string, wait
 		return done("job %s does not use RSA", sj.name)
 	}
 	if !j.Machine().Ended() {
-		if _, err := a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}, nil); lost(err) != nil {
+		if _, err := a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}, nil); unlessSentFirst(err) != nil {
 			return nil, err
 		}
 	}
@@ -601,7 +601,7 @@ func (a *Adapter) slurmStart(ctx context.Context, sj slurmJob, nodelist string) 
 	}
 	_, err = a.jobs.Call(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvStarted, At: time.Now()},
 		func(n *job.Job) { n.Hosts = hosts })
-	return lost(err)
+	return unlessSentFirst(err)
 }
 
 // adoptStarted takes on Slurm job name, which starts on the nodes of
@@ -647,9 +647,9 @@ func (a *Adapter) slurmJobPatiently(ctx context.Context, name string) (slurm.Job
 	}
 }
 
-// lost drops the error of an event that another hook sent first (the
+// unlessSentFirst drops the error of an event that another hook sent first (the
 // prolog and pre_run both report a start; post_run and the epilog an end).
-func lost(err error) error {
+func unlessSentFirst(err error) error {
 	if errors.Is(err, ErrIgnored) {
 		return nil
 	}
