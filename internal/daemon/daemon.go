@@ -6,6 +6,16 @@
 // action. The package must not hold lifecycle state outside the store: maps
 // here only track running processes and progress, which die with the daemon.
 //
+// The package is the loop, the store's commits and Run, which starts the
+// components; its parts live in rooms of their own, each reaching the
+// daemon through a small port: the actions (package action, through
+// action.Daemon: actionport.go), the Slurm adapter (slurm/adapter, through
+// adapter.Jobs: slurmport.go), the report of lost parts (package watch,
+// through watch.Jobs: lost.go), the debts' ledger (package debt). The
+// capacity decision is capacity.Decide on the daemon's snapshot
+// (assign.go); a spec is checked by package admission; a refusal is a
+// refuse error, which only the API turns into an HTTP status.
+//
 // The daemon knows its engine through engine.Engine and engine's optional
 // interfaces alone (engine.As), and never a backend, nor a backend's
 // keys of the config: its caller hands it the opener of the engine the
@@ -17,6 +27,27 @@
 // (engine.ClientAdmitter); the stages of any other engine run here. An
 // engine says how its parts are placed (engine.Placer) and how often the
 // daemon looks after its RAMDISKs (engine.Periodic).
+//
+// Goroutines, all started by Run and ended by its context (actions and
+// watchers by actx, cancelled at shutdown, each counted in wg):
+//   - the loop (loop): every apply, tick and commit of a transition, and
+//     the fields "owned by the loop goroutine" below;
+//   - one per running action (start), which posts its completion;
+//   - one per rsa run process watched (watchOwner), one per notice sent;
+//   - the socket's, remote access's, the failover peer's and the metrics'
+//     HTTP servers (listen.go), whose handlers call the API's methods;
+//   - the Slurm adapter (its Run: polling and reconciling, if configured);
+//   - the engine's watcher, the debts' payment, the watch's probe of
+//     RAMDISKs in use, the leftover sweep, the history purge and, in a
+//     failover pair, the lease's check.
+//
+// Locks: mu guards the fields under it (what readers outside the loop
+// see: progress, waits, the commit counter and its channel, the cached
+// holdings, drains, quarantine); admitting is held from a new job's limit
+// check to its creation, and around a marker's removal; the store, the
+// debts' ledger and the metrics lock themselves. No lock is held across a
+// call into the engine, an agent or the store's writes, except
+// admitting around the creation it guards.
 package daemon
 
 import (
