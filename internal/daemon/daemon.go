@@ -85,7 +85,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/notify"
 	"github.com/rsa-hpc/rsa/internal/refuse"
-	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/slurm/adapter"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
@@ -103,8 +102,7 @@ type Daemon struct {
 	access    access.Access
 	policy    mount.Policy  // which directories may be mounted over
 	runner    *stage.Runner // runs the stages of an engine that is no engine.Stager
-	slurmc    slurm.Client
-	admitting sync.Mutex // held from the job limits' check to the job's creation
+	admitting sync.Mutex    // held from the job limits' check to the job's creation
 	// slurm answers Slurm's hooks, watches Slurm and keeps the job
 	// markers for the prolog and epilog; it reaches the jobs through
 	// slurmPort.
@@ -305,7 +303,6 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		access:   dp.access,
 		policy:   policyOf(cfg),
 		runner:   dp.runner,
-		slurmc:   slurm.Client{Bin: cfg.Slurm.Bin},
 		log:      o.Log,
 		logs:     joblog.New(cfg.StateDir, o.Log),
 		version:  o.Version,
