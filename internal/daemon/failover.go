@@ -44,7 +44,8 @@ func Serve(ctx context.Context, cfg *config.Config, o Options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("rsa serve must run as root: it mounts file systems and stages data as each job's user")
 	}
-	lease, err := standby(ctx, cfg, o)
+	lease, err := failover.Standby{StateDir: cfg.StateDir, Socket: cfg.Socket, Limits: socketLimits(cfg),
+		MungeSocket: cfg.Remote.MungeSocket, Retry: leaseRetry, Log: o.Log}.Wait(ctx)
 	if err != nil {
 		return err
 	}
@@ -55,43 +56,6 @@ func Serve(ctx context.Context, cfg *config.Config, o Options) error {
 		return err
 	}
 	return d.Run(ctx)
-}
-
-// standby serves cfg's socket by forwarding (api.NewForwarder) until it
-// holds the lease, which it returns; with the lease free from the start
-// it serves nothing.
-func standby(ctx context.Context, cfg *config.Config, o Options) (*failover.Lease, error) {
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state dir: %w", err)
-	}
-	if l, ok, err := failover.TryAcquire(cfg.StateDir); err != nil || ok {
-		return l, err
-	}
-	ln, err := api.ListenConfig{Limits: socketLimits(cfg), Log: o.Log}.Listen(cfg.Socket)
-	if err != nil {
-		return nil, err
-	}
-	active := func() (string, error) {
-		i, err := failover.Active(cfg.StateDir)
-		if err != nil {
-			return "", err
-		}
-		return i.Addr, nil
-	}
-	srv := api.NewForwarder(active, munge.Munge{Socket: cfg.Remote.MungeSocket}, o.Log)
-	go srv.Serve(ln)
-	i, err := failover.Active(cfg.StateDir)
-	o.Log.Info("rsa serve is the standby of a failover pair: it forwards its socket's requests to the active one, and takes over when the active one's lease is free",
-		"socket", cfg.Socket, "state", cfg.StateDir, "active", i.Host, "active_addr", i.Addr, "active_since", i.Since, "announcement_err", err)
-	lease, err := failover.Acquire(ctx, cfg.StateDir, leaseRetry, nil)
-	// Requests on their way to the old active one end with it; the
-	// callers ask again, and the new one answers.
-	srv.Close()
-	if err != nil {
-		return nil, err
-	}
-	o.Log.Warn("the failover lease is free: taking the state over", "last_active", i.Host)
-	return lease, nil
 }
 
 // takeOver makes d's store the state's writer under a new epoch and
