@@ -202,7 +202,7 @@ func actionCases() []actionCase {
 			err: errInjected.Error()},
 		{name: "stage-in: a part out of reach after the copy", state: onDeck, rsa: lifecycle.Booted,
 			setup: func(u *unit, j *job.Job) {
-				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Lost: true})
+				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Missing: true})
 			},
 			send: []lifecycle.EventKind{lifecycle.EvTick}, call: "Stage stage-in",
 			// The input is staged again into a new RAMDISK.
@@ -250,7 +250,7 @@ func actionCases() []actionCase {
 			}},
 		{name: "mount-in: a part of the RAMDISK lost", state: onDeck, rsa: lifecycle.Ready,
 			setup: func(u *unit, j *job.Job) {
-				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Lost: true})
+				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Missing: true})
 			},
 			send:  []lifecycle.EventKind{lifecycle.EvStarted},
 			event: lifecycle.EvMountFailed, after: lifecycle.Aborted, restState: running, restRSA: lifecycle.InUseOut, until: rebuilt,
@@ -329,7 +329,7 @@ func actionCases() []actionCase {
 			err: engine.ErrBusy.Error()},
 		{name: "stage-out: a part lost with its files", state: running, rsa: lifecycle.InUseOut,
 			setup: func(u *unit, j *job.Job) {
-				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Lost: true})
+				u.mem.Degrade(u.d.ramdisk(j), engine.Degraded{Nodes: []string{"rsa01"}, Missing: true})
 			},
 			send: []lifecycle.EventKind{lifecycle.EvFinished}, call: "Stage stage-out",
 			event: lifecycle.EvStageOutFailed, after: lifecycle.StageOutFailed, restState: finished, restRSA: lifecycle.StageOutFailed,

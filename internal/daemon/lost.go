@@ -55,7 +55,7 @@ func (d *Daemon) ramdiskGone(ctx context.Context, j *job.Job) (msg, bool) {
 	}
 	d.log.Warn("RAMDISK lost", "job", j.ID, "rsa", j.RSA, "ramdisk", rd.Dir)
 	d.appendStageLog(j, "RAMDISK lost: "+why)
-	return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvLost, At: time.Now(), Reason: why}}, true
+	return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvRamdiskLost, At: time.Now(), Reason: why}}, true
 }
 
 // silentAmong are the RSA nodes of parts that did not answer the engine's

@@ -77,12 +77,12 @@ type Degraded struct {
 	// Nodes are the RSA nodes whose part does not answer (a brick
 	// process gone, a node down or cut off), sorted.
 	Nodes []string
-	// Lost: some data has no copy in reach, so files are missing from
+	// Missing: some data has no copy in reach, so files are missing from
 	// Dir (distribute: any part; replica 2: both parts of a pair).
-	Lost bool
+	Missing bool
 	// Epoch counts the times this host's view of the RAMDISK regained a
 	// part (always 0 where parts do not come back: engine local). Two
-	// Checks with nothing Lost and the same Epoch say every part was in
+	// Checks with nothing Missing and the same Epoch say every part was in
 	// reach between them as well: a part that left and came back between
 	// them, its files missing from a listing made meanwhile, shows only
 	// here.
@@ -93,7 +93,7 @@ type Degraded struct {
 // Check: neither lost any, and a part that came back in between would
 // have changed the epoch.
 func (d Degraded) Steady(e Degraded) bool {
-	return !d.Lost && !e.Lost && d.Epoch == e.Epoch
+	return !d.Missing && !e.Missing && d.Epoch == e.Epoch
 }
 
 // Merge is what d and e say together: a part out of reach in either. Its
@@ -106,7 +106,7 @@ func (d Degraded) Merge(e Degraded) Degraded {
 		}
 	}
 	slices.Sort(nodes)
-	return Degraded{Nodes: nodes, Lost: d.Lost || e.Lost, Epoch: e.Epoch}
+	return Degraded{Nodes: nodes, Missing: d.Missing || e.Missing, Epoch: e.Epoch}
 }
 
 // DebtError is Destroy's answer when some RSA nodes of the RAMDISK could

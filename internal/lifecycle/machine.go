@@ -58,10 +58,10 @@ const (
 	EvResume  EventKind = "resume"  // the daemon restarted: start the current state's work again
 	EvRetry   EventKind = "retry"   // the job's user or root retries a failed stage-out; root a failed teardown
 	EvDiscard EventKind = "discard" // the job's user or root gives up a failed stage-out's output
-	// EvLost: the RAMDISK is gone though the job's state says it exists
+	// EvRamdiskLost: the RAMDISK is gone though the job's state says it exists
 	// (its host restarted, or someone unmounted it). Found by the daemon
 	// when it starts, before it resumes anything.
-	EvLost EventKind = "ramdisk-lost"
+	EvRamdiskLost EventKind = "ramdisk-lost"
 	// EvNodeLost: an RSA node of the job's RAMDISK is lost (its agent
 	// silent for cluster.down_after, or back after a reboot): the RAM
 	// it held is gone, the rest of the RAMDISK is not.

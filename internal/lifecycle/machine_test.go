@@ -169,12 +169,12 @@ var cases = []stepCase{
 	{name: "resume re-runs stop of stage-in", job: io(Demoted, StoppingStagingIn), event: ev(EvResume), wantJob: Demoted, wantRSA: StoppingStagingIn, wantDo: []ActionKind{StopStageIn}},
 	{name: "resume of a waiting job only re-evaluates", job: io(OnDeck, Ready), event: ev(EvResume), wantJob: OnDeck, wantRSA: Ready},
 	// A RAMDISK gone after a reboot of the RSA host.
-	{name: "lost with output in RAM: the output is lost, no RAM held", job: io(Finished, StageOutFailed), event: ev(EvLost), wantJob: Finished, wantRSA: OutputLost},
+	{name: "lost with output in RAM: the output is lost, no RAM held", job: io(Finished, StageOutFailed), event: ev(EvRamdiskLost), wantJob: Finished, wantRSA: OutputLost},
 	{name: "output lost, then the job ends: done", job: io(Running, OutputLost), event: ev(EvFinished), wantJob: Finished, wantRSA: OutputLost},
-	{name: "lost while the job writes output: it waits without RAM", job: io(Running, InUseOut), event: ev(EvLost), wantJob: Running, wantRSA: OutputLost},
-	{name: "lost input RAMDISK on deck: rebuilt and staged again", job: io(OnDeck, Ready), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
-	{name: "lost after a verified stage-out: released", job: io(Finished, TeardownFailed), event: ev(EvLost), wantJob: Finished, wantRSA: Released},
-	{name: "lost while being built: Construct runs again", job: io(OnDeck, Booting), event: ev(EvLost), wantJob: OnDeck, wantRSA: Booting, ignored: true},
+	{name: "lost while the job writes output: it waits without RAM", job: io(Running, InUseOut), event: ev(EvRamdiskLost), wantJob: Running, wantRSA: OutputLost},
+	{name: "lost input RAMDISK on deck: rebuilt and staged again", job: io(OnDeck, Ready), event: ev(EvRamdiskLost), wantJob: OnDeck, wantRSA: Booting, wantDo: []ActionKind{Construct}},
+	{name: "lost after a verified stage-out: released", job: io(Finished, TeardownFailed), event: ev(EvRamdiskLost), wantJob: Finished, wantRSA: Released},
+	{name: "lost while being built: Construct runs again", job: io(OnDeck, Booting), event: ev(EvRamdiskLost), wantJob: OnDeck, wantRSA: Booting, ignored: true},
 
 	// A job its prolog let go runs on disk: never mounted over.
 	{name: "started without RSA, nothing built: runs without RSA", job: io(OnDeck, Initial), event: ev(EvStartedWithoutRSA), wantJob: Running, wantRSA: Ineligible},
@@ -435,7 +435,7 @@ func reachable(visit func(from Job, e Event, out Outcome)) {
 	kinds := []Event{}
 	for _, k := range []EventKind{EvOnDeck, EvDemoted, EvStarted, EvFinished, EvAssigned, EvIneligible, EvBooted,
 		EvBootFailed, EvBootLost, EvStagedIn, EvStageInFailed, EvStageInStopped, EvMounted, EvMountFailed, EvUnmounted,
-		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard, EvLost} {
+		EvUnmountBusy, EvStagedOut, EvStageOutFailed, EvDestroyed, EvDestroyFailed, EvResume, EvRetry, EvDiscard, EvRamdiskLost} {
 		kinds = append(kinds, at(k, time.Second))
 	}
 	kinds = append(kinds, at(EvTick, time.Second), at(EvTick, time.Hour))
@@ -482,7 +482,7 @@ func TestOutputNeverDropped(t *testing.T) {
 		}
 		// Lost is not dropped: the RAMDISK is already gone, and the job
 		// says so (OUTPUT_LOST, then RELEASED once it ended).
-		if e.Kind == EvLost && slices.ContainsFunc(out.Changes, func(c Change) bool { return c.ToRSA == OutputLost }) {
+		if e.Kind == EvRamdiskLost && slices.ContainsFunc(out.Changes, func(c Change) bool { return c.ToRSA == OutputLost }) {
 			return
 		}
 		// DONE_STAGING_OUT moves on to TEARDOWN in the same step.

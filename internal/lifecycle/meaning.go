@@ -208,7 +208,7 @@ func TimeSensitive(j Job) bool {
 func (k EventKind) IsFailure() bool {
 	switch k {
 	case EvIneligible, EvBootFailed, EvStageInFailed, EvMountFailed, EvUnmountBusy,
-		EvStageOutFailed, EvDestroyFailed, EvLost, EvNodeLost:
+		EvStageOutFailed, EvDestroyFailed, EvRamdiskLost, EvNodeLost:
 		return true
 	}
 	return false

@@ -252,7 +252,7 @@ func TestIsFailure(t *testing.T) {
 		EvStagedOut: false, EvStageOutFailed: true,
 		EvDestroyed: false, EvDestroyFailed: true,
 		EvTick: false, EvResume: false, EvRetry: false, EvDiscard: false,
-		EvLost: true, EvNodeLost: true,
+		EvRamdiskLost: true, EvNodeLost: true,
 	}
 	for _, k := range declared(t, "EventKind") {
 		w, ok := want[EventKind(k)]

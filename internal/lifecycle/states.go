@@ -142,10 +142,10 @@ func HoldsNodes(s RSAState) bool {
 
 // HasRamdisk reports whether a job in rsa-state s has a RAMDISK that should
 // exist now (not one being built or torn down). If it does not, the daemon
-// says so with EvLost.
+// says so with EvRamdiskLost.
 func HasRamdisk(s RSAState) bool {
 	return slices.ContainsFunc(eventTable, func(r eventRow) bool {
-		return r.on == EvLost && slices.Contains(r.rsa, s)
+		return r.on == EvRamdiskLost && slices.Contains(r.rsa, s)
 	})
 }
 

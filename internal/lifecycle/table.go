@@ -121,11 +121,11 @@ var eventTable = []eventRow{
 	// --- a RAMDISK that is gone (the RSA host rebooted) ---
 	// Output that was only in RAM is lost: say so, and hold no RAM for it.
 	// (MOUNTING counts: the job may have written where the mount came up.)
-	{on: EvLost, rsa: []RSAState{Mounting, InUseOut, StagingOut, StageOutFailed}, nextRSA: OutputLost, why: "RAMDISK lost with output not staged out"},
+	{on: EvRamdiskLost, rsa: []RSAState{Mounting, InUseOut, StagingOut, StageOutFailed}, nextRSA: OutputLost, why: "RAMDISK lost with output not staged out"},
 	// Anything else in it is on disk too: as if torn down. The job-state
 	// then decides, as after any teardown (rebuilt on deck or for output,
 	// released when finished).
-	{on: EvLost, rsa: []RSAState{Booted, StagingIn, StoppingStagingIn, Aborted, Ready, MountingIn, InUseIn,
+	{on: EvRamdiskLost, rsa: []RSAState{Booted, StagingIn, StoppingStagingIn, Aborted, Ready, MountingIn, InUseIn,
 		UnmountNeeded, Unmounting, UnmountBusy, Unmounted, DoneStagingOut, TeardownFailed},
 		nextRSA: Destroyed, why: "RAMDISK lost; it held nothing that is not on disk"},
 

@@ -30,7 +30,7 @@ func (mountIn) Kind() lifecycle.ActionKind { return lifecycle.MountIn }
 // its output.
 func (a mountIn) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 	rd := a.Daemon.Ramdisk(j)
-	if dg, _, err := a.Daemon.Probe(ctx, rd); err == nil && dg.Lost {
+	if dg, _, err := a.Daemon.Probe(ctx, rd); err == nil && dg.Missing {
 		why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach: the job reads its input from disk", strings.Join(dg.Nodes, ", "))
 		a.note(j, "mount: "+why)
 		return lifecycle.Event{Kind: lifecycle.EvMountFailed, Reason: why, Nodes: dg.Nodes}

@@ -58,11 +58,11 @@ func TestMountIn(t *testing.T) {
 			want:  ev(lifecycle.EvMounted), check: bound(access.InputRole, input)},
 		{name: "the probe fails", built: true,
 			setup: func(r *rig) {
-				r.port.probe, r.port.probeErr = engine.Degraded{Nodes: []string{"rsa02"}, Lost: true}, errInjected
+				r.port.probe, r.port.probeErr = engine.Degraded{Nodes: []string{"rsa02"}, Missing: true}, errInjected
 			},
 			want: ev(lifecycle.EvMounted), check: bound(access.InputRole, input)},
 		{name: "a part lost", built: true,
-			setup:  func(r *rig) { r.port.probe = engine.Degraded{Nodes: []string{"rsa02"}, Lost: true} },
+			setup:  func(r *rig) { r.port.probe = engine.Degraded{Nodes: []string{"rsa02"}, Missing: true} },
 			want:   lifecycle.Event{Kind: lifecycle.EvMountFailed, Nodes: []string{"rsa02"}},
 			reason: []string{lost}, log: []string{"mount: " + lost}, check: nothingBound},
 		{name: "the node access fails", built: true, setup: func(r *rig) { r.acc.failNext("Bind", errInjected) },

@@ -129,7 +129,7 @@ func (e *Env) inReach(ctx context.Context, j *job.Job, rd engine.Ramdisk, copied
 	if cerr != nil {
 		return fmt.Errorf("whether every part of the RAMDISK is in reach is unknown, and a file system with pieces missing is never copied: %w", cerr)
 	}
-	if before.Lost {
+	if before.Missing {
 		return partsLost(j, before, "nothing is copied while it is", nil)
 	}
 	err := phase()

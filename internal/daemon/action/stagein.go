@@ -61,7 +61,7 @@ func (a stageIn) check(ctx context.Context, j *job.Job, copyErr error) (engine.D
 		a.Log.Warn("checking the RAMDISK after its stage-in", "job", j.ID, "err", err)
 		return engine.Degraded{}, lifecycle.Event{}, false
 	}
-	if dg.Lost || copyErr != nil && len(dg.Nodes) > 0 {
+	if dg.Missing || copyErr != nil && len(dg.Nodes) > 0 {
 		why := fmt.Sprintf("the part of the RAMDISK on RSA node %s is out of reach", strings.Join(dg.Nodes, ", "))
 		if copyErr != nil {
 			why += "; the copy: " + copyErr.Error()

@@ -32,13 +32,13 @@ func TestStageIn(t *testing.T) {
 			check: staged},
 		{name: "the copy fails", built: true, setup: func(r *rig) { r.mem.FailNext(memengine.Stage, errInjected) },
 			want: ev(lifecycle.EvStageInFailed), reason: []string{errInjected.Error()}, log: []string{"stage-in failed: " + errInjected.Error()}},
-		{name: "a part lost", built: true, setup: func(r *rig) { r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Lost: true}) },
+		{name: "a part lost", built: true, setup: func(r *rig) { r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Missing: true}) },
 			want:   lifecycle.Event{Kind: lifecycle.EvStageInFailed, Nodes: []string{"rsa02"}},
 			reason: []string{outOfReach}, log: []string{"stage-in: " + outOfReach}},
 		{name: "a part lost during the copy", built: true,
 			setup: func(r *rig) {
 				r.stage = func(context.Context, engine.Ramdisk, stage.Task) error {
-					r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Lost: true})
+					r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Missing: true})
 					return nil
 				}
 			},

@@ -118,7 +118,7 @@ func (r *rounds) copy(ctx context.Context) error {
 			break
 		}
 		steady = before.Steady(after)
-		if steady || after.Lost || round == stageOutRounds {
+		if steady || after.Missing || round == stageOutRounds {
 			before = before.Merge(after)
 			break
 		}
@@ -144,7 +144,7 @@ func (r *rounds) verdict(ctx context.Context, err, cerr error, steady bool) erro
 	case ctx.Err() != nil:
 		// The daemon stops: the stage-out runs again, checks and all.
 		return cmp.Or(err, ctx.Err())
-	case seen.Lost:
+	case seen.Missing:
 		// Named first: it is why files are missing, whatever the copy
 		// met on its way.
 		why := fmt.Sprintf("not verified: the part of the RAMDISK on RSA node %s was out of reach, and the files there are not on disk (those copied are). 'rsa retry %d' completes it if the node comes back with its RAM (a brick restarted, a cut link healed); if it rebooted they are gone, and 'rsa discard %d' gives them up",
@@ -172,7 +172,7 @@ func (e *Env) withInventory(j *job.Job, rd engine.Ramdisk, seen engine.Degraded,
 	if held == "" {
 		return err
 	}
-	if seen.Lost {
+	if seen.Missing {
 		// A distribute volume keeps a file's name on the file's own
 		// brick alone.
 		held += fmt.Sprintf("; that counts the parts in reach alone: the files on %s cannot be listed until the node is back", strings.Join(seen.Nodes, ", "))

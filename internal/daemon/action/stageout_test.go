@@ -78,7 +78,7 @@ func TestStageOut(t *testing.T) {
 			output(r)
 			r.eng.check = func(n int, rd engine.Ramdisk) (engine.Degraded, error) {
 				if n >= at {
-					return engine.Degraded{Nodes: []string{"rsa02"}, Lost: true}, nil
+					return engine.Degraded{Nodes: []string{"rsa02"}, Missing: true}, nil
 				}
 				return engine.Degraded{}, nil
 			}
@@ -267,7 +267,7 @@ func TestStageOutPrivate(t *testing.T) {
 		{name: "lost before the check", built: true,
 			setup: func(r *rig) {
 				r.port.rootOnly = true
-				r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Lost: true})
+				r.degrade(engine.Degraded{Nodes: []string{"rsa02"}, Missing: true})
 			},
 			want: lifecycle.Event{Kind: lifecycle.EvStageOutFailed, Nodes: []string{"rsa02"}}, reason: []string{never},
 			check: func(t *testing.T, r *rig) {

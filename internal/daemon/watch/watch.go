@@ -99,7 +99,7 @@ func (w *Watch) servesEveryFile(rd engine.Ramdisk, node string) bool {
 		w.Log.Warn("checking a RAMDISK after a lost node", "job", rd.Job, "node", node, "err", err)
 		return false
 	}
-	return !dg.Lost
+	return !dg.Missing
 }
 
 // Ramdisks probes, every interval until ctx ends, the RAMDISKs in use: a
@@ -181,11 +181,11 @@ func (p *prober) one(ctx context.Context, w watched) (fresh []string) {
 	}
 	why := "its part is out of reach of this host's view of the RAMDISK (the part's process gone, or the link to its node cut)"
 	served := "the files there are missing from the RAMDISK"
-	if !dg.Lost {
+	if !dg.Missing {
 		served = "its replicas serve the files there"
 	}
-	p.Log.Warn("part of a RAMDISK out of reach", "job", w.rd.Job, "nodes", fresh, "lost", dg.Lost)
-	p.Jobs.Post(w.rd.Job, lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: why, Nodes: fresh, Build: w.rd.Build, Whole: !dg.Lost},
+	p.Log.Warn("part of a RAMDISK out of reach", "job", w.rd.Job, "nodes", fresh, "lost", dg.Missing)
+	p.Jobs.Post(w.rd.Job, lifecycle.Event{Kind: lifecycle.EvNodeLost, At: time.Now(), Reason: why, Nodes: fresh, Build: w.rd.Build, Whole: !dg.Missing},
 		func(n *job.Job) {
 			p.Logs.Append(n.ID, n.CreatedAt, fmt.Sprintf("RSA node %s out of reach: %s; %s; state %s", strings.Join(fresh, ", "), why, served, n.RSA))
 		})

@@ -28,7 +28,7 @@ func (e *probing) Probe(engine.Ramdisk) (engine.Degraded, error) {
 	if e.hold != nil {
 		<-e.hold
 	}
-	return engine.Degraded{Nodes: e.down, Lost: true}, nil
+	return engine.Degraded{Nodes: e.down, Missing: true}, nil
 }
 
 // jobs is the daemon's side: its active jobs, and the events posted.

@@ -715,7 +715,7 @@ func (s *suite) testCheckHealthy(t *testing.T) {
 		what string
 		d    engine.Degraded
 	}{{"Check", first}, {"Check again", second}, {"Probe", probed}} {
-		if len(c.d.Nodes) != 0 || c.d.Lost {
+		if len(c.d.Nodes) != 0 || c.d.Missing {
 			t.Errorf("%s of a healthy RAMDISK = %+v; want no node out of reach, nothing lost", c.what, c.d)
 		}
 	}

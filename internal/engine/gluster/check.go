@@ -239,7 +239,7 @@ func (e *Engine) degraded(r engine.Ramdisk, out []bool) engine.Degraded {
 		// Replica 2 pairs parts 2k and 2k+1: data is lost only when
 		// both are out of reach.
 		if e.Replica != 2 || out[i^1] {
-			d.Lost = true
+			d.Missing = true
 		}
 	}
 	slices.Sort(d.Nodes)

@@ -151,7 +151,7 @@ func TestDegrade(t *testing.T) {
 	if err := m.Construct(t.Context(), r); err != nil {
 		t.Fatal(err)
 	}
-	want := engine.Degraded{Nodes: []string{"rsa2"}, Lost: true, Epoch: 3}
+	want := engine.Degraded{Nodes: []string{"rsa2"}, Missing: true, Epoch: 3}
 	m.Degrade(r, want)
 	for _, f := range []struct {
 		name string
@@ -161,7 +161,7 @@ func TestDegrade(t *testing.T) {
 		{"Probe", func() (engine.Degraded, error) { return m.Probe(r) }},
 	} {
 		got, err := f.get()
-		if err != nil || !slices.Equal(got.Nodes, want.Nodes) || got.Lost != want.Lost || got.Epoch != want.Epoch {
+		if err != nil || !slices.Equal(got.Nodes, want.Nodes) || got.Missing != want.Missing || got.Epoch != want.Epoch {
 			t.Errorf("%s after Degrade = %+v, %v; want %+v", f.name, got, err, want)
 		}
 	}
