@@ -13,8 +13,13 @@ import (
 
 // previousRelease is the release before this tree's, whose agents rsa
 // serve of this tree must work with (docs/operations.md, "Across hundreds
-// of hosts").
-const previousRelease = "v0.1.0"
+// of hosts"), and releaseCommit the commit its tag names: the test builds
+// from the commit, which every clone of main holds, while a clone need not
+// carry the tags.
+const (
+	previousRelease = "v0.1.0"
+	releaseCommit   = "b194a59e77fa34cecf8248606492dc2eb526c51f"
+)
 
 // TestOldAgentLong: the rolling upgrade's order, rsa serve first: rsa
 // serve of this tree with one RSA node's agent of the release before,
@@ -22,7 +27,7 @@ const previousRelease = "v0.1.0"
 // in over both (each its share), runs on both compute hosts, stages out
 // verified and leaves nothing; rsa nodes shows the old agent's version.
 func TestOldAgentLong(t *testing.T) {
-	old := buildRelease(t, testutil.RepoRoot(t), previousRelease)
+	old := buildRelease(t, testutil.RepoRoot(t), previousRelease, releaseCommit)
 	u := testutil.EnsureNamedUser(t, testutil.TestUserName()+"-8") // before t.Parallel: useradd takes a lock
 	t.Parallel()
 	c := startCluster(t, "RSA_CLUSTER_ID=7", "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_CAPACITY=512M", "RSA_CLUSTER_LEAD=0")
@@ -46,14 +51,15 @@ func TestOldAgentLong(t *testing.T) {
 	testTwoNodes(t, c, u)
 }
 
-// buildRelease builds rsa as it was at tag (its tree from git, its
-// version set as make sets it) and returns the binary's path.
-func buildRelease(t *testing.T, root, tag string) string {
+// buildRelease builds rsa as it was at release tag, commit commit (its
+// tree from git, its version set as make sets it) and returns the
+// binary's path.
+func buildRelease(t *testing.T, root, tag, commit string) string {
 	t.Helper()
 	dir := t.TempDir()
-	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "archive", root, tag, dir)
+	archive := exec.Command("bash", "-c", `set -o pipefail; git -C "$1" archive "$2" | tar -x -C "$3"`, "archive", root, commit, dir)
 	if out, err := archive.CombinedOutput(); err != nil {
-		t.Fatalf("unpacking %s from git (its tag must be in this clone): %v\n%s", tag, err, out)
+		t.Fatalf("unpacking %s (commit %s) from git: %v\n%s", tag, commit, err, out)
 	}
 	bin := filepath.Join(dir, "rsa")
 	build := testutil.CommandWithin(t, 10*time.Minute, "go", "build", "-trimpath",
