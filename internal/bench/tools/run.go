@@ -195,6 +195,10 @@ func runMPI(ctx context.Context, env Env, j Job, args []string) ([]bench.Row, er
 		}
 		params["files"] = strconv.Itoa(mdtestFiles(args) * j.Ranks)
 		for _, op := range res.Rates {
+			// mdtest prints every phase, those it did not run as zeros.
+			if op.Max == 0 && op.Mean == 0 {
+				continue
+			}
 			if m, ok := mdtestMetric(op.Name); ok {
 				vals = append(vals, value{m, "ops/s", op.Mean})
 			}
@@ -248,7 +252,10 @@ func runFio(ctx context.Context, fsys fs.FS, env Env, j Job, dir string, direct 
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", j.FioFile, err)
 		}
-		params := map[string]string{"direct": vars["DIRECT"]}
+		params := map[string]string{}
+		if strings.Contains(string(text), "${DIRECT}") {
+			params["direct"] = vars["DIRECT"]
+		}
 		for k, v := range point {
 			params[strings.ToLower(k)] = v
 		}
