@@ -80,6 +80,9 @@ func benchReportCmd() *cobra.Command {
 	return cmd
 }
 
+// toolTitles are the tools' names as their authors write them.
+var toolTitles = map[tools.Tool]string{tools.IOR: "IOR", tools.Mdtest: "mdtest", tools.Fio: "fio"}
+
 // toolSections says, in the section of each tool of rsa-lab bench tools,
 // where its jobs are and which seed tests none of them stands in for.
 func toolSections() (map[string]report.Section, error) {
@@ -91,7 +94,7 @@ func toolSections() (map[string]report.Section, error) {
 	for _, t := range tools.Tools {
 		s := report.Section{Intro: fmt.Sprintf("%s's jobs, from cmd/rsa-lab/jobs/%s.jobs (rsa-lab bench tools). "+
 			"A row stands beside the seed's number where the job and the seed test are defined alike; "+
-			"its note says where they differ, and a seed test without a row is listed under the table with why.", t, t)}
+			"its note says where they differ, and a seed test without a row is listed under the table with why.", toolTitles[t], t)}
 		for _, u := range set.Unmatched {
 			if u.Tool == t {
 				s.Unmatched = append(s.Unmatched, u.Case+": "+u.Why)

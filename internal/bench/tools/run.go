@@ -116,9 +116,9 @@ var eachRE = regexp.MustCompile(`\{each:([^}]*)\}`)
 
 // expand replaces the placeholders of args: {m0} and {m1} are the work
 // directory through the first and the second client mount (the first
-// where there is one), {each:SUB} SUB under ranks work directories
-// joined by @, one a rank, through as many mounts as there are (a
-// single path where there is one mount).
+// where there is one), {each:SUB} a directory a rank, SUB-K under the
+// K-th mount's work directory, joined by @, through as many mounts as
+// there are up to the ranks (SUB alone where there is one mount).
 func expand(args, work []string, ranks int) []string {
 	m1 := work[0]
 	if len(work) > 1 {
@@ -133,6 +133,11 @@ func expand(args, work []string, ranks int) []string {
 			paths := make([]string, n)
 			for k := range paths {
 				paths[k] = filepath.Join(work[k], sub)
+				if n > 1 {
+					// The mounts may be of one volume, and each of
+					// mdtest's paths must be a directory of its own.
+					paths[k] += "-" + strconv.Itoa(k)
+				}
 			}
 			return strings.Join(paths, "@")
 		})

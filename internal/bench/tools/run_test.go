@@ -16,8 +16,8 @@ func TestExpand(t *testing.T) {
 		want  []string
 	}{
 		{[]string{"/a"}, 3, []string{"-d", "/a/md", "-o", "/a/f", "/a/g"}},
-		{[]string{"/a", "/b", "/c"}, 2, []string{"-d", "/a/md@/b/md", "-o", "/a/f", "/b/g"}},
-		{[]string{"/a", "/b"}, 4, []string{"-d", "/a/md@/b/md", "-o", "/a/f", "/b/g"}},
+		{[]string{"/a", "/b", "/c"}, 2, []string{"-d", "/a/md-0@/b/md-1", "-o", "/a/f", "/b/g"}},
+		{[]string{"/a", "/b"}, 4, []string{"-d", "/a/md-0@/b/md-1", "-o", "/a/f", "/b/g"}},
 	}
 	for _, tt := range tests {
 		if got := expand(args, tt.work, tt.ranks); !reflect.DeepEqual(got, tt.want) {
