@@ -73,9 +73,8 @@ func Run(ctx context.Context, s *Set, jobs []Job, env Env) ([]bench.Row, error) 
 		defer undo()
 		work[i] = filepath.Join(d, workDir)
 	}
-	// The mounts may be of one volume: removing through the first does.
-	defer os.RemoveAll(work[0])
 	for _, d := range work {
+		defer os.RemoveAll(d)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}
@@ -183,17 +182,8 @@ func runMPI(ctx context.Context, env Env, j Job, args []string) ([]bench.Row, er
 				value{op.Op + "_time", "s", op.MeanTime})
 		}
 	case Mdtest:
-		// Every mdtest job prepares its own directories; a job of one
-		// phase (-T alone) finds what an earlier one left.
-		for _, a := range args {
-			for _, p := range strings.Split(a, "@") {
-				if filepath.IsAbs(p) {
-					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-						return nil, fmt.Errorf("tools: %w", err)
-					}
-				}
-			}
-		}
+		// mdtest makes its -d directories; a job of one phase (-T
+		// alone) finds the files an earlier job left in them.
 		res, err := crosscheck.RunMdtest(ctx, env.IOR, j.Ranks, args...)
 		if err != nil {
 			return nil, err
