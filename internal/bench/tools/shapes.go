@@ -24,6 +24,7 @@ var shapes = []shape{
 	{"cliff", "Stat-A", 1, 2, "a stat is answered from the client's cache with one client, over the network with two"},
 	{"cliff", "Stat-B", 1, 2, "a stat is answered from the client's cache with one client, over the network with two"},
 	{"scaling", "Create-B", 3, 1, "creates in separate directories rise with the clients"},
+	{"scaling", "Create-B", 8, 3, "creates in separate directories rise with the clients, with diminishing returns"},
 }
 
 // tableRE finds Table 1's N in a seed's reference.
