@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // A figure is one plot file: its name under the plot directory and how to
@@ -39,6 +41,7 @@ func figures() []figure {
 	return []figure{
 		{"t52-latency.svg", "T52: the compute-hold and time-to-safe ratios (shared@1g / RSA) against the latency added to each create and open on shared@1g, per RSA placement and stage-out.", T52Curve},
 		{"t52-timeline.svg", "T52 as a timeline, per latency and way of running: how long the job held its compute nodes, then how long until its output was verified on shared@1g.", T52Timeline},
+		{"tms.svg", "The TMS device sweep as fio runs it (job tms): MiB/s against the block size, a line per queue depth, write solid and read dashed, a panel per target.", TMSCurves},
 	}
 }
 
@@ -224,4 +227,72 @@ func saveTiles(path string, plots [][]*plot.Plot, w, h vg.Length) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// TMSCurves draws the fio rows of the TMS sweep (job tms): for each
+// target a panel of the rate against the block size (log scale), a line
+// per queue depth and direction. It fails if a row's block size or queue
+// depth is not one.
+func TMSCurves(path string, rows []bench.Row) error {
+	type key struct {
+		qd   int64
+		read bool
+	}
+	series := map[string]map[key]plotter.XYs{}
+	var targets []string
+	for _, r := range rows {
+		if r.Bench != "fio" || r.Params["job"] != "tms" || r.Value <= 0 {
+			continue
+		}
+		bs, err := units.ParseSize(r.Params["bs"])
+		if err != nil || bs <= 0 {
+			return fmt.Errorf("TMS: a row's block size %q: %v", r.Params["bs"], err)
+		}
+		qd, err := strconv.ParseInt(r.Params["qd"], 10, 64)
+		if err != nil || qd <= 0 {
+			return fmt.Errorf("TMS: a row's queue depth %q: %v", r.Params["qd"], err)
+		}
+		if series[r.Target] == nil {
+			series[r.Target] = map[key]plotter.XYs{}
+			targets = append(targets, r.Target)
+		}
+		k := key{qd, r.Metric == "read_rate"}
+		series[r.Target][k] = append(series[r.Target][k], plotter.XY{X: float64(bs) / 1024, Y: r.Value})
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("TMS: %w", errNoRows)
+	}
+	var panels []*plot.Plot
+	for _, t := range targets {
+		p := plot.New()
+		p.Title.Text = "fio tms on " + t
+		p.X.Label.Text = "block size (KiB)"
+		p.Y.Label.Text = "MiB/s"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		// A linear rate from zero: on shared@1g the points lie within a
+		// few percent of the link's rate, which a log scale would blow up.
+		p.Y.Min = 0
+		keys := make([]key, 0, len(series[t]))
+		for k := range series[t] {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.qd, b.qd) })
+		var depths []int64
+		for _, k := range keys {
+			if !slices.Contains(depths, k.qd) {
+				depths = append(depths, k.qd)
+			}
+			l, pts, err := addSeries(p, series[t][k], slices.Index(depths, k.qd), k.read)
+			if err != nil {
+				return fmt.Errorf("TMS: %w", err)
+			}
+			if !k.read {
+				p.Legend.Add(fmt.Sprintf("qd %d", k.qd), l, pts)
+			}
+		}
+		p.Legend.Left = true
+		panels = append(panels, p)
+	}
+	return saveTiles(path, [][]*plot.Plot{panels}, vg.Length(len(panels))*4*vg.Inch, 3.5*vg.Inch)
 }

@@ -84,6 +84,9 @@ func TestFigures(t *testing.T) {
 		{Bench: "thesis", Case: "T52", Target: "ram", Metric: "hold", Value: 0.3, Params: p("shared_latency", "100ms")},
 		{Bench: "thesis", Case: "T52", Target: "ram", Metric: "safe", Value: 210, Params: p("shared_latency", "100ms")},
 		{Bench: "thesis", Case: "T52", Target: "ram vs shared@1g", Metric: "hold_ratio", Value: 600, Params: p("shared_latency", "100ms")},
+		{Bench: "fio", Case: "tms", Target: "ram", Metric: "write_rate", Value: 2000, Params: p("job", "tms", "bs", "64k", "qd", "1")},
+		{Bench: "fio", Case: "tms", Target: "ram", Metric: "write_rate", Value: 2500, Params: p("job", "tms", "bs", "1m", "qd", "1")},
+		{Bench: "fio", Case: "write", Target: "disk", Metric: "read_rate", Value: 90, Params: p("job", "tms", "bs", "16m", "qd", "8")},
 	}
 	dir := t.TempDir()
 	written, left := Plots(dir, rows)
@@ -102,6 +105,17 @@ func TestFigures(t *testing.T) {
 	for _, err := range left {
 		if !errors.Is(err, errNoRows) {
 			t.Errorf("of no rows: %v, not errNoRows", err)
+		}
+	}
+}
+
+// TestTMSCurvesBad: a tms row whose block size or queue depth is not one
+// fails the plot, naming it.
+func TestTMSCurvesBad(t *testing.T) {
+	for _, params := range []map[string]string{{"job": "tms", "bs": "4Q", "qd": "1"}, {"job": "tms", "bs": "4k", "qd": "x"}, {"job": "tms", "bs": "0", "qd": "1"}} {
+		rows := []bench.Row{{Bench: "fio", Case: "tms", Target: "ram", Metric: "read_rate", Value: 1, Params: params}}
+		if err := TMSCurves(filepath.Join(t.TempDir(), "bad.svg"), rows); err == nil || errors.Is(err, errNoRows) {
+			t.Errorf("params %v: %v, want an error naming them", params, err)
 		}
 	}
 }
