@@ -87,6 +87,11 @@ func benchToolsCmd() *cobra.Command {
 			if len(jobs) == 0 {
 				return fmt.Errorf("no %s job runs in profile %s", strings.Join(names, " or "), f.profile)
 			}
+			// Before the target comes up: without the prefix every IOR
+			// and mdtest job would fail the same way.
+			if ior == "" && slices.ContainsFunc(jobs, func(j tools.Job) bool { return j.Tool != tools.Fio }) {
+				return errors.New("--ior PREFIX is needed for IOR's and mdtest's jobs: make build-ior (scripts/build-ior.sh) prints it; --tool fio runs without")
+			}
 			env := tools.Env{IOR: ior, Profile: f.profile, Log: cmd.ErrOrStderr()}
 			if env.Target, env.Mounts, err = toolsTarget(cmd, &f, tools.Mounts(jobs)); err != nil {
 				return err
