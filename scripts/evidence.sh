@@ -15,8 +15,13 @@
 # part again after its code changed: EVIDENCE_FRESH=1 EVIDENCE_ONLY=NAME.
 # EVIDENCE_ONLY="NAME ..."
 # runs only the named benchmarks (the names of their rows' files, e.g.
-# "thesis-t52-20ms sweep"), in the order given, and leaves docs/evidence.md
-# as it is: the page is written only from a run that has every benchmark.
+# "thesis-t52-20ms tools-ior-ram"), in the order given, and leaves
+# docs/evidence.md as it is: the page is written only from a run that has
+# every benchmark.
+# EVIDENCE_PAGE_ONLY=1 runs nothing: it writes docs/evidence.md from the
+# rows in EVIDENCE_DIR as they are, each part's command and date from its
+# NAME.cmd and NAME.when (whatever profile it ran at), and fails if a part
+# has no rows. It needs neither root nor the targets.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,17 +33,21 @@ latencies=${EVIDENCE_LATENCIES:-0,1ms,5ms,20ms,100ms}
 # full: the sources' sizes (hours); quick: make test's sizes (minutes).
 profile=${EVIDENCE_PROFILE:-full}
 
-[ "$(id -u)" = 0 ] || { echo "make evidence needs root (it mounts targets and starts a daemon)" >&2; exit 1; }
-for b in "$top/bin/rsa" "$lab"; do
-	[ -x "$b" ] || { echo "build first: make build build-lab" >&2; exit 1; }
-done
+page_only=${EVIDENCE_PAGE_ONLY:-0}
 
-cleanup() { "$lab" bench target down ram shared@1g disk >/dev/null 2>&1 9>&- || true; }
-trap cleanup EXIT
-
-# mdtest, the metadata benchmark the field trusts, cross-checks the
-# METABENCH phases it has (built once, with IOR; seconds when built).
-ior=$("$top/scripts/build-ior.sh" | tail -n1)
+if [ "$page_only" = 1 ]; then
+	[ -x "$lab" ] || { echo "build first: make build-lab" >&2; exit 1; }
+	ior=PREFIX # only in the commands of parts that have no rows yet
+else
+	[ "$(id -u)" = 0 ] || { echo "make evidence needs root (it mounts targets and starts a daemon)" >&2; exit 1; }
+	for b in "$top/bin/rsa" "$lab"; do
+		[ -x "$b" ] || { echo "build first: make build build-lab" >&2; exit 1; }
+	done
+	cleanup() { "$lab" bench target down ram shared@1g disk >/dev/null 2>&1 9>&- || true; }
+	trap cleanup EXIT
+	# IOR and mdtest, for the tools' parts (built once; seconds when built).
+	ior=$("$top/scripts/build-ior.sh" | tail -n1)
+fi
 
 mkdir -p "$out"
 # One run at a time per EVIDENCE_DIR: a second would remove the first's
@@ -105,31 +114,15 @@ for l in "${lats[@]}"; do
 	bench "thesis-t52-$l" thesis --profile "$profile" --case "$cases" --latency "$l" --ram-at-1g "${runs[@]}"
 	cases=t52
 done
-nountar=(-C -S -U -A --delete) # every METABENCH test but Untar, which runs apart
+# The seeds' codes (GUPFS' MPTIO and METABENCH, the TMS device sweep) are
+# stood in for by IOR, mdtest and fio jobs (rsa-lab bench tools; the job
+# files are cmd/rsa-lab/jobs): a part a tool and target, so that a run
+# resumes by them (mdtest on shared@1g takes hours at full size).
 for t in ram disk shared@1g; do
-	bench "mptio-$t" mptio --profile "$profile" --target "$t"
-	# -k: each test's files go after it (untimed, as the source's -k);
-	# the full profile's otherwise outgrow the ram target.
-	if [[ $t == shared@1g && $profile == full ]]; then
-		# At full size one process count here takes 14-30 min (every
-		# file a round trip over the shaped link) and the six about 3 h:
-		# a run resumes by process count, the profile's 1,2,3,4,6,8.
-		for n in 1 2 3 4 6 8; do
-			bench "metabench-$t-n$n" metabench --profile "$profile" --target "$t" -k -n "$n" "${nountar[@]}" --mdtest "$ior"
-		done
-	else
-		bench "metabench-$t" metabench --profile "$profile" --target "$t" -k "${nountar[@]}" --mdtest "$ior"
-	fi
-	# Untar apart, every process count in one part (minutes even on
-	# shared@1g): it can be measured again alone when its extractor
-	# changes, as at eab267e, without the hours of the other tests.
-	bench "metabench-untar-$t" metabench --profile "$profile" --target "$t" -k -T
+	for tool in ior mdtest fio; do
+		bench "tools-$tool-$t" tools --profile "$profile" --tool "$tool" --target "$t" --ior "$ior"
+	done
 done
-# MPTIO drops no cache between its tests: on shared@1g its reads come from
-# this host's page cache unless opened O_DIRECT, which makes them cross
-# the link as another client's would.
-bench "mptio-shared@1g-direct" mptio --profile "$profile" --target shared@1g -I
-bench sweep sweep --profile "$profile"
 
 if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	read -ra only <<<"$EVIDENCE_ONLY"
@@ -140,12 +133,20 @@ if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	echo "$have of ${#names[@]} benchmarks have rows in $out; docs/evidence.md is written by a run without EVIDENCE_ONLY" >&2
 	exit 0
 fi
-for n in "${names[@]}"; do run "$n"; done
-
 args=()
-# Each command with when its rows were written: a page may gather runs of
-# several days.
-for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(when_of "$n")"); done
+if [ "$page_only" = 1 ]; then
+	missing=()
+	for n in "${names[@]}"; do [ -s "$out/$n.jsonl" ] && [ -s "$out/$n.cmd" ] || missing+=("$n"); done
+	[ ${#missing[@]} = 0 ] || { echo "EVIDENCE_PAGE_ONLY: no rows in $out for: ${missing[*]}" >&2; exit 1; }
+	# The commands the rows were written by, which may differ from
+	# this run's (another profile).
+	for n in "${names[@]}"; do args+=(--command "$(cat "$out/$n.cmd")  # $(when_of "$n")"); done
+else
+	for n in "${names[@]}"; do run "$n"; done
+	# Each command with when its rows were written: a page may gather
+	# runs of several days.
+	for n in "${names[@]}"; do args+=(--command "$(command_of "$n")  # $(when_of "$n")"); done
+fi
 for n in "${names[@]}"; do args+=("$out/$n.jsonl"); done
 "$lab" bench report --out "$top/docs/evidence.md" --plots "$top/docs/evidence" "${args[@]}"
 echo "wrote $top/docs/evidence.md" >&2

@@ -22,8 +22,9 @@ func benchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Re-run the seeds' storage experiments and print them beside the seeds' numbers",
 		Long: `rsa-lab bench re-runs the experiments of the reports RSA's design comes from
-(the thesis, GUPFS' MPTIO and METABENCH) on named storage targets, and prints
-each result beside the number the report gives for it.
+(the thesis; GUPFS' MPTIO and METABENCH and the TMS sweep through IOR, mdtest
+and fio jobs) on named storage targets, and prints each result beside the
+number the report gives for it.
 
 Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
 disk (local ext4), or any directory. 'rsa-lab bench target up NAME' brings one
@@ -45,7 +46,7 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 		}
 		return bench.Tidy()
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchMptioCmd(), benchMetabenchCmd(), benchSweepCmd(), benchReportCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchReportCmd())
 	return cmd
 }
 

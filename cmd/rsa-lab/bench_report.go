@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
-	"github.com/rsa-hpc/rsa/internal/bench/metabench"
 	"github.com/rsa-hpc/rsa/internal/bench/report"
+	"github.com/rsa-hpc/rsa/internal/bench/tools"
 )
 
 // benchReportCmd is rsa-lab bench report: docs/evidence.md from the JSON
@@ -39,11 +39,14 @@ func benchReportCmd() *cobra.Command {
 				}
 				rows = append(rows, r...)
 			}
-			// METABENCH's shapes span runs (a part of make evidence is one
-			// process count on shared@1g): they are derived here, where
-			// every run's rows meet.
-			rows = append(rows, metabench.Shapes(rows)...)
-			m := report.Meta{Machine: machine(), Commands: commands, Date: time.Now()}
+			// Table 1's shapes span jobs and runs: they are derived here,
+			// where every run's rows meet.
+			rows = append(rows, tools.Shapes(rows)...)
+			sections, err := toolSections()
+			if err != nil {
+				return err
+			}
+			m := report.Meta{Machine: machine(), Commands: commands, Date: time.Now(), Sections: sections}
 			if plots != "" {
 				if err := os.MkdirAll(plots, 0o755); err != nil {
 					return err
@@ -75,6 +78,31 @@ func benchReportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&plots, "plots", "docs/evidence", "directory for the plots (empty: none)")
 	cmd.Flags().StringArrayVar(&commands, "command", nil, "a command that produced the rows, for the page (repeatable)")
 	return cmd
+}
+
+// toolTitles are the tools' names as their authors write them.
+var toolTitles = map[tools.Tool]string{tools.IOR: "IOR", tools.Mdtest: "mdtest", tools.Fio: "fio"}
+
+// toolSections says, in the section of each tool of rsa-lab bench tools,
+// where its jobs are and which seed tests none of them stands in for.
+func toolSections() (map[string]report.Section, error) {
+	set, err := tools.Load(builtinJobs())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]report.Section{}
+	for _, t := range tools.Tools {
+		s := report.Section{Intro: fmt.Sprintf("%s's jobs, from cmd/rsa-lab/jobs/%s.jobs (rsa-lab bench tools). "+
+			"A row stands beside the seed's number where the job and the seed test are defined alike; "+
+			"its note says where they differ, and a seed test without a row is listed under the table with why.", toolTitles[t], t)}
+		for _, u := range set.Unmatched {
+			if u.Tool == t {
+				s.Unmatched = append(s.Unmatched, u.Case+": "+u.Why)
+			}
+		}
+		out[string(t)] = s
+	}
+	return out, nil
 }
 
 // readRows reads a file of rsa-lab bench --json output.

@@ -2,9 +2,9 @@
 // row, set beside the number of the seed it is compared with, and its two
 // renderings (JSON lines for make evidence, a table for a terminal).
 //
-// The benchmarks themselves live in sub-packages, one per source
-// (bench/mptio, bench/metabench, ...): each turns its flags into work,
-// runs it on a directory, and reports Rows.
+// The benchmarks themselves live in sub-packages: bench/thesis re-runs
+// the thesis' experiments, bench/tools runs IOR, mdtest and fio jobs in
+// place of the other seeds' codes; each reports Rows.
 package bench
 
 import (
@@ -21,7 +21,7 @@ import (
 // carries it (SourceRef, SourceValue, SourceUnit), so that the side by side
 // needs no lookup; a row without one leaves them empty.
 type Row struct {
-	Bench  string            `json:"bench"`            // "mptio", "metabench", "thesis", "sweep"
+	Bench  string            `json:"bench"`            // "thesis", "ior", "mdtest", "fio"
 	Case   string            `json:"case"`             // the source's name of the test: "Seq_Write", "Create-C", "T52"
 	Target string            `json:"target,omitempty"` // "ram", "ram-blk", "disk", "ram@1g", "shared@1g", or a directory
 	Params map[string]string `json:"params,omitempty"` // what the case was run with: "procs": "3", "recsz": "256K"

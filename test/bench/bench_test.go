@@ -202,88 +202,89 @@ func TestThesisRAMAt1gLong(t *testing.T) {
 	}
 }
 
-func TestMetabenchQuick(t *testing.T) {
+// The tools' runner: one tiny IOR, mdtest and fio job each, from job
+// files of the test's own (the built-in ones run minutes; their grammar
+// and contents are unit-tested), on ram, through the real tools: IOR and
+// mdtest as scripts/build-ior.sh builds them (seconds once built), fio
+// the system's.
+func TestToolsQuick(t *testing.T) {
 	leavesNoHome(t)
-	args := []string{"metabench", "--profile", "quick", "--target", "ram"}
-	if !testutil.Long() {
-		// Process counts 1 and 2 both stand beside Table 1's columns.
-		args = append(args, "--files", "200", "--ranks", "1,2")
+	testutil.RequireRoot(t)
+	out, err := testutil.CommandWithin(t, 10*time.Minute, filepath.Join(testutil.RepoRoot(t), "scripts", "build-ior.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/build-ior.sh: %v", err)
 	}
-	rows := run(t, args...)
-	withSource := 0
-	for _, r := range rows {
-		if r.Metric == "ops_per_s" && r.Value <= 0 {
-			t.Errorf("%s: %v ops/s", r.Case, r.Value)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	prefix := lines[len(lines)-1]
+
+	jobs := t.TempDir()
+	for name, text := range map[string]string{
+		"ior.jobs": `run tiny quick 2 -a POSIX -w -r -i 1 -s 1 -b 1m -t 256k -o {m0}/ior
+seed tiny write_rate Seq_Write 9.17 MB/s GUPFS A.1 sample
+`,
+		"mdtest.jobs": `run tiny quick 2 -F -C -T -r -u -n 50 -d {each:md}
+seed tiny create_rate Create-B 988 ops/s GUPFS Table 1 N=3
+none Untar: no tool
+`,
+		"fio.jobs": "run tiny quick 1 tiny.fio BS=64k,1m\n",
+		"tiny.fio": `[global]
+ioengine=psync
+direct=${DIRECT}
+directory=${DIR}
+filename=tiny
+size=4m
+bs=${BS}
+[write]
+rw=write
+[read]
+stonewall
+rw=read
+unlink=1
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(jobs, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
 		}
+	}
+	rows := run(t, "tools", "--target", "ram", "--target-size", "256M", "--ior", prefix, "--jobs", jobs)
+	count := map[string]int{}
+	for _, r := range rows {
+		count[r.Bench]++
+		if r.Target != "ram" || r.Value <= 0 || r.Params["job"] != "tiny" {
+			t.Errorf("row %+v: want a positive value of job tiny on ram", r)
+		}
+	}
+	// IOR: write and read, a rate and a time each; mdtest: create, stat
+	// and remove; fio: write and read at two block sizes.
+	if count["ior"] != 4 || count["mdtest"] != 3 || count["fio"] != 4 {
+		t.Errorf("rows by tool %v, want ior 4, mdtest 3, fio 4", count)
+	}
+	if r := find(t, rows, "Seq_Write", "write_rate"); r.SourceValue == nil || *r.SourceValue != 9.17 || r.Bench != "ior" {
+		t.Errorf("IOR's write row %+v: want GUPFS A.1's 9.17 beside it", r)
+	}
+	if r := find(t, rows, "Create-B", "create_rate"); r.SourceValue == nil || *r.SourceValue != 988 || r.Params["ranks"] != "2" {
+		t.Errorf("mdtest's create row %+v: want Table 1's 988 beside it", r)
+	}
+	if ents, err := os.ReadDir("/run/rsa-bench/ram"); err == nil && len(ents) > 0 {
+		t.Errorf("the run left %d entries in the ram target", len(ents))
+	}
+	if !testutil.Long() {
+		return
+	}
+	// make test-long: the built-in jobs of the quick profile, IOR's and
+	// mdtest's with a seed's number beside some row (fio's seeds are the
+	// disk target's).
+	rows = run(t, "tools", "--target", "ram", "--profile", "quick", "--ior", prefix)
+	seeded := map[string]int{}
+	for _, r := range rows {
 		if r.SourceValue != nil {
-			withSource++
+			seeded[r.Bench]++
 		}
 	}
-	for _, c := range []string{"Create-A", "Create-B", "Create-C", "Stat-A", "Stat-B", "Utime-A", "Utime-B", "Append-A", "Append-B", "Untar"} {
-		find(t, rows, c, "ops_per_s")
-	}
-	if withSource == 0 {
-		t.Error("no row is set beside GUPFS Table 1")
-	}
-}
-
-func TestMptioQuick(t *testing.T) {
-	leavesNoHome(t)
-	args := []string{"mptio", "--profile", "quick", "--target", "ram"}
-	if !testutil.Long() {
-		// The appendix sample's shape (3 processes of 4 threads, 256 KiB
-		// records; see below) at 4 MiB a process: four records a thread,
-		// so that the random tests draw among several.
-		args = append(args, "--size", "4M")
-	}
-	rows := run(t, args...)
-	for _, c := range []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"} {
-		if r := find(t, rows, c, "rate"); r.Value <= 0 {
-			t.Errorf("%s: rate %v", c, r.Value)
+	for _, tool := range []string{"ior", "mdtest"} {
+		if seeded[tool] == 0 {
+			t.Errorf("no %s row of the quick profile on ram stands beside a seed's number", tool)
 		}
-	}
-	// 3 processes of 4 threads: the appendix sample's shape, so its
-	// numbers stand beside the rates.
-	if r := find(t, rows, "Seq_Write", "rate"); r.SourceValue == nil || *r.SourceValue != 9.17 {
-		t.Errorf("Seq_Write rate row %+v: want GUPFS A.1's 9.17 beside it", r)
-	}
-}
-
-// The sweep makes its own loop devices (over tmpfs and over ext4) and
-// removes them; a small grid keeps it short, with fio on every point. The
-// grid itself is unit-tested (internal/bench/sweep): one point a device
-// and direction runs every device and direction end to end.
-func TestSweepQuick(t *testing.T) {
-	leavesNoHome(t)
-	const diskDir = "/var/tmp/rsa-bench/sweep"
-	_, err := os.Stat(diskDir)
-	diskDirBefore := err == nil
-	qd, bs := []string{"1"}, []string{"1M"}
-	if testutil.Long() {
-		qd, bs = []string{"1", "4"}, []string{"64K", "1M"}
-	}
-	rows := run(t, "sweep", "--qd", strings.Join(qd, ","), "--bs", strings.Join(bs, ","), "--size", "64M")
-	points := 0
-	for _, r := range rows {
-		if r.Metric != "rate" {
-			continue
-		}
-		points++
-		if r.Value <= 0 || r.CheckValue == nil || *r.CheckValue <= 0 {
-			t.Errorf("%s %s qd=%s bs=%s: %v MiB/s, fio %v", r.Target, r.Case, r.Params["qd"], r.Params["bs"], r.Value, r.CheckValue)
-		}
-	}
-	// 2 devices × 2 directions × the queue depths × the block sizes.
-	if want := 2 * 2 * len(qd) * len(bs); points != want {
-		t.Errorf("%d rate rows, want %d", points, want)
-	}
-	for _, dir := range []string{"/run/rsa-bench/sweep", diskDir} {
-		if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
-			t.Errorf("%s holds %d entries after the sweep", dir, len(ents))
-		}
-	}
-	if _, err := os.Stat(diskDir); !diskDirBefore && err == nil {
-		t.Errorf("the sweep made %s and left it", diskDir)
 	}
 }
 
@@ -296,7 +297,7 @@ func TestBenchAsUser(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	for _, args := range [][]string{{"bench", "target", "up", "ram"}, {"bench", "mptio"}, {"bench", "thesis"}, {"bench", "sweep"}} {
+	for _, args := range [][]string{{"bench", "target", "up", "ram"}, {"bench", "tools"}, {"bench", "thesis"}} {
 		if out, err := as(args...); err == nil || !strings.Contains(out, "needs root") {
 			t.Errorf("rsa-lab %s as %s: %v\n%s", strings.Join(args, " "), u.Name, err, out)
 		}

@@ -1,5 +1,5 @@
 // Package fio runs fio and reads its JSON report: the part the
-// benchmarks' fio cross-checks (mptio, sweep, metabench, thesis) share.
+// thesis' fio cross-checks and rsa-lab bench tools' fio jobs share.
 // fio is the independent measure beside each benchmark's own numbers,
 // so each of them describes its I/O to fio and reads back what fio
 // moved, how long it took and how fast. What a benchmark makes of the

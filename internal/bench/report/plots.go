@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,14 +13,12 @@ import (
 	"time"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
-	"github.com/rsa-hpc/rsa/internal/bench/sweep"
 	"github.com/rsa-hpc/rsa/internal/units"
 )
 
@@ -44,9 +41,7 @@ func figures() []figure {
 	return []figure{
 		{"t52-latency.svg", "T52: the compute-hold and time-to-safe ratios (shared@1g / RSA) against the latency added to each create and open on shared@1g, per RSA placement and stage-out.", T52Curve},
 		{"t52-timeline.svg", "T52 as a timeline, per latency and way of running: how long the job held its compute nodes, then how long until its output was verified on shared@1g.", T52Timeline},
-		{"mptio.svg", "MPTIO: Rate and E-Rate of each test on each target. MPTIO drops no cache between its tests (as the original): reads of what was just written come from this host's page cache, also on shared@1g, unless opened O_DIRECT (-I), which makes them cross the link.", MPTIORates},
-		{"metabench.svg", "METABENCH: each test's rate against the number of processes, per target (on shared@1g, one FUSE client per process).", MetabenchCurves},
-		{"sweep.svg", "The TMS sweep: MiB/s per queue depth and block size, O_DIRECT, on the RAM and the disk loop device.", SweepHeatMaps},
+		{"tms.svg", "The TMS device sweep as fio runs it (job tms): MiB/s against the block size, a line per queue depth, write solid and read dashed, a panel per target.", TMSCurves},
 	}
 }
 
@@ -180,64 +175,6 @@ func swatch(c color.Color) plot.Thumbnailer {
 	return poly
 }
 
-// mptioTests is MPTIO's order of its tests.
-var mptioTests = []string{"Seq_Write", "Rd_Mod_Wrt", "Rand_Write", "Seq_Read", "Rand_Read"}
-
-// MPTIORates draws each MPTIO test's Rate (solid) and E-Rate (dashed),
-// the source's two bandwidths, one line per target and run shape
-// (processes × threads × size), on a log scale: tmpfs and a 1 Gbit/s link
-// lie orders apart.
-func MPTIORates(path string, rows []bench.Row) error {
-	type key struct{ target, metric string }
-	series := map[key]plotter.XYs{}
-	var targets []string
-	for _, r := range rows {
-		i := slices.Index(mptioTests, r.Case)
-		if r.Bench != "mptio" || (r.Metric != "rate" && r.Metric != "e_rate") || i < 0 || r.Value <= 0 {
-			continue
-		}
-		// A run of another shape (the quick profile's beside the
-		// appendix sample's) is a line of its own.
-		target := r.Target
-		if r.Params["size"] != "" {
-			target += fmt.Sprintf(", %s×%s×%s", r.Params["procs"], r.Params["threads"], r.Params["size"])
-		}
-		if r.Params["direct"] == "true" {
-			target += ", O_DIRECT"
-		}
-		if !slices.Contains(targets, target) {
-			targets = append(targets, target)
-		}
-		k := key{target, r.Metric}
-		series[k] = append(series[k], plotter.XY{X: float64(i), Y: r.Value})
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("MPTIO: %w", errNoRows)
-	}
-	p := plot.New()
-	p.Title.Text = "MPTIO: Rate (solid) and E-Rate (dashed) per test"
-	p.Y.Label.Text = "MiB/s"
-	logY(p)
-	legend := legendPlot()
-	for i, target := range targets {
-		for _, metric := range []string{"rate", "e_rate"} {
-			xy := series[key{target, metric}]
-			if len(xy) == 0 {
-				continue
-			}
-			l, pts, err := addSeries(p, xy, i, metric == "e_rate")
-			if err != nil {
-				return fmt.Errorf("MPTIO: %w", err)
-			}
-			if metric == "rate" {
-				legend.Legend.Add(target, l, pts)
-			}
-		}
-	}
-	p.NominalX(mptioTests...)
-	return saveTiles(path, [][]*plot.Plot{{p, legend}}, 8*vg.Inch, 3.5*vg.Inch)
-}
-
 // logY puts p's Y axis on a log scale.
 func logY(p *plot.Plot) {
 	p.Y.Scale = plot.LogScale{}
@@ -259,239 +196,6 @@ func addSeries(p *plot.Plot, xy plotter.XYs, i int, dashed bool) (*plotter.Line,
 	p.Add(l, pts)
 	return l, pts, nil
 }
-
-// legendPlot is a tile that shows only a legend, beside plots too full of
-// lines to carry it.
-func legendPlot() *plot.Plot {
-	p := plot.New()
-	p.HideAxes()
-	p.Legend.Top = true
-	p.Legend.Left = true
-	return p
-}
-
-// MetabenchCurves draws one panel per target and size: each METABENCH
-// test's rate against the number of processes, on a log scale (tmpfs and a
-// 1 Gbit/s FUSE client lie orders apart).
-func MetabenchCurves(path string, rows []bench.Row) error {
-	type key struct{ target, test string }
-	series := map[key]plotter.XYs{}
-	var targets []string
-	for _, r := range rows {
-		if r.Bench != "metabench" || r.Metric != "ops_per_s" || r.Value <= 0 {
-			continue
-		}
-		n, err := strconv.Atoi(r.Params["nproc"])
-		if err != nil {
-			return fmt.Errorf("METABENCH row's nproc %q: %w", r.Params["nproc"], err)
-		}
-		// Runs of another size (quick beside full) get a panel each.
-		target := r.Target
-		if f := r.Params["nfile"]; f != "" {
-			target += ", " + f + " files"
-		}
-		if !slices.Contains(targets, target) {
-			targets = append(targets, target)
-		}
-		k := key{target, r.Case}
-		series[k] = append(series[k], plotter.XY{X: float64(n), Y: r.Value})
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("METABENCH: %w", errNoRows)
-	}
-	var tests []string
-	for k := range series {
-		if !slices.Contains(tests, k.test) {
-			tests = append(tests, k.test)
-		}
-	}
-	slices.Sort(tests)
-	plots := make([][]*plot.Plot, 1)
-	legend, legendDone := legendPlot(), []string(nil)
-	for _, target := range targets {
-		p := plot.New()
-		p.Title.Text = "METABENCH on " + target
-		p.X.Label.Text = "processes"
-		p.Y.Label.Text = "operations/s"
-		logY(p)
-		for i, test := range tests {
-			xy := series[key{target, test}]
-			if len(xy) == 0 {
-				continue
-			}
-			l, pts, err := addSeries(p, xy, i, false)
-			if err != nil {
-				return fmt.Errorf("METABENCH: %w", err)
-			}
-			if !slices.Contains(legendDone, test) {
-				legendDone = append(legendDone, test)
-				legend.Legend.Add(test, l, pts)
-			}
-		}
-		plots[0] = append(plots[0], p)
-	}
-	grid := rowsOf(append(plots[0], legend), 3)
-	return saveTiles(path, grid, vg.Length(len(grid[0]))*3*vg.Inch, vg.Length(len(grid))*3.5*vg.Inch)
-}
-
-// rowsOf lays panels out n to a row, the last row padded with nil (Align
-// wants a full grid; a nil tile stays empty).
-func rowsOf(panels []*plot.Plot, n int) [][]*plot.Plot {
-	var grid [][]*plot.Plot
-	for len(panels) > 0 {
-		row := make([]*plot.Plot, n)
-		copy(row, panels[:min(n, len(panels))])
-		grid = append(grid, row)
-		panels = panels[min(n, len(panels)):]
-	}
-	return grid
-}
-
-// sweepKey is one heat map of the sweep: a device and a direction.
-type sweepKey struct{ target, op string }
-
-// sweepPoint is one cell of a heat map: its block size, queue depth and
-// rate (MiB/s).
-type sweepPoint struct {
-	bs, qd int64
-	rate   float64
-}
-
-// SweepHeatMaps draws the queue-depth × block-size sweep as one heat map
-// per device and direction, each cell labelled with its MiB/s; colour
-// follows log10 of the rate so that both ends of the range show.
-func SweepHeatMaps(path string, rows []bench.Row) error {
-	points, keys, err := sweepPoints(rows)
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(keys, func(a, b sweepKey) int {
-		return cmp.Or(cmp.Compare(a.target, b.target), -cmp.Compare(a.op, b.op))
-	})
-	var targets []string
-	for _, k := range keys {
-		if !slices.Contains(targets, k.target) {
-			targets = append(targets, k.target)
-		}
-	}
-	plots := make([][]*plot.Plot, len(targets))
-	for _, k := range keys {
-		p, err := sweepHeatMap(k, points[k])
-		if err != nil {
-			return err
-		}
-		row := slices.Index(targets, k.target)
-		plots[row] = append(plots[row], p)
-	}
-	cols := 0
-	for _, r := range plots {
-		cols = max(cols, len(r))
-	}
-	for i := range plots { // Align wants a full grid
-		for len(plots[i]) < cols {
-			plots[i] = append(plots[i], nil)
-		}
-	}
-	return saveTiles(path, plots, vg.Length(cols)*4.5*vg.Inch, vg.Length(len(plots))*3*vg.Inch)
-}
-
-// sweepPoints gathers the sweep's rate rows by heat map, the maps in the
-// order the rows first name them.
-func sweepPoints(rows []bench.Row) (map[sweepKey][]sweepPoint, []sweepKey, error) {
-	points := map[sweepKey][]sweepPoint{}
-	var keys []sweepKey
-	for _, r := range rows {
-		if r.Bench != "sweep" || r.Metric != "rate" {
-			continue
-		}
-		bs, err := units.ParseSize(r.Params["bs"])
-		if err == nil && bs <= 0 {
-			err = fmt.Errorf("%q is no block size", r.Params["bs"])
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("sweep row's bs: %w", err)
-		}
-		qd, err := strconv.ParseInt(r.Params["qd"], 10, 64)
-		if err != nil {
-			return nil, nil, fmt.Errorf("sweep row's qd %q: %w", r.Params["qd"], err)
-		}
-		k := sweepKey{r.Target, r.Case}
-		if _, ok := points[k]; !ok {
-			keys = append(keys, k)
-		}
-		points[k] = append(points[k], sweepPoint{bs, qd, r.Value})
-	}
-	if len(keys) == 0 {
-		return nil, nil, fmt.Errorf("sweep: %w", errNoRows)
-	}
-	return points, keys, nil
-}
-
-// sweepHeatMap is one heat map: block sizes across, queue depths up.
-func sweepHeatMap(k sweepKey, pts []sweepPoint) (*plot.Plot, error) {
-	var bss, qds []int64
-	for _, pt := range pts {
-		if !slices.Contains(bss, pt.bs) {
-			bss = append(bss, pt.bs)
-		}
-		if !slices.Contains(qds, pt.qd) {
-			qds = append(qds, pt.qd)
-		}
-	}
-	slices.Sort(bss)
-	slices.Sort(qds)
-	g := grid{cols: len(bss), rows: len(qds), z: make([]float64, len(bss)*len(qds))}
-	for i := range g.z {
-		g.z[i] = math.NaN()
-	}
-	var labels plotter.XYLabels
-	for _, pt := range pts {
-		c, r := slices.Index(bss, pt.bs), slices.Index(qds, pt.qd)
-		g.z[r*g.cols+c] = math.Log10(math.Max(pt.rate, 1e-3))
-		labels.XYs = append(labels.XYs, plotter.XY{X: float64(c), Y: float64(r)})
-		labels.Labels = append(labels.Labels, strconv.FormatFloat(pt.rate, 'f', 0, 64))
-	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("sweep: %s %s, MiB/s", k.target, k.op)
-	p.X.Label.Text = "block size"
-	p.Y.Label.Text = "queue depth"
-	hm := plotter.NewHeatMap(g, moreland.Kindlmann().Palette(200))
-	hm.NaN = color.White
-	p.Add(hm)
-	lb, err := plotter.NewLabels(labels)
-	if err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
-	}
-	for i := range lb.TextStyle {
-		lb.TextStyle[i].Font.Size = vg.Points(6)
-		lb.TextStyle[i].XAlign = draw.XCenter
-		lb.TextStyle[i].YAlign = draw.YCenter
-		lb.TextStyle[i].Color = color.Gray{Y: 0x80}
-	}
-	p.Add(lb)
-	var bsNames, qdNames []string
-	for _, b := range bss {
-		bsNames = append(bsNames, sweep.SizeLabel(b))
-	}
-	for _, q := range qds {
-		qdNames = append(qdNames, strconv.FormatInt(q, 10))
-	}
-	p.NominalX(bsNames...)
-	p.NominalY(qdNames...)
-	p.X.Tick.Label.Font.Size = vg.Points(6)
-	return p, nil
-}
-
-// grid is a heat map's cells, row-major.
-type grid struct {
-	cols, rows int
-	z          []float64
-}
-
-func (g grid) Dims() (int, int)   { return g.cols, g.rows }
-func (g grid) Z(c, r int) float64 { return g.z[r*g.cols+c] }
-func (g grid) X(c int) float64    { return float64(c) }
-func (g grid) Y(r int) float64    { return float64(r) }
 
 // saveTiles draws plots, aligned in their grid, into one file at path, in
 // the format its extension names (svg, png, pdf).
@@ -523,4 +227,72 @@ func saveTiles(path string, plots [][]*plot.Plot, w, h vg.Length) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// TMSCurves draws the fio rows of the TMS sweep (job tms): for each
+// target a panel of the rate against the block size (log scale), a line
+// per queue depth and direction. It fails if a row's block size or queue
+// depth is not one.
+func TMSCurves(path string, rows []bench.Row) error {
+	type key struct {
+		qd   int64
+		read bool
+	}
+	series := map[string]map[key]plotter.XYs{}
+	var targets []string
+	for _, r := range rows {
+		if r.Bench != "fio" || r.Params["job"] != "tms" || r.Value <= 0 {
+			continue
+		}
+		bs, err := units.ParseSize(r.Params["bs"])
+		if err != nil || bs <= 0 {
+			return fmt.Errorf("TMS: a row's block size %q: %v", r.Params["bs"], err)
+		}
+		qd, err := strconv.ParseInt(r.Params["qd"], 10, 64)
+		if err != nil || qd <= 0 {
+			return fmt.Errorf("TMS: a row's queue depth %q: %v", r.Params["qd"], err)
+		}
+		if series[r.Target] == nil {
+			series[r.Target] = map[key]plotter.XYs{}
+			targets = append(targets, r.Target)
+		}
+		k := key{qd, r.Metric == "read_rate"}
+		series[r.Target][k] = append(series[r.Target][k], plotter.XY{X: float64(bs) / 1024, Y: r.Value})
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("TMS: %w", errNoRows)
+	}
+	var panels []*plot.Plot
+	for _, t := range targets {
+		p := plot.New()
+		p.Title.Text = "fio tms on " + t
+		p.X.Label.Text = "block size (KiB)"
+		p.Y.Label.Text = "MiB/s"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		// A linear rate from zero: on shared@1g the points lie within a
+		// few percent of the link's rate, which a log scale would blow up.
+		p.Y.Min = 0
+		keys := make([]key, 0, len(series[t]))
+		for k := range series[t] {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.qd, b.qd) })
+		var depths []int64
+		for _, k := range keys {
+			if !slices.Contains(depths, k.qd) {
+				depths = append(depths, k.qd)
+			}
+			l, pts, err := addSeries(p, series[t][k], slices.Index(depths, k.qd), k.read)
+			if err != nil {
+				return fmt.Errorf("TMS: %w", err)
+			}
+			if !k.read {
+				p.Legend.Add(fmt.Sprintf("qd %d", k.qd), l, pts)
+			}
+		}
+		p.Legend.Left = true
+		panels = append(panels, p)
+	}
+	return saveTiles(path, [][]*plot.Plot{panels}, vg.Length(len(panels))*4*vg.Inch, 3.5*vg.Inch)
 }

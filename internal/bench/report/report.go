@@ -26,6 +26,17 @@ type Meta struct {
 	Commands []string // the commands that produced the rows
 	Date     time.Time
 	Plots    []Figure // plots, their paths relative to the page
+	// Sections holds, by benchmark, what its section says besides its
+	// table.
+	Sections map[string]Section
+}
+
+// Section is what a benchmark's section says besides its table: a
+// paragraph before it, and after it a line for each seed test that the
+// benchmark has no counterpart for, and why.
+type Section struct {
+	Intro     string
+	Unmatched []string
 }
 
 // Markdown writes the page: one section per benchmark, one table per
@@ -72,6 +83,10 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 	writeCrossChecks(&b, checkSummaries(rows, notes))
 	for _, name := range benches {
 		fmt.Fprintf(&b, "\n## %s\n\n", name)
+		sec := m.Sections[name]
+		if sec.Intro != "" {
+			b.WriteString(sec.Intro + "\n\n")
+		}
 		b.WriteString("| case | target | metric | params | ours | source | ours / source | check | note |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			if r.Bench != name {
@@ -107,6 +122,12 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			b.WriteString("\nNotes:\n\n")
 			for i, n := range notes[name] {
 				fmt.Fprintf(&b, "%d. %s\n", i+1, strings.ReplaceAll(n, "\n", " "))
+			}
+		}
+		if len(sec.Unmatched) > 0 {
+			b.WriteString("\nSeed tests no job stands in for:\n\n")
+			for _, u := range sec.Unmatched {
+				fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(u, "\n", " "))
 			}
 		}
 	}

@@ -1,0 +1,1 @@
+rsa-lab bench tools --profile full --tool ior --target shared@1g --ior /var/cache/rsa-bench/ior-a7a010c799b29fd2 --json
