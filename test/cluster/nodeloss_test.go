@@ -566,6 +566,16 @@ func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bo
 		mode, inRAM, size = "image", "erofs", 192<<10
 	}
 	sums := fill(t, u, in, 1000, size)
+	// With replica 2 the job holds its RAMDISK until RSA has recorded the
+	// loss (the test then writes release): a stage-in quicker than the
+	// reboot (an image) meets the loss only once the job runs, and its
+	// report, after a check of the other copies that may take the
+	// client's 15 s, must find the job still holding its RAMDISK.
+	release := filepath.Join(w, "release")
+	hold := ""
+	if replica {
+		hold = fmt.Sprintf("while [ ! -e %s ]; do sleep 0.2; done\n", release)
+	}
 	job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
 #SBATCH -N 1
 #SBATCH -o %[1]s/job.out
@@ -573,7 +583,7 @@ func testLossDuringStageIn(t *testing.T, c *cluster, u testutil.User, replica bo
 #RSA_DATA_IN=%[2]s
 findmnt -n -o FSTYPE --mountpoint %[2]s > %[1]s/infs
 cd %[2]s && sha256sum f* > %[1]s/sums
-`, w, in, twoNodes(replica), mode))
+%[5]s`, w, in, twoNodes(replica), mode, hold))
 	id := c.sbatch(t, u, job)
 	j := c.waitRSA(t, id, 90*time.Second, "STAGING_IN")
 	if len(j.Alloc) != 2 {
@@ -587,6 +597,14 @@ cd %[2]s && sha256sum f* > %[1]s/sums
 		return c.rsaJob(t, id).RSA != "STAGING_IN"
 	})
 	t.Logf("%s: %s during stage-in (that took %.1fs): the stage-in ended within %.1fs of it", victim, how, took.Seconds(), time.Since(lost).Seconds())
+	if replica {
+		testutil.WaitFor(t, "RSA to record the loss of "+victim, 90*time.Second, poll, func() bool {
+			return slices.Contains(c.rsaJob(t, id).Lost, victim)
+		})
+		if err := os.WriteFile(release, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.waitJob(t, id, 180*time.Second, "COMPLETED")
 	t.Logf("the job ran %.1fs after that", time.Since(lost).Seconds())
 	// The teardown removes the volume through glusterd, which keeps a
