@@ -254,7 +254,7 @@ func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
 // wait has elapsed.
 func (d *Daemon) Job(ctx context.Context, p api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
 	var j *job.Job
-	err := d.waitFor(ctx, wait, func() (bool, error) {
+	err := job.Await(ctx, wait, d.changes, func() (bool, error) {
 		var err error
 		j, err = d.get(ctx, id)
 		return err != nil || j.Version > after, err
@@ -265,27 +265,11 @@ func (d *Daemon) Job(ctx context.Context, p api.Peer, id, after int64, wait time
 	return d.view(j, p), nil
 }
 
-// waitFor calls check after every commit until it reports done or an
-// error, or wait passes (which is not an error: the caller answers with
-// what it last saw).
-func (d *Daemon) waitFor(ctx context.Context, wait time.Duration, check func() (bool, error)) error {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
-		d.mu.Lock()
-		ch := d.notify
-		d.mu.Unlock()
-		if ok, err := check(); ok || err != nil {
-			return err
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// changes is a channel closed at the next commit.
+func (d *Daemon) changes() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.notify
 }
 
 func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event, string, error) {

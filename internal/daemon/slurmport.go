@@ -95,11 +95,7 @@ func (p slurmPort) Post(id int64, ev lifecycle.Event, edit func(*job.Job)) {
 	p.d.post(msg{id: id, ev: ev, edit: edit})
 }
 
-func (p slurmPort) Changed() <-chan struct{} {
-	p.d.mu.Lock()
-	defer p.d.mu.Unlock()
-	return p.d.notify
-}
+func (p slurmPort) Changed() <-chan struct{} { return p.d.changes() }
 
 func (p slurmPort) CapacityWait(id int64) string {
 	p.d.mu.Lock()

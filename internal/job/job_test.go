@@ -1,8 +1,11 @@
 package job
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckText(t *testing.T) {
@@ -44,5 +47,28 @@ func TestStagedString(t *testing.T) {
 		if got := c.s.String(); got != c.want {
 			t.Errorf("%+v.String() = %q, want %q", c.s, got, c.want)
 		}
+	}
+}
+
+// Await returns when check is done, is woken by each change, gives up
+// quietly when wait passes, and returns check's error.
+func TestAwait(t *testing.T) {
+	ctx := context.Background()
+	ch := make(chan struct{})
+	changed := func() <-chan struct{} { return ch }
+	calls := 0
+	go func() { close(ch) }()
+	err := Await(ctx, time.Minute, changed, func() (bool, error) { calls++; return calls == 2, nil })
+	if err != nil || calls != 2 {
+		t.Fatalf("Await = %v after %d checks; want done at the second, after a change", err, calls)
+	}
+	never := func() <-chan struct{} { return nil }
+	start := time.Now()
+	if err := Await(ctx, 20*time.Millisecond, never, func() (bool, error) { return false, nil }); err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("Await past its wait = %v after %v; want nil after 20ms", err, time.Since(start))
+	}
+	boom := errors.New("boom")
+	if err := Await(ctx, time.Minute, never, func() (bool, error) { return false, boom }); !errors.Is(err, boom) {
+		t.Fatalf("Await = %v, want check's error", err)
 	}
 }

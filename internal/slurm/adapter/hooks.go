@@ -370,7 +370,7 @@ type verdict func(j *job.Job) (string, string)
 // has passed.
 func (a *Adapter) await(ctx context.Context, sj slurmJob, wait time.Duration, v verdict) (*api.HookReply, error) {
 	rep := &api.HookReply{Verdict: api.Busy}
-	err := a.waitFor(ctx, wait, func() (bool, error) {
+	err := job.Await(ctx, wait, a.jobs.Changed, func() (bool, error) {
 		j, err := a.latest(ctx, sj)
 		switch {
 		case err != nil:
@@ -386,27 +386,6 @@ func (a *Adapter) await(ctx context.Context, sj slurmJob, wait time.Duration, v 
 		return nil, err
 	}
 	return rep, nil
-}
-
-// waitFor calls check after every commit until it reports done or an
-// error, or wait passes (which is not an error: the caller answers with
-// what it last saw).
-func (a *Adapter) waitFor(ctx context.Context, wait time.Duration, check func() (bool, error)) error {
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	for {
-		ch := a.jobs.Changed()
-		if ok, err := check(); ok || err != nil {
-			return err
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 func stageInVerdict(j *job.Job) (string, string) { return Verdict(lifecycle.GateStageIn, j) }
