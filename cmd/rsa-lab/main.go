@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -46,13 +45,6 @@ through RSA run the product's rsa binary (by default the one beside rsa-lab).`,
 	return root
 }
 
-// printJSON prints v as indented JSON. encoding/json leaves DEL, C1 and
-// bidirectional controls raw; textsafe escapes them the JSON way.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(w, textsafe.Text(string(b))+"\n")
-	return err
-}
+// printJSON prints v as indented JSON, safe on a terminal
+// (textsafe.WriteJSON).
+func printJSON(w io.Writer, v any) error { return textsafe.WriteJSON(w, v) }

@@ -9,7 +9,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,16 +145,9 @@ func addJSON(cmd *cobra.Command, g *globals) {
 	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
 }
 
-// printJSON prints v as indented JSON. encoding/json leaves DEL, C1 and
-// bidirectional controls raw; textsafe escapes them the JSON way.
-func printJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = io.WriteString(w, textsafe.Text(string(b))+"\n")
-	return err
-}
+// printJSON prints v as indented JSON, safe on a terminal
+// (textsafe.WriteJSON).
+func printJSON(w io.Writer, v any) error { return textsafe.WriteJSON(w, v) }
 
 func jobArg(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)

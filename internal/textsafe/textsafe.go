@@ -14,7 +14,11 @@
 // of encoding/json's output is still the same JSON.
 package textsafe
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"io"
+	"unicode/utf8"
+)
 
 // Line returns s fit to print as (part of) one line: every control
 // character, newlines and tabs included, escaped.
@@ -83,4 +87,16 @@ func unsafe(r rune, multiline bool) bool {
 		return true
 	}
 	return false
+}
+
+// WriteJSON writes v as indented JSON and a newline. encoding/json leaves
+// DEL, C1 and bidirectional controls raw; Text escapes them the JSON way,
+// so that the JSON of a user's values is safe on a terminal too.
+func WriteJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, Text(string(b))+"\n")
+	return err
 }
