@@ -18,6 +18,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
+	"github.com/rsa-hpc/rsa/internal/refuse"
 	"github.com/rsa-hpc/rsa/internal/slurm"
 	"github.com/rsa-hpc/rsa/internal/textsafe"
 )
@@ -50,10 +51,10 @@ func failed(msg string, a ...any) (*api.HookReply, error) {
 // Hook answers one scheduler hook.
 func (a *Adapter) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.HookReply, error) {
 	if !a.IsScheduler(p) {
-		return nil, api.Forbidden("only root and the users in slurm.users may call scheduler hooks")
+		return nil, refuse.Forbidden("only root and the users in slurm.users may call scheduler hooks")
 	}
 	if a.cfg.Scheduler == config.SchedulerNone {
-		return nil, api.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
+		return nil, refuse.Invalid("this rsa daemon runs with scheduler = \"none\"; set scheduler = \"slurm\" or \"slurm-poll\" in its config")
 	}
 	a.log.Debug("scheduler hook", "hook", r.Hook, "args", r.Args, "via", r.Via)
 	via := "rsa"
@@ -62,7 +63,7 @@ func (a *Adapter) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api
 	case api.ViaLuaSocket:
 		via = r.Via
 	default:
-		return nil, api.Invalid("hook request via %q: leave via out, or say %q", textsafe.Line(r.Via), api.ViaLuaSocket)
+		return nil, refuse.Invalid("hook request via %q: leave via out, or say %q", textsafe.Line(r.Via), api.ViaLuaSocket)
 	}
 	if known[r.Hook] {
 		defer func(began time.Time) { a.metrics.ObserveHook(r.Hook, via, time.Since(began)) }(time.Now())
@@ -108,7 +109,7 @@ func (a *Adapter) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api
 	case "teardown":
 		return a.finishNamed(ctx, sj, "torn down by Slurm", r.Wait, teardownVerdict)
 	}
-	return nil, api.NotFound("unknown hook %q", r.Hook)
+	return nil, refuse.NotFound("unknown hook %q", r.Hook)
 }
 
 // known are the hooks the metrics count; others are errors and would make
@@ -227,10 +228,10 @@ func (a *Adapter) hookPools() (*api.HookReply, error) {
 // never answered for another's.
 func (a *Adapter) latest(ctx context.Context, sj slurmJob) (*job.Job, error) {
 	if sj.name == "" {
-		return nil, api.Invalid("no Slurm job id given")
+		return nil, refuse.Invalid("no Slurm job id given")
 	}
 	if err := slurm.CheckID(sj.name); err != nil {
-		return nil, api.Invalid("%v", err)
+		return nil, refuse.Invalid("%v", err)
 	}
 	j, err := a.jobs.Latest(ctx, sj.name)
 	if err != nil || j == nil {
@@ -251,11 +252,11 @@ func (a *Adapter) checkSlurmUser(j *job.Job, sj slurmJob) error {
 		}
 		n, ok := parseUID(c.arg)
 		if !ok {
-			return api.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
+			return refuse.Invalid("Slurm job %s: %s %q is not a number", sj.name, c.what, c.arg)
 		}
 		if n != c.have {
 			a.log.Warn("hook for a Slurm job whose RSA job is another user's", "slurm_job", sj.name, "job", j.ID, c.what, n, "recorded", c.have)
-			return api.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
+			return refuse.Forbidden("RSA job %d of Slurm job %s belongs to %s %d, not %d as Slurm says; refusing", j.ID, sj.name, c.what, c.have, n)
 		}
 	}
 	return nil
