@@ -3,6 +3,7 @@ package action
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -34,6 +35,16 @@ func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 		return failed(lifecycle.EvDestroyFailed, err)
 	}
 	err := a.Engine.Destroy(ctx, rd)
+	if errors.Is(err, engine.ErrBusy) {
+		// Held again since the eviction: a mount namespace made
+		// meanwhile (a stage of another job's) copies every mount,
+		// this RAMDISK's too, until its maker drops RSA's. The holders
+		// are awaited (or ended) once more, and the RAMDISK destroyed.
+		if eerr := a.Evict(ctx, j, rd); eerr != nil {
+			return failed(lifecycle.EvDestroyFailed, fmt.Errorf("%w; then: %w", err, eerr))
+		}
+		err = a.Engine.Destroy(ctx, rd)
+	}
 	if err == nil {
 		a.Daemon.Forget(j.ID)
 		return done(lifecycle.EvDestroyed)

@@ -1,6 +1,7 @@
 package action_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -68,6 +69,18 @@ func TestDestroy(t *testing.T) {
 			want: ev(lifecycle.EvDestroyFailed), reason: []string{errInjected.Error()}, check: kept},
 		{name: "the engine fails", built: true, setup: func(r *rig) { r.mem.FailNext(memengine.Destroy, errInjected) },
 			want: ev(lifecycle.EvDestroyFailed), reason: []string{errInjected.Error()}, check: kept},
+		{name: "held again for a moment after the eviction", built: true,
+			setup: func(r *rig) {
+				busy := true
+				r.eng.destroy = func(rd engine.Ramdisk) error {
+					if busy {
+						busy = false
+						return fmt.Errorf("unmounting: %w", engine.ErrBusy)
+					}
+					return r.eng.Stager.Destroy(r.t.Context(), rd)
+				}
+			},
+			want: ev(lifecycle.EvDestroyed), check: func(t *testing.T, r *rig) { wantForgot(t, r, true) }},
 		{name: "the RAMDISK held open", built: true, setup: func(r *rig) { r.t.Cleanup(r.mem.Hold(r.rd())) },
 			want: ev(lifecycle.EvDestroyFailed), reason: []string{engine.ErrBusy.Error()}, check: kept},
 		{name: "the gate does not close", built: true, setup: func(r *rig) { r.mem.FailNext(memengine.Revoke, errInjected) },
