@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -34,17 +35,7 @@ func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 	if err := a.unbindAndEvict(ctx, j, rd, true); err != nil {
 		return failed(lifecycle.EvDestroyFailed, err)
 	}
-	err := a.Engine.Destroy(ctx, rd)
-	if errors.Is(err, engine.ErrBusy) {
-		// Held again since the eviction: a mount namespace made
-		// meanwhile (a stage of another job's) copies every mount,
-		// this RAMDISK's too, until its maker drops RSA's. The holders
-		// are awaited (or ended) once more, and the RAMDISK destroyed.
-		if eerr := a.Evict(ctx, j, rd); eerr != nil {
-			return failed(lifecycle.EvDestroyFailed, fmt.Errorf("%w; then: %w", err, eerr))
-		}
-		err = a.Engine.Destroy(ctx, rd)
-	}
+	err := a.destroyWhenFree(ctx, j, rd)
 	if err == nil {
 		a.Daemon.Forget(j.ID)
 		return done(lifecycle.EvDestroyed)
@@ -61,4 +52,33 @@ func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 		return lifecycle.Event{Kind: lifecycle.EvDestroyed, Reason: debt.Error()}
 	}
 	return lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: debt.Nodes, Reason: debt.Error()}
+}
+
+// busyPause is the pause between a teardown's tries of a busy RAMDISK.
+const busyPause = 250 * time.Millisecond
+
+// destroyWhenFree is Engine.Destroy, tried again while the RAMDISK is busy
+// for a moment after the eviction: a mount namespace made meanwhile (a
+// stage of another job's) copies every mount, this RAMDISK's too, until
+// its maker drops RSA's, and the kernel lets go of an unmounted image's
+// file a moment after the unmount. Holders found meanwhile are awaited
+// or ended as at the eviction (Evict); busy past limits.kill_grace (how
+// long RSA waits for a RAMDISK's holders) with no holder, the teardown
+// fails as busy.
+func (a destroy) destroyWhenFree(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
+	deadline := time.Now().Add(a.Config.Limits.KillGrace)
+	for {
+		err := a.Engine.Destroy(ctx, rd)
+		if !errors.Is(err, engine.ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		if eerr := a.Evict(ctx, j, rd); eerr != nil {
+			return fmt.Errorf("%w; then: %w", err, eerr)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(busyPause):
+		}
+	}
 }

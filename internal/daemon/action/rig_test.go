@@ -88,7 +88,7 @@ func newRig(t *testing.T) *rig {
 		Spec:    job.Spec{Input: in, Output: out, Capacity: gib, ComputeNodes: 2},
 		Alloc:   []job.Part{{Node: "rsa01", Bytes: gib / 2}, {Node: "rsa02", Bytes: gib / 2}},
 		Ramdisk: engine.DirFor(root, 7), Hosts: []string{"n1", "n2"}}
-	r.env = &action.Env{Config: &config.Config{RamdiskRoot: root}, Engine: r.eng, Access: r.acc, Logs: logs, Log: log, Daemon: r.port}
+	r.env = &action.Env{Config: &config.Config{RamdiskRoot: root, Limits: config.Limits{KillGrace: time.Second}}, Engine: r.eng, Access: r.acc, Logs: logs, Log: log, Daemon: r.port}
 	r.ctx, r.cancel = context.WithCancel(t.Context())
 	t.Cleanup(r.cancel)
 	return r
