@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -213,16 +212,8 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 		}
 		// Not detached: a detached tmpfs that a straggler still holds
 		// keeps its RAM while RSA would count it free. The daemon ends
-		// the stragglers first (holders), then this succeeds. An input
-		// image's loop device, gone with the image's mount, lets go of
-		// its file in the tmpfs a moment later (autoclear runs
-		// asynchronously): busy for that alone, the unmount is tried
-		// again once it has.
-		err := mount.Unmount(m, false)
-		if errors.Is(err, mount.ErrBusy) && mount.AwaitLoopsGone(ctx, r.Dir, loopClearWait) {
-			err = mount.Unmount(m, false)
-		}
-		if err != nil {
+		// the stragglers first (holders), then this succeeds.
+		if err := mount.Unmount(m, false); err != nil {
 			if errors.Is(err, mount.ErrBusy) {
 				return fmt.Errorf("unmounting RAMDISK of job %d: %w", r.Job, ErrBusy)
 			}
@@ -236,10 +227,6 @@ func (l *Local) Destroy(ctx context.Context, r Ramdisk) error {
 	}
 	return RemoveGate(GateFor(l.Root, r.Job), r)
 }
-
-// loopClearWait bounds the wait for a loop device that autoclear detaches
-// to let go of its backing file: milliseconds, unless the host is loaded.
-const loopClearWait = 10 * time.Second
 
 // RemoveGate removes the empty mount points beside r's (image, out-NODE,
 // ro-NODE), r's own, then the gate.

@@ -49,8 +49,7 @@ func Loops() []Loop {
 }
 
 // LoopsBelow lists the loop devices whose backing file is below dir, as
-// "loop3 on FILE". (mount.LoopsBelow says the same for the product;
-// rsatest imports no product package whose tests import it.)
+// "loop3 on FILE".
 func LoopsBelow(dir string) []string {
 	var on []string
 	for _, l := range Loops() {
