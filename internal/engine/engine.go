@@ -136,9 +136,11 @@ func (e *DebtError) Error() string {
 
 func (e *DebtError) Unwrap() error { return e.Err }
 
-// ErrBusy is returned by Seal and Destroy while a process still holds the
-// RAMDISK (a file open, for Seal one open for writing).
-var ErrBusy = errors.New("RAMDISK still held by a process")
+// ErrBusy is returned by Seal and Destroy while the RAMDISK is in use: a
+// process holds it (a file open, for Seal one open for writing), or a
+// mount does (a copy of its mount, or of an image mounted from it, in
+// another mount namespace).
+var ErrBusy = errors.New("RAMDISK still in use")
 
 // ErrPartlySealed is returned by Seal when a part of the RAMDISK may still
 // take writes after the engine's bound on waiting for the seal (a part

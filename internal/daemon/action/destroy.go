@@ -64,13 +64,20 @@ const busyPause = 250 * time.Millisecond
 // file a moment after the unmount. Holders found meanwhile are awaited
 // or ended as at the eviction (Evict); busy past limits.kill_grace (how
 // long RSA waits for a RAMDISK's holders) with no holder, the teardown
-// fails as busy.
+// fails as busy, naming what then holds it: a mount namespace no process
+// is in, which /proc cannot show.
 func (a destroy) destroyWhenFree(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
 	deadline := time.Now().Add(a.Config.Limits.KillGrace)
 	for {
 		err := a.Engine.Destroy(ctx, rd)
-		if !errors.Is(err, engine.ErrBusy) || time.Now().After(deadline) {
+		if !errors.Is(err, engine.ErrBusy) {
 			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w %s after its holders were ended, and no process holds it: "+
+				"a mount namespace no process is in (kept by a bind mount of its /proc/PID/ns/mnt; findmnt -t nsfs lists them) "+
+				"holds a copy of its mount or of an image mounted from it; unmount that copy there, or that bind mount, then rsa retry %d",
+				err, a.Config.Limits.KillGrace, j.ID)
 		}
 		if eerr := a.Evict(ctx, j, rd); eerr != nil {
 			return fmt.Errorf("%w; then: %w", err, eerr)
