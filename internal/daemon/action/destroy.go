@@ -64,8 +64,10 @@ const busyPause = 250 * time.Millisecond
 // file a moment after the unmount. Holders found meanwhile are awaited
 // or ended as at the eviction (Evict); busy past limits.kill_grace (how
 // long RSA waits for a RAMDISK's holders) with no holder, the teardown
-// fails as busy, naming what then holds it: a mount namespace no process
-// is in, which /proc cannot show.
+// fails as busy, naming what may then hold it: a copy of an image
+// mounted from it in another namespace, whose device RSA no longer knows
+// once the image here is gone (and may have passed to another file
+// system: no process is ended for it).
 func (a destroy) destroyWhenFree(ctx context.Context, j *job.Job, rd engine.Ramdisk) error {
 	deadline := time.Now().Add(a.Config.Limits.KillGrace)
 	for {
@@ -74,9 +76,10 @@ func (a destroy) destroyWhenFree(ctx context.Context, j *job.Job, rd engine.Ramd
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w %s after its holders were ended, and no process holds it: "+
-				"a mount namespace no process is in (kept by a bind mount of its /proc/PID/ns/mnt; findmnt -t nsfs lists them) "+
-				"holds a copy of its mount or of an image mounted from it; unmount that copy there, or that bind mount, then rsa retry %d",
+			return fmt.Errorf("%w %s after its holders were ended, and no process holds it itself: "+
+				"a copy, in another mount namespace, of an image mounted from it can "+
+				"(/proc/PID/mountinfo shows those of namespaces a process is in; findmnt -t nsfs lists namespaces kept without one); "+
+				"unmount that copy there, then rsa retry %d",
 				err, a.Config.Limits.KillGrace, j.ID)
 		}
 		if eerr := a.Evict(ctx, j, rd); eerr != nil {

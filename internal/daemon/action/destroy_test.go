@@ -82,7 +82,7 @@ func TestDestroy(t *testing.T) {
 			},
 			want: ev(lifecycle.EvDestroyed), check: func(t *testing.T, r *rig) { wantForgot(t, r, true) }},
 		{name: "the RAMDISK held open", built: true, setup: func(r *rig) { r.t.Cleanup(r.mem.Hold(r.rd())) },
-			want: ev(lifecycle.EvDestroyFailed), reason: []string{engine.ErrBusy.Error(), "no process holds it", "findmnt -t nsfs", "rsa retry 7"}, check: kept},
+			want: ev(lifecycle.EvDestroyFailed), reason: []string{engine.ErrBusy.Error(), "no process holds it itself", "findmnt -t nsfs", "rsa retry 7"}, check: kept},
 		{name: "the gate does not close", built: true, setup: func(r *rig) { r.mem.FailNext(memengine.Revoke, errInjected) },
 			want: ev(lifecycle.EvDestroyFailed), reason: []string{errInjected.Error()},
 			check: func(t *testing.T, r *rig) {
