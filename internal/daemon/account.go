@@ -14,18 +14,11 @@ func (d *Daemon) stagedBy(id int64, ev lifecycle.EventKind) (job.Amount, bool) {
 	if ev != lifecycle.EvStagedIn && ev != lifecycle.EvStagedOut {
 		return job.Amount{}, false
 	}
-	p := d.progressOf(id)
+	p, _ := d.board.Progress(id)
 	if p.Files == 0 && p.Bytes == 0 {
 		return job.Amount{}, false
 	}
 	return job.Amount{Files: p.Files, Bytes: p.Bytes}, true
-}
-
-// progressOf is the job's staging progress as last reported; zero if none.
-func (d *Daemon) progressOf(id int64) job.Progress {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.progress[id]
 }
 
 // account records what j's stage-in copied in Slurm's accounting

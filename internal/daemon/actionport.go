@@ -57,8 +57,8 @@ func (p actionPort) OweMounts(ctx context.Context, j *job.Job, un *access.Unreac
 
 func (p actionPort) Forget(id int64) { p.d.forget(id) }
 
-func (p actionPort) Progress(id int64) job.Progress { return p.d.progressOf(id) }
+func (p actionPort) Progress(id int64) job.Progress { pr, _ := p.d.board.Progress(id); return pr }
 
-func (p actionPort) SetProgress(id int64, pr job.Progress) { p.d.setProgress(id, pr) }
+func (p actionPort) SetProgress(id int64, pr job.Progress) { p.d.board.SetProgress(id, pr) }
 
 func (p actionPort) ImageBuilt(bytes int64, took time.Duration) { p.d.metrics.ImageBuilt(bytes, took) }

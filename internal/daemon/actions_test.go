@@ -150,7 +150,7 @@ func actionCases() []actionCase {
 			event: lifecycle.EvWaitCapacity, restState: onDeck, restRSA: lifecycle.Initial,
 			until: func(j *job.Job) bool { return !j.WaitingSince.IsZero() },
 			check: func(t *testing.T, u *unit, created, got *job.Job) {
-				if why := u.d.waitingFor(got.ID); !strings.HasPrefix(why, "waiting for") {
+				if why := u.d.board.Wait(got.ID).Why; !strings.HasPrefix(why, "waiting for") {
 					t.Errorf("the job waits because %q; want why", why)
 				}
 				if len(got.Alloc) != 0 {

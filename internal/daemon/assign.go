@@ -11,6 +11,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/capacity"
+	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -67,7 +68,7 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	now := time.Now()
 	switch dec.Verdict {
 	case alloc.Assign:
-		d.setWaiting(j.ID, "", "")
+		d.board.SetWait(j.ID, "", "")
 		parts := slices.Clone(dec.Parts)
 		if nodes, ok := d.engineNodes(); ok {
 			for i := range parts {
@@ -81,10 +82,10 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
 		}}, true
 	case alloc.Ineligible:
-		d.setWaiting(j.ID, "", "")
+		d.board.SetWait(j.ID, "", "")
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvIneligible, At: now, Reason: dec.Reason}}, true
 	default:
-		if d.setWaiting(j.ID, waitCapacity, dec.Reason) {
+		if d.board.SetWait(j.ID, board.WaitCapacity, dec.Reason) {
 			d.log.Info("job waits for capacity", "job", j.ID, "why", dec.Reason)
 		}
 		if j.WaitingSince.IsZero() {
@@ -191,12 +192,6 @@ func (d *Daemon) fits(j *job.Job, parts []job.Part) bool {
 	return capacity.Fits(d.cfg.Nodes, d.heldBesides(j), parts)
 }
 
-// What a job waits for.
-const (
-	waitStart    = "start"    // its stage-in time
-	waitCapacity = "capacity" // free RAM on RSA nodes
-)
-
 // waitForStageIn says why j, held for its stage-in time
 // (lifecycle.HoldStageInTime), waits.
 func (d *Daemon) waitForStageIn(j *job.Job) {
@@ -204,33 +199,9 @@ func (d *Daemon) waitForStageIn(j *job.Job) {
 	if j.Expected.IsZero() {
 		why = fmt.Sprintf("Slurm has not yet estimated when the job starts, and its nodes are busy: stage-in waits for the estimate, until %s at the latest", j.NotBefore.Format(time.DateTime))
 	}
-	if d.setWaiting(j.ID, waitStart, why) {
+	if d.board.SetWait(j.ID, board.WaitStart, why) {
 		d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
 	}
-}
-
-// setWaiting records what a job waits for and why ("": nothing), for
-// its view and its start hook; it reports whether the reason changed. How
-// long it has waited is the record's (Job.WaitingSince), not this.
-func (d *Daemon) setWaiting(id int64, kind, why string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.waiting[id].why == why {
-		return false
-	}
-	if why == "" {
-		delete(d.waiting, id)
-		return true
-	}
-	d.waiting[id] = wait{kind: kind, why: why}
-	return true
-}
-
-// waitingFor is what the job waits for now, or "".
-func (d *Daemon) waitingFor(id int64) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.waiting[id].why
 }
 
 // allocated sums the RAM held on each node by the jobs whose state holds it
@@ -307,12 +278,6 @@ func (d *Daemon) jobLog(j *job.Job, format string, a ...any) {
 // appendStageLog adds a line, and a list under it, to j's own log.
 func (d *Daemon) appendStageLog(j *job.Job, line string, more ...string) {
 	d.logs.Append(j.ID, j.CreatedAt, line, more...)
-}
-
-func (d *Daemon) setProgress(id int64, p job.Progress) {
-	d.mu.Lock()
-	d.progress[id] = p
-	d.mu.Unlock()
 }
 
 // watchOwner finishes j when the process that owns it (rsa run) exits,

@@ -96,7 +96,7 @@ func BenchmarkSchedulingPass(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if w := len(d.waiting); w != benchWaiting {
+	if w := d.board.Waiting(); w != benchWaiting {
 		b.Fatalf("%d jobs wait for capacity, want %d", w, benchWaiting)
 	}
 }

@@ -75,6 +75,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/daemon/debt"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/failover"
@@ -127,11 +128,13 @@ type Daemon struct {
 	reserved map[int64][]job.Part
 	plans    *capacity.Memo // the scheduling pass's, while it runs
 
-	mu       sync.Mutex
-	notify   chan struct{}          // closed and replaced on every commit
-	drains   map[string]store.Drain // RSA nodes an administrator drained
-	progress map[int64]job.Progress
-	waiting  map[int64]wait
+	// board is what readers outside the loop see of jobs in flight:
+	// progress and waits.
+	board board.Board
+
+	mu     sync.Mutex
+	notify chan struct{}          // closed and replaced on every commit
+	drains map[string]store.Drain // RSA nodes an administrator drained
 	// held is what the committed jobs hold, worked out once from the
 	// active jobs and dropped at every commit; nil: not worked out yet.
 	held    *capacity.Holdings
@@ -150,11 +153,6 @@ type Daemon struct {
 	// before Run starts anything that calls it.
 	lease   *failover.Lease
 	stopRun context.CancelCauseFunc
-}
-
-// wait is what a job waits for, and why.
-type wait struct {
-	kind, why string
 }
 
 // msg is one event for one job, with an optional edit of the record that is
@@ -311,9 +309,7 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		staging:  map[int64]context.CancelFunc{},
 		reserved: map[int64][]job.Part{},
 		notify:   make(chan struct{}),
-		progress: map[int64]job.Progress{},
 		drains:   dp.drains,
-		waiting:  map[int64]wait{},
 	}
 	d.lease = o.lease
 	d.debts = debt.New(dp.store, dp.debts, d.logs, o.Log, d.changed)
@@ -685,7 +681,7 @@ func (d *Daemon) next(j *job.Job, m msg, out lifecycle.Outcome) (next job.Job, r
 	}
 	if out.Failure != "" {
 		d.metrics.Failure(out.Failure)
-		if why := d.waitingFor(j.ID); why != "" {
+		if why := d.board.Wait(j.ID).Why; why != "" {
 			next.Error += "; last: " + why
 		}
 		if out.Failure == lifecycle.FailureExpired {
@@ -773,12 +769,7 @@ func (d *Daemon) changed() {
 	d.mu.Unlock()
 }
 
-func (d *Daemon) forget(id int64) {
-	d.mu.Lock()
-	delete(d.progress, id)
-	delete(d.waiting, id)
-	d.mu.Unlock()
-}
+func (d *Daemon) forget(id int64) { d.board.Forget(id) }
 
 // resume restarts every active job's in-progress action, watches the
 // processes that own running jobs and puts the Slurm markers right.

@@ -68,13 +68,13 @@ func TestAssignAsksTheEngine(t *testing.T) {
 				if !assigned || m.ev.Kind != lifecycle.EvWaitCapacity {
 					t.Fatalf("event %+v (%v); want the first wait for capacity", m.ev, assigned)
 				}
-				if why := d.waitingFor(j.ID); !strings.HasSuffix(why, tc.reason) {
+				if why := d.board.Wait(j.ID).Why; !strings.HasSuffix(why, tc.reason) {
 					t.Errorf("waits because %q; want it to end %q", why, tc.reason)
 				}
 				return
 			}
 			if !assigned || m.ev.Kind != lifecycle.EvAssigned {
-				t.Fatalf("not assigned: %+v (waits because %q)", m.ev, d.waitingFor(j.ID))
+				t.Fatalf("not assigned: %+v (waits because %q)", m.ev, d.board.Wait(j.ID).Why)
 			}
 			var n job.Job
 			m.edit(&n)

@@ -63,7 +63,7 @@ func TestPassMemoDecidesAsEachJobAlone(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the pass reserved for jobs %v, deciding each alone for %v", got, want)
 	}
-	if n := len(pass.waiting); n != len(sizes)-len(want) {
-		t.Errorf("%d jobs wait after the pass, want %d (reserved: %v, waiting: %v)", n, len(sizes)-len(want), got, pass.waiting)
+	if n := pass.board.Waiting(); n != len(sizes)-len(want) {
+		t.Errorf("%d jobs wait after the pass, want %d (reserved: %v)", n, len(sizes)-len(want), got)
 	}
 }

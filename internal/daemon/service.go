@@ -193,12 +193,10 @@ func groups(u *user.User) []uint32 {
 // user, states, size and progress (like Slurm's PrivateData=jobs).
 func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
 	v := api.NewJobView(*j)
-	d.mu.Lock()
-	if pr, ok := d.progress[j.ID]; ok {
+	if pr, ok := d.board.Progress(j.ID); ok {
 		v.Progress = &pr
 	}
-	v.Waiting = d.waiting[j.ID].why
-	d.mu.Unlock()
+	v.Waiting = d.board.Wait(j.ID).Why
 	if lifecycle.HoldsNodes(j.RSA) && j.Ramdisk != "" {
 		if u, err := d.engine.Usage(d.ramdisk(j)); err == nil {
 			v.Used = u.Used

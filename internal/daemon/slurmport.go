@@ -8,6 +8,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
+	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/refuse"
@@ -98,10 +99,8 @@ func (p slurmPort) Post(id int64, ev lifecycle.Event, edit func(*job.Job)) {
 func (p slurmPort) Changed() <-chan struct{} { return p.d.changes() }
 
 func (p slurmPort) CapacityWait(id int64) string {
-	p.d.mu.Lock()
-	defer p.d.mu.Unlock()
-	if w := p.d.waiting[id]; w.kind == waitCapacity {
-		return w.why
+	if w := p.d.board.Wait(id); w.Kind == board.WaitCapacity {
+		return w.Why
 	}
 	return ""
 }

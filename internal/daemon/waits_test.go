@@ -52,9 +52,9 @@ func TestTimedWaitsSurviveRestart(t *testing.T) {
 		d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: now}})
 	}
 	handleAll(d, now)
-	if j := get(d, later.ID); j.RSA != lifecycle.Initial || !j.WaitingSince.IsZero() || !strings.Contains(d.waitingFor(j.ID), "stage-in starts at") {
+	if j := get(d, later.ID); j.RSA != lifecycle.Initial || !j.WaitingSince.IsZero() || !strings.Contains(d.board.Wait(j.ID).Why, "stage-in starts at") {
 		t.Fatalf("before its stage-in time: %s, waiting for capacity since %v, waiting for %q; want INITIAL, held for its stage-in time",
-			j.RSA, j.WaitingSince, d.waitingFor(j.ID))
+			j.RSA, j.WaitingSince, d.board.Wait(j.ID).Why)
 	}
 	handleAll(d, now.Add(expiry/2))
 	d.store.Close()
