@@ -448,3 +448,26 @@ func (c *Checker) overlapsOwn(path string) (string, bool) {
 	}
 	return "", false
 }
+
+// Limit applies the job limits l, the site's and the user's, to a new job
+// of uid (whose account is name) beside the active jobs: a refuse.Limit
+// error when uid has as many as limits.max_jobs_per_user, a
+// refuse.Unavailable one when RSA tracks limits.max_active_jobs.
+func Limit(active []*job.Job, uid uint32, name string, l config.Limits) error {
+	var all, mine int
+	for _, j := range active {
+		if lifecycle.CountsTowardLimits(j.Machine()) {
+			all++
+			if j.UID == uid {
+				mine++
+			}
+		}
+	}
+	if mine >= l.MaxJobsPerUser {
+		return refuse.Limit("%s already has %d active RSA jobs (limits.max_jobs_per_user); wait for one to end, or cancel one (rsa status, rsa cancel ID)", name, mine)
+	}
+	if all >= l.MaxActiveJobs {
+		return refuse.Unavailable("RSA already tracks %d active jobs (limits.max_active_jobs); try again later", all)
+	}
+	return nil
+}

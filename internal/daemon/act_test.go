@@ -70,7 +70,7 @@ func TestActRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := d.Act(ctx, c.peer, c.id, c.verb, api.ActOptions{To: c.to})
+			_, err := d.api.Act(ctx, c.peer, c.id, c.verb, api.ActOptions{To: c.to})
 			if api.StatusOf(err) != c.status || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("%s: %v, want status %d saying %q", c.name, err, c.status, c.want)
 			}

@@ -142,7 +142,7 @@ func (d *Daemon) snapshot(j *job.Job) capacity.Snapshot {
 	}
 	// A drained node gives nothing: it counts as full, so a job waits for
 	// it (it is still part of what RSA can ever give) and says why.
-	drained := d.drained()
+	drained := d.api.Drained()
 	for _, n := range d.cfg.Nodes {
 		if _, ok := drained[n.Name]; ok {
 			s.Used[n.Name] = n.Capacity

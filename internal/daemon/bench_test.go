@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -107,11 +108,13 @@ func BenchmarkStatus(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
-		js, err := d.store.List(ctx, false, 0)
+		js, err := d.api.Jobs(ctx, api.Peer{}, false)
 		if err != nil || len(js) != benchHolding+benchWaiting {
 			b.Fatalf("%d jobs, %v", len(js), err)
 		}
-		_ = d.nodeViews(js)
+		if _, err := d.api.Nodes(ctx, api.Peer{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

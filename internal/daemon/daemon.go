@@ -77,6 +77,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/daemon/debt"
+	"github.com/rsa-hpc/rsa/internal/daemon/service"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/failover"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -132,9 +133,12 @@ type Daemon struct {
 	// progress and waits.
 	board board.Board
 
+	// api answers the socket, remote access and the failover peer, and
+	// shows the metrics and the dashboard what they show.
+	api *service.Service
+
 	mu     sync.Mutex
-	notify chan struct{}          // closed and replaced on every commit
-	drains map[string]store.Drain // RSA nodes an administrator drained
+	notify chan struct{} // closed and replaced on every commit
 	// held is what the committed jobs hold, worked out once from the
 	// active jobs and dropped at every commit; nil: not worked out yet.
 	held    *capacity.Holdings
@@ -144,10 +148,6 @@ type Daemon struct {
 	// tell tells job users what waits for them; nil without
 	// notify.program.
 	tell *notify.Teller
-	// quarantined: RAMDISKs the last gc left alone for holding data no
-	// job record knows of (quarantine.go); under mu.
-	quarantined []api.QuarantinedView
-
 	// lease is held while d is the active rsa serve of a failover pair;
 	// nil outside one. stopRun ends Run with its cause (fence); set
 	// before Run starts anything that calls it.
@@ -309,11 +309,11 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		staging:  map[int64]context.CancelFunc{},
 		reserved: map[int64][]job.Part{},
 		notify:   make(chan struct{}),
-		drains:   dp.drains,
 	}
 	d.lease = o.lease
 	d.debts = debt.New(dp.store, dp.debts, d.logs, o.Log, d.changed)
-	d.metrics = metrics.New(metricsSource{d}, o.Version)
+	d.api = service.New(d.serviceDeps(dp.drains))
+	d.metrics = metrics.New(d.api.Metrics(), o.Version)
 	d.slurm = adapter.New(cfg, slurmPort{d}, o.Log, d.metrics)
 	d.tell = notify.NewTeller(cfg.Notify)
 	d.actx, d.cancel = context.WithCancel(context.Background())
@@ -351,7 +351,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	loopDone := make(chan struct{})
 	go func() { defer close(loopDone); d.loop(ctx) }()
 	d.wg.Add(2)
-	go func() { defer d.wg.Done(); d.purgeLoop(d.actx) }()
+	go func() { defer d.wg.Done(); d.api.PurgeHistory(d.actx) }()
 	go func() { defer d.wg.Done(); d.slurm.Run(ctx) }()
 	srvErr := ls.serve(ctx, d)
 	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
@@ -423,7 +423,7 @@ func (d *Daemon) startWatching(ctx context.Context) {
 // recover removes the RAMDISKs no job holds and resumes every job's
 // action in progress.
 func (d *Daemon) recover(ctx context.Context) error {
-	if rep, err := d.gc(ctx); err != nil {
+	if rep, err := d.api.Collect(ctx); err != nil {
 		d.log.Error("gc at start", "err", err)
 	} else if len(rep.Removed) > 0 {
 		d.log.Warn("removed RAMDISKs no job holds", "removed", rep.Removed)

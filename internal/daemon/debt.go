@@ -49,7 +49,7 @@ func every(ctx context.Context, interval time.Duration, fn func(context.Context)
 // last sweep found and is the sweep's alone.
 func (d *Daemon) sweepLeftovers(ctx context.Context, seen map[engine.Found]bool) {
 	found := map[engine.Found]bool{}
-	_, err := d.gcWhere(ctx, func(f engine.Found) bool {
+	_, err := d.api.CollectWhere(ctx, func(f engine.Found) bool {
 		found[f] = true
 		return seen[f]
 	})

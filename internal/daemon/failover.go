@@ -83,7 +83,7 @@ func (d *Daemon) servePeers() (*http.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failover.listen: %w", err)
 	}
-	srv := api.NewPeerServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket}, []string{d.cfg.Failover.PeerAddress}, d.log)
+	srv := api.NewPeerServer(d.api, munge.Munge{Socket: d.cfg.Remote.MungeSocket}, []string{d.cfg.Failover.PeerAddress}, d.log)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error("failover: the standby's requests are not served", "err", err)

@@ -62,7 +62,7 @@ func (ls *listeners) close() {
 // serve serves the socket, remote access and the metrics; the channel
 // gets the socket server's end.
 func (ls *listeners) serve(ctx context.Context, d *Daemon) <-chan error {
-	srv := api.NewServer(d, d.log)
+	srv := api.NewServer(d.api, d.log)
 	ls.servers = append(ls.servers, srv)
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(ls.socket) }()
@@ -74,7 +74,7 @@ func (ls *listeners) serve(ctx context.Context, d *Daemon) <-chan error {
 		}
 	}
 	if ls.remote != nil {
-		remote := api.NewRemoteServer(d, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
+		remote := api.NewRemoteServer(d.api, munge.Munge{Socket: d.cfg.Remote.MungeSocket},
 			api.Limits{PerUser: d.cfg.Limits.MaxConnectionsPerUser, Total: d.cfg.Limits.MaxConnections}, d.log)
 		ls.servers = append(ls.servers, remote)
 		go func() {

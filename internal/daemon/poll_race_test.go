@@ -73,7 +73,7 @@ func TestStartHookHoldsTheJobUntilAssigned(t *testing.T) {
 	root := api.Peer{UID: 0}
 
 	// No assignment has run (the loop is not running): the hook holds.
-	rep, err := d.Hook(ctx, root, prolog("7", 50*time.Millisecond))
+	rep, err := d.api.Hook(ctx, root, prolog("7", 50*time.Millisecond))
 	if err != nil || rep.Verdict != api.Busy {
 		t.Fatalf("start hook before the assignment decided: %+v, %v; want BUSY", rep, err)
 	}
@@ -81,7 +81,7 @@ func TestStartHookHoldsTheJobUntilAssigned(t *testing.T) {
 	// The loop's tick assigns: the node is full, so the job waits for
 	// capacity, which a started job never does.
 	runLoop(t, d)
-	rep, err = d.Hook(ctx, root, prolog("7", time.Minute))
+	rep, err = d.api.Hook(ctx, root, prolog("7", time.Minute))
 	if err != nil || rep.Verdict != api.Success || !strings.Contains(rep.Message, "job runs without RSA: no RSA capacity was free when the job started") {
 		t.Fatalf("start hook of a job no capacity is free for: %+v, %v; want SUCCESS, running without RSA", rep, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/daemon/service"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
@@ -59,7 +60,7 @@ func TestSettle(t *testing.T) {
 		{"a reason on two lines", root, "rsa02", "gone\nrm -rf", 400, "reason"},
 		{"a node owed nothing", root, "rsa03", "gone", 404, "nothing is owed"},
 	} {
-		_, err := d.Settle(ctx, c.peer, c.node, api.SettleRequest{Reason: c.reason})
+		_, err := d.api.Settle(ctx, c.peer, c.node, api.SettleRequest{Reason: c.reason})
 		if api.StatusOf(err) != c.status || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want status %d saying %q", c.name, err, c.status, c.want)
 		}
@@ -68,7 +69,7 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("a refused settle changed the debts: %d left, want 3", n)
 	}
 
-	rep, err := d.Settle(ctx, root, "rsa02", api.SettleRequest{Reason: "mainboard dead, node replaced"})
+	rep, err := d.api.Settle(ctx, root, "rsa02", api.SettleRequest{Reason: "mainboard dead, node replaced"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +94,9 @@ func TestSettle(t *testing.T) {
 	}
 
 	// A node that answers pays its own debts.
-	d.engine = upNodes{memengine.New(t.TempDir())}
-	if _, err := d.Settle(ctx, root, "rsa01", api.SettleRequest{Reason: "gone"}); err == nil || !strings.Contains(err.Error(), "answers") {
+	deps := d.serviceDeps(nil)
+	deps.Engine = upNodes{memengine.New(t.TempDir())}
+	if _, err := service.New(deps).Settle(ctx, root, "rsa01", api.SettleRequest{Reason: "gone"}); err == nil || !strings.Contains(err.Error(), "answers") {
 		t.Errorf("settling a node that answers: %v", err)
 	}
 }

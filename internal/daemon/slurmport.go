@@ -21,14 +21,6 @@ import (
 // daemon reaches it for the hooks, the job markers and who the scheduler
 // is.
 
-// Hook answers one scheduler hook (adapter.Adapter.Hook).
-func (d *Daemon) Hook(ctx context.Context, p api.Peer, r api.HookRequest) (*api.HookReply, error) {
-	return d.slurm.Hook(ctx, p, r)
-}
-
-// hookCaller reports whether p acts for the scheduler.
-func (d *Daemon) hookCaller(p api.Peer) bool { return d.slurm.IsScheduler(p) }
-
 // syncMarkers makes the Slurm job markers those of the jobs not done.
 func (d *Daemon) syncMarkers(jobs []*job.Job) error { return d.slurm.SyncMarkers(jobs) }
 
@@ -79,7 +71,7 @@ func (p slurmPort) List(ctx context.Context, all bool, limit int) ([]*job.Job, e
 }
 
 func (p slurmPort) Create(ctx context.Context, uid, gid uint32, spec job.Spec, scheduler string, prepare func(*job.Job) error) (*job.Job, error) {
-	return p.d.create(ctx, uid, gid, spec, scheduler, prepare)
+	return p.d.api.Create(ctx, uid, gid, spec, scheduler, prepare)
 }
 
 func (p slurmPort) Call(ctx context.Context, id int64, ev lifecycle.Event, edit func(*job.Job)) (*job.Job, error) {
@@ -108,10 +100,10 @@ func (p slurmPort) CapacityWait(id int64) string {
 func (p slurmPort) JobLog(j *job.Job, line string) { p.d.appendStageLog(j, line) }
 
 func (p slurmPort) Validate(spec *job.Spec, who *asuser.Identity) error {
-	return p.d.checker().Validate(spec, who)
+	return p.d.api.Checker().Validate(spec, who)
 }
 
-func (p slurmPort) View(j *job.Job, caller api.Peer) *api.JobView { return p.d.view(j, caller) }
+func (p slurmPort) View(j *job.Job, caller api.Peer) *api.JobView { return p.d.api.View(j, caller) }
 
 func (p slurmPort) Pool(uncounted func(*job.Job) bool) []adapter.PoolNode {
 	d := p.d
@@ -120,7 +112,7 @@ func (p slurmPort) Pool(uncounted func(*job.Job) bool) []adapter.PoolNode {
 		unaccounted[db.Node] += db.Bytes // of jobs Slurm is done with
 	}
 	all := d.holdings().ByNode
-	drained := d.drained()
+	drained := d.api.Drained()
 	nodes := make([]adapter.PoolNode, 0, len(d.cfg.Nodes))
 	for _, n := range d.cfg.Nodes {
 		_, isDrained := drained[n.Name]

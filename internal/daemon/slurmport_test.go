@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/slurm/adapter"
-	"github.com/rsa-hpc/rsa/internal/store"
 )
 
 // TestSlurmPort: the daemon keeps the contract of the Slurm adapter's port
@@ -40,9 +40,9 @@ func TestSlurmPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.changed()
-	d.mu.Lock()
-	d.drains["rsa02"] = store.Drain{}
-	d.mu.Unlock()
+	if _, err := d.api.Drain(ctx, api.Peer{}, "rsa02", api.DrainRequest{Drain: true, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
 	got := p.Pool(func(j *job.Job) bool { return j.ID == holder.ID })
 	want := []adapter.PoolNode{
 		{Name: "rsa01", Capacity: 4 * gib, Open: true, Held: gib, Uncounted: gib},

@@ -1,4 +1,4 @@
-package daemon
+package service
 
 import (
 	"cmp"
@@ -24,21 +24,19 @@ import (
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
-var _ api.Service = (*Daemon)(nil)
-
-func (d *Daemon) Version(ctx context.Context) api.VersionInfo {
-	v, _ := d.store.SchemaVersion(ctx)
-	info := api.VersionInfo{Version: d.version, Schema: v, Config: cmp.Or(d.cfg.Path, "embedded default")}
-	if d.lease != nil {
+func (s *Service) Version(ctx context.Context) api.VersionInfo {
+	v, _ := s.store.SchemaVersion(ctx)
+	info := api.VersionInfo{Version: s.version, Schema: v, Config: cmp.Or(s.cfg.Path, "embedded default")}
+	if s.pair {
 		info.Host, _ = os.Hostname()
-		info.Epoch = d.store.Epoch()
+		info.Epoch = s.store.Epoch()
 	}
 	return info
 }
 
 // Submit validates a job against the caller's own rights and creates it. On
 // this scheduler ("none") the job is on deck at once.
-func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*api.JobView, error) {
+func (s *Service) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*api.JobView, error) {
 	if p.Root() {
 		return nil, refuse.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over; submit as the job's user")
 	}
@@ -54,7 +52,7 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if r.Spec.Pool != "" {
 		return nil, refuse.Invalid("spec.pool is Slurm's burst buffer pool, set only through Slurm; leave it out")
 	}
-	j, err := d.create(ctx, p.UID, p.GID, r.Spec, "", func(j *job.Job) error {
+	j, err := s.Create(ctx, p.UID, p.GID, r.Spec, "", func(j *job.Job) error {
 		if r.Attach {
 			return attach(j, p)
 		}
@@ -63,13 +61,13 @@ func (d *Daemon) Submit(ctx context.Context, p api.Peer, r api.SubmitRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return d.view(j, p), nil
+	return s.View(j, p), nil
 }
 
-// create validates spec for the user uid and creates the job, on deck
+// Create validates spec for the user uid and creates the job, on deck
 // unless prepare says otherwise; scheduler names the adapter that asks
 // ("" for rsa run and rsa submit).
-func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, scheduler string, prepare func(*job.Job) error) (*job.Job, error) {
+func (s *Service) Create(ctx context.Context, uid, gid uint32, spec job.Spec, scheduler string, prepare func(*job.Job) error) (*job.Job, error) {
 	if uid == 0 {
 		return nil, refuse.Forbidden("RSA jobs run as a normal user: root's directories are never mounted over")
 	}
@@ -78,11 +76,11 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		return nil, refuse.Forbidden("uid %d has no account on this host: %v", uid, err)
 	}
 	who := asuser.Identity{UID: uid, GID: gid, Groups: groups(u)}
-	if err := d.checker().Validate(&spec, &who); err != nil {
+	if err := s.Checker().Validate(&spec, &who); err != nil {
 		return nil, err
 	}
-	if scheduler == "" && d.cfg.Scheduler == config.SchedulerNone && spec.Capacity == 0 {
-		if err := d.checker().Size(&spec, &who); err != nil {
+	if scheduler == "" && s.cfg.Scheduler == config.SchedulerNone && spec.Capacity == 0 {
+		if err := s.Checker().Size(&spec, &who); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +89,7 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		CreatedAt: now, UpdatedAt: now}
 	if scheduler == "" {
 		// No scheduler will ever start it: its user does, or it ends.
-		j.UnstartedExpiry = d.cfg.Limits.UnstartedExpiry
+		j.UnstartedExpiry = s.cfg.Limits.UnstartedExpiry
 	}
 	m := lifecycle.NewJob(false, now)
 	j.State, j.RSA = m.State, m.RSA
@@ -100,67 +98,12 @@ func (d *Daemon) create(ctx context.Context, uid, gid uint32, spec job.Spec, sch
 		by += " through " + scheduler
 	}
 	said := fmt.Sprintf("submitted by %s: %s", by, admission.Describe(spec))
-	if err := d.admitAndCreate(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: said}); err != nil {
+	if err := s.core.Admit(ctx, j, prepare, job.Event{At: now, Kind: "submit", Message: said}); err != nil {
 		return nil, err
 	}
-	d.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmp.Or(scheduler, "rsa"), "spec", admission.Describe(spec))
-	d.watchOwner(j)
-	return d.call(ctx, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}})
-}
-
-// admitAndCreate applies the job limits to j and stores it, as one step:
-// two submissions at once must not both fit under a limit that has room
-// for one.
-func (d *Daemon) admitAndCreate(ctx context.Context, j *job.Job, prepare func(*job.Job) error, submit job.Event) error {
-	d.admitting.Lock()
-	defer d.admitting.Unlock()
-	if err := d.admit(ctx, j.UID, j.User); err != nil {
-		return err
-	}
-	if prepare != nil {
-		if err := prepare(j); err != nil {
-			return err
-		}
-	}
-	submit.JobState, submit.RSAState = j.State, j.RSA
-	// Marked before it is stored, under the same lock as unmark: an
-	// earlier record of the same Slurm id that ends meanwhile cannot take
-	// the new job's marker away.
-	if j.Scheduler != "" {
-		d.mark(j.Spec.SchedulerID)
-	}
-	if err := d.store.Create(ctx, j, []job.Event{submit}); err != nil {
-		d.fenced(err)
-		d.unmarkUnlocked(ctx, j.Spec.SchedulerID, 0)
-		return err
-	}
-	return nil
-}
-
-// admit applies the job limits, the site's and the user's, before a new
-// job of uid is created.
-func (d *Daemon) admit(ctx context.Context, uid uint32, name string) error {
-	active, err := d.store.List(ctx, false, 0)
-	if err != nil {
-		return err
-	}
-	var all, mine int
-	for _, j := range active {
-		if lifecycle.CountsTowardLimits(j.Machine()) {
-			all++
-			if j.UID == uid {
-				mine++
-			}
-		}
-	}
-	l := d.cfg.Limits
-	if mine >= l.MaxJobsPerUser {
-		return refuse.Limit("%s already has %d active RSA jobs (limits.max_jobs_per_user); wait for one to end, or cancel one (rsa status, rsa cancel ID)", name, mine)
-	}
-	if all >= l.MaxActiveJobs {
-		return refuse.Unavailable("RSA already tracks %d active jobs (limits.max_active_jobs); try again later", all)
-	}
-	return nil
+	s.log.Info("job submitted", "job", j.ID, "user", u.Username, "via", cmp.Or(scheduler, "rsa"), "spec", admission.Describe(spec))
+	s.core.WatchOwner(j)
+	return s.core.Apply(ctx, j.ID, lifecycle.Event{Kind: lifecycle.EvTick, At: time.Now()}, nil)
 }
 
 // attach makes the calling process (rsa run) the job's owner: the job
@@ -188,21 +131,21 @@ func groups(u *user.User) []uint32 {
 	return out
 }
 
-// view is what peer p may see of j: all of it for the job's user, root and
+// View is what peer p may see of j: all of it for the job's user, root and
 // the scheduler's users; for anyone else, with private_data, only the id,
 // user, states, size and progress (like Slurm's PrivateData=jobs).
-func (d *Daemon) view(j *job.Job, p api.Peer) *api.JobView {
+func (s *Service) View(j *job.Job, p api.Peer) *api.JobView {
 	v := api.NewJobView(*j)
-	if pr, ok := d.board.Progress(j.ID); ok {
+	if pr, ok := s.board.Progress(j.ID); ok {
 		v.Progress = &pr
 	}
-	v.Waiting = d.board.Wait(j.ID).Why
+	v.Waiting = s.board.Wait(j.ID).Why
 	if lifecycle.HoldsNodes(j.RSA) && j.Ramdisk != "" {
-		if u, err := d.engine.Usage(d.ramdisk(j)); err == nil {
+		if u, err := s.engine.Usage(s.core.Ramdisk(j)); err == nil {
 			v.Used = u.Used
 		}
 	}
-	if d.cfg.PrivateData && !d.mayInspect(p, j) {
+	if s.cfg.PrivateData && !s.mayInspect(p, j) {
 		v.Job = job.Job{ID: j.ID, UID: j.UID, User: j.User, State: j.State, RSA: j.RSA, Alloc: j.Alloc,
 			CreatedAt: j.CreatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, UpdatedAt: j.UpdatedAt, Version: j.Version}
 		v.Waiting = ""
@@ -224,24 +167,24 @@ func ownedBy(p api.Peer, j *job.Job) bool {
 
 // mayInspect reports whether p may see all of j: its user, root, and the
 // scheduler's users (slurmctld shows bbstat to whom Slurm allows).
-func (d *Daemon) mayInspect(p api.Peer, j *job.Job) bool {
-	return p.Root() || ownedBy(p, j) || d.hookCaller(p)
+func (s *Service) mayInspect(p api.Peer, j *job.Job) bool {
+	return p.Root() || ownedBy(p, j) || s.scheduler.IsScheduler(p)
 }
 
-func (d *Daemon) Jobs(ctx context.Context, p api.Peer, all bool) ([]api.JobView, error) {
-	js, err := d.store.List(ctx, all, 1000)
+func (s *Service) Jobs(ctx context.Context, p api.Peer, all bool) ([]api.JobView, error) {
+	js, err := s.store.List(ctx, all, 1000)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.JobView, 0, len(js))
 	for _, j := range js {
-		out = append(out, *d.view(j, p))
+		out = append(out, *s.View(j, p))
 	}
 	return out, nil
 }
 
-func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
-	j, err := d.store.Get(ctx, id)
+func (s *Service) get(ctx context.Context, id int64) (*job.Job, error) {
+	j, err := s.store.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, refuse.NotFound("job %d not found", id)
 	}
@@ -250,39 +193,32 @@ func (d *Daemon) get(ctx context.Context, id int64) (*job.Job, error) {
 
 // Job long-polls: it returns once the job's version passes after, or when
 // wait has elapsed.
-func (d *Daemon) Job(ctx context.Context, p api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
+func (s *Service) Job(ctx context.Context, p api.Peer, id, after int64, wait time.Duration) (*api.JobView, error) {
 	var j *job.Job
-	err := job.Await(ctx, wait, d.changes, func() (bool, error) {
+	err := job.Await(ctx, wait, s.core.Changes, func() (bool, error) {
 		var err error
-		j, err = d.get(ctx, id)
+		j, err = s.get(ctx, id)
 		return err != nil || j.Version > after, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return d.view(j, p), nil
+	return s.View(j, p), nil
 }
 
-// changes is a channel closed at the next commit.
-func (d *Daemon) changes() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.notify
-}
-
-func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event, string, error) {
-	j, err := d.get(ctx, id)
+func (s *Service) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event, string, error) {
+	j, err := s.get(ctx, id)
 	if err != nil {
 		return nil, "", err
 	}
 	if !p.Root() && !ownedBy(p, j) {
 		return nil, "", refuse.Forbidden("job %d belongs to %s; only its user and root may read its log", id, j.User)
 	}
-	evs, err := d.store.Events(ctx, id)
+	evs, err := s.store.Events(ctx, id)
 	if err != nil {
 		return nil, "", err
 	}
-	return evs, d.logs.Tail(j.ID, j.CreatedAt, 64<<10), nil
+	return evs, s.logs.Tail(j.ID, j.CreatedAt, 64<<10), nil
 }
 
 // Act applies a verb: the job's user (or root) starts, finishes and cancels
@@ -290,8 +226,8 @@ func (d *Daemon) Events(ctx context.Context, p api.Peer, id int64) ([]job.Event,
 // only root retries a failed teardown. A retry may stage the output out to
 // another directory (o.To), which the job's user must be able to write,
 // checked with their rights as at submission.
-func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o api.ActOptions) (*api.JobView, error) {
-	j, err := d.get(ctx, id)
+func (s *Service) Act(ctx context.Context, p api.Peer, id int64, verb string, o api.ActOptions) (*api.JobView, error) {
+	j, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -300,25 +236,26 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 	if u, err := user.LookupId(strconv.FormatUint(uint64(p.UID), 10)); err == nil {
 		who = u.Username
 	}
-	m := msg{id: id, ev: lifecycle.Event{At: time.Now()}}
+	ev := lifecycle.Event{At: time.Now()}
+	var edit func(*job.Job)
 	switch verb {
 	case api.VerbStart:
-		m.ev.Kind = lifecycle.EvStarted
+		ev.Kind = lifecycle.EvStarted
 		if o.Attach && !p.Root() {
 			var o job.Job
 			if err := attach(&o, p); err != nil {
 				return nil, err
 			}
-			m.edit = func(n *job.Job) { n.Owner = o.Owner }
+			edit = func(n *job.Job) { n.Owner = o.Owner }
 		}
 	case api.VerbFinish:
-		m.ev.Kind = lifecycle.EvFinished
+		ev.Kind = lifecycle.EvFinished
 	case api.VerbCancel:
-		m.ev.Kind, m.ev.Reason = lifecycle.EvFinished, "cancelled by "+who
+		ev.Kind, ev.Reason = lifecycle.EvFinished, "cancelled by "+who
 	case api.VerbRetry:
-		m.ev.Kind = lifecycle.EvRetry
+		ev.Kind = lifecycle.EvRetry
 	case api.VerbDiscard:
-		m.ev.Kind = lifecycle.EvDiscard
+		ev.Kind = lifecycle.EvDiscard
 	default:
 		return nil, refuse.NotFound("unknown action %q (start, finish, cancel, retry, discard)", verb)
 	}
@@ -330,57 +267,57 @@ func (d *Daemon) Act(ctx context.Context, p api.Peer, id int64, verb string, o a
 	case o.To != "" && verb != api.VerbRetry:
 		return nil, refuse.Invalid("a directory to stage out to is given only with retry")
 	}
-	if m.ev.Kind == lifecycle.EvFinished && j.Machine().Ended() {
-		return d.view(j, p), nil // finishing twice is harmless
+	if ev.Kind == lifecycle.EvFinished && j.Machine().Ended() {
+		return s.View(j, p), nil // finishing twice is harmless
 	}
-	if m.ev.Kind == lifecycle.EvRetry || m.ev.Kind == lifecycle.EvDiscard {
+	if ev.Kind == lifecycle.EvRetry || ev.Kind == lifecycle.EvDiscard {
 		if !lifecycle.NeedsAdmin(j.RSA) || (verb == api.VerbDiscard && !lifecycle.Discardable(j.RSA)) {
 			return nil, refuse.NotApplicable("job %d is %s: %s applies only to a failed stage-out%s", id, j.RSA, verb,
 				map[bool]string{true: " or teardown", false: ""}[verb == api.VerbRetry])
 		}
 	}
 	if o.To != "" {
-		if err := d.checker().RetryTo(j, o.To); err != nil {
+		if err := s.Checker().RetryTo(j, o.To); err != nil {
 			return nil, err
 		}
-		m.edit = func(n *job.Job) { n.Spec.Output = o.To }
+		edit = func(n *job.Job) { n.Spec.Output = o.To }
 	}
-	got, err := d.call(ctx, m)
+	got, err := s.core.Apply(ctx, id, ev, edit)
 	if err != nil {
 		return nil, err
 	}
 	if o.To != "" {
-		d.jobLog(got, "stage-out retried by %s to %q instead of %q", who, o.To, j.Spec.Output)
+		s.logs.Append(got.ID, got.CreatedAt, fmt.Sprintf("stage-out retried by %s to %q instead of %q", who, o.To, j.Spec.Output))
 	}
-	if verb == api.VerbStart && m.edit != nil {
-		d.watchOwner(got)
+	if verb == api.VerbStart && edit != nil {
+		s.core.WatchOwner(got)
 	}
 	if got.Machine().Ended() && verb != api.VerbFinish {
-		d.log.Info("job ended", "job", id, "by", who, "verb", verb)
+		s.log.Info("job ended", "job", id, "by", who, "verb", verb)
 	}
-	return d.view(got, p), nil
+	return s.View(got, p), nil
 }
 
-func (d *Daemon) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {
-	jobs, err := d.store.List(ctx, false, 0)
+func (s *Service) Nodes(ctx context.Context, _ api.Peer) ([]api.NodeView, error) {
+	jobs, err := s.store.List(ctx, false, 0)
 	if err != nil {
 		return nil, err
 	}
-	return d.nodeViews(jobs), nil
+	return s.nodeViews(jobs), nil
 }
 
 // nodeViews is each RSA node's allocation by the active jobs.
-func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
-	drained := d.drained()
+func (s *Service) nodeViews(jobs []*job.Job) []api.NodeView {
+	drained := s.Drained()
 	agents := map[string]api.AgentView{}
-	if nodes, ok := d.engineNodes(); ok {
+	if nodes, ok := s.engineNodes(); ok {
 		for _, h := range nodes.Health() {
 			agents[h.Node] = api.AgentView{State: h.State, Up: h.Up, Rebooted: h.Rebooted, Seen: h.Seen, BootID: h.BootID, Version: h.Version, MemAvailable: h.MemAvailable, Bricks: h.Parts, Error: h.Err,
 				Unpooled: h.Unplaceable, PoolError: h.CheckErr}
 		}
 	}
 	var out []api.NodeView
-	for _, n := range d.cfg.Nodes {
+	for _, n := range s.cfg.Nodes {
 		v := api.NodeView{Name: n.Name, Engine: n.Engine, Capacity: n.Capacity}
 		if a, ok := agents[n.Name]; ok {
 			v.Agent = &a
@@ -388,7 +325,7 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 		if dr, ok := drained[n.Name]; ok {
 			v.Drain = &api.DrainView{Reason: dr.Reason, By: dr.By, Since: dr.Since}
 		}
-		for _, db := range d.owed() {
+		for _, db := range s.debts.Owed() {
 			if db.Node == n.Name {
 				v.Used += db.Bytes
 				v.Owed += db.Bytes
@@ -412,25 +349,25 @@ func (d *Daemon) nodeViews(jobs []*job.Job) []api.NodeView {
 
 // Certificates are the daemon's certificate and each agent's, to anyone:
 // a certificate's name, role and expiry are no secret.
-func (d *Daemon) Certificates(context.Context, api.Peer) ([]api.CertificateView, error) {
+func (s *Service) Certificates(context.Context, api.Peer) ([]api.CertificateView, error) {
 	out := []api.CertificateView{}
-	for _, c := range d.certificates() {
+	for _, c := range s.certificates() {
 		out = append(out, api.CertificateView{Node: c.Node, Role: c.Role, NotAfter: c.NotAfter, Serial: c.Serial})
 	}
 	return out, nil
 }
 
-func (d *Daemon) GC(ctx context.Context, p api.Peer, r api.GCRequest) (*api.GCReport, error) {
+func (s *Service) GC(ctx context.Context, p api.Peer, r api.GCRequest) (*api.GCReport, error) {
 	if !p.Root() {
 		return nil, refuse.Forbidden("only root may run gc")
 	}
 	if r.Discard != 0 {
-		return d.discardQuarantined(ctx, r.Discard)
+		return s.discardQuarantined(ctx, r.Discard)
 	}
-	return d.gc(ctx)
+	return s.Collect(ctx)
 }
 
-// gc destroys RAMDISKs that no job in the store holds: leftovers of a
+// Collect destroys RAMDISKs that no job in the store holds: leftovers of a
 // previous run, or one the engine's nodes brought back (sweepLeftovers).
 // A RAMDISK of a job that holds RSA nodes, or may again (one waiting
 // to be assigned, as after a lost node), is never touched: its gate and
@@ -438,37 +375,37 @@ func (d *Daemon) GC(ctx context.Context, p api.Peer, r api.GCRequest) (*api.GCRe
 // the debt's payer. One whose job has no record at all (a lost state
 // directory, one restored from an older backup) is destroyed only if its
 // engine says it holds nothing: else it is quarantined (quarantine.go).
-func (d *Daemon) gc(ctx context.Context) (*api.GCReport, error) {
-	return d.gcWhere(ctx, func(engine.Found) bool { return true })
+func (s *Service) Collect(ctx context.Context) (*api.GCReport, error) {
+	return s.CollectWhere(ctx, func(engine.Found) bool { return true })
 }
 
 // removeFound destroys f, a RAMDISK no job holds: its gate closed, what
 // still holds it ended, then the RAMDISK itself.
-func (d *Daemon) removeFound(ctx context.Context, f engine.Found) error {
+func (s *Service) removeFound(ctx context.Context, f engine.Found) error {
 	rd := engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir}
-	if err := d.engine.Revoke(ctx, rd); err != nil {
+	if err := s.engine.Revoke(ctx, rd); err != nil {
 		return err
 	}
-	if err := d.actionEnv().Evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
+	if err := s.core.Evict(ctx, &job.Job{ID: f.Job}, rd); err != nil {
 		return err
 	}
-	return d.engine.Destroy(ctx, rd)
+	return s.engine.Destroy(ctx, rd)
 }
 
-// gcWhere is gc of the leftovers remove accepts; remove sees only
-// RAMDISKs no job holds.
-func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*api.GCReport, error) {
-	found, err := d.engine.List(ctx)
+// CollectWhere is Collect of the leftovers remove accepts; remove sees
+// only RAMDISKs no job holds.
+func (s *Service) CollectWhere(ctx context.Context, remove func(engine.Found) bool) (*api.GCReport, error) {
+	found, err := s.engine.List(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rep := &api.GCReport{Removed: []string{}}
 	var errs []error
-	debts := d.owed()
+	debts := s.debts.Owed()
 	for _, f := range found {
 		// Read after the listing: a RAMDISK is built only after its
 		// job's record says so.
-		j, err := d.store.Get(ctx, f.Job)
+		j, err := s.store.Get(ctx, f.Job)
 		if err == nil && lifecycle.KeepsRamdisk(j.Machine()) {
 			continue
 		}
@@ -479,7 +416,7 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 			continue
 		}
 		if err != nil { // no record: RSA knows nothing of what it holds
-			q, keep, err := d.unknownRamdisk(ctx, f)
+			q, keep, err := s.unknownRamdisk(ctx, f)
 			if err != nil {
 				return rep, err
 			}
@@ -493,25 +430,25 @@ func (d *Daemon) gcWhere(ctx context.Context, remove func(engine.Found) bool) (*
 		}
 		// One leftover that cannot go (a process of root's holds it)
 		// must not keep gc from the others.
-		if err := d.removeFound(ctx, f); err != nil {
+		if err := s.removeFound(ctx, f); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", f.Dir, err))
 			continue
 		}
-		d.log.Warn("gc removed a RAMDISK no job holds", "dir", f.Dir, "job", f.Job)
+		s.log.Warn("gc removed a RAMDISK no job holds", "dir", f.Dir, "job", f.Job)
 		rep.Removed = append(rep.Removed, f.Dir)
 	}
-	d.setQuarantined(rep.Quarantined)
+	s.setQuarantined(rep.Quarantined)
 	return rep, errors.Join(errs...)
 }
 
-// checker checks specs against the config, the engine and its access as
+// Checker checks specs against the config, the engine and its access as
 // they are now.
-func (d *Daemon) checker() *admission.Checker {
-	_, images := d.access.(access.ImageBinder)
-	_, private := d.access.(access.PrivateBinder)
-	c := &admission.Checker{Config: d.cfg, Policy: d.policy, Images: images, Private: private}
-	if d.engine != nil {
-		c.Engine = d.engine.Name()
+func (s *Service) Checker() *admission.Checker {
+	_, images := s.access.(access.ImageBinder)
+	_, private := s.access.(access.PrivateBinder)
+	c := &admission.Checker{Config: s.cfg, Policy: s.policy, Images: images, Private: private}
+	if s.engine != nil {
+		c.Engine = s.engine.Name()
 	}
 	return c
 }

@@ -1,4 +1,4 @@
-package daemon
+package service
 
 import (
 	"context"
@@ -24,15 +24,15 @@ import (
 // unknownRamdisk decides on f, a RAMDISK without a job record: keep says
 // whether it is quarantined (q). Its id is reserved either way, before
 // anything else can give it to a new job.
-func (d *Daemon) unknownRamdisk(ctx context.Context, f engine.Found) (q api.QuarantinedView, keep bool, err error) {
-	if err := d.store.ReserveIDs(ctx, f.Job); err != nil {
+func (s *Service) unknownRamdisk(ctx context.Context, f engine.Found) (q api.QuarantinedView, keep bool, err error) {
+	if err := s.store.ReserveIDs(ctx, f.Job); err != nil {
 		return q, false, err
 	}
 	q = api.QuarantinedView{Job: f.Job, Dir: f.Dir, Used: -1, Files: -1}
-	u, err := d.engine.Usage(engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir})
+	u, err := s.engine.Usage(engine.Ramdisk{Job: f.Job, Build: f.Build, Dir: f.Dir})
 	if err != nil {
-		if !d.wasQuarantined(f.Job) {
-			d.log.Warn("a RAMDISK no job record knows of, whose fill cannot be read: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
+		if !s.wasQuarantined(f.Job) {
+			s.log.Warn("a RAMDISK no job record knows of, whose fill cannot be read: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
 				"job", f.Job, "dir", f.Dir, "err", err)
 		}
 		return q, true, nil
@@ -41,45 +41,45 @@ func (d *Daemon) unknownRamdisk(ctx context.Context, f engine.Found) (q api.Quar
 	if u.Used == 0 && u.Files == 0 {
 		return q, false, nil
 	}
-	if !d.wasQuarantined(f.Job) {
-		d.log.Warn("a RAMDISK no job record knows of holds data: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
+	if !s.wasQuarantined(f.Job) {
+		s.log.Warn("a RAMDISK no job record knows of holds data: quarantined, never destroyed by RSA; save what it holds, then rsa gc --discard ID",
 			"job", f.Job, "dir", f.Dir, "bytes", u.Used, "files", u.Files)
 	}
 	return q, true, nil
 }
 
 // setQuarantined records what the last gc quarantined.
-func (d *Daemon) setQuarantined(qs []api.QuarantinedView) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.quarantined = slices.Clone(qs)
+func (s *Service) setQuarantined(qs []api.QuarantinedView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.quarantined = slices.Clone(qs)
 }
 
-func (d *Daemon) wasQuarantined(id int64) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.ContainsFunc(d.quarantined, func(q api.QuarantinedView) bool { return q.Job == id })
+func (s *Service) wasQuarantined(id int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.quarantined, func(q api.QuarantinedView) bool { return q.Job == id })
 }
 
 // Quarantined is what the last gc quarantined, to anyone: ids and RSA's
 // own paths, nothing of a job's.
-func (d *Daemon) Quarantined(context.Context, api.Peer) ([]api.QuarantinedView, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]api.QuarantinedView{}, d.quarantined...), nil
+func (s *Service) Quarantined(context.Context, api.Peer) ([]api.QuarantinedView, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]api.QuarantinedView{}, s.quarantined...), nil
 }
 
 // discardQuarantined destroys the quarantined RAMDISK of job id, data and
 // all, as an administrator asked; a gc then reports what is left.
-func (d *Daemon) discardQuarantined(ctx context.Context, id int64) (*api.GCReport, error) {
-	found, err := d.engine.List(ctx)
+func (s *Service) discardQuarantined(ctx context.Context, id int64) (*api.GCReport, error) {
+	found, err := s.engine.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !d.wasQuarantined(id) {
+	if !s.wasQuarantined(id) {
 		return nil, refuse.NotFound("no RAMDISK of job %d is quarantined (rsa gc lists those that are)", id)
 	}
-	if _, err := d.store.Get(ctx, id); err == nil {
+	if _, err := s.store.Get(ctx, id); err == nil {
 		return nil, refuse.NotApplicable("job %d has a record now: it is no longer quarantined", id)
 	}
 	removed := []string{}
@@ -87,13 +87,13 @@ func (d *Daemon) discardQuarantined(ctx context.Context, id int64) (*api.GCRepor
 		if f.Job != id {
 			continue
 		}
-		if err := d.removeFound(ctx, f); err != nil {
+		if err := s.removeFound(ctx, f); err != nil {
 			return nil, fmt.Errorf("discarding %s: %w", f.Dir, err)
 		}
-		d.log.Warn("an administrator discarded a quarantined RAMDISK", "job", f.Job, "dir", f.Dir)
+		s.log.Warn("an administrator discarded a quarantined RAMDISK", "job", f.Job, "dir", f.Dir)
 		removed = append(removed, f.Dir)
 	}
-	rep, err := d.gc(ctx)
+	rep, err := s.Collect(ctx)
 	if rep != nil {
 		rep.Removed = append(removed, rep.Removed...)
 	}

@@ -1,4 +1,4 @@
-package daemon
+package service
 
 import (
 	"cmp"
@@ -15,10 +15,13 @@ import (
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
-// dashSource is the daemon as its read-only dashboard sees it: as a viewer
-// who owns no job and is not root, so private_data hides from the page
-// exactly what it hides from any other user.
-type dashSource struct{ d *Daemon }
+// Dashboard is the source of the read-only dashboard (dashboard.Handler):
+// the service as a viewer who owns no job and is not root sees it, so
+// private_data hides from the page exactly what it hides from any other
+// user.
+func (s *Service) Dashboard() dashboard.Source { return dashSource{s} }
+
+type dashSource struct{ s *Service }
 
 // anyone is the dashboard's viewer: no job's owner, not root.
 func anyone() api.Peer { return api.Peer{UID: math.MaxUint32, GID: math.MaxUint32, Remote: true} }
@@ -26,11 +29,11 @@ func anyone() api.Peer { return api.Peer{UID: math.MaxUint32, GID: math.MaxUint3
 func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, error) {
 	// Every active job, however old (one waiting for an administrator may
 	// be), and the newest ended ones.
-	active, err := s.d.store.List(ctx, false, 0)
+	active, err := s.s.store.List(ctx, false, 0)
 	if err != nil {
 		return nil, err
 	}
-	all, err := s.d.store.List(ctx, true, recent+len(active))
+	all, err := s.s.store.List(ctx, true, recent+len(active))
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +49,7 @@ func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, erro
 	var out []dashboard.Job
 	for _, j := range shown {
 		done := j.Machine().Done()
-		v := s.d.view(j, anyone())
+		v := s.s.View(j, anyone())
 		dj := dashboard.Job{ID: v.ID, SlurmID: v.Spec.SchedulerID, User: v.User, JobState: string(v.State), RSAState: string(v.RSA),
 			Capacity: v.Capacity(), Used: v.Used, Waiting: v.Waiting, Created: v.CreatedAt, Started: v.StartedAt,
 			Finished: v.FinishedAt, Done: done, Modes: modes(v.Spec)}
@@ -63,7 +66,7 @@ func (s dashSource) Jobs(ctx context.Context, recent int) ([]dashboard.Job, erro
 }
 
 func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, error) {
-	views, used, err := s.d.ramUse(ctx)
+	views, used, err := s.s.ramUse(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +80,12 @@ func (s dashSource) Nodes(ctx context.Context) ([]dashboard.Node, error) {
 // Events gives the job's state changes without their messages, which may
 // hold paths: states and times are what anyone sees in rsa status.
 func (s dashSource) Events(ctx context.Context, id int64) ([]dashboard.Event, error) {
-	evs, err := s.d.store.Events(ctx, id)
+	evs, err := s.s.store.Events(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if len(evs) == 0 {
-		if _, err := s.d.store.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.s.store.Get(ctx, id); errors.Is(err, store.ErrNotFound) {
 			return nil, dashboard.ErrNotFound
 		}
 	}

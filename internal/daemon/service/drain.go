@@ -1,4 +1,4 @@
-package daemon
+package service
 
 import (
 	"context"
@@ -18,11 +18,11 @@ import (
 // Drain drains an RSA node (no new job is given RAM on it; jobs that hold
 // it finish as usual) or returns it to service. The drain is kept in the
 // store, so it outlives a restart of the daemon.
-func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.DrainRequest) (*api.NodeView, error) {
+func (s *Service) Drain(ctx context.Context, p api.Peer, node string, r api.DrainRequest) (*api.NodeView, error) {
 	if !p.Root() {
 		return nil, refuse.Forbidden("only root may drain or return RSA nodes")
 	}
-	if !slices.ContainsFunc(d.cfg.Nodes, func(n config.Node) bool { return n.Name == node }) {
+	if !slices.ContainsFunc(s.cfg.Nodes, func(n config.Node) bool { return n.Name == node }) {
 		return nil, refuse.NotFound("no RSA node %q (rsa nodes lists them)", node)
 	}
 	if r.Drain {
@@ -34,27 +34,27 @@ func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.Drain
 		}
 		by := userName(p.UID)
 		dr := store.Drain{Node: node, Reason: r.Reason, By: by, Since: time.Now()}
-		if err := d.store.SetDrain(ctx, dr); err != nil {
+		if err := s.store.SetDrain(ctx, dr); err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		d.drains[node] = dr
-		d.mu.Unlock()
-		d.log.Warn("RSA node drained", "node", node, "by", by, "reason", r.Reason)
+		s.mu.Lock()
+		s.drains[node] = dr
+		s.mu.Unlock()
+		s.log.Warn("RSA node drained", "node", node, "by", by, "reason", r.Reason)
 	} else {
-		if err := d.store.ClearDrain(ctx, node); err != nil {
+		if err := s.store.ClearDrain(ctx, node); err != nil {
 			return nil, err
 		}
-		d.mu.Lock()
-		_, was := d.drains[node]
-		delete(d.drains, node)
-		d.mu.Unlock()
+		s.mu.Lock()
+		_, was := s.drains[node]
+		delete(s.drains, node)
+		s.mu.Unlock()
 		if was {
 			// Jobs waiting for RAM try it at the next tick.
-			d.log.Info("RSA node back in service", "node", node)
+			s.log.Info("RSA node back in service", "node", node)
 		}
 	}
-	nodes, err := d.Nodes(ctx, p)
+	nodes, err := s.Nodes(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -66,12 +66,12 @@ func (d *Daemon) Drain(ctx context.Context, p api.Peer, node string, r api.Drain
 	return nil, fmt.Errorf("node %s vanished", node)
 }
 
-// drained returns the drained nodes' names.
-func (d *Daemon) drained() map[string]store.Drain {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make(map[string]store.Drain, len(d.drains))
-	for k, v := range d.drains {
+// Drained is the drained RSA nodes, by name: a copy.
+func (s *Service) Drained() map[string]store.Drain {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]store.Drain, len(s.drains))
+	for k, v := range s.drains {
 		out[k] = v
 	}
 	return out

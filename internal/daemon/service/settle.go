@@ -1,4 +1,4 @@
-package daemon
+package service
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // settled its debt, when and why (an event in its log), as does the
 // daemon's log. A node whose agent answers pays its own debts, so it
 // cannot be settled.
-func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.SettleRequest) (*api.SettleReport, error) {
+func (s *Service) Settle(ctx context.Context, p api.Peer, node string, r api.SettleRequest) (*api.SettleReport, error) {
 	if !p.Root() {
 		return nil, refuse.Forbidden("only root may settle a node's debts")
 	}
@@ -32,7 +32,7 @@ func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.Sett
 		return nil, refuse.Invalid("say why node %s will not answer again (--reason): the jobs' records keep it", node)
 	}
 	var owed []store.Debt
-	for _, db := range d.owed() {
+	for _, db := range s.debts.Owed() {
 		if db.Node == node {
 			owed = append(owed, db)
 		}
@@ -40,14 +40,14 @@ func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.Sett
 	if len(owed) == 0 {
 		return nil, refuse.NotFound("nothing is owed on node %q (rsa nodes shows what is)", node)
 	}
-	if nodes, ok := d.engineNodes(); ok && nodes.Up(node) {
+	if nodes, ok := s.engineNodes(); ok && nodes.Up(node) {
 		return nil, refuse.NotApplicable("node %s answers: it pays its debts itself (rsa nodes shows them shrink); settle only a node that will not answer again", node)
 	}
 	by := userName(p.UID)
 	rep := &api.SettleReport{Node: node, Jobs: []int64{}}
 	var errs []error
 	for _, db := range owed {
-		if err := d.store.PayDebt(ctx, db.Node, db.Job, db.Build); err != nil {
+		if err := s.store.PayDebt(ctx, db.Node, db.Job, db.Build); err != nil {
 			errs = append(errs, fmt.Errorf("settling job %d's debt on %s: %w", db.Job, node, err))
 			continue
 		}
@@ -56,28 +56,28 @@ func (d *Daemon) Settle(ctx context.Context, p api.Peer, node string, r api.Sett
 		rep.Jobs = append(rep.Jobs, db.Job)
 		msg := fmt.Sprintf("what the teardown left on node %s (%s, since %s) settled by %s: %s",
 			node, units.FormatSize(db.Bytes), db.Since.Format(time.RFC3339), by, r.Reason)
-		if err := d.recordSettled(ctx, db.Job, msg); err != nil {
+		if err := s.recordSettled(ctx, db.Job, msg); err != nil {
 			errs = append(errs, err)
 		}
-		d.log.Warn("debt settled: the node is taken for gone", "node", node, "job", db.Job, "bytes", db.Bytes, "by", by, "reason", r.Reason)
+		s.log.Warn("debt settled: the node is taken for gone", "node", node, "job", db.Job, "bytes", db.Bytes, "by", by, "reason", r.Reason)
 	}
-	if err := d.loadDebts(ctx); err != nil {
+	if err := s.debts.Load(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)
 }
 
 // recordSettled adds msg to the log of job id, if its record is kept.
-func (d *Daemon) recordSettled(ctx context.Context, id int64, msg string) error {
+func (s *Service) recordSettled(ctx context.Context, id int64, msg string) error {
 	for range 3 { // the loop may commit the record meanwhile
-		j, err := d.store.Get(ctx, id)
+		j, err := s.store.Get(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // purged with its history
 		}
 		if err != nil {
 			return err
 		}
-		err = d.store.Commit(ctx, j, []job.Event{{At: time.Now(), Kind: "settle", JobState: j.State, RSAState: j.RSA, Message: msg}})
+		err = s.store.Commit(ctx, j, []job.Event{{At: time.Now(), Kind: "settle", JobState: j.State, RSAState: j.RSA, Message: msg}})
 		if !errors.Is(err, store.ErrConflict) {
 			return err
 		}
