@@ -60,7 +60,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -71,7 +70,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/access"
-	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
@@ -335,7 +333,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer lock.Close()
-	ls, err := d.listen()
+	ls, err := d.api.Listen()
 	if err != nil {
 		return err
 	}
@@ -345,7 +343,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.startWatching(ctx)
 	if err := d.recover(ctx); err != nil {
-		ls.close()
+		ls.Close()
 		return err
 	}
 	loopDone := make(chan struct{})
@@ -353,7 +351,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.api.PurgeHistory(d.actx) }()
 	go func() { defer d.wg.Done(); d.slurm.Run(ctx) }()
-	srvErr := ls.serve(ctx, d)
+	srvErr := ls.Serve(d.api, d.metrics.Handler())
 	d.log.Info("rsa serving", "socket", d.cfg.Socket, "state", d.cfg.StateDir, "ramdisks", d.cfg.RamdiskRoot,
 		"nodes", len(d.cfg.Nodes), "config", cmp.Or(d.cfg.Path, "embedded default"),
 		"kernel", mount.KernelRelease(), "mount_table", mount.Table().String())
@@ -363,7 +361,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case err = <-srvErr:
 	}
 	d.closing.Store(true)
-	ls.shutdown()
+	ls.Shutdown()
 	<-loopDone
 	d.stop()
 	if cause := context.Cause(ctx); errors.Is(cause, store.ErrFenced) {
@@ -447,21 +445,6 @@ func (d *Daemon) stop() {
 	os.Remove(d.cfg.Socket)
 	d.store.Close()
 	d.log.Info("rsa stopped")
-}
-
-// socketLimits bounds the connections to the socket as cfg says. The
-// scheduler's hooks wait on the daemon in many processes at once: its
-// users are held to the total only.
-func socketLimits(cfg *config.Config) api.Limits {
-	lim := api.Limits{PerUser: cfg.Limits.MaxConnectionsPerUser, Total: cfg.Limits.MaxConnections}
-	for _, name := range cfg.Slurm.Users {
-		if u, err := user.Lookup(name); err == nil {
-			if uid, ok := parseUID(u.Uid); ok {
-				lim.Trusted = append(lim.Trusted, uid)
-			}
-		}
-	}
-	return lim
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) {

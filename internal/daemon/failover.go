@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/daemon/service"
 	"github.com/rsa-hpc/rsa/internal/failover"
-	"github.com/rsa-hpc/rsa/internal/munge"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
 
@@ -44,7 +42,7 @@ func Serve(ctx context.Context, cfg *config.Config, o Options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("rsa serve must run as root: it mounts file systems and stages data as each job's user")
 	}
-	lease, err := failover.Standby{StateDir: cfg.StateDir, Socket: cfg.Socket, Limits: socketLimits(cfg),
+	lease, err := failover.Standby{StateDir: cfg.StateDir, Socket: cfg.Socket, Limits: service.SocketLimits(cfg),
 		MungeSocket: cfg.Remote.MungeSocket, Retry: leaseRetry, Log: o.Log}.Wait(ctx)
 	if err != nil {
 		return err
@@ -71,25 +69,6 @@ func takeOver(ctx context.Context, cfg *config.Config, st *store.Store, lease *f
 		return 0, err
 	}
 	return epoch, nil
-}
-
-// servePeers serves the standby's forwarded requests on failover.listen
-// until ctx ends. Not served is an error: the standby's callers would
-// reach no one.
-func (d *Daemon) servePeers() (*http.Server, error) {
-	// Every request comes from the standby's host: it may hold all the
-	// connections; the bound keeps anyone else from holding more.
-	ln, err := api.ListenTCP(d.cfg.Failover.Listen, d.cfg.Limits.MaxConnections, d.cfg.Limits.MaxConnections)
-	if err != nil {
-		return nil, fmt.Errorf("failover.listen: %w", err)
-	}
-	srv := api.NewPeerServer(d.api, munge.Munge{Socket: d.cfg.Remote.MungeSocket}, []string{d.cfg.Failover.PeerAddress}, d.log)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("failover: the standby's requests are not served", "err", err)
-		}
-	}()
-	return srv, nil
 }
 
 // holdLease checks the lease every leaseCheck while ctx lasts, and stops

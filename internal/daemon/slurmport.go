@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/asuser"
@@ -43,11 +42,6 @@ func (d *Daemon) unmark(ctx context.Context, j *job.Job) {
 // other than except has it; d.admitting is held.
 func (d *Daemon) unmarkUnlocked(ctx context.Context, name string, except int64) {
 	d.slurm.Unmark(ctx, name, except)
-}
-
-func parseUID(s string) (uint32, bool) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	return uint32(n), err == nil
 }
 
 // slurmPort is the daemon as the Slurm adapter sees it.
