@@ -112,7 +112,7 @@ func withoutInput(j *job.Job) { j.Spec.Input = "" }
 func silence(n string) func(u *unit, j *job.Job) {
 	return func(u *unit, _ *job.Job) {
 		u.mem.Silence(n)
-		u.d.engine = &watching{Engine: u.d.engine, down: []string{n}}
+		u.d.useEngine(&watching{Engine: u.d.engine, down: []string{n}})
 	}
 }
 

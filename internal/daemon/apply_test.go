@@ -81,7 +81,7 @@ func TestApplyDropsAnAssignmentThatNoLongerFits(t *testing.T) {
 			u := newUnit(t) // the test is the loop: it calls apply itself
 			j := u.job(lifecycle.OnDeck, lifecycle.Initial, nil)
 			parts := []job.Part{{Node: "rsa01", Bytes: unitNodeBytes}}
-			u.d.reserved[j.ID] = parts
+			u.d.book.Reserve(j, parts)
 			if c.taken {
 				u.job(lifecycle.Running, lifecycle.InUseIn, func(h *job.Job) { h.Alloc = slices.Clone(parts) })
 			}
@@ -92,7 +92,7 @@ func TestApplyDropsAnAssignmentThatNoLongerFits(t *testing.T) {
 			if _, err := u.d.apply(context.Background(), m); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := u.d.reserved[j.ID]; ok {
+			if slices.Contains(u.d.book.Reserved(), j.ID) {
 				t.Error("the reservation outlived its EvAssigned")
 			}
 			got := u.get(j)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
-	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/holders"
@@ -64,19 +62,12 @@ func (d *Daemon) start(j *job.Job, a lifecycle.Action) {
 // wait for capacity is an event (EvWaitCapacity) that starts the wait's
 // clock in its record, which the lifecycle bounds (Job.CapacityWait).
 func (d *Daemon) assign(j *job.Job) (msg, bool) {
-	dec := d.decide(j)
+	dec := d.book.Decide(j)
 	now := time.Now()
 	switch dec.Verdict {
 	case alloc.Assign:
 		d.board.SetWait(j.ID, "", "")
-		parts := slices.Clone(dec.Parts)
-		if nodes, ok := d.engineNodes(); ok {
-			for i := range parts {
-				parts[i].Incarnation = nodes.Incarnation(parts[i].Node)
-			}
-		}
-		d.reserved[j.ID] = parts
-		d.plans.Forget() // less is free now
+		parts := d.book.Reserve(j, dec.Parts)
 		dir := engine.DirFor(d.cfg.RamdiskRoot, j.ID)
 		return msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvAssigned, At: now}, edit: func(n *job.Job) {
 			n.Alloc, n.Ramdisk, n.Lost = parts, dir, nil
@@ -97,101 +88,6 @@ func (d *Daemon) assign(j *job.Job) (msg, bool) {
 	}
 }
 
-// request is what j asks of capacity.Decide.
-func request(j *job.Job) capacity.Job {
-	m := j.Machine()
-	return capacity.Job{Request: alloc.Request{
-		ComputeNodes: j.Spec.ComputeNodes, Capacity: j.Spec.Capacity,
-		Running: j.State == lifecycle.Running, HasInput: m.HasInput, HasOutput: m.HasOutput,
-	}, Sized: j.Spec.Sized, User: j.User}
-}
-
-// decide is capacity.Decide for j over what is free now. A job that holds
-// nothing sees what every such job sees: its decision to wait is the
-// pass's for its request (d.plans).
-func (d *Daemon) decide(j *job.Job) capacity.Decision {
-	cj := request(j)
-	_, reserved := d.reserved[j.ID]
-	memo := (!lifecycle.HoldsNodes(j.RSA) || len(j.Alloc) == 0) && !reserved && (cj.Capacity != 0 || cj.Sized == "")
-	if memo {
-		if dec, ok := d.plans.Lookup(d.commitCount(), cj.Request); ok {
-			return dec
-		}
-	}
-	dec := capacity.Decide(cj, d.snapshot(j))
-	if memo {
-		d.plans.Remember(cj.Request, dec)
-	}
-	return dec
-}
-
-// snapshot is what is free for j now: what the committed jobs besides j
-// hold, what is reserved for others, drained and silent nodes counted
-// full.
-func (d *Daemon) snapshot(j *job.Job) capacity.Snapshot {
-	s := capacity.Snapshot{Policy: alloc.PolicyFrom(d.cfg, d.placement()), Nodes: d.cfg.Nodes, Used: d.heldBesides(j)}
-	// Decisions made but not yet committed hold their RAM too: a tick
-	// that assigns several waiting jobs must not give each the same free
-	// bytes.
-	for id, parts := range d.reserved {
-		if id != j.ID {
-			for _, p := range parts {
-				s.Used[p.Node] += p.Bytes
-			}
-		}
-	}
-	// A drained node gives nothing: it counts as full, so a job waits for
-	// it (it is still part of what RSA can ever give) and says why.
-	drained := d.api.Drained()
-	for _, n := range d.cfg.Nodes {
-		if _, ok := drained[n.Name]; ok {
-			s.Used[n.Name] = n.Capacity
-		} else if !d.placeable(n.Name) {
-			// The engine makes no part there now: its node did not
-			// answer, or something else keeps new parts off it.
-			s.Used[n.Name] = n.Capacity
-			s.Down++
-		}
-	}
-	s.Drained = len(drained)
-	if nodes, ok := d.engineNodes(); ok {
-		s.DownWord = nodes.Unplaceable()
-	}
-	if s.UserLimit = d.cfg.Limits.MaxUserCapacity; s.UserLimit > 0 {
-		s.UserHeld = d.userHeld(j)
-	}
-	return s
-}
-
-// commitCount is the number of commits so far.
-func (d *Daemon) commitCount() uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.commits
-}
-
-// userHeld is what j's user holds besides j: committed and reserved.
-func (d *Daemon) userHeld(j *job.Job) int64 {
-	total := d.holdings().ByUser[j.UID] - own(j)
-	for id, ps := range d.reserved {
-		if id == j.ID {
-			continue
-		}
-		if o, err := d.store.Get(context.Background(), id); err == nil && o.UID == j.UID {
-			for _, p := range ps {
-				total += p.Bytes
-			}
-		}
-	}
-	return total
-}
-
-// fits reports whether parts still fit beside what the committed jobs
-// other than j hold: the last word before an allocation is committed.
-func (d *Daemon) fits(j *job.Job, parts []job.Part) bool {
-	return capacity.Fits(d.cfg.Nodes, d.heldBesides(j), parts)
-}
-
 // waitForStageIn says why j, held for its stage-in time
 // (lifecycle.HoldStageInTime), waits.
 func (d *Daemon) waitForStageIn(j *job.Job) {
@@ -202,69 +98,6 @@ func (d *Daemon) waitForStageIn(j *job.Job) {
 	if d.board.SetWait(j.ID, board.WaitStart, why) {
 		d.log.Info("job waits for its stage-in time", "job", j.ID, "not_before", j.NotBefore)
 	}
-}
-
-// allocated sums the RAM held on each node by the jobs whose state holds it
-// (and, if only is given, that it keeps).
-func (d *Daemon) allocated(only func(*job.Job) bool) map[string]int64 {
-	used := map[string]int64{}
-	d.store.EachActive(func(j *job.Job) {
-		if lifecycle.HoldsNodes(j.RSA) && (only == nil || only(j)) {
-			for _, p := range j.Alloc {
-				used[p.Node] += p.Bytes
-			}
-		}
-	})
-	return used
-}
-
-// holdings returns what the committed jobs hold, per RSA node and per
-// user; callers must not change it. The scheduling pass asks for it once
-// per waiting job; it is worked out from every active job only when a
-// commit changed it (a pass over 1,000 waiting and 9,000 holding jobs
-// took 9 s when each decision summed the active jobs itself).
-func (d *Daemon) holdings() *capacity.Holdings {
-	d.mu.Lock()
-	h, gen := d.held, d.commits
-	d.mu.Unlock()
-	if h != nil {
-		return h
-	}
-	h = capacity.NewHoldings()
-	// RAM a teardown left on a silent node is held there until the node
-	// confirms it gone; it is no user's any more.
-	for _, db := range d.owed() {
-		h.Owe(db.Node, db.Bytes)
-	}
-	d.store.EachActive(func(j *job.Job) {
-		if lifecycle.HoldsNodes(j.RSA) {
-			h.Hold(j.UID, j.Alloc)
-		}
-	})
-	// Kept only if no commit came between the read and now.
-	d.mu.Lock()
-	if d.commits == gen {
-		d.held = h
-	}
-	d.mu.Unlock()
-	return h
-}
-
-// heldBesides is the RAM held on each node by the committed jobs other than
-// j: a copy the caller may change.
-func (d *Daemon) heldBesides(j *job.Job) map[string]int64 {
-	if lifecycle.HoldsNodes(j.RSA) {
-		return d.holdings().Besides(j.Alloc)
-	}
-	return d.holdings().Besides(nil)
-}
-
-// own is the RAM j's committed record holds.
-func own(j *job.Job) int64 {
-	if !lifecycle.HoldsNodes(j.RSA) {
-		return 0
-	}
-	return j.Capacity()
 }
 
 // stageLog is the file of j's own log.

@@ -92,8 +92,8 @@ func BenchmarkSchedulingPass(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		d.tick(ctx, time.Now())
-		if len(d.pending) != 0 || len(d.reserved) != 0 {
-			b.Fatalf("a pass over full nodes assigned: %d pending, %d reserved", len(d.pending), len(d.reserved))
+		if len(d.pending) != 0 || len(d.book.Reserved()) != 0 {
+			b.Fatalf("a pass over full nodes assigned: %d pending, %d reserved", len(d.pending), len(d.book.Reserved()))
 		}
 	}
 	b.StopTimer()

@@ -70,10 +70,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/access"
-	"github.com/rsa-hpc/rsa/internal/capacity"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon/board"
+	"github.com/rsa-hpc/rsa/internal/daemon/book"
 	"github.com/rsa-hpc/rsa/internal/daemon/debt"
 	"github.com/rsa-hpc/rsa/internal/daemon/service"
 	"github.com/rsa-hpc/rsa/internal/engine"
@@ -122,10 +122,6 @@ type Daemon struct {
 	// Owned by the loop goroutine.
 	pending []msg
 	staging map[int64]context.CancelFunc
-	// reserved holds allocations decided but not yet committed (their
-	// EvAssigned is pending), so that the next decision counts them.
-	reserved map[int64][]job.Part
-	plans    *capacity.Memo // the scheduling pass's, while it runs
 
 	// board is what readers outside the loop see of jobs in flight:
 	// progress and waits.
@@ -135,12 +131,11 @@ type Daemon struct {
 	// shows the metrics and the dashboard what they show.
 	api *service.Service
 
+	// book is the account of the RSA nodes' RAM: held, reserved, free.
+	book *book.Book
+
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced on every commit
-	// held is what the committed jobs hold, worked out once from the
-	// active jobs and dropped at every commit; nil: not worked out yet.
-	held    *capacity.Holdings
-	commits uint64 // counts the commits, for held
 
 	metrics *metrics.Metrics
 	// tell tells job users what waits for them; nil without
@@ -293,24 +288,24 @@ func newDaemon(cfg *config.Config, dp deps, o Options) *Daemon {
 		dp.drains = map[string]store.Drain{}
 	}
 	d := &Daemon{
-		cfg:      cfg,
-		store:    dp.store,
-		engine:   dp.engine,
-		access:   dp.access,
-		policy:   policyOf(cfg),
-		runner:   dp.runner,
-		log:      o.Log,
-		logs:     joblog.New(cfg.StateDir, o.Log),
-		version:  o.Version,
-		inbox:    make(chan msg, 256),
-		stopped:  make(chan struct{}),
-		staging:  map[int64]context.CancelFunc{},
-		reserved: map[int64][]job.Part{},
-		notify:   make(chan struct{}),
+		cfg:     cfg,
+		store:   dp.store,
+		engine:  dp.engine,
+		access:  dp.access,
+		policy:  policyOf(cfg),
+		runner:  dp.runner,
+		log:     o.Log,
+		logs:    joblog.New(cfg.StateDir, o.Log),
+		version: o.Version,
+		inbox:   make(chan msg, 256),
+		stopped: make(chan struct{}),
+		staging: map[int64]context.CancelFunc{},
+		notify:  make(chan struct{}),
 	}
 	d.lease = o.lease
 	d.debts = debt.New(dp.store, dp.debts, d.logs, o.Log, d.changed)
 	d.api = service.New(d.serviceDeps(dp.drains))
+	d.book = book.New(cfg, dp.engine, bookPort{d})
 	d.metrics = metrics.New(d.api.Metrics(), o.Version)
 	d.slurm = adapter.New(cfg, slurmPort{d}, o.Log, d.metrics)
 	d.tell = notify.NewTeller(cfg.Notify)
@@ -524,8 +519,7 @@ func (d *Daemon) loop(ctx context.Context) {
 func (d *Daemon) tick(ctx context.Context, now time.Time) {
 	// Decided on the store's copies under its read lock, handled after
 	// it: handling commits.
-	d.plans = capacity.NewMemo(d.commitCount())
-	defer func() { d.plans = nil }()
+	defer d.book.BeginPass()()
 	var due []msg
 	d.store.EachActive(func(j *job.Job) {
 		m := j.Machine()
@@ -619,12 +613,12 @@ func (d *Daemon) admissible(j *job.Job, m *msg) bool {
 			delete(d.staging, j.ID)
 		}
 	case lifecycle.EvAssigned:
-		delete(d.reserved, j.ID)
+		d.book.Release(j.ID)
 		var probe job.Job
 		if m.edit != nil {
 			m.edit(&probe)
 		}
-		if !d.fits(j, probe.Alloc) {
+		if !d.book.Fits(j, probe.Alloc) {
 			d.log.Error("an allocation no longer fits; the job waits again", "job", j.ID, "alloc", probe.Alloc)
 			return false
 		}
@@ -744,9 +738,8 @@ func lossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
 // changed wakes every long-polling reader and drops what the holdings
 // were.
 func (d *Daemon) changed() {
+	d.book.Changed()
 	d.mu.Lock()
-	d.held = nil
-	d.commits++
 	close(d.notify)
 	d.notify = make(chan struct{})
 	d.mu.Unlock()
@@ -822,15 +815,6 @@ func (d *Daemon) certificates() []engine.Certificate {
 	return nil
 }
 
-// placement is what the engine needs of the way a job's capacity is split
-// over RSA nodes: nothing, unless it is an engine.Placer.
-func (d *Daemon) placement() engine.Placement {
-	if p, ok := engine.As[engine.Placer](d.engine); ok {
-		return p.Placement()
-	}
-	return engine.Placement{}
-}
-
 // periods are how often the daemon looks after the engine's RAMDISKs:
 // the engine's own if it is an engine.Periodic.
 func (d *Daemon) periods() engine.Periods {
@@ -838,14 +822,6 @@ func (d *Daemon) periods() engine.Periods {
 		return p.Periods()
 	}
 	return engine.DefaultPeriods()
-}
-
-// placeable reports whether a new RAMDISK may have a part on RSA node n
-// now, as far as the engine knows: always, on an engine whose parts are
-// all on this host.
-func (d *Daemon) placeable(n string) bool {
-	nodes, ok := d.engineNodes()
-	return !ok || nodes.Placeable(n)
 }
 
 // ramdisk describes j's RAMDISK for the engine.

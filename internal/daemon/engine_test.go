@@ -57,7 +57,7 @@ func TestAssignAsksTheEngine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := passDaemon(t, 2, gib)
-			d.engine = tc.engine(t)
+			d.useEngine(tc.engine(t))
 			j := passJob(0, 2*gib, time.Now())
 			j.ID = 1
 			m, assigned := d.assign(j)
@@ -108,7 +108,7 @@ func (e *stagingEngine) Stage(_ context.Context, r engine.Ramdisk, t stage.Task)
 func TestStageByTheEngine(t *testing.T) {
 	d := passDaemon(t, 2, 1<<30)
 	se := &stagingEngine{Engine: memengine.New(t.TempDir())}
-	d.engine = engine.WithRetry(se, 3, 0)
+	d.useEngine(engine.WithRetry(se, 3, 0))
 	j := passJob(0, 1<<30, time.Now())
 	j.ID, j.Build, j.Ramdisk = 7, 2, "/run/rsa/ramdisk/7/ram"
 	j.Alloc = []job.Part{{Node: "rsa01", Bytes: 1 << 30}}
@@ -136,27 +136,23 @@ func (tuned) Periods() engine.Periods {
 	return engine.Periods{Heartbeat: time.Second, LeftoverSweep: 2 * time.Second, ProbeTimeout: 3 * time.Second}
 }
 
-// The daemon takes the placement and its periods from the engine, through
-// its wrappers; an engine without them gets the zero placement and the
-// default periods.
+// The daemon takes its periods from the engine, through its wrappers; an
+// engine without them gets the default periods. (The placement: package
+// book's TestPlacementThroughWrappers.)
 func TestEngineTunes(t *testing.T) {
 	mem := func(t *testing.T) engine.Engine { return memengine.New(t.TempDir()) }
 	for _, tc := range []struct {
-		name      string
-		engine    func(t *testing.T) engine.Engine
-		placement engine.Placement
-		periods   engine.Periods
+		name    string
+		engine  func(t *testing.T) engine.Engine
+		periods engine.Periods
 	}{
-		{"no needs", mem, engine.Placement{}, engine.DefaultPeriods()},
+		{"no needs", mem, engine.DefaultPeriods()},
 		{"its own, wrapped", func(t *testing.T) engine.Engine { return engine.WithRetry(tuned{mem(t)}, 3, 0) },
-			engine.Placement{Even: true, Replica: 2}, engine.Periods{Heartbeat: time.Second, LeftoverSweep: 2 * time.Second, ProbeTimeout: 3 * time.Second}},
+			engine.Periods{Heartbeat: time.Second, LeftoverSweep: 2 * time.Second, ProbeTimeout: 3 * time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := passDaemon(t, 2, 1<<30)
-			d.engine = tc.engine(t)
-			if p := d.placement(); p != tc.placement {
-				t.Errorf("placement %+v, want %+v", p, tc.placement)
-			}
+			d.useEngine(tc.engine(t))
 			if p := d.periods(); p != tc.periods {
 				t.Errorf("periods %+v, want %+v", p, tc.periods)
 			}

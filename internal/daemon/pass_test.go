@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func TestPassMemoDecidesAsEachJobAlone(t *testing.T) {
 
 	pass := build()
 	pass.tick(context.Background(), time.Now())
-	got := slices.Sorted(maps.Keys(pass.reserved))
+	got := pass.book.Reserved()
 
 	alone := build()
 	var initial []job.Job

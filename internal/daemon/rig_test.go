@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/config"
+	"github.com/rsa-hpc/rsa/internal/daemon/book"
+	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
 	"github.com/rsa-hpc/rsa/internal/store"
 )
@@ -65,4 +67,11 @@ func (r *restartRig) get(d *Daemon, id int64) *job.Job {
 		r.t.Fatal(err)
 	}
 	return j
+}
+
+// useEngine makes e the engine of d and of its account of RAM, before
+// the test makes d decide.
+func (d *Daemon) useEngine(e engine.Engine) {
+	d.engine = e
+	d.book = book.New(d.cfg, e, bookPort{d})
 }

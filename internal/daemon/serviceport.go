@@ -5,6 +5,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/admission"
 	"github.com/rsa-hpc/rsa/internal/api"
+	"github.com/rsa-hpc/rsa/internal/daemon/book"
 	"github.com/rsa-hpc/rsa/internal/daemon/service"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -88,3 +89,12 @@ func (d *Daemon) changes() <-chan struct{} {
 	defer d.mu.Unlock()
 	return d.notify
 }
+
+// bookPort is the daemon as its account of RAM (package book) reads it.
+type bookPort struct{ d *Daemon }
+
+var _ book.Source = bookPort{}
+
+func (p bookPort) EachActive(fn func(*job.Job))    { p.d.store.EachActive(fn) }
+func (p bookPort) Owed() []store.Debt              { return p.d.owed() }
+func (p bookPort) Drained() map[string]store.Drain { return p.d.api.Drained() }

@@ -364,7 +364,7 @@ func replayInDaemon(t *testing.T, c simCase, steps []simStep, nodes map[int64]in
 		// The simulator's names for its RSA nodes.
 		cfg.Nodes = append(cfg.Nodes, config.Node{Name: fmt.Sprintf("rsa%03d", i+1), Capacity: simNodeRAM})
 	}
-	u.d.engine = &gatedEngine{Engine: u.d.engine, g: r.g}
+	u.d.useEngine(&gatedEngine{Engine: u.d.engine, g: r.g})
 	u.d.access = &gatedAccess{Access: u.d.access, g: r.g}
 	u.stage = func(ctx context.Context, rd engine.Ramdisk, task stage.Task) error {
 		a := lifecycle.StageIn

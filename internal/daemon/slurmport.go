@@ -101,16 +101,16 @@ func (p slurmPort) View(j *job.Job, caller api.Peer) *api.JobView { return p.d.a
 
 func (p slurmPort) Pool(uncounted func(*job.Job) bool) []adapter.PoolNode {
 	d := p.d
-	unaccounted := d.allocated(uncounted)
+	unaccounted := d.book.Allocated(uncounted)
 	for _, db := range d.owed() {
 		unaccounted[db.Node] += db.Bytes // of jobs Slurm is done with
 	}
-	all := d.holdings().ByNode
+	all := d.book.Holdings().ByNode
 	drained := d.api.Drained()
 	nodes := make([]adapter.PoolNode, 0, len(d.cfg.Nodes))
 	for _, n := range d.cfg.Nodes {
 		_, isDrained := drained[n.Name]
-		nodes = append(nodes, adapter.PoolNode{Name: n.Name, Capacity: n.Capacity, Open: !isDrained && d.placeable(n.Name),
+		nodes = append(nodes, adapter.PoolNode{Name: n.Name, Capacity: n.Capacity, Open: !isDrained && d.book.Placeable(n.Name),
 			Held: all[n.Name], Uncounted: unaccounted[n.Name]})
 	}
 	return nodes
