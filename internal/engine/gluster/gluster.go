@@ -519,6 +519,15 @@ func (e *Engine) Reattach(ctx context.Context, r engine.Ramdisk) (bool, error) {
 		e.Log.Info("RAMDISK reattached on this host", "job", r.Job, "volume", e.volume(r))
 		return true, nil
 	}
+	// A client whose mount failed can stay in the mount table for a
+	// moment after mount.glusterfs gives up (the FUSE mount comes before
+	// the volume's file): this host's own failed try is no sign that the
+	// volume exists, and is not left behind.
+	if m, ok, err := e.mounted(r); err == nil && ok {
+		if err := mount.Unmount(m, true); err != nil {
+			e.Log.Warn("detaching a failed client mount", "job", r.Job, "err", err)
+		}
+	}
 	found, err := e.List(ctx)
 	if err != nil {
 		return false, errors.Join(merr, err)
