@@ -471,3 +471,30 @@ func Limit(active []*job.Job, uid uint32, name string, l config.Limits) error {
 	}
 	return nil
 }
+
+// Bounds gives a pending job whose record has no bounds of its own on
+// its waits (one an older rsa serve wrote) the site's, or is nil: the
+// unstarted expiry of an rsa submit job, the capacity wait of a Slurm
+// burst buffer job without capacity=. The edit restarts the expiry's
+// clock once, so the job ends no sooner than it would have; a capacity
+// wait already begun keeps its start.
+func Bounds(j *job.Job, cfg *config.Config) func(*job.Job) {
+	if !j.Machine().Pending() {
+		return nil
+	}
+	expiry := cfg.Limits.UnstartedExpiry
+	expires := j.Scheduler == "" && j.UnstartedExpiry == 0 && expiry > 0
+	wait := cfg.Slurm.CapacityWait
+	bounded := j.Scheduler == config.SchedulerSlurm && j.Spec.Capacity == 0 && j.CapacityWait == 0 && wait > 0
+	if !expires && !bounded {
+		return nil
+	}
+	return func(n *job.Job) {
+		if expires {
+			n.UnstartedExpiry = expiry
+		}
+		if bounded {
+			n.CapacityWait = wait
+		}
+	}
+}

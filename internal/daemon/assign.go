@@ -2,11 +2,8 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/alloc"
 	"github.com/rsa-hpc/rsa/internal/daemon/board"
@@ -119,32 +116,13 @@ func (d *Daemon) watchOwner(j *job.Job) {
 	if j.Owner.PID == 0 || j.State == lifecycle.Finished {
 		return
 	}
-	gone := func(why string) {
-		d.post(msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
-	}
-	if st, err := holders.StartTime(j.Owner.PID); err != nil || st != j.Owner.StartTime {
-		gone(fmt.Sprintf("its rsa run process %d is gone", j.Owner.PID))
-		return
-	}
-	fd, err := unix.PidfdOpen(j.Owner.PID, 0)
-	if err != nil {
-		gone(fmt.Sprintf("its rsa run process %d is gone", j.Owner.PID))
-		return
-	}
+	id, pid, start := j.ID, j.Owner.PID, j.Owner.StartTime
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		defer unix.Close(fd)
-		for d.actx.Err() == nil {
-			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			n, err := unix.Poll(fds, 1000)
-			if err != nil && !errors.Is(err, unix.EINTR) {
-				return
-			}
-			if n > 0 {
-				gone(fmt.Sprintf("its rsa run process %d exited", j.Owner.PID))
-				return
-			}
+		if how := holders.AwaitExit(d.actx, pid, start); how != "" {
+			why := fmt.Sprintf("its rsa run process %d %s", pid, how)
+			d.post(msg{id: id, ev: lifecycle.Event{Kind: lifecycle.EvFinished, At: time.Now(), Reason: why}})
 		}
 	}()
 }

@@ -62,7 +62,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,12 +69,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rsa-hpc/rsa/internal/access"
+	"github.com/rsa-hpc/rsa/internal/admission"
 	"github.com/rsa-hpc/rsa/internal/cgroup"
 	"github.com/rsa-hpc/rsa/internal/config"
 	"github.com/rsa-hpc/rsa/internal/daemon/board"
 	"github.com/rsa-hpc/rsa/internal/daemon/book"
 	"github.com/rsa-hpc/rsa/internal/daemon/debt"
 	"github.com/rsa-hpc/rsa/internal/daemon/service"
+	"github.com/rsa-hpc/rsa/internal/daemon/watch"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/failover"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -88,7 +89,6 @@ import (
 	"github.com/rsa-hpc/rsa/internal/slurm/adapter"
 	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/store"
-	"github.com/rsa-hpc/rsa/internal/units"
 )
 
 // Daemon is the running service.
@@ -178,33 +178,12 @@ type Options struct {
 	lease *failover.Lease
 }
 
-// checkLocalCapacity refuses RSA nodes served by this host's RAM (the
-// local engine) that promise more than the host has: a RAMDISK that grows
-// past the RAM left is swapped out or meets the OOM killer, and the jobs
-// waiting for it would wait for RAM that never comes.
-func checkLocalCapacity(nodes []config.Node) error {
-	var sum int64
-	for _, n := range nodes {
-		if n.Engine == "" || n.Engine == "local" {
-			sum += n.Capacity
-		}
-	}
-	total, err := config.MemTotal()
-	if err != nil {
-		return err
-	}
-	if sum > total {
-		return fmt.Errorf("the RSA nodes of this host promise %s of RAMDISK, but the host has %s of RAM in all: lower nodes[].capacity (a size such as 16G, or a share such as 50%%) in the config", units.FormatSize(sum), units.FormatSize(total))
-	}
-	return nil
-}
-
 // New opens the store and prepares the engine; Run starts serving.
 func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("rsa serve must run as root: it mounts file systems and stages data as each job's user")
 	}
-	if err := checkLocalCapacity(cfg.Nodes); err != nil {
+	if err := config.CheckLocalCapacity(cfg.Nodes); err != nil {
 		return nil, err
 	}
 	st, err := store.Open(ctx, cfg.StateDir)
@@ -604,7 +583,7 @@ func (d *Daemon) apply(ctx context.Context, m msg) (*job.Job, error) {
 // bookkeeping its event ends: a stage-in's end releases its context; an
 // allocation is committed only if it still fits (whatever happened since
 // the decision, no byte is ever given twice); a loss report keeps only
-// what is news for j (lossFor), and one with none changes nothing.
+// what is news for j (watch.LossFor), and one with none changes nothing.
 func (d *Daemon) admissible(j *job.Job, m *msg) bool {
 	switch m.ev.Kind {
 	case lifecycle.EvStagedIn, lifecycle.EvStageInFailed, lifecycle.EvStageInStopped:
@@ -624,7 +603,7 @@ func (d *Daemon) admissible(j *job.Job, m *msg) bool {
 		}
 	case lifecycle.EvNodeLost:
 		var stale string
-		m.ev.Nodes, stale = lossFor(j, m.ev)
+		m.ev.Nodes, stale = watch.LossFor(j, m.ev)
 		if stale != "" {
 			d.log.Info("loss report ignored", "job", j.ID, "why", stale)
 			return false
@@ -714,27 +693,6 @@ func (d *Daemon) follow(ctx context.Context, j, next *job.Job, out lifecycle.Out
 	}
 }
 
-// lossFor is the part of a loss report that is news for j's current
-// RAMDISK: its nodes that j holds and has not yet lost. A report about
-// another build (one torn down since, or a probe that raced a rebuild),
-// about nodes j does not hold, or about losses already recorded (a second
-// report of the same loss) is stale: stale says why, and the report must
-// change nothing, its log line included.
-func lossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
-	if ev.Build != j.Build {
-		return nil, fmt.Sprintf("it is about build %d of the RAMDISK, which is build %d now", ev.Build, j.Build)
-	}
-	for _, n := range ev.Nodes {
-		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == n }) && !slices.Contains(j.Lost, n) {
-			nodes = append(nodes, n)
-		}
-	}
-	if len(nodes) == 0 {
-		return nil, fmt.Sprintf("the job holds none of the nodes %s, or has lost them already", strings.Join(ev.Nodes, ", "))
-	}
-	return nodes, ""
-}
-
 // changed wakes every long-polling reader and drops what the holdings
 // were.
 func (d *Daemon) changed() {
@@ -765,7 +723,7 @@ func (d *Daemon) resume(ctx context.Context) error {
 			if _, busy := lifecycle.Work(j.RSA); busy {
 				d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)
 			}
-			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}, edit: d.waitsOf(j)})
+			d.pending = append(d.pending, msg{id: j.ID, ev: lifecycle.Event{Kind: lifecycle.EvResume, At: time.Now()}, edit: admission.Bounds(j, d.cfg)})
 		}
 		d.watchOwner(j)
 	}
@@ -773,33 +731,6 @@ func (d *Daemon) resume(ctx context.Context) error {
 		d.log.Error("marking RSA's Slurm jobs for the prolog", "err", err)
 	}
 	return nil
-}
-
-// waitsOf gives a pending job whose record has no bounds of its own on
-// its waits (one an older rsa serve wrote) the site's, or is nil: the
-// unstarted expiry of an rsa submit job, the capacity wait of a Slurm
-// burst buffer job without capacity=. The edit restarts the expiry's
-// clock once, so the job ends no sooner than it would have; a capacity
-// wait already begun keeps its start.
-func (d *Daemon) waitsOf(j *job.Job) func(*job.Job) {
-	if !j.Machine().Pending() {
-		return nil
-	}
-	expiry := d.cfg.Limits.UnstartedExpiry
-	expires := j.Scheduler == "" && j.UnstartedExpiry == 0 && expiry > 0
-	wait := d.cfg.Slurm.CapacityWait
-	bounded := j.Scheduler == config.SchedulerSlurm && j.Spec.Capacity == 0 && j.CapacityWait == 0 && wait > 0
-	if !expires && !bounded {
-		return nil
-	}
-	return func(n *job.Job) {
-		if expires {
-			n.UnstartedExpiry = expiry
-		}
-		if bounded {
-			n.CapacityWait = wait
-		}
-	}
 }
 
 // engineNodes is the engine's view of the nodes its RAMDISKs have parts

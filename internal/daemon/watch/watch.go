@@ -221,3 +221,24 @@ func Probe(ctx context.Context, eng engine.Engine, rd engine.Ramdisk) (dg engine
 		return engine.Degraded{}, nil, ctx.Err()
 	}
 }
+
+// LossFor is the part of a loss report that is news for j's current
+// RAMDISK: its nodes that j holds and has not yet lost. A report about
+// another build (one torn down since, or a probe that raced a rebuild),
+// about nodes j does not hold, or about losses already recorded (a second
+// report of the same loss) is stale: stale says why, and the report must
+// change nothing, its log line included.
+func LossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
+	if ev.Build != j.Build {
+		return nil, fmt.Sprintf("it is about build %d of the RAMDISK, which is build %d now", ev.Build, j.Build)
+	}
+	for _, n := range ev.Nodes {
+		if slices.ContainsFunc(j.Alloc, func(p job.Part) bool { return p.Node == n }) && !slices.Contains(j.Lost, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil, fmt.Sprintf("the job holds none of the nodes %s, or has lost them already", strings.Join(ev.Nodes, ", "))
+	}
+	return nodes, ""
+}
