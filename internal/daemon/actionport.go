@@ -37,7 +37,7 @@ var _ action.Daemon = actionPort{}
 
 func (p actionPort) Ramdisk(j *job.Job) engine.Ramdisk { return p.d.ramdisk(j) }
 
-func (p actionPort) Silent(parts []job.Part) []string { return p.d.silentAmong(parts) }
+func (p actionPort) Silent(parts []job.Part) []string { return watch.Silent(p.d.engine, parts) }
 
 func (p actionPort) Record(ctx context.Context, id int64) (*job.Job, error) {
 	return p.d.store.Get(ctx, id)

@@ -713,12 +713,12 @@ func (d *Daemon) resume(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
-		if lost, ok := d.ramdiskGone(ctx, j); ok {
+		if ev, lost := d.watcher().Gone(ctx, j); lost {
 			// Not resumed as well: the lost event's transitions start
 			// what the job's new state needs, and a resume after them
 			// would start that action a second time (two constructs
 			// racing to mount the same RAMDISK).
-			d.pending = append(d.pending, lost)
+			d.pending = append(d.pending, msg{id: j.ID, ev: ev})
 		} else {
 			if _, busy := lifecycle.Work(j.RSA); busy {
 				d.log.Info("resuming", "job", j.ID, "state", j.State, "rsa", j.RSA)

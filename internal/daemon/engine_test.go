@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/daemon/watch"
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
 	"github.com/rsa-hpc/rsa/internal/job"
@@ -44,7 +45,7 @@ func TestAssignAsksTheEngine(t *testing.T) {
 		name   string
 		engine func(t *testing.T) engine.Engine
 		parts  map[string]string // node → incarnation of each part; nil: the job waits
-		silent []string          // silentAmong the parts on every node
+		silent []string          // watch.Silent: the parts on every node
 		reason string            // the wait's reason ends so
 	}{
 		{"every node up", func(t *testing.T) engine.Engine {
@@ -61,7 +62,7 @@ func TestAssignAsksTheEngine(t *testing.T) {
 			j := passJob(0, 2*gib, time.Now())
 			j.ID = 1
 			m, assigned := d.assign(j)
-			if got := d.silentAmong([]job.Part{{Node: "rsa01"}, {Node: "rsa02"}}); !slices.Equal(got, tc.silent) {
+			if got := watch.Silent(d.engine, []job.Part{{Node: "rsa01"}, {Node: "rsa02"}}); !slices.Equal(got, tc.silent) {
 				t.Errorf("silent among the parts: %v, want %v", got, tc.silent)
 			}
 			if tc.parts == nil {

@@ -242,3 +242,66 @@ func LossFor(j *job.Job, ev lifecycle.Event) (nodes []string, stale string) {
 	}
 	return nodes, ""
 }
+
+// Gone checks, when the daemon starts, that j, whose state may say it has
+// a RAMDISK, still has one; if not, ev is the loss to tell j's machine. A reboot of the RSA host takes every RAMDISK with
+// it; the job must then not wait for a retry of a stage-out from RAM that
+// is gone, nor hold that RAM, nor have its stage-in resumed into a plain
+// directory. The event says what was lost.
+func (w *Watch) Gone(ctx context.Context, j *job.Job) (ev lifecycle.Event, gone bool) {
+	if !lifecycle.HasRamdisk(j.RSA) || j.Ramdisk == "" {
+		return lifecycle.Event{}, false
+	}
+	rd := w.Jobs.Ramdisk(j)
+	if _, ok, err := w.Engine.Device(rd); err != nil || ok {
+		if err != nil {
+			w.Log.Error("checking a job's RAMDISK", "job", j.ID, "err", err)
+		}
+		return lifecycle.Event{}, false
+	}
+	if r, ok := engine.As[engine.Reattacher](w.Engine); ok {
+		// Not mounted here: this host may have taken the state over
+		// from another one, which had it mounted.
+		if ok, err := r.Reattach(ctx, rd); err != nil || ok {
+			if err != nil {
+				w.Log.Error("mounting a job's RAMDISK on this host again", "job", j.ID, "err", err)
+			}
+			return lifecycle.Event{}, false
+		}
+	}
+	// What is left is the empty mount point and its gate.
+	if err := w.Engine.Destroy(ctx, rd); err != nil {
+		w.Log.Error("removing what is left of a lost RAMDISK", "job", j.ID, "err", err)
+	}
+	why := "its RAMDISK is gone (the RSA host restarted, or it was unmounted)"
+	switch j.RSA {
+	case lifecycle.StageOutFailed:
+		why += "; the output it held had not been verified on persistent storage and is lost. When its stage-out failed: " + j.Error
+	case lifecycle.StagingOut:
+		why += fmt.Sprintf("; its stage-out was cut short: output it had not yet verified in %s is lost", j.Spec.Output)
+	case lifecycle.InUseOut, lifecycle.Mounting:
+		why += fmt.Sprintf("; what the job wrote into RAM at %s is lost (nothing of it had been staged out)", j.Spec.Output)
+	default:
+		why += "; it held nothing that is not on disk"
+	}
+	w.Log.Warn("RAMDISK lost", "job", j.ID, "rsa", j.RSA, "ramdisk", rd.Dir)
+	w.Logs.Append(j.ID, j.CreatedAt, "RAMDISK lost: "+why)
+	return lifecycle.Event{Kind: lifecycle.EvRamdiskLost, At: time.Now(), Reason: why}, true
+}
+
+// Silent are the RSA nodes of parts that did not answer e's last look,
+// sorted; none on an engine whose parts are all on this host.
+func Silent(e engine.Engine, parts []job.Part) []string {
+	var silent []string
+	nodes, ok := engine.As[engine.Nodes](e)
+	if !ok {
+		return nil
+	}
+	for _, p := range parts {
+		if !nodes.Up(p.Node) && !slices.Contains(silent, p.Node) {
+			silent = append(silent, p.Node)
+		}
+	}
+	slices.Sort(silent)
+	return silent
+}
