@@ -8,13 +8,17 @@
 //
 // The package is the loop, the store's commits and Run, which starts the
 // components; its parts live in rooms of their own, each reaching the
-// daemon through a small port: the actions (package action, through
+// daemon through a small port: the API with the metrics' and dashboard's
+// sources and the administrators' operations (package service, through
+// service.Core: serviceport.go), the actions (package action, through
 // action.Daemon: actionport.go), the Slurm adapter (slurm/adapter, through
 // adapter.Jobs: slurmport.go), the report of lost parts (package watch,
-// through watch.Jobs: lost.go), the debts' ledger (package debt). The
-// capacity decision is capacity.Decide on the daemon's snapshot
-// (assign.go); a spec is checked by package admission; a refusal is a
-// refuse error, which only the API turns into an HTTP status.
+// through watch.Jobs: lost.go), the account of the nodes' RAM (package
+// book, through book.Source), the debts' ledger (package debt), and the
+// progress and waits of jobs in flight (package board). The capacity
+// decision is capacity.Decide on the book's snapshot; a spec is checked
+// by package admission; a refusal is a refuse error, which only the API
+// turns into an HTTP status.
 //
 // The daemon knows its engine through engine.Engine and engine's optional
 // interfaces alone (engine.As), and never a backend, nor a backend's
@@ -35,17 +39,16 @@
 //   - one per running action (start), which posts its completion;
 //   - one per rsa run process watched (watchOwner), one per notice sent;
 //   - the socket's, remote access's, the failover peer's and the metrics'
-//     HTTP servers (listen.go), whose handlers call the API's methods;
+//     HTTP servers (service.Listeners), whose handlers call the API;
 //   - the Slurm adapter (its Run: polling and reconciling, if configured);
 //   - the engine's watcher, the debts' payment, the watch's probe of
 //     RAMDISKs in use, the leftover sweep, the history purge and, in a
 //     failover pair, the lease's check.
 //
-// Locks: mu guards the fields under it (what readers outside the loop
-// see: progress, waits, the commit counter and its channel, the cached
-// holdings, drains, quarantine); admitting is held from a new job's limit
-// check to its creation, and around a marker's removal; the store, the
-// debts' ledger and the metrics lock themselves. No lock is held across a
+// Locks: mu guards the commits' channel; admitting is held from a new
+// job's limit check to its creation, and around a marker's removal; the
+// store, the board, the book, the API's drains and quarantine, the debts'
+// ledger and the metrics lock themselves. No lock is held across a
 // call into the engine, an agent or the store's writes, except
 // admitting around the creation it guards.
 package daemon
