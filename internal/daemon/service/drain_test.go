@@ -121,8 +121,8 @@ func TestDrain(t *testing.T) {
 func TestDrainedCopies(t *testing.T) {
 	r := newRig(t, nil)
 	given := map[string]store.Drain{"rsa1": {Node: "rsa1", Reason: "old", By: "root", Since: time.Now()}}
-	deps := Deps{Config: r.cfg, Store: r.store, Engine: r.eng, Core: r.core, Scheduler: fakeScheduler{},
-		Board: r.board, Debts: r.debts, Logs: r.logs, Log: r.svc.log, Drains: given}
+	deps := r.deps()
+	deps.Drains = given
 	s := New(deps)
 	delete(given, "rsa1")
 	got := s.Drained()

@@ -201,9 +201,14 @@ func newRig(t *testing.T, edit func(*config.Config)) *rig {
 	r := &rig{t: t, ctx: ctx, cfg: cfg, store: st, eng: memengine.New(cfg.RamdiskRoot), logs: logs, board: &board.Board{}}
 	r.core = &fakeCore{store: st, limits: cfg.Limits, root: cfg.RamdiskRoot, notify: make(chan struct{})}
 	r.debts = debt.New(st, nil, logs, log, func() {})
-	r.svc = New(Deps{Config: cfg, Store: st, Engine: r.eng, Core: r.core, Scheduler: fakeScheduler{users: []uint32{scheduler}},
-		Board: r.board, Debts: r.debts, Logs: logs, Log: log, Version: "test"})
+	r.svc = New(r.deps())
 	return r
+}
+
+// deps are what the rig's Service works through.
+func (r *rig) deps() Deps {
+	return Deps{Config: r.cfg, Store: r.store, Engine: r.eng, Core: r.core, Scheduler: fakeScheduler{users: []uint32{scheduler}},
+		Board: r.board, Debts: r.debts, Logs: r.logs, Log: slog.New(slog.DiscardHandler), Version: "test"}
 }
 
 // job stores a job of nobody's in the states given, with paths a stranger
