@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/api"
 	"github.com/rsa-hpc/rsa/internal/config"
@@ -123,5 +124,36 @@ func TestEventsOwnerOnly(t *testing.T) {
 	}
 	if _, _, err := r.svc.Events(r.ctx, rootPeer, j.ID+1); !errors.Is(err, refuse.ErrNotFound) {
 		t.Errorf("the log of a job that is not there: %v", err)
+	}
+}
+
+// TestJobLongPoll: Job answers at once for a version already passed,
+// waits for the next commit (Core.Changes) otherwise, and gives up with
+// the job as it is when wait has elapsed.
+func TestJobLongPoll(t *testing.T) {
+	r := newRig(t, nil)
+	j := r.job(lifecycle.OnDeck, lifecycle.Initial)
+	if v, err := r.svc.Job(r.ctx, ownerPeer, j.ID, 0, time.Hour); err != nil || v.Version != j.Version {
+		t.Fatalf("Job after version 0: %+v, %v", v, err)
+	}
+	start := time.Now()
+	if v, err := r.svc.Job(r.ctx, ownerPeer, j.ID, j.Version, 20*time.Millisecond); err != nil || v.Version != j.Version {
+		t.Fatalf("Job with nothing new: %+v, %v", v, err)
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("Job with nothing new answered after %v, before its wait", d)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		if _, err := r.svc.Act(r.ctx, ownerPeer, j.ID, api.VerbCancel, api.ActOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	v, err := r.svc.Job(r.ctx, ownerPeer, j.ID, j.Version, time.Minute)
+	if err != nil || v.Version <= j.Version || v.State != lifecycle.Finished {
+		t.Fatalf("Job waiting for the cancel: %+v, %v", v, err)
+	}
+	if _, err := r.svc.Job(r.ctx, ownerPeer, j.ID+1, 0, time.Minute); !errors.Is(err, refuse.ErrNotFound) {
+		t.Errorf("Job of no job: %v", err)
 	}
 }
