@@ -143,13 +143,16 @@ func TestJobLongPoll(t *testing.T) {
 	if d := time.Since(start); d < 20*time.Millisecond {
 		t.Errorf("Job with nothing new answered after %v, before its wait", d)
 	}
+	cancelled := make(chan error)
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		if _, err := r.svc.Act(r.ctx, ownerPeer, j.ID, api.VerbCancel, api.ActOptions{}); err != nil {
-			t.Error(err)
-		}
+		_, err := r.svc.Act(r.ctx, ownerPeer, j.ID, api.VerbCancel, api.ActOptions{})
+		cancelled <- err
 	}()
 	v, err := r.svc.Job(r.ctx, ownerPeer, j.ID, j.Version, time.Minute)
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
 	if err != nil || v.Version <= j.Version || v.State != lifecycle.Finished {
 		t.Fatalf("Job waiting for the cancel: %+v, %v", v, err)
 	}
