@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,40 @@ func TestActRetryTo(t *testing.T) {
 	want := `stage-out retried by nobody to "` + dir + `" instead of "` + j.Spec.Output + `"`
 	if log := r.logs.Tail(j.ID, j.CreatedAt, 1<<10); !strings.Contains(log, want) {
 		t.Errorf("the job's log is %q, lacks %q", log, want)
+	}
+}
+
+// TestActStartAttach: a user's start with attach makes the calling process
+// the job's owner, which the daemon then watches; root's attach is
+// ignored, and one without a process to watch is refused.
+func TestActStartAttach(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		peer  api.Peer
+		want  error
+		owner int // the job's owner's pid after; 0: none
+	}{
+		{"the owner", api.Peer{UID: nobody, PID: int32(os.Getpid())}, nil, os.Getpid()},
+		{"root", api.Peer{UID: 0, PID: int32(os.Getpid())}, nil, 0},
+		{"the owner through a standby", api.Peer{UID: nobody}, refuse.ErrInvalid, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			j := r.job(lifecycle.OnDeck, lifecycle.Initial)
+			_, err := r.svc.Act(r.ctx, tc.peer, j.ID, api.VerbStart, api.ActOptions{Attach: true})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("start with attach: %v, want %v", err, tc.want)
+			}
+			got := r.get(j.ID)
+			if got.Owner.PID != tc.owner {
+				t.Errorf("the job's owner is %+v, want pid %d", got.Owner, tc.owner)
+			}
+			if watched := tc.owner != 0; watched != slices.Contains(r.core.watched, j.ID) {
+				t.Errorf("watched %v; want job %d watched: %v", r.core.watched, j.ID, watched)
+			}
+			if tc.want != nil && len(r.core.calls()) != 0 {
+				t.Errorf("a refused start reached Apply: %+v", r.core.calls())
+			}
+		})
 	}
 }
