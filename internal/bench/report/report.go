@@ -54,19 +54,9 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			fmt.Fprintf(&b, "  - `%s`\n", c)
 		}
 	}
-	b.WriteString("\nEach value stands beside the number the source gives for the same measurement (\"source\"), and, where one ran, beside another tool's value on the same target in the same run (\"check\"; more than 10% apart is marked **disagree**). Ratios compare shapes across hardware 15–25 years apart; absolute values do not compare.\n")
-	// The ratios first: they, not absolute values, compare across
-	// hardware generations.
-	var headline []string
-	for _, r := range rows {
-		if r.Unit == "x" && r.SourceValue != nil {
-			headline = append(headline, fmt.Sprintf("- %s %s %s, %s (%s): ours %s× | %s %s×",
-				r.Bench, r.Case, r.Metric, r.Target, params(r.Params), num(r.Value), r.SourceRef, num(*r.SourceValue)))
-		}
-	}
-	if len(headline) > 0 {
-		b.WriteString("\n## Ratios beside the sources'\n\n" + strings.Join(headline, "\n") + "\n")
-	}
+	b.WriteString("\nEach value stands beside the number the source gives for the same measurement (\"source\"), and, where one ran, beside another tool's value on the same target in the same run (\"check\"; more than 10% apart is marked **disagree**). Ratios compare shapes across hardware 15–25 years apart; absolute values do not compare.\n\n")
+	b.WriteString(machineLimits + "\n" + relatedSystems)
+	writeHeadline(&b, rows)
 	var benches []string
 	for _, r := range rows {
 		if !slices.Contains(benches, r.Bench) {
@@ -96,8 +86,10 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			if r.Note != "" {
 				ref = fmt.Sprintf("[%d]", slices.Index(notes[name], r.Note)+1)
 			}
-			src, ratio := "", ""
-			if r.SourceValue != nil {
+			src, ratio, target := "", "", r.Target
+			if nodeLocal(r.Target) {
+				target += " (node-local)"
+			} else if r.SourceValue != nil {
 				src = fmt.Sprintf("%s %s (%s)", num(*r.SourceValue), r.SourceUnit, r.SourceRef)
 				if *r.SourceValue != 0 {
 					ratio = num(r.Value / *r.SourceValue) + "×"
@@ -115,7 +107,7 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 				lo, hi := slices.Min(r.Runs), slices.Max(r.Runs)
 				val += fmt.Sprintf(" (%s–%s)", num(lo), num(hi))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Case), cell(r.Target), cell(r.Metric),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Case), cell(target), cell(r.Metric),
 				cell(params(r.Params)), cell(val), cell(src), ratio, cell(check), ref)
 		}
 		if len(notes[name]) > 0 {
@@ -139,6 +131,30 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHeadline lists the ratios first: they, not absolute values,
+// compare across hardware generations. A node-local ratio is listed
+// apart, without the source's number (nodeLocal).
+func writeHeadline(b *strings.Builder, rows []bench.Row) {
+	var beside, local []string
+	for _, r := range rows {
+		if r.Unit != "x" || r.SourceValue == nil {
+			continue
+		}
+		if nodeLocal(r.Target) {
+			local = append(local, fmt.Sprintf("- %s %s %s, %s (%s): %s×", r.Bench, r.Case, r.Metric, r.Target, params(r.Params), num(r.Value)))
+			continue
+		}
+		beside = append(beside, fmt.Sprintf("- %s %s %s, %s (%s): ours %s× | %s %s×",
+			r.Bench, r.Case, r.Metric, r.Target, params(r.Params), num(r.Value), r.SourceRef, num(*r.SourceValue)))
+	}
+	if len(beside) > 0 {
+		b.WriteString("\n## Ratios beside the sources'\n\n" + strings.Join(beside, "\n") + "\n")
+	}
+	if len(local) > 0 {
+		b.WriteString("\n## Ratios of a node-local RAM disk\n\nThe local engine's tmpfs on the job's own host against the shared file system: what any node-local RAM disk gives, not RSA's design, so not set beside the sources' numbers (see above).\n\n" + strings.Join(local, "\n") + "\n")
+	}
 }
 
 func num(v float64) string {

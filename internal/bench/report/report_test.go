@@ -12,19 +12,24 @@ import (
 )
 
 func TestMarkdown(t *testing.T) {
-	hold := bench.Row{Bench: "thesis", Case: "T52", Target: "ram vs shared@1g", Metric: "hold_ratio", Unit: "x", Value: 61.8, Runs: []float64{50, 61.8, 70}}
+	hold := bench.Row{Bench: "thesis", Case: "T52", Target: "ram@1g vs shared@1g", Metric: "hold_ratio", Unit: "x", Value: 61.8, Runs: []float64{50, 61.8, 70}}
 	hold.Source("THESIS T5.2", 30.9, "x")
+	local := bench.Row{Bench: "thesis", Case: "T52", Target: "ram vs shared@1g", Metric: "hold_ratio", Unit: "x", Value: 41.8}
+	local.Source("THESIS T5.2", 30.9, "x")
 	rate := bench.Row{Bench: "ior", Case: "Seq_Write", Target: "a|b", Metric: "rate", Unit: "MiB/s", Value: 100}
 	rate.CrossCheck("fio", 150)
 	rate.Note = "check: fio times its jobs\nby the longest one"
 	read := bench.Row{Bench: "ior", Case: "Seq_Read", Target: "a", Metric: "rate", Unit: "MiB/s", Value: 90, Note: rate.Note}
 	stat := bench.Row{Bench: "ior", Case: "Stat", Target: "a", Metric: "rate", Unit: "ops/s", Value: 9, Note: "cached"}
 	var b strings.Builder
-	if err := Markdown(&b, []bench.Row{hold, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0),
+	if err := Markdown(&b, []bench.Row{hold, local, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0),
 		Sections: map[string]Section{"ior": {Intro: "IOR's jobs.", Unmatched: []string{"Rd_Mod_Wrt: no counterpart"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
+	if strings.Contains(page, "ram vs shared@1g (): ours") {
+		t.Errorf("a node-local ratio is set beside the source's:\n%s", page)
+	}
 	for _, want := range []string{
 		"## thesis", "## ior\n\nIOR's jobs.\n\n| case |",
 		"\nSeed tests no job stands in for:\n\n- Rd_Mod_Wrt: no counterpart\n",
@@ -39,7 +44,13 @@ func TestMarkdown(t *testing.T) {
 		"test box",
 		// and summed up, with the note that explains it, before the tables
 		"| ior | a\\|b | fio | 1 | 0 | 1 | 0 / 1 | 0 | 0 | [1] |",
-		"- thesis T52 hold_ratio, ram vs shared@1g (): ours 61.8× | THESIS T5.2 30.9×",
+		"- thesis T52 hold_ratio, ram@1g vs shared@1g (): ours 61.8× | THESIS T5.2 30.9×",
+		// A node-local RAM disk is not RSA's design: listed apart, and
+		// never beside the source's number.
+		"## Ratios of a node-local RAM disk",
+		"- thesis T52 hold_ratio, ram vs shared@1g (): 41.8×\n",
+		"| T52 | ram vs shared@1g (node-local) | hold_ratio |  | 41.8 x |  |  |",
+		"## What this machine can and cannot show", "## Related systems",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q:\n%s", want, page)
