@@ -277,7 +277,11 @@ func TMSCurves(path string, rows []bench.Row) error {
 		for k := range series[t] {
 			keys = append(keys, k)
 		}
-		slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(a.qd, b.qd) })
+		// Writes before reads at each depth: the same rows draw the same
+		// file.
+		slices.SortFunc(keys, func(a, b key) int {
+			return cmp.Or(cmp.Compare(a.qd, b.qd), cmp.Compare(b2i(a.read), b2i(b.read)))
+		})
 		var depths []int64
 		for _, k := range keys {
 			if !slices.Contains(depths, k.qd) {
@@ -295,4 +299,11 @@ func TMSCurves(path string, rows []bench.Row) error {
 		panels = append(panels, p)
 	}
 	return saveTiles(path, [][]*plot.Plot{panels}, vg.Length(len(panels))*4*vg.Inch, 3.5*vg.Inch)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
