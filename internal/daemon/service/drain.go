@@ -26,11 +26,8 @@ func (s *Service) Drain(ctx context.Context, p api.Peer, node string, r api.Drai
 		return nil, refuse.NotFound("no RSA node %q (rsa nodes lists them)", node)
 	}
 	if r.Drain {
-		if err := job.CheckText("drain reason", r.Reason); err != nil {
-			return nil, refuse.Invalid("%v", err)
-		}
-		if r.Reason == "" {
-			return nil, refuse.Invalid("say why the node is drained (--reason): whoever finds it drained needs to know")
+		if err := reasonGiven("drain reason", r.Reason, "say why the node is drained (--reason): whoever finds it drained needs to know"); err != nil {
+			return nil, err
 		}
 		by := userName(p.UID)
 		dr := store.Drain{Node: node, Reason: r.Reason, By: by, Since: time.Now()}
@@ -85,4 +82,16 @@ func userName(uid uint32) string {
 		return u.Username
 	}
 	return n
+}
+
+// reasonGiven refuses an administrator's reason, named name, that is
+// missing (the refusal says missing) or that a record cannot keep as text.
+func reasonGiven(name, reason, missing string) error {
+	if err := job.CheckText(name, reason); err != nil {
+		return refuse.Invalid("%v", err)
+	}
+	if reason == "" {
+		return refuse.Invalid("%s", missing)
+	}
+	return nil
 }

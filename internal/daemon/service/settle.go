@@ -25,11 +25,8 @@ func (s *Service) Settle(ctx context.Context, p api.Peer, node string, r api.Set
 	if !p.Root() {
 		return nil, refuse.Forbidden("only root may settle a node's debts")
 	}
-	if err := job.CheckText("reason", r.Reason); err != nil {
-		return nil, refuse.Invalid("%v", err)
-	}
-	if r.Reason == "" {
-		return nil, refuse.Invalid("say why node %s will not answer again (--reason): the jobs' records keep it", node)
+	if err := reasonGiven("reason", r.Reason, "say why node "+node+" will not answer again (--reason): the jobs' records keep it"); err != nil {
+		return nil, err
 	}
 	var owed []store.Debt
 	for _, db := range s.debts.Owed() {
