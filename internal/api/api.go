@@ -6,6 +6,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,12 +127,14 @@ type DrainView struct {
 	Since  time.Time `json:"since"`
 }
 
-// State is "up", "draining" (drained, jobs still hold RAM on it) or
-// "drained" (drained and empty: safe to take down).
+// State is "up", "draining" (drained, jobs still hold RAM on it),
+// "drained" (drained and empty: safe to take down), or, for a node whose
+// agent is silent, its agent's state: "suspect" (no new jobs yet) or
+// "down" (lost).
 func (n NodeView) State() string {
 	switch {
 	case n.Agent != nil && !n.Agent.Up:
-		return "down"
+		return cmp.Or(n.Agent.State, "down")
 	case n.Drain == nil:
 		return "up"
 	case len(n.Jobs) > 0:

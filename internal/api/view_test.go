@@ -69,3 +69,25 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+// A node's state: its agent's when the agent is silent (suspect before
+// it is taken for lost), else its drain's.
+func TestNodeViewState(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		n    NodeView
+		want string
+	}{
+		{"no agent, no drain", NodeView{}, "up"},
+		{"agent up", NodeView{Agent: &AgentView{State: "up", Up: true}}, "up"},
+		{"agent suspect", NodeView{Agent: &AgentView{State: "suspect"}, Drain: &DrainView{}}, "suspect"},
+		{"agent down", NodeView{Agent: &AgentView{State: "down"}}, "down"},
+		{"agent silent, state unknown", NodeView{Agent: &AgentView{}}, "down"},
+		{"drained, jobs on it", NodeView{Drain: &DrainView{}, Jobs: []int64{1}}, "draining"},
+		{"drained, empty", NodeView{Drain: &DrainView{}}, "drained"},
+	} {
+		if got := c.n.State(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -48,7 +48,7 @@ type Job struct {
 type Node struct {
 	Name                      string
 	Capacity, Allocated, Used int64
-	State                     string // up, draining, drained
+	State                     string // up, draining, drained, suspect, down
 }
 
 // Event is one state change of a job.
