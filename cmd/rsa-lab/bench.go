@@ -12,6 +12,7 @@ import (
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/units"
+	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 // benchCmd is rsa-lab bench: the seeds' experiments, re-run here and
@@ -56,9 +57,14 @@ type benchFlags struct {
 	target  string // a target name or a directory
 	json    bool
 	size    string // size of a RAM target
+	// clock measures the run's provenance, from the command's start to
+	// its rows.
+	clock *bench.RunClock
 }
 
+// add adds the flags to cmd, and starts the run's clock when cmd starts.
 func (f *benchFlags) add(cmd *cobra.Command) {
+	cmd.PreRun = func(*cobra.Command, []string) { f.clock = bench.Begin(version.String()) }
 	cmd.Flags().StringVar(&f.profile, "profile", "quick", "quick (minutes, CI) or full (the source's sizes)")
 	cmd.Flags().StringVar(&f.target, "target", "ram", "where to run: "+strings.Join(target.Names, ", ")+", or a directory")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines (one result a line) instead of a table")
@@ -94,8 +100,11 @@ func (f *benchFlags) dir(cmd *cobra.Command) (name, dir string, err error) {
 	return t.Name, t.Dir, nil
 }
 
-// emit prints rows as --json asks.
+// emit prints rows as --json asks, each with where it was measured.
 func (f *benchFlags) emit(w io.Writer, rows []bench.Row) error {
+	if f.clock != nil {
+		bench.Stamp(rows, f.clock.End())
+	}
 	if f.json {
 		return bench.WriteJSON(w, rows)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -149,15 +148,6 @@ func machine() string {
 	_ = unix.Uname(&u)
 	var si unix.Sysinfo_t
 	_ = unix.Sysinfo(&si)
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d cores (%s), %.0f GiB RAM, Linux %s", runtime.NumCPU(), model,
+	return fmt.Sprintf("%s, %.0f GiB RAM, Linux %s", bench.CPUModel(),
 		float64(si.Totalram)*float64(si.Unit)/(1<<30), unix.ByteSliceToString(u.Release[:]))
 }

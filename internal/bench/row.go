@@ -42,6 +42,10 @@ type Row struct {
 	Agree      *bool    `json:"agree,omitempty"`
 
 	Note string `json:"note,omitempty"`
+
+	// Run is where the row was measured (nil in rows from before rows
+	// carried it).
+	Run *Provenance `json:"run,omitempty"`
 }
 
 // CrossCheckTolerance is how far a value may be from its cross-check and

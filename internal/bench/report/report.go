@@ -71,13 +71,14 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 		notes[name] = notesOf(rows, name)
 	}
 	writeCrossChecks(&b, checkSummaries(rows, notes))
+	where := provenances(rows)
 	for _, name := range benches {
 		fmt.Fprintf(&b, "\n## %s\n\n", name)
 		sec := m.Sections[name]
 		if sec.Intro != "" {
 			b.WriteString(sec.Intro + "\n\n")
 		}
-		b.WriteString("| case | target | metric | params | ours | source | ours / source | check | note |\n|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| case | target | metric | params | ours | source | ours / source | check | note | where |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rows {
 			if r.Bench != name {
 				continue
@@ -107,8 +108,8 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 				lo, hi := slices.Min(r.Runs), slices.Max(r.Runs)
 				val += fmt.Sprintf(" (%s–%s)", num(lo), num(hi))
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Case), cell(target), cell(r.Metric),
-				cell(params(r.Params)), cell(val), cell(src), ratio, cell(check), ref)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(r.Case), cell(target), cell(r.Metric),
+				cell(params(r.Params)), cell(val), cell(src), ratio, cell(check), ref, where.key(r))
 		}
 		if len(notes[name]) > 0 {
 			b.WriteString("\nNotes:\n\n")
@@ -123,6 +124,7 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 			}
 		}
 	}
+	where.write(&b)
 	if len(m.Plots) > 0 {
 		b.WriteString("\n## Plots\n\n")
 		for _, p := range m.Plots {
@@ -225,4 +227,34 @@ func T52Curve(path string, rows []bench.Row) error {
 	}
 	p.Legend.Top = true
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)
+}
+
+// machines numbers the distinct provenances of rows (where they were
+// measured) in the order rows first name them.
+type machines []bench.Provenance
+
+func provenances(rows []bench.Row) machines {
+	var ms machines
+	for _, r := range rows {
+		if r.Run != nil && !slices.Contains(ms, *r.Run) {
+			ms = append(ms, *r.Run)
+		}
+	}
+	return ms
+}
+
+// key is r's provenance's name in the tables: "m1", ...; "—" for a row
+// from before rows recorded it.
+func (ms machines) key(r bench.Row) string {
+	if r.Run == nil {
+		return "—"
+	}
+	return fmt.Sprintf("m%d", slices.Index(ms, *r.Run)+1)
+}
+
+func (ms machines) write(b *strings.Builder) {
+	b.WriteString("\n## Where each row ran\n\nEach table's last column names the run a row came from: its host, kernel, CPU and version of the lab, the share of CPU time the hypervisor took during it (steal) and the load when it began. A row marked — was measured before rows recorded this; its command's date is listed at the top.\n\n")
+	for i, m := range ms {
+		fmt.Fprintf(b, "- m%d: %s\n", i+1, m)
+	}
 }

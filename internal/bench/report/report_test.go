@@ -21,6 +21,8 @@ func TestMarkdown(t *testing.T) {
 	rate.Note = "check: fio times its jobs\nby the longest one"
 	read := bench.Row{Bench: "ior", Case: "Seq_Read", Target: "a", Metric: "rate", Unit: "MiB/s", Value: 90, Note: rate.Note}
 	stat := bench.Row{Bench: "ior", Case: "Stat", Target: "a", Metric: "rate", Unit: "ops/s", Value: 9, Note: "cached"}
+	here := bench.Provenance{Host: "box", Kernel: "6.1", CPU: "2 × x", Version: "v1", Steal: 1.25, Load: 0.5}
+	read.Run, stat.Run = &here, &bench.Provenance{Host: "other"}
 	var b strings.Builder
 	if err := Markdown(&b, []bench.Row{hold, local, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0),
 		Sections: map[string]Section{"ior": {Intro: "IOR's jobs.", Unmatched: []string{"Rd_Mod_Wrt: no counterpart"}}}}); err != nil {
@@ -37,8 +39,10 @@ func TestMarkdown(t *testing.T) {
 		"fio 150 **disagree** | [1] |",
 		// A disagreement is explained on the page: each note once,
 		// numbered, and every row that has it names it.
-		"| 90.0 MiB/s |  |  |  | [1] |",
-		"| 9.00 ops/s |  |  |  | [2] |",
+		"| 90.0 MiB/s |  |  |  | [1] | m1 |",
+		"| 9.00 ops/s |  |  |  | [2] | m2 |",
+		"| fio 150 **disagree** | [1] | — |",
+		"- m1: box, Linux 6.1, 2 × x, rsa-lab v1; steal 1.2%, load 0.50 at the start\n- m2: other",
 		"Notes:\n\n1. check: fio times its jobs by the longest one\n2. cached\n",
 		`a\|b`,
 		"test box",
