@@ -25,9 +25,12 @@ func TestAwaitExit(t *testing.T) {
 	if how := AwaitExit(ctx, pid, start); how != "" {
 		t.Errorf("a process still running, the wait ended: %q, want \"\"", how)
 	}
+	// Reaped only after the wait: a zombie keeps its pid and start time,
+	// and its pidfd is readable, so the wait sees it exit; reaped first,
+	// it could be gone before the wait begins.
 	cmd.Process.Kill()
-	go cmd.Wait()
 	if how := AwaitExit(t.Context(), pid, start); how != "exited" {
 		t.Errorf("a process that exits: %q, want %q", how, "exited")
 	}
+	cmd.Wait()
 }
