@@ -740,15 +740,6 @@ func (d *Daemon) resume(ctx context.Context) error {
 // on; ok is false for an engine whose parts are all on this host.
 func (d *Daemon) engineNodes() (engine.Nodes, bool) { return engine.As[engine.Nodes](d.engine) }
 
-// certificates are the TLS certificates the engine knows the expiry of
-// (engine.Certificates): none unless its nodes are reached over TLS.
-func (d *Daemon) certificates() []engine.Certificate {
-	if c, ok := engine.As[engine.Certificates](d.engine); ok {
-		return c.Certificates()
-	}
-	return nil
-}
-
 // periods are how often the daemon looks after the engine's RAMDISKs:
 // the engine's own if it is an engine.Periodic.
 func (d *Daemon) periods() engine.Periods {
