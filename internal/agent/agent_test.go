@@ -832,3 +832,73 @@ func TestAgentTransient(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentAnswerTimeout: an agent that takes a request and never answers
+// (its host stalled, the connection alive) fails the request once the
+// answer's deadline passes, transient, instead of holding the caller for
+// as long as the connection lives.
+func TestAgentAnswerTimeout(t *testing.T) {
+	e := newEnv(t)
+	cert, err := tls.LoadX509KeyPair(e.files["rsa1"].Cert, e.files["rsa1"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAnyClientCert})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := make(chan struct{}, 1)
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// Read the request and keep the connection, silent, until
+			// the client gives up on it.
+			go func() {
+				defer conn.Close()
+				buf := make([]byte, 4096)
+				if _, err := conn.Read(buf); err == nil {
+					select {
+					case taken <- struct{}{}:
+					default:
+					}
+				}
+				io.Copy(io.Discard, conn)
+			}()
+		}
+	}()
+
+	c := e.client(t, "rsa1", ln.Addr().String())
+	c.answerWait = 500 * time.Millisecond
+	start := time.Now()
+	_, err = c.Volumes(context.Background())
+	took := time.Since(start)
+	select {
+	case <-taken:
+	default:
+		t.Fatalf("the request never reached the silent agent: %v", err)
+	}
+	if err == nil {
+		t.Fatal("a request the agent never answered succeeded")
+	}
+	if !Transient(err) {
+		t.Errorf("Transient(%v) = false; an unanswered request may be sent again", err)
+	}
+	if !strings.Contains(err.Error(), "no answer within 500ms") {
+		t.Errorf("error %q does not say that no answer came", err)
+	}
+	if took > 30*time.Second {
+		t.Errorf("the request took %s; its answer's deadline was 500ms", took)
+	}
+
+	// The caller's own deadline stays the caller's: not transient.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	c.answerWait = time.Minute
+	if _, err := c.Volumes(ctx); err == nil || Transient(err) {
+		t.Errorf("a request cut by the caller's deadline: err %v, Transient %v; want an error, not transient", err, Transient(err))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -57,8 +58,11 @@ type Client struct {
 	// and sees the agent's certificate as it is now (renewed, or
 	// expired).
 	connAge time.Duration
-	mu      sync.Mutex
-	renewed time.Time // when the idle connections were last closed for age
+	// answerWait bounds one request from its sending to the end of its
+	// answer (answerTimeout).
+	answerWait time.Duration
+	mu         sync.Mutex
+	renewed    time.Time // when the idle connections were last closed for age
 	// One HTTP client per kind of operation, each pooling its own
 	// connections, checked for that kind in the handshake.
 	status, storage, compute *http.Client
@@ -85,6 +89,15 @@ const (
 	// maxConnAge bounds how long the client uses a connection, which a
 	// heartbeat would otherwise keep open for ever.
 	maxConnAge = 10 * time.Minute
+	// answerTimeout bounds a request (not a stage's stream) from its
+	// sending to the end of its answer. The agent cannot write an answer
+	// later than writeTimeout after it read the request, so waiting
+	// longer waits for nothing: a connection whose answer never comes
+	// (the agent's host stalled with the connection acknowledged, a
+	// corrupted stream the TLS layer has not reported yet) fails then,
+	// transient, instead of holding the operation for as long as the
+	// connection lives.
+	answerTimeout = writeTimeout + 30*time.Second
 )
 
 // NewClient returns a client of the agent of node, reached at addr
@@ -100,7 +113,7 @@ func NewClient(id pki.Source, node, addr string) (*Client, error) {
 	if _, err := id.Current().ClientConfig(node); err != nil {
 		return nil, err
 	}
-	c := &Client{id: id, node: node, base: "https://" + addr, connAge: maxConnAge, renewed: time.Now()}
+	c := &Client{id: id, node: node, base: "https://" + addr, connAge: maxConnAge, answerWait: answerTimeout, renewed: time.Now()}
 	for _, k := range []struct {
 		hc   **http.Client
 		kind pki.Kind
@@ -173,6 +186,18 @@ func setUserTimeout(_, _ string, rc syscall.RawConn) error {
 	}
 	return nil
 }
+
+// errAnswerTimeout is a request whose answer did not come within the
+// client's answerWait: a timeout, so Transient. The request may have
+// been carried out; every operation is idempotent, so sending it again
+// is safe.
+type errAnswerTimeout struct{ wait time.Duration }
+
+func (e errAnswerTimeout) Error() string {
+	return fmt.Sprintf("no answer within %s (the agent answers within %s or not at all)", e.wait, writeTimeout)
+}
+func (errAnswerTimeout) Timeout() bool   { return true }
+func (errAnswerTimeout) Temporary() bool { return true }
 
 // errHandshakeTimeout is a TLS handshake that took longer than
 // handshakeTimeout: a timeout, so Transient.
@@ -401,6 +426,20 @@ func (c *Client) do(ctx context.Context, hc *http.Client, method, path string, i
 // send is do, returning the state of the connection the answer came on:
 // its peer's certificate verified, and not revoked.
 func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, in, out any) (*tls.ConnectionState, error) {
+	caller := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, c.answerWait, errAnswerTimeout{c.answerWait})
+	defer cancel()
+	cs, err := c.sendOnce(ctx, hc, method, path, in, out)
+	if err != nil && caller.Err() == nil && ctx.Err() != nil {
+		// The answer's deadline, not the caller's: say so, transient.
+		p, _, _ := strings.Cut(path, "?")
+		return nil, fmt.Errorf("agent on %s: %s %s: %w", c.node, method, p, context.Cause(ctx))
+	}
+	return cs, err
+}
+
+// sendOnce is send within ctx.
+func (c *Client) sendOnce(ctx context.Context, hc *http.Client, method, path string, in, out any) (*tls.ConnectionState, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)

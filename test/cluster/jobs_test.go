@@ -597,7 +597,10 @@ head -c 20000000 /dev/urandom > %[1]s/data; sha256sum < %[1]s/data > %[2]s/sum`,
 			if soak {
 				wait = "sleep 35; "
 			}
-			work = fmt.Sprintf(`i=0; while head -c 10000000 /dev/zero > %[1]s/fill-$i 2> %[2]s/err; do i=$((i+1)); [ $i -lt 100 ] || break; done; echo $i > %[2]s/count
+			// stderr first: a create that fails (the volume full
+			// before the file's first byte) is the shell's message,
+			// written where stderr is when the redirection fails.
+			work = fmt.Sprintf(`i=0; s=0; while :; do head -c 10000000 /dev/zero 2> %[2]s/err > %[1]s/fill-$i || { s=$?; break; }; i=$((i+1)); [ $i -lt 100 ] || break; done; echo "$i $s" > %[2]s/count
 %[3]sls %[1]s > %[2]s/after 2>&1`, out, w, wait)
 		}
 		job := script(t, u, filepath.Join(w, "job.sh"), fmt.Sprintf(`#!/bin/bash
@@ -644,10 +647,11 @@ exit 0
 			t.Errorf("job %d wrote to %q, not its volume", i, got)
 		}
 	}
+	count, status, _ := strings.Cut(strings.TrimSpace(readFile(t, filepath.Join(dirs[0], "count"))), " ")
 	if e := readFile(t, filepath.Join(dirs[0], "err")); !strings.Contains(e, "No space left") {
-		t.Errorf("the filling job's last write did not fail with ENOSPC: %q", e)
+		t.Errorf("the filling job's last write did not fail with ENOSPC: %q (exit status %s)", e, status)
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(dirs[0], "count"))))
+	n, err := strconv.Atoi(count)
 	if err != nil || n == 100 || n == 0 {
 		t.Fatalf("the filling job wrote %d files of 10 MB into 600M (%v)", n, err)
 	}
