@@ -123,6 +123,11 @@ for t in ram disk shared@1g; do
 		bench "tools-$tool-$t" tools --profile "$profile" --tool "$tool" --target "$t" --ior "$ior"
 	done
 done
+# E4, the thesis' mechanism: shared@1g's creates contend as GPFS's did
+# (rsa-lab bench contention), the job spread over 1, 2 and 4 compute
+# hosts. The thesis' 2 GiB as 512 files of 4 MiB: its 2,048 files would
+# take about 45 min a run (creates cost up to 0.52 s each, one at a time).
+bench contention contention --profile "$profile" --hosts 1,2,4 --ranks 512 --size 4M
 
 if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	read -ra only <<<"$EVIDENCE_ONLY"

@@ -47,7 +47,7 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 		}
 		return bench.Tidy()
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchReportCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchReportCmd())
 	return cmd
 }
 

@@ -203,6 +203,7 @@ func benchWriteCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "the output directory")
 	cmd.Flags().IntVar(&o.Ranks, "ranks", 2048, "writers")
+	cmd.Flags().IntVar(&o.First, "first-rank", 0, "the first writer's rank: writers on several hosts write ranks FIRST..FIRST+RANKS-1 each")
 	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes")
 	cmd.Flags().Int64Var(&o.Block, "block", 1<<20, "bytes per write")
 	cmd.Flags().BoolVar(&o.Shared, "shared", false, "one shared file, each writer its own segment (Table 5.3), instead of a file each")

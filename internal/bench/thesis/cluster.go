@@ -91,7 +91,7 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		return nil, err
 	}
 	hosts := []string{"ctl", "rsa1", "rsa2", "c1"}
-	undo, err := t.network(ctx, script, hosts)
+	undo, err := network(ctx, t.ID, t.Net, t.SharedNet, t.SharedPath, t.Rate, script, hosts, []string{"c1"})
 	defer undo()
 	if err != nil {
 		return nil, err
@@ -218,10 +218,13 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 // localShared is this host's mount of shared@1g, where the checks read.
 func (t ClusterT52) localShared() string { return filepath.Join(bench.RunHome, "shared@1g") }
 
-// network shapes the compute host's link, routes every host to shared@1g
-// through this host and mounts it on each; undo reverses what this host
-// keeps (forwarding, the server's route). The cluster's hosts go with it.
-func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...string) (string, error), hosts []string) (func(), error) {
+// network shapes the compute hosts' links (each at rate, each way),
+// routes every host to shared@1g through this host and mounts it on each
+// at sharedPath; undo reverses what this host keeps (forwarding, the
+// server's route). The cluster's hosts go with it. id and cnet are the
+// cluster's (RSA_CLUSTER_ID, its /24's three octets), snet shared@1g's
+// link's.
+func network(ctx context.Context, id int, cnet, snet, sharedPath, rate string, script func(time.Duration, ...string) (string, error), hosts, compute []string) (func(), error) {
 	undos := []func(){}
 	undo := func() {
 		for i := len(undos) - 1; i >= 0; i-- {
@@ -236,19 +239,21 @@ func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...s
 		return undo, err
 	}
 	undos = append(undos, func() { _ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", fwd, 0o644) })
-	server := t.SharedNet + ".2"
-	if _, err := rsatest.Run(ctx, "ip", "-n", "rsab-shared", "route", "replace", t.Net+".0/24", "via", t.SharedNet+".1"); err != nil {
+	server := snet + ".2"
+	if _, err := rsatest.Run(ctx, "ip", "-n", "rsab-shared", "route", "replace", cnet+".0/24", "via", snet+".1"); err != nil {
 		return undo, err
 	}
 	undos = append(undos, func() {
-		_, _ = rsatest.Run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", t.Net+".0/24")
+		_, _ = rsatest.Run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", cnet+".0/24")
 	})
-	tbf := []string{"root", "tbf", "rate", t.Rate, "burst", "128kb", "latency", "50ms"}
-	if _, err := rsatest.Run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-c1", t.ID)}, tbf...)...); err != nil {
-		return undo, err
-	}
-	if _, err := script(time.Minute, append([]string{"cluster-up", "exec", "c1", "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
-		return undo, err
+	tbf := []string{"root", "tbf", "rate", rate, "burst", "128kb", "latency", "50ms"}
+	for _, c := range compute {
+		if _, err := rsatest.Run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-%s", id, c)}, tbf...)...); err != nil {
+			return undo, err
+		}
+		if _, err := script(time.Minute, append([]string{"cluster-up", "exec", c, "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
+			return undo, err
+		}
 	}
 	// The stand-in's Gluster has no TLS, and management TLS is a host's
 	// setting for every Gluster it mounts (RSA's, on these hosts, has it):
@@ -258,9 +263,9 @@ func (t ClusterT52) network(ctx context.Context, script func(time.Duration, ...s
 for i in $(seq 100); do mountpoint -q "$1" && exit 0; sleep 0.1; done; echo "shared@1g: not mounted at $1 after 10 s" >&2; exit 1`, server)
 	for _, h := range hosts {
 		for _, args := range [][]string{
-			{"ip", "route", "replace", t.SharedNet + ".0/30", "via", t.Net + ".1"},
-			{"mkdir", "-p", t.SharedPath},
-			{"sh", "-c", mountShared, "mount-shared", t.SharedPath},
+			{"ip", "route", "replace", snet + ".0/30", "via", cnet + ".1"},
+			{"mkdir", "-p", sharedPath},
+			{"sh", "-c", mountShared, "mount-shared", sharedPath},
 		} {
 			if _, err := script(time.Minute, append([]string{"cluster-up", "exec", h}, args...)...); err != nil {
 				return undo, fmt.Errorf("shared@1g on %s: %w", h, err)

@@ -26,6 +26,10 @@ type Output struct {
 	Size   int64
 	Block  int64
 	Shared bool
+	// First is the first rank's number: writers on several hosts write
+	// ranks First..First+Ranks-1 each, into one directory (or one
+	// shared file) together.
+	First int
 }
 
 // RankFile is the name of rank r's file in file-per-process mode.
@@ -39,6 +43,9 @@ const SharedFile = "shared"
 func (o Output) Write(ctx context.Context) (time.Duration, error) {
 	if o.Ranks < 1 || o.Size < 1 || o.Block < 1 {
 		return 0, fmt.Errorf("output: %d ranks of %d bytes in %d-byte writes: each must be at least 1", o.Ranks, o.Size, o.Block)
+	}
+	if o.First < 0 {
+		return 0, fmt.Errorf("output: first rank %d: give 0 or more", o.First)
 	}
 	buf := make([]byte, min(o.Block, o.Size))
 	for i := range buf {
@@ -76,6 +83,7 @@ func (o Output) Write(ctx context.Context) (time.Duration, error) {
 }
 
 func (o Output) writeRank(ctx context.Context, r int, buf []byte) error {
+	r += o.First
 	name, off, flags := RankFile(r), int64(0), os.O_WRONLY|os.O_CREATE|os.O_EXCL
 	if o.Shared {
 		name, off, flags = SharedFile, int64(r)*o.Size, os.O_WRONLY|os.O_CREATE
@@ -108,15 +116,16 @@ func (o Output) writeRank(ctx context.Context, r int, buf []byte) error {
 }
 
 // Check verifies that dir holds what Write wrote: every rank's file (or
-// the shared file) at its size. It returns the bytes found.
+// the shared file, to the end of the last rank's segment) at its size. It
+// returns the bytes found.
 func (o Output) Check(dir string) (int64, error) {
 	var total int64
 	want := map[string]int64{}
 	if o.Shared {
-		want[SharedFile] = int64(o.Ranks) * o.Size
+		want[SharedFile] = int64(o.First+o.Ranks) * o.Size
 	} else {
 		for r := range o.Ranks {
-			want[RankFile(r)] = o.Size
+			want[RankFile(o.First+r)] = o.Size
 		}
 	}
 	for name, size := range want {

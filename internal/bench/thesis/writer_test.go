@@ -98,3 +98,36 @@ func TestT52Rows(t *testing.T) {
 		}
 	}
 }
+
+// Writers on two hosts, each its half of the ranks (First), make one
+// output together: the files of both halves, or one shared file with
+// every segment; the whole passes Check, either half alone does not.
+func TestOutputHalves(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		dir := t.TempDir()
+		for _, first := range []int{0, 3} {
+			o := Output{Dir: dir, Ranks: 3, First: first, Size: 1000, Block: 400, Shared: shared}
+			if _, err := o.Write(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		whole := Output{Ranks: 6, Size: 1000, Shared: shared}
+		if got, err := whole.Check(dir); err != nil || got != 6000 {
+			t.Errorf("shared %v: Check of both halves = %d, %v; want 6000", shared, got, err)
+		}
+		if !shared {
+			if _, err := os.Stat(filepath.Join(dir, RankFile(5))); err != nil {
+				t.Errorf("the second half's last rank: %v", err)
+			}
+			if err := os.Remove(filepath.Join(dir, RankFile(4))); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := whole.Check(dir); err == nil {
+				t.Error("Check passed without rank 4's file")
+			}
+		}
+	}
+	if _, err := (Output{Dir: t.TempDir(), Ranks: 1, Size: 1, Block: 1, First: -1}).Write(context.Background()); err == nil {
+		t.Error("first rank -1: no error")
+	}
+}
