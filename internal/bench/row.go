@@ -46,6 +46,10 @@ type Row struct {
 	// Run is where the row was measured (nil in rows from before rows
 	// carried it).
 	Run *Provenance `json:"run,omitempty"`
+
+	// CI is a 95% confidence interval of Value, from Runs (Bootstrap):
+	// nil when the row has too few runs for one.
+	CI *[2]float64 `json:"ci95,omitempty"`
 }
 
 // CrossCheckTolerance is how far a value may be from its cross-check and

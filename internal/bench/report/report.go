@@ -104,7 +104,10 @@ func Markdown(w io.Writer, rows []bench.Row, m Meta) error {
 				}
 			}
 			val := num(r.Value) + " " + r.Unit
-			if len(r.Runs) > 1 {
+			switch {
+			case r.CI != nil:
+				val += fmt.Sprintf(" (95%% CI %s–%s, %d runs)", num(r.CI[0]), num(r.CI[1]), len(r.Runs))
+			case len(r.Runs) > 1:
 				lo, hi := slices.Min(r.Runs), slices.Max(r.Runs)
 				val += fmt.Sprintf(" (%s–%s)", num(lo), num(hi))
 			}

@@ -21,10 +21,11 @@ func TestMarkdown(t *testing.T) {
 	rate.Note = "check: fio times its jobs\nby the longest one"
 	read := bench.Row{Bench: "ior", Case: "Seq_Read", Target: "a", Metric: "rate", Unit: "MiB/s", Value: 90, Note: rate.Note}
 	stat := bench.Row{Bench: "ior", Case: "Stat", Target: "a", Metric: "rate", Unit: "ops/s", Value: 9, Note: "cached"}
+	withCI := bench.Row{Bench: "thesis", Case: "T52", Target: "ram@1g", Metric: "hold", Unit: "s", Value: 20, Runs: []float64{19, 20, 21, 20, 20}, CI: &[2]float64{19.5, 20.5}}
 	here := bench.Provenance{Host: "box", Kernel: "6.1", CPU: "2 × x", Version: "v1", Steal: 1.25, Load: 0.5}
 	read.Run, stat.Run = &here, &bench.Provenance{Host: "other"}
 	var b strings.Builder
-	if err := Markdown(&b, []bench.Row{hold, local, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0),
+	if err := Markdown(&b, []bench.Row{hold, local, withCI, rate, read, stat}, Meta{Machine: "test box", Date: time.Unix(0, 0),
 		Sections: map[string]Section{"ior": {Intro: "IOR's jobs.", Unmatched: []string{"Rd_Mod_Wrt: no counterpart"}}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +37,8 @@ func TestMarkdown(t *testing.T) {
 		"## thesis", "## ior\n\nIOR's jobs.\n\n| case |",
 		"\nSeed tests no job stands in for:\n\n- Rd_Mod_Wrt: no counterpart\n",
 		"| 61.8 x (50.0–70.0) | 30.9 x (THESIS T5.2) | 2.00× |",
+		// With a confidence interval, the interval instead of the range.
+		"| 20.0 s (95% CI 19.5–20.5, 5 runs) |",
 		"fio 150 **disagree** | [1] |",
 		// A disagreement is explained on the page: each note once,
 		// numbered, and every row that has it names it.

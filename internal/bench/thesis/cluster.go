@@ -116,7 +116,9 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 // medians folds the rows of several runs, each run's in the same order,
 // into one row each: its value the median of the runs' (a ratio's, the
 // median of each run's own ratio: its two jobs ran one after the other),
-// every run's value kept.
+// every run's value kept, and with bench.MinCIRuns runs or more the
+// bootstrap's 95% interval of that median (resampling runs, so a ratio's
+// pairs stay whole).
 func medians(runs [][]bench.Row) []bench.Row {
 	rows := slices.Clone(runs[0])
 	for k := range rows {
@@ -125,6 +127,7 @@ func medians(runs [][]bench.Row) []bench.Row {
 			vs[i] = run[k].Value
 		}
 		rows[k].Runs, rows[k].Value = vs, bench.Median(vs)
+		rows[k].CI = bench.Bootstrap(vs, bench.Median, 10000, uint64(k+1))
 	}
 	return rows
 }

@@ -113,22 +113,27 @@ func (t ClusterContention) Run(ctx context.Context) (rows []bench.Row, err error
 		return nil, err
 	}
 	for _, k := range t.Hosts {
-		runs := map[string][][]bench.Row{}
+		// Each run's rows in the cells' order, then its ratios: a ratio is
+		// of jobs of the same run, which ran beside each other.
+		var runs [][]bench.Row
 		for run := range max(t.Runs, 1) {
 			order := slices.Clone(contentionCells)
 			shuffle(order, int64(k*1000+run))
+			byCell := map[string][]bench.Row{}
 			for _, cell := range order {
 				r, err := t.once(ctx, cred, script, k, cell)
 				if err != nil {
 					return nil, fmt.Errorf("E4, %d hosts, %s, run %d: %w", k, cell.name, run+1, err)
 				}
-				runs[cell.name] = append(runs[cell.name], r)
+				byCell[cell.name] = r
 			}
+			var these []bench.Row
+			for _, cell := range contentionCells {
+				these = append(these, byCell[cell.name]...)
+			}
+			runs = append(runs, append(these, contentionRatios(these, k)...))
 		}
-		for _, cell := range contentionCells {
-			rows = append(rows, medians(runs[cell.name])...)
-		}
-		rows = append(rows, contentionRatios(rows, k)...)
+		rows = append(rows, medians(runs)...)
 	}
 	return rows, nil
 }
