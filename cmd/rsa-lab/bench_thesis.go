@@ -38,6 +38,7 @@ type thesisFlags struct {
 	repo      string
 	local     bool
 	output    string
+	rate      string
 	rsa       string
 }
 
@@ -105,6 +106,7 @@ func (f *thesisFlags) add(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.fio, "fio", true, "cross-check t51, t53, t54 and t55 with fio")
 	cmd.Flags().BoolVar(&f.atGbit, "ram-at-1g", false, "t52 also with RSA's RAMDISK on RSA hosts of the emulated cluster (scripts/cluster-up), the job under Slurm on a compute host behind a 1 Gbit/s link, as in the thesis")
 	cmd.Flags().StringVar(&f.output, "ram-at-1g-output", "shared", "with --ram-at-1g: how the RSA job's output is caught (#RSA output=shared or private)")
+	cmd.Flags().StringVar(&f.rate, "ram-at-1g-rate", "1gbit", "with --ram-at-1g: the compute host's link, each way (tc tbf rate: 500mbit, 1gbit, 2gbit)")
 	cmd.Flags().BoolVar(&f.local, "local", true, "t52 on ram, the local engine on this host (--local=false with --ram-at-1g: only the cluster)")
 	cmd.Flags().StringVar(&f.repo, "repo", "", "with --ram-at-1g: the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
 	cmd.Flags().StringVar(&f.rsa, "rsa", "", "the product's rsa binary, which runs the jobs through RSA (default: the rsa beside rsa-lab, else rsa on PATH)")
@@ -155,7 +157,7 @@ func (f *thesisFlags) thesisRun(cmd *cobra.Command) (thesisRun, error) {
 	}
 	p := thesisSizes(full, ranks, n, cmd.Flags().Changed("ranks"))
 	return thesisRun{want: want, p: p, rsa: rsaBin, lab: self, user: f.user, runs: runs, latencies: f.latencies,
-		disk: f.disk, ior: f.ior, fio: f.fio, emit: f.bench.emit, repo: repo, atGbit: f.atGbit, local: f.local, output: f.output}, nil
+		disk: f.disk, ior: f.ior, fio: f.fio, emit: f.bench.emit, repo: repo, atGbit: f.atGbit, local: f.local, output: f.output, rate: f.rate}, nil
 }
 
 // benchWriteCmd is the thesis job's output phase, as the job itself runs
@@ -312,6 +314,7 @@ type thesisRun struct {
 	atGbit    bool   // t52 also on ram@1g
 	local     bool   // t52 on ram (the local engine)
 	output    string // with atGbit: the RSA job's output mode
+	rate      string // with atGbit: the compute host's link, each way
 }
 
 // productBinary is the rsa binary the thesis' jobs run through: flag if
@@ -437,7 +440,7 @@ func (r thesisRun) runT52(ctx context.Context, ts thesisTargets, progress func(s
 		// Cluster id 9: a bridge and links of its own, beside the
 		// clusters of scripts/cluster-up's default id 0 and test/cluster's.
 		rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-			SharedNet: ts.cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit", Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
+			SharedNet: ts.cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: r.rate, Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
 			Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, ts.cfg, d) }}.Run(ctx)
 		if err != nil {
 			return rows, jobs, err

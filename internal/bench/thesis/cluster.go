@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -102,7 +103,7 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		}
 		var runs [][]bench.Row
 		for i := range max(t.Runs, 1) {
-			r, err := t.once(ctx, cred, script, lat)
+			r, err := t.once(ctx, cred, script, lat, i)
 			if err != nil {
 				return nil, fmt.Errorf("T52 on ram@1g, shared@1g latency %s, run %d: %w", lat, i+1, err)
 			}
@@ -128,94 +129,206 @@ func medians(runs [][]bench.Row) []bench.Row {
 		}
 		rows[k].Runs, rows[k].Value = vs, bench.Median(vs)
 		rows[k].CI = bench.Bootstrap(vs, bench.Median, 10000, uint64(k+1))
+		rows[k].Params = runParams(runs, k)
 	}
 	return rows
 }
 
-// once runs the job straight to shared@1g and through RSA, one after
-// the other, and returns their rows.
-func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script func(time.Duration, ...string) (string, error), lat time.Duration) ([]bench.Row, error) {
-	work := filepath.Join(t.SharedPath, fmt.Sprintf("t52-cluster-%d-%d", os.Getpid(), lat.Milliseconds()))
-	local := filepath.Join(t.Dir, "bench")
-	for _, d := range []string{local} {
-		if err := mkdirOwned(d, cred); err != nil {
-			return nil, err
+// runParams is the params of row k of runs: a param whose value differs
+// between runs (which job went first, a counter) gives every run's
+// value, in the runs' order, joined by "/".
+func runParams(runs [][]bench.Row, k int) map[string]string {
+	out := maps(runs[0][k].Params)
+	for key := range out {
+		vals := make([]string, len(runs))
+		same := true
+		for i, run := range runs {
+			vals[i] = run[k].Params[key]
+			same = same && vals[i] == vals[0]
+		}
+		if !same {
+			out[key] = strings.Join(vals, "/")
 		}
 	}
-	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
-	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+	return out
+}
+
+// once runs the job straight to shared@1g and through RSA, one right
+// after the other in an order drawn from run (the pair interleaved, its
+// order random), and returns their rows.
+func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script func(time.Duration, ...string) (string, error), lat time.Duration, run int) ([]bench.Row, error) {
+	work := filepath.Join(t.SharedPath, fmt.Sprintf("t52-cluster-%d-%d", os.Getpid(), lat.Milliseconds()))
+	local := filepath.Join(t.Dir, "bench")
+	if err := mkdirOwned(local, cred); err != nil {
+		return nil, err
+	}
 	// Directories on the shared file system are made through a host's
 	// mount, as the user.
 	if _, err := script(time.Minute, "cluster-up", "exec", "c1", "setpriv", "--reuid", strconv.Itoa(int(cred.Uid)), "--regid", strconv.Itoa(int(cred.Gid)),
 		"--clear-groups", "mkdir", "-p", work+"/direct", work+"/rsa"); err != nil {
 		return nil, err
 	}
-
-	var res struct{ holdDirect, holdRSA, safeRSA, run float64 }
-	// Straight to the shared file system.
-	direct := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
-	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "direct.sh"), direct)
-	if err != nil {
-		return nil, err
+	var direct, via t52Job
+	jobs := []func() error{
+		func() (err error) { direct, err = t.direct(ctx, cred, local, work); return err },
+		func() (err error) { via, err = t.viaRSA(ctx, cred, local, work); return err },
 	}
-	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
-		return nil, fmt.Errorf("direct job %s: %w", id, err)
+	directFirst := pairOrder(lat, run)
+	if !directFirst {
+		slices.Reverse(jobs)
 	}
-	w, err := readWriter(filepath.Join(local, "direct.json"))
-	if err != nil {
-		return nil, fmt.Errorf("direct job %s: %w", id, err)
-	}
-	res.holdDirect = float64(w.End-w.Start) / 1e9
-
-	// Through RSA: the output directory a RAMDISK on the RSA hosts from
-	// the job's start, staged out to the shared file system after it.
-	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
-	output := cmp.Or(t.Output, "shared")
-	viaRSA := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
-		local, writer, work, capacity, output)
-	submitted := time.Now()
-	id, err = t.sbatch(ctx, cred, conf, filepath.Join(local, "rsa.sh"), viaRSA)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
-		return nil, fmt.Errorf("RSA job %s: %w", id, err)
-	}
-	res.run = time.Since(submitted).Seconds()
-	if w, err = readWriter(filepath.Join(local, "rsa.json")); err != nil {
-		return nil, fmt.Errorf("RSA job %s: %w", id, err)
-	}
-	res.holdRSA = float64(w.End-w.Start) / 1e9
-	if err := t.waitReleased(ctx, id, 15*time.Minute); err != nil {
-		return nil, fmt.Errorf("RSA job %s: %w", id, err)
-	}
-	res.safeRSA = float64(time.Now().UnixNano()-w.Start) / 1e9
-	// The output, checked through this host's own mount of shared@1g.
-	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
-		return nil, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
+	for _, j := range jobs {
+		if err := j(); err != nil {
+			return nil, err
+		}
 	}
 	os.RemoveAll(filepath.Join(t.localShared(), filepath.Base(work)))
 
 	params := map[string]string{"ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10), "layout": "one directory",
-		"shared_latency": lat.String(), "via": "Slurm, emulated cluster"}
-	if output != "shared" {
-		params["output"] = output
+		"shared_latency": lat.String(), "via": "Slurm, emulated cluster", "link": t.Rate}
+	if t.Output != "" && t.Output != "shared" {
+		params["output"] = t.Output
 	}
-	row := func(target, metric, unit string, v float64, ref string, src float64, note string) bench.Row {
-		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: params, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
+	first := "rsa"
+	if directFirst {
+		first = "direct"
+	}
+	row := func(target, metric, unit string, v float64, job *t52Job, ref string, src float64, note string) bench.Row {
+		p := maps(params, "first", first)
+		if job != nil {
+			p = maps(p, "c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
+				"steal_pct", strconv.FormatFloat(job.cpu.steal, 'f', 1, 64), "softirq_pct", strconv.FormatFloat(job.cpu.softirq, 'f', 1, 64))
+		}
+		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
 			r.Source(ref, src, unit)
 		}
 		return r
 	}
 	return []bench.Row{
-		row("shared@1g", "hold", "s", res.holdDirect, "THESIS T5.2 No RSA Output Mean", 1109.86, "the Slurm job's command, start to exit, on the compute host behind its 1 Gbit/s link"),
-		row("ram@1g", "hold", "s", res.holdRSA, "THESIS T5.2 RSA default Output Mean", 35.87, "the Slurm job's command, start to exit, its output on RSA hosts behind the same link"),
-		row("ram@1g", "run", "s", res.run, "", 0, "sbatch to the job's end"),
-		row("ram@1g vs shared@1g", "hold_ratio", "x", res.holdDirect/res.holdRSA, "THESIS T5.2 (derived)", 30.9, "compute-hold ratio: shared / RSA"),
-		row("ram@1g", "safe", "s", res.safeRSA, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until RSA released it: output verified on the shared file system, RAMDISK gone"),
-		row("ram@1g vs shared@1g", "safe_ratio", "x", res.holdDirect/res.safeRSA, "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
+		row("shared@1g", "hold", "s", direct.hold, &direct, "THESIS T5.2 No RSA Output Mean", 1109.86, "the Slurm job's command, start to exit, on the compute host behind its link; each file fsync'd"),
+		row("ram@1g", "hold", "s", via.hold, &via, "THESIS T5.2 RSA default Output Mean", 35.87, "the Slurm job's command, start to exit, its output on RSA hosts behind the same link; each file fsync'd"),
+		row("ram@1g", "run", "s", via.run, nil, "", 0, "sbatch until Slurm's COMPLETED, which under burst_buffer/lua comes after data_out (the stage-out)"),
+		row("ram@1g vs shared@1g", "hold_ratio", "x", direct.hold/via.hold, nil, "THESIS T5.2 (derived)", 30.9, "compute-hold ratio: shared / RSA"),
+		row("ram@1g", "verified", "s", via.verified, nil, "", 0, "the job's start until RSA's DONE_STAGING_OUT: its output staged out (one syncfs) and verified on the shared file system"),
+		row("ram@1g", "safe", "s", via.safe, nil, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until RSA released it: output verified on the shared file system, RAMDISK gone"),
+		row("ram@1g vs shared@1g", "safe_ratio", "x", direct.hold/via.safe, nil, "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
+		row("ram@1g vs shared@1g", "verified_ratio", "x", direct.hold/via.verified, nil, "", 0, "time to verified output: direct / RSA's DONE_STAGING_OUT"),
 	}, nil
+}
+
+// pairOrder draws whether a pair's direct job runs first, from its
+// latency and run: reproducible, and not the same every run.
+func pairOrder(lat time.Duration, run int) bool {
+	x := uint64(lat.Microseconds())*0x9e3779b97f4a7c15 + uint64(run+1)*0xbf58476d1ce4e5b9
+	x ^= x >> 31
+	x *= 0x94d049bb133111eb
+	x ^= x >> 29
+	return x&1 == 1
+}
+
+// t52Job is what one of a pair's jobs measured.
+type t52Job struct {
+	hold, run, verified, safe float64 // seconds
+	linkBytes                 int64   // through the compute host's link, both ways, during the job
+	cpu                       cpuShare
+}
+
+// direct runs the job straight to the shared file system.
+func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
+	var j t52Job
+	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
+	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
+	m := t.meter()
+	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "direct.sh"), body)
+	if err != nil {
+		return j, err
+	}
+	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
+		return j, fmt.Errorf("direct job %s: %w", id, err)
+	}
+	j.linkBytes, j.cpu = m.read()
+	w, err := readWriter(filepath.Join(local, "direct.json"))
+	if err != nil {
+		return j, fmt.Errorf("direct job %s: %w", id, err)
+	}
+	j.hold = float64(w.End-w.Start) / 1e9
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "direct")); err != nil {
+		return j, fmt.Errorf("direct job %s's output: %w", id, err)
+	}
+	return j, nil
+}
+
+// viaRSA runs the job with its output directory a RAMDISK on the RSA
+// hosts from its start, staged out to the shared file system after it.
+func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
+	var j t52Job
+	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
+	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
+	output := cmp.Or(t.Output, "shared")
+	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
+		local, writer, work, capacity, output)
+	m := t.meter()
+	submitted := time.Now()
+	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "rsa.sh"), body)
+	if err != nil {
+		return j, err
+	}
+	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
+		return j, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	j.run = time.Since(submitted).Seconds()
+	w, err := readWriter(filepath.Join(local, "rsa.json"))
+	if err != nil {
+		return j, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	j.hold = float64(w.End-w.Start) / 1e9
+	if err := t.waitReleased(ctx, id, 15*time.Minute); err != nil {
+		return j, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	j.safe = float64(time.Now().UnixNano()-w.Start) / 1e9
+	j.linkBytes, j.cpu = m.read()
+	verified, err := t.verifiedAt(ctx, id)
+	if err != nil {
+		return j, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	j.verified = float64(verified.UnixNano()-w.Start) / 1e9
+	// The output, checked through this host's own mount of shared@1g.
+	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
+		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
+	}
+	return j, nil
+}
+
+// verifiedAt is when RSA's record of Slurm job id reached
+// DONE_STAGING_OUT (its output staged out and verified), from the
+// daemon's log of it.
+func (t ClusterT52) verifiedAt(ctx context.Context, id string) (time.Time, error) {
+	cfg := filepath.Join(t.Dir, "rsa", "rsa.toml")
+	jobs, err := live.Jobs(ctx, t.RSA, cfg)
+	if err != nil {
+		return time.Time{}, err
+	}
+	j := live.Newest(jobs, id)[id]
+	if j == nil {
+		return time.Time{}, fmt.Errorf("RSA has no record of Slurm job %s", id)
+	}
+	out, err := exec.CommandContext(ctx, t.RSA, "--config", cfg, "log", "--json", strconv.FormatInt(j.ID, 10)).Output()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("rsa log %d: %w", j.ID, err)
+	}
+	l, err := ParseJobLog(out)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, e := range l.Events {
+		if e.To == string(lifecycle.DoneStagingOut) {
+			return e.At, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("RSA job %d's log has no DONE_STAGING_OUT", j.ID)
 }
 
 // localShared is this host's mount of shared@1g, where the checks read.
