@@ -86,6 +86,10 @@ func benchContentionCmd() *cobra.Command {
 			if _, err := target.Up(ctx, cfg, "shared@1g"); err != nil {
 				return err
 			}
+			b, err := target.SharedBaseline(ctx, cfg, 2)
+			if err != nil {
+				return err
+			}
 			m := contention.Model{Local: local, Revoke: revoke}
 			sc, err := target.SetSharedContention(ctx, cfg, m)
 			if err != nil {
@@ -96,7 +100,7 @@ func benchContentionCmd() *cobra.Command {
 			cl := thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
 				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit"}
 			rows, err := thesis.ClusterContention{Cluster: cl, Hosts: hosts, Ranks: ranks, Size: n, Runs: runs, Model: m,
-				Begin: sc.Begin, Stats: sc.Stats}.Run(ctx)
+				Begin: sc.Begin, Stats: sc.Stats, LinkBps: b.ToServer}.Run(ctx)
 			if err != nil {
 				return err
 			}

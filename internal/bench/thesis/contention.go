@@ -43,6 +43,9 @@ type ClusterContention struct {
 	// the shim's counters); Stats reads it.
 	Begin func(context.Context) error
 	Stats func() (contention.Stats, error)
+	// LinkBps is shared@1g's link as iperf3 measured it before the run
+	// (bits/s), for the model's predictions (0: none).
+	LinkBps float64
 }
 
 // contentionCell is one way of writing the job's output.
@@ -112,7 +115,12 @@ func (t ClusterContention) Run(ctx context.Context) (rows []bench.Row, err error
 	if err != nil {
 		return nil, err
 	}
+	cal := Calibration{LinkBps: t.LinkBps}
+	if cal.Create, err = measureCreate(c.localShared(), calibrationCreates); err != nil {
+		return nil, fmt.Errorf("E4's calibration: timing creates on shared@1g: %w", err)
+	}
 	for _, k := range t.Hosts {
+		rows = append(rows, t.predictions(k, cal)...)
 		// Each run's rows in the cells' order, then its ratios: a ratio is
 		// of jobs of the same run, which ran beside each other.
 		var runs [][]bench.Row
@@ -204,7 +212,7 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	if err != nil {
 		return nil, err
 	}
-	var safe float64
+	var safe, verified float64
 	if cell.rsa {
 		// Under burst_buffer/lua Slurm calls the job COMPLETED after its
 		// stage-out (data_out): the counts above are the stage-out's
@@ -213,6 +221,11 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 			return nil, fmt.Errorf("RSA job %s: %w", id, err)
 		}
 		safe = float64(time.Now().UnixNano()-start) / 1e9
+		at, err := c.verifiedAt(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("RSA job %s: %w", id, err)
+		}
+		verified = float64(at.UnixNano()-start) / 1e9
 	}
 	if err := t.check(work, k, cell); err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
@@ -235,6 +248,7 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	case cell.rsa:
 		return []bench.Row{
 			row("hold", "s", hold, jobStats, "THESIS T5.2 RSA default Output Mean", 35.87, cell.note+"; its creates are the stage-out's"),
+			row("verified", "s", verified, jobStats, "", 0, "the first writer's start until RSA's DONE_STAGING_OUT: output staged out (one syncfs) and verified on shared@1g"),
 			row("safe", "s", safe, jobStats, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the first writer's start until RSA released the job: output verified on shared@1g, RAMDISK gone; its creates are the stage-out's"),
 		}, nil
 	case cell.name == "shared@1g":

@@ -2,12 +2,15 @@ package thesis
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/contention"
 )
 
 // Each run's order of cells is a permutation drawn from its seed: the
@@ -97,5 +100,30 @@ func TestContentionRatios(t *testing.T) {
 	}
 	if r := contentionRatios(rows[:3], 2); r != nil {
 		t.Errorf("without RSA's rows: %v, want none", r)
+	}
+}
+
+// The model's predictions: the direct job bound by its contended
+// creates, RSA's by its hosts' links, its verification by the
+// uncontended stage-out.
+func TestPredictions(t *testing.T) {
+	tc := ClusterContention{Ranks: 100, Size: 1 << 20, Model: contention.Model{Local: 80 * time.Millisecond, Revoke: 440 * time.Millisecond}}
+	cal := Calibration{LinkBps: 100 << 20 * 8, Create: 90 * time.Millisecond} // 100 MiB/s: the data takes 1 s
+	got := map[string]float64{}
+	for _, r := range tc.predictions(2, cal) {
+		got[r.Target+" "+r.Metric] = r.Value
+	}
+	for k, want := range map[string]float64{
+		"shared@1g hold":           100 * (0.09 + 0.22), // create + revoke × (1 − 1/2)
+		"shared@1g aggregate hold": 1,
+		"ram@1g hold":              0.5,       // two hosts' links
+		"ram@1g verified":          0.5 + 9.0, // + 100 uncontended creates
+	} {
+		if math.Abs(got[k]-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+	if tc.predictions(2, Calibration{}) != nil {
+		t.Error("no calibration: predictions")
 	}
 }
