@@ -123,11 +123,18 @@ for t in ram disk shared@1g; do
 		bench "tools-$tool-$t" tools --profile "$profile" --tool "$tool" --target "$t" --ior "$ior"
 	done
 done
+# E1, T52 on ram@1g as a designed experiment: ten pairs a cell, each
+# pair's order drawn, the compute link at 0.5, 1 and 2 Gbit/s with 2,048
+# files, and 512 files of 4 MiB at 1 Gbit/s (the same bytes).
+for rate in 500mbit 1gbit 2gbit; do
+	bench "e1-t52-$rate" thesis --profile "$profile" --case t52 --latency 0 --ram-at-1g --local=false --runs 10 --ram-at-1g-rate "$rate"
+done
+bench "e1-t52-512x4M" thesis --profile "$profile" --case t52 --latency 0 --ram-at-1g --local=false --runs 10 --ranks 512 --size 4M
 # E4, the thesis' mechanism: shared@1g's creates contend as GPFS's did
 # (rsa-lab bench contention), the job spread over 1, 2 and 4 compute
 # hosts. The thesis' 2 GiB as 512 files of 4 MiB: its 2,048 files would
 # take about 45 min a run (creates cost up to 0.52 s each, one at a time).
-bench contention contention --profile "$profile" --hosts 1,2,4 --ranks 512 --size 4M
+bench contention contention --hosts 1,2,4 --ranks 512 --size 4M
 
 if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	read -ra only <<<"$EVIDENCE_ONLY"

@@ -24,7 +24,7 @@ the creates of each directory and makes each cost
 
     local + revoke x (1 - 1/n)
 
-where n is how many creates contend for the directory when it is granted.
+where n is how many creates are in flight for the directory when one arrives.
 A Linux client holds a directory's lock for each create it sends, so n
 counts client hosts: the job's writers spread over K compute hosts
 contend K ways; RSA's stage-out, one mover on one RSA host, never does.

@@ -13,11 +13,14 @@
 // configuration file that Model.Write writes.
 //
 // The model: creates of new files in one directory are serialised, one at
-// a time per directory in arrival order. When a create is granted the
-// directory, n is the number of creates in flight for it at that moment
-// (the granted one plus those waiting); it sleeps Model.Cost(n) =
-// Local + Revoke·(1 − 1/n) before the real open and releases the directory
-// when the open returns. With n clients contending, the directory's token
+// a time per directory in arrival order. n is the number of creates in
+// flight for the directory when a create arrives (itself, the one served
+// and those waiting); once granted the directory, it sleeps
+// Model.Cost(n) = Local + Revoke·(1 − 1/n) before the real open and
+// releases the directory when the open returns. n is counted at arrival,
+// not at the grant: at the grant the client whose create was just served
+// has not sent its next one yet, and two hosts taking turns would count
+// as one host alone. With n clients contending, the directory's token
 // was last held by another client with probability 1 − 1/n, and moving it
 // costs Revoke. A Linux client's VFS holds a directory's i_rwsem
 // exclusively for an O_CREAT open, so each client host has at most one
@@ -158,7 +161,7 @@ type Stats struct {
 	Creates    int64         // creates delayed
 	Overflow   int64         // creates passed through: the shim's directory table was full
 	Delay      time.Duration // the sleeps, summed over the creates
-	Inflight   map[int]int64 // creates by n, the creates in flight in the directory when granted (n ≥ 64 as 64)
+	Inflight   map[int]int64 // creates by n, the creates in flight in the directory when each arrived (n ≥ 64 as 64)
 }
 
 // ReadStats reads the stats file the shim keeps beside conf (conf + ".stats").

@@ -333,6 +333,25 @@ func TestShim(t *testing.T) {
 		t.Logf("4 threads × 5 creates: inflight %v, mean n %.2f, delay %v, took %v", s.Inflight, s.MeanInflight(), s.Delay, elapsed)
 	})
 
+	// Two clients taking turns, each with a round trip between its
+	// creates (no create in flight meanwhile): each create arrives while
+	// the other's is served, so both contend (n = 2), though at each
+	// grant the other client has nothing in flight yet.
+	t.Run("two clients taking turns", func(t *testing.T) {
+		l.write(Model{Root: l.root, Local: local, Revoke: revoke, Generation: 40})
+		dir := l.mkdir("turns")
+		cmd := exec.Command(l.creater, dir, "2", "5", "openat")
+		cmd.Env = append(l.env(), "CREATER_PAUSE_MS=2")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("creater: %v\n%s", err, out)
+		}
+		s := l.stats()
+		if s.Creates != 10 || s.Inflight[2] < 5 {
+			t.Errorf("two clients, a 2 ms round trip, %v a create: %+v; want 10 creates, most at n = 2", local, s)
+		}
+		l.expectSum(s)
+	})
+
 	// Separate processes have separate queues (the shim's state is per
 	// process), so each create is at n = 1; their stats add up in one file.
 	t.Run("four processes", func(t *testing.T) {

@@ -3,14 +3,18 @@
  * directory the cost they have on GPFS when many client nodes create there.
  *
  * Model: creates of new files in one directory are serialised, one at a time
- * per directory in arrival order (a ticket lock). When a create is granted the
- * directory, n is the number of creates in flight for it (the granted one plus
- * those waiting); it sleeps cost(n) = local + revoke * (1 - 1/n), does the real
- * open, then releases the directory. With n clients contending, the directory's
- * token was last held by another client with probability 1 - 1/n, and moving
- * it costs revoke. A Linux client holds a directory's i_rwsem exclusively for
- * an O_CREAT open, so a client host has at most one create in flight per
- * directory: n counts contending client hosts.
+ * per directory in arrival order (a ticket lock). n is the number of creates
+ * in flight for the directory when a create arrives (itself, the one being
+ * served and those waiting); once granted the directory it sleeps
+ * cost(n) = local + revoke * (1 - 1/n), does the real open, then releases the
+ * directory. With n clients contending, the directory's token was last held
+ * by another client with probability 1 - 1/n, and moving it costs revoke. A
+ * Linux client holds a directory's i_rwsem exclusively for an O_CREAT open, so
+ * a client host has at most one create in flight per directory: n counts
+ * contending client hosts. It is counted at arrival, not at the grant: when a
+ * create is granted, the client whose create was just served has not sent
+ * its next one yet, so a count then misses one contender (two hosts taking
+ * turns would count 1, as one host alone does).
  *
  * Scope: open, open64, openat, openat64 with O_CREAT, of a file not there yet,
  * under the configured root and not under .glusterfs. The fortified __open_2
@@ -268,9 +272,9 @@ static int create(open_fn o, openat_fn oa, int dirfd, const char *path, int flag
 		return REAL();
 	}
 	unsigned long ticket = d->next++;
+	long long n = (long long)(ticket - d->serving) + 1; /* ahead of it, and itself */
 	while (d->serving != ticket)
 		pthread_cond_wait(&dir_cv, &dir_mu);
-	long long n = (long long)(d->next - d->serving); /* granted + waiting */
 	pthread_mutex_unlock(&dir_mu);
 
 	long long us = c.local_us + c.revoke_us * (n - 1) / n;

@@ -5,6 +5,8 @@
  * by FUNC: open, open64 (relative to the cwd, DIR), openat, openat64 (relative
  * to an fd of DIR, the cwd "/"), openat-cwd (relative, AT_FDCWD, the cwd DIR). FUNC spread (one thread)
  * makes FILES subdirectories of DIR and creates a file in each with open.
+ * CREATER_PAUSE_MS, if set, pauses each thread that long after each create
+ * before its next: a client's round trip, during which it has none in flight.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -16,7 +18,7 @@
 #include <unistd.h>
 
 static const char *func;
-static int files, dirfd_;
+static int files, dirfd_, pause_ms;
 static pthread_barrier_t start;
 
 static int create(const char *name)
@@ -56,6 +58,8 @@ static void *run(void *arg)
 			}
 		}
 		close(fd);
+		if (pause_ms > 0)
+			usleep((useconds_t)pause_ms * 1000);
 	}
 	return NULL;
 }
@@ -68,6 +72,8 @@ int main(int argc, char **argv)
 	}
 	int threads = atoi(argv[2]);
 	files = atoi(argv[3]);
+	if (getenv("CREATER_PAUSE_MS"))
+		pause_ms = atoi(getenv("CREATER_PAUSE_MS"));
 	func = argv[4];
 	pthread_t t[64];
 	/* openat and openat64 run in "/", so a shim resolving their fd as the cwd fails */
