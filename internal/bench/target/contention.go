@@ -194,15 +194,8 @@ func (l sharedLayout) restartWith(ctx context.Context, env ...string) error {
 	if err := poll(ctx, 20*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }); err != nil {
 		return fmt.Errorf("glusterd (pid %d) did not exit: %w", pid, err)
 	}
-	args := append(append([]string{"env"}, env...), "glusterd", "-p", "/run/glusterd.pid", "-l", "/var/log/glusterfs/glusterd.log")
-	if _, err := l.inServer(ctx, args...); err != nil {
+	if err := l.startGlusterd(ctx, env...); err != nil {
 		return err
-	}
-	if err := poll(ctx, 20*time.Second, func() bool {
-		_, err := l.inServer(ctx, "gluster", "--mode=script", "pool", "list")
-		return err == nil
-	}); err != nil {
-		return fmt.Errorf("glusterd did not answer: %w", err)
 	}
 	return gl("start", sharedVol)
 }

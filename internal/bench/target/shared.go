@@ -146,14 +146,8 @@ mount --bind "$1/log" /var/log/glusterfs`, "sh", l.base},
 			return err
 		}
 	}
-	if _, err := l.inServer(ctx, "glusterd", "-p", "/run/glusterd.pid", "-l", "/var/log/glusterfs/glusterd.log"); err != nil {
+	if err := l.startGlusterd(ctx); err != nil {
 		return err
-	}
-	if err := poll(ctx, 20*time.Second, func() bool {
-		_, err := l.inServer(ctx, "gluster", "--mode=script", "pool", "list")
-		return err == nil
-	}); err != nil {
-		return fmt.Errorf("glusterd did not answer: %w", err)
 	}
 	brick := l.server + ":" + filepath.Join(l.base, "brick", "b")
 	for _, s := range [][]string{
@@ -164,6 +158,22 @@ mount --bind "$1/log" /var/log/glusterfs`, "sh", l.base},
 		if _, err := l.inServer(ctx, s...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// startGlusterd starts the server's glusterd, with env (NAME=VALUE)
+// added to its environment, and waits until it answers.
+func (l sharedLayout) startGlusterd(ctx context.Context, env ...string) error {
+	args := append(append([]string{"env"}, env...), "glusterd", "-p", "/run/glusterd.pid", "-l", "/var/log/glusterfs/glusterd.log")
+	if _, err := l.inServer(ctx, args...); err != nil {
+		return err
+	}
+	if err := poll(ctx, 20*time.Second, func() bool {
+		_, err := l.inServer(ctx, "gluster", "--mode=script", "pool", "list")
+		return err == nil
+	}); err != nil {
+		return fmt.Errorf("glusterd did not answer: %w", err)
 	}
 	return nil
 }

@@ -67,28 +67,14 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		return nil, err
 	}
 	defer cleanupUser()
-	env := append(os.Environ(), "RSA_CLUSTER_DIR="+t.Dir, "RSA_BIN="+t.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE=1",
-		"RSA_CLUSTER_ID="+strconv.Itoa(t.ID), "RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((int64(t.Ranks)*t.Size*3/4>>30)+1, 10)+"G",
-		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
-	script := func(timeout time.Duration, args ...string) (string, error) {
-		// cluster-down must run also when the benchmark was interrupted.
-		ctx := ctx
-		if args[0] == "cluster-down" {
-			ctx = context.WithoutCancel(ctx)
-		}
-		out, err := rsatest.Script(ctx, t.Repo, env, timeout, args[0], args[1:]...)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
-		}
-		return out, nil
-	}
-	_, _ = script(5*time.Minute, "cluster-down")
+	script := t.scripts(ctx, 1, int64(t.Ranks)*t.Size)
+	down, err := up(script)
 	defer func() {
-		if _, derr := script(5*time.Minute, "cluster-down"); derr != nil && err == nil {
+		if derr := down(); derr != nil && err == nil {
 			err = derr
 		}
 	}()
-	if _, err := script(10*time.Minute, "cluster-up"); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	hosts := []string{"ctl", "rsa1", "rsa2", "c1"}
@@ -112,6 +98,40 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 		rows = append(rows, medians(runs)...)
 	}
 	return rows, nil
+}
+
+// scripts returns what runs scripts/cluster-up and cluster-down (and
+// cluster-up's exec) for the cluster t describes, with compute hosts c1 to
+// cN and RSA hosts with RAM for three quarters of output bytes each.
+// cluster-down runs also when ctx has ended: a benchmark interrupted
+// takes its cluster down.
+func (t ClusterT52) scripts(ctx context.Context, compute int, output int64) func(time.Duration, ...string) (string, error) {
+	env := append(os.Environ(), "RSA_CLUSTER_DIR="+t.Dir, "RSA_BIN="+t.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE="+strconv.Itoa(compute),
+		"RSA_CLUSTER_ID="+strconv.Itoa(t.ID), "RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((output*3/4>>30)+1, 10)+"G",
+		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
+	return func(timeout time.Duration, args ...string) (string, error) {
+		ctx := ctx
+		if args[0] == "cluster-down" {
+			ctx = context.WithoutCancel(ctx)
+		}
+		out, err := rsatest.Script(ctx, t.Repo, env, timeout, args[0], args[1:]...)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
+		}
+		return out, nil
+	}
+}
+
+// up brings the cluster up, after taking down what an earlier run left,
+// and returns what takes it down (to be called also when up failed).
+func up(script func(time.Duration, ...string) (string, error)) (down func() error, err error) {
+	_, _ = script(5*time.Minute, "cluster-down")
+	down = func() error {
+		_, err := script(5*time.Minute, "cluster-down")
+		return err
+	}
+	_, err = script(10*time.Minute, "cluster-up")
+	return down, err
 }
 
 // medians folds the rows of several runs, each run's in the same order,

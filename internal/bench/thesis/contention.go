@@ -13,7 +13,6 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/contention"
-	"github.com/rsa-hpc/rsa/internal/rsatest"
 )
 
 // ClusterContention is the thesis' mechanism (the evidence review's E4):
@@ -83,27 +82,14 @@ func (t ClusterContention) Run(ctx context.Context) (rows []bench.Row, err error
 		return nil, err
 	}
 	defer cleanupUser()
-	env := append(os.Environ(), "RSA_CLUSTER_DIR="+c.Dir, "RSA_BIN="+c.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE="+strconv.Itoa(kmax),
-		"RSA_CLUSTER_ID="+strconv.Itoa(c.ID), "RSA_CLUSTER_NET="+c.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((int64(t.Ranks)*t.Size*3/4>>30)+1, 10)+"G",
-		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
-	script := func(timeout time.Duration, args ...string) (string, error) {
-		ctx := ctx
-		if args[0] == "cluster-down" {
-			ctx = context.WithoutCancel(ctx)
-		}
-		out, err := rsatest.Script(ctx, c.Repo, env, timeout, args[0], args[1:]...)
-		if err != nil {
-			return out, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, lastLines(out, 5))
-		}
-		return out, nil
-	}
-	_, _ = script(5*time.Minute, "cluster-down")
+	script := c.scripts(ctx, kmax, int64(t.Ranks)*t.Size)
+	down, err := up(script)
 	defer func() {
-		if _, derr := script(5*time.Minute, "cluster-down"); derr != nil && err == nil {
+		if derr := down(); derr != nil && err == nil {
 			err = derr
 		}
 	}()
-	if _, err := script(10*time.Minute, "cluster-up"); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	var compute []string
