@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,7 +159,7 @@ func medians(runs [][]bench.Row) []bench.Row {
 // between runs (which job went first, a counter) gives every run's
 // value, in the runs' order, joined by "/".
 func runParams(runs [][]bench.Row, k int) map[string]string {
-	out := maps(runs[0][k].Params)
+	out := maps.Clone(runs[0][k].Params)
 	for key := range out {
 		vals := make([]string, len(runs))
 		same := true
@@ -214,9 +215,9 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 		first = "direct"
 	}
 	row := func(target, metric, unit string, v float64, job *t52Job, ref string, src float64, note string) bench.Row {
-		p := maps(params, "first", first)
+		p := withParams(params, "first", first)
 		if job != nil {
-			p = maps(p, "c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
+			p = withParams(p, "c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
 				"steal_pct", strconv.FormatFloat(job.cpu.steal, 'f', 1, 64), "softirq_pct", strconv.FormatFloat(job.cpu.softirq, 'f', 1, 64))
 		}
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
@@ -257,8 +258,7 @@ type t52Job struct {
 // direct runs the job straight to the shared file system.
 func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
 	var j t52Job
-	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
-	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+	conf, writer := t.slurmConf(), t.writer()
 	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
 	m := t.meter()
 	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "direct.sh"), body)
@@ -284,8 +284,7 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 // hosts from its start, staged out to the shared file system after it.
 func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
 	var j t52Job
-	conf := filepath.Join(t.Dir, "etc", "slurm.conf")
-	writer := fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+	conf, writer := t.slurmConf(), t.writer()
 	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
 	output := cmp.Or(t.Output, "shared")
 	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
@@ -320,6 +319,15 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
 	}
 	return j, nil
+}
+
+// slurmConf is the cluster's slurm.conf.
+func (t ClusterT52) slurmConf() string { return filepath.Join(t.Dir, "etc", "slurm.conf") }
+
+// writer is the job's command: the thesis' writers, t.Ranks files of
+// t.Size, their timings as JSON on stdout; --dir to be added.
+func (t ClusterT52) writer() string {
+	return fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
 }
 
 // verifiedAt is when RSA's record of Slurm job id reached

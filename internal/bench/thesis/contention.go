@@ -3,6 +3,7 @@ package thesis
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,11 +184,11 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	// The direct cells' creates cost up to Local+Revoke each, one at a
 	// time: the bound below is that, doubled, plus the data's time.
 	bound := 2*time.Duration(t.Ranks)*(t.Model.Local+t.Model.Revoke) + 15*time.Minute
-	id, err := c.sbatch(ctx, cred, filepath.Join(c.Dir, "etc", "slurm.conf"), filepath.Join(local, "job.sh"), job)
+	id, err := c.sbatch(ctx, cred, c.slurmConf(), filepath.Join(local, "job.sh"), job)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitSlurm(ctx, filepath.Join(c.Dir, "etc", "slurm.conf"), id, bound); err != nil {
+	if err := c.waitSlurm(ctx, c.slurmConf(), id, bound); err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
 	start, end, err := spanOf(local, k, cell.tar)
@@ -222,7 +223,7 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	params := map[string]string{"hosts": strconv.Itoa(k), "ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10),
 		"local": t.Model.Local.String(), "revoke": t.Model.Revoke.String(), "layout": "one directory", "via": "Slurm, emulated cluster"}
 	row := func(metric, unit string, v float64, st contention.Stats, ref string, src float64, note string) bench.Row {
-		p := maps(params, "creates", strconv.FormatInt(st.Creates, 10), "mean_contenders", strconv.FormatFloat(st.MeanInflight(), 'f', 2, 64))
+		p := withParams(params, "creates", strconv.FormatInt(st.Creates, 10), "mean_contenders", strconv.FormatFloat(st.MeanInflight(), 'f', 2, 64))
 		r := bench.Row{Bench: "contention", Case: "E4", Target: cell.name, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
 			r.Source(ref, src, unit)
@@ -246,8 +247,9 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	}
 }
 
-// maps is m with the key-value pairs kv added, m unchanged.
-func maps(m map[string]string, kv ...string) map[string]string {
+// withParams is a copy of m with the key-value pairs kv added, m
+// unchanged.
+func withParams(m map[string]string, kv ...string) map[string]string {
 	out := make(map[string]string, len(m)+len(kv)/2)
 	for k, v := range m {
 		out[k] = v
@@ -328,7 +330,7 @@ func contentionRatios(rows []bench.Row, k int) []bench.Row {
 	}
 	var out []bench.Row
 	add := func(target, metric string, num bench.Row, den float64, ref string, src float64, note string) {
-		r := bench.Row{Bench: "contention", Case: "E4", Target: target, Params: maps(num.Params), Metric: metric, Unit: "x", Value: num.Value / den, Note: note}
+		r := bench.Row{Bench: "contention", Case: "E4", Target: target, Params: maps.Clone(num.Params), Metric: metric, Unit: "x", Value: num.Value / den, Note: note}
 		delete(r.Params, "creates")
 		delete(r.Params, "mean_contenders")
 		r.Runs = []float64{r.Value}

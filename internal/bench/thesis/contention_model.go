@@ -2,6 +2,7 @@ package thesis
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,7 +65,7 @@ func (t ClusterContention) predictions(k int, cal Calibration) []bench.Row {
 	params := map[string]string{"hosts": strconv.Itoa(k), "ranks": strconv.Itoa(t.Ranks), "size": strconv.FormatInt(t.Size, 10),
 		"link_Mbit": strconv.FormatFloat(cal.LinkBps/1e6, 'f', 0, 64), "create_ms": strconv.FormatFloat(create*1e3, 'f', 1, 64)}
 	row := func(target, metric string, v float64, note string) bench.Row {
-		return bench.Row{Bench: "contention", Case: "E4 model", Target: target, Params: maps(params), Metric: metric, Unit: "s", Value: v, Runs: []float64{v}, Note: note}
+		return bench.Row{Bench: "contention", Case: "E4 model", Target: target, Params: maps.Clone(params), Metric: metric, Unit: "s", Value: v, Runs: []float64{v}, Note: note}
 	}
 	why := fmt.Sprintf("the model, from iperf3 and %d timed creates before the jobs: ", calibrationCreates)
 	return []bench.Row{
