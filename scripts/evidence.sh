@@ -142,6 +142,12 @@ bench contention contention --hosts 1,2,4 --ranks 512 --size 4M
 # intervals (about 6 min a run).
 bench contention-4 contention --hosts 4 --ranks 512 --size 4M --runs 5
 
+# E3, IO500's phases (rsa-lab bench io500): ranks over both compute hosts
+# on RSA's RAMDISK and on shared@1g, and one host's tmpfs as the per-node
+# ceiling; a 10 s stonewall (not a valid IO500 run, as its rows say), five
+# runs, the cells in a drawn order each.
+bench e3-io500 io500 --ior "$ior" --runs 5
+
 if [ -n "${EVIDENCE_ONLY:-}" ]; then
 	read -ra only <<<"$EVIDENCE_ONLY"
 	for n in "${only[@]}"; do [ -n "${argv[$n]+set}" ] || { echo "EVIDENCE_ONLY: no benchmark $n; there are: ${names[*]}" >&2; exit 2; }; done

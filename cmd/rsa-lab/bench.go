@@ -31,10 +31,18 @@ Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
 disk (local ext4), or any directory. 'rsa-lab bench target up NAME' brings one
 up; each benchmark brings up the target it is given and leaves it up.`,
 	}
-	// Everything but write (the job's own I/O) and report (a page from
-	// files) mounts, makes devices or namespaces, or runs jobs as a user.
+	// Everything but what a job runs (write, io500-job, wait-mount) and
+	// report (a page from files) mounts, makes devices or namespaces, or
+	// runs jobs as a user.
+	asUser := func(c *cobra.Command) bool {
+		switch c.Name() {
+		case "write", "io500-job", "wait-mount", "report":
+			return true
+		}
+		return false
+	}
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		if os.Geteuid() != 0 && c.Name() != "write" && c.Name() != "report" {
+		if os.Geteuid() != 0 && !asUser(c) {
 			return fmt.Errorf("rsa-lab bench %s needs root: it mounts its targets, makes loop devices and namespaces, and runs jobs as a user of its own (run it with sudo)", c.Name())
 		}
 		return nil
@@ -42,12 +50,12 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 	// Each part removes its own directory under the benchmarks' homes;
 	// the last one out cannot know it is the last.
 	cmd.PersistentPostRunE = func(c *cobra.Command, _ []string) error {
-		if c.Name() == "write" || c.Name() == "report" {
+		if asUser(c) {
 			return nil
 		}
 		return bench.Tidy()
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchReportCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchIO500Cmd(), benchIO500JobCmd(), benchWaitMountCmd(), benchReportCmd())
 	return cmd
 }
 

@@ -98,6 +98,25 @@ func (s Slurm) Job(ctx context.Context, id string) (state, reason string, err er
 	return state, reason, nil
 }
 
+// Span reads when Slurm started a job and when it ended it (squeue's
+// StartTime and EndTime, whole seconds): the span Slurm held its nodes
+// for, by Slurm's own clock. A job not yet ended is an error.
+func (s Slurm) Span(ctx context.Context, id string) (start, end time.Time, err error) {
+	out, err := s.Command(ctx, "squeue", "-h", "-t", "all", "-j", id, "-o", "%S|%e").CombinedOutput()
+	if err != nil {
+		return start, end, fmt.Errorf("squeue -j %s: %w: %s", id, err, strings.TrimSpace(string(out)))
+	}
+	a, b, _ := strings.Cut(strings.TrimSpace(string(out)), "|")
+	const layout = "2006-01-02T15:04:05"
+	if start, err = time.ParseInLocation(layout, a, time.Local); err != nil {
+		return start, end, fmt.Errorf("Slurm job %s's start %q: %w", id, a, err)
+	}
+	if end, err = time.ParseInLocation(layout, b, time.Local); err != nil {
+		return start, end, fmt.Errorf("Slurm job %s's end %q (not ended?): %w", id, b, err)
+	}
+	return start, end, nil
+}
+
 // Ended reports whether a job in state has ended: it will not run (again).
 func Ended(state string) bool {
 	switch state {

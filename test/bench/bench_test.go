@@ -210,12 +210,7 @@ func TestThesisRAMAt1gLong(t *testing.T) {
 func TestToolsQuick(t *testing.T) {
 	leavesNoHome(t)
 	testutil.RequireRoot(t)
-	out, err := testutil.CommandWithin(t, 10*time.Minute, filepath.Join(testutil.RepoRoot(t), "scripts", "build-ior.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/build-ior.sh: %v", err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	prefix := lines[len(lines)-1]
+	prefix := buildIOR(t)
 
 	jobs := t.TempDir()
 	for name, text := range map[string]string{
@@ -285,6 +280,108 @@ unlink=1
 		if seeded[tool] == 0 {
 			t.Errorf("no %s row of the quick profile on ram stands beside a seed's number", tool)
 		}
+	}
+}
+
+// buildIOR builds IOR and mdtest (scripts/build-ior.sh, seconds once
+// built) and returns their prefix.
+func buildIOR(t *testing.T) string {
+	t.Helper()
+	out, err := testutil.CommandWithin(t, 10*time.Minute, filepath.Join(testutil.RepoRoot(t), "scripts", "build-ior.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/build-ior.sh: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// IO500's phases, as a job of rsa-lab bench io500 runs them, with real
+// IOR and mdtest on two ranks and a one-second stonewall: every phase
+// measures something, find finds mdtest-hard's files, the score is
+// IO500's formula, and nothing is left in the data directory.
+func TestIO500Job(t *testing.T) {
+	testutil.RequireRoot(t)
+	prefix := buildIOR(t)
+	data, results := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd := testutil.CommandWithin(t, 5*time.Minute, labBin, "bench", "io500-job", "--data", data, "--results", results, "--ior", prefix,
+		"--ranks", "2", "--stonewall", "1s", "--easy-block", "16m", "--hard-segments", "300", "--easy-files", "400", "--hard-files", "400", "--json")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("rsa-lab bench io500-job: %v\n%s", err, stderr.String())
+	}
+	t.Logf("%s", stderr.String())
+	var rep struct {
+		Results []struct {
+			Phase            string
+			Value            float64
+			Unit             string
+			Scanned, Matched int64
+		}
+		Score struct{ BW, MD, Score float64 }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("io500-job --json: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Results) != 12 {
+		t.Fatalf("%d phases reported, want IO500's 12: %+v", len(rep.Results), rep.Results)
+	}
+	for _, r := range rep.Results {
+		want := "kIOPS"
+		if strings.HasPrefix(r.Phase, "ior-") {
+			want = "GiB/s"
+		}
+		if r.Value <= 0 || r.Unit != want {
+			t.Errorf("phase %s: %g %s, want a positive rate in %s", r.Phase, r.Value, r.Unit, want)
+		}
+		// find looks at every file the two write phases of mdtest left,
+		// and matches only mdtest-hard's (the newer ones) with 01 in
+		// their names: some, not all.
+		if r.Phase == "find" && (r.Matched <= 0 || r.Matched >= r.Scanned) {
+			t.Errorf("find: %d matched of %d scanned, want some but not all", r.Matched, r.Scanned)
+		}
+	}
+	if rep.Score.Score <= 0 || rep.Score.BW <= 0 || rep.Score.MD <= 0 {
+		t.Errorf("score %+v: want each above 0", rep.Score)
+	}
+	if ents, err := os.ReadDir(data); err != nil || len(ents) != 0 {
+		t.Errorf("the data directory holds %d entries after the run (%v), want none", len(ents), err)
+	}
+}
+
+// IO500's phases on the emulated cluster (E3), once per cell at a tiny
+// size: a whole cluster, so make test-long runs it; make test's
+// TestIO500Job runs the same phases on one host.
+func TestIO500ClusterLong(t *testing.T) {
+	leavesNoHome(t)
+	prefix := buildIOR(t)
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := run(t, "io500", "--ior", prefix, "--repo", repo, "--runs", "1", "--stonewall", "2s", "--easy-block", "64m",
+		"--hard-segments", "500", "--easy-files", "1000", "--hard-files", "1000")
+	cells := map[string]int{}
+	for _, r := range rows {
+		cells[r.Target]++
+		if r.Value <= 0 {
+			t.Errorf("row %+v: want a positive value", r)
+		}
+	}
+	// 12 phases and 3 scores on each cell; 15 efficiencies on each but
+	// tmpfs, the ceiling.
+	for _, c := range []string{"ram@1g", "ram@1g private", "shared@1g", "tmpfs"} {
+		if cells[c] != 15 {
+			t.Errorf("%d rows on %s, want 15 (rows by target %v)", cells[c], c, cells)
+		}
+	}
+	for _, c := range []string{"ram@1g per node vs tmpfs", "ram@1g private per node vs tmpfs", "shared@1g per node vs tmpfs"} {
+		if cells[c] != 15 {
+			t.Errorf("%d rows of %s, want 15", cells[c], c)
+		}
+	}
+	if _, err := os.Stat("/var/tmp/rsa-bench/cluster"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the benchmark's cluster is left (%v)", err)
 	}
 }
 

@@ -217,7 +217,8 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 	row := func(target, metric, unit string, v float64, job *t52Job, ref string, src float64, note string) bench.Row {
 		p := withParams(params, "first", first)
 		if job != nil {
-			p = withParams(p, "c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
+			p = withParams(p, "slurm_hold_s", strconv.FormatFloat(job.slurmHold, 'f', 0, 64),
+				"c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
 				"steal_pct", strconv.FormatFloat(job.cpu.steal, 'f', 1, 64), "softirq_pct", strconv.FormatFloat(job.cpu.softirq, 'f', 1, 64))
 		}
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
@@ -251,6 +252,7 @@ func pairOrder(lat time.Duration, run int) bool {
 // t52Job is what one of a pair's jobs measured.
 type t52Job struct {
 	hold, run, verified, safe float64 // seconds
+	slurmHold                 float64 // seconds Slurm held the job's node, by its own record (whole seconds)
 	linkBytes                 int64   // through the compute host's link, both ways, during the job
 	cpu                       cpuShare
 }
@@ -269,6 +271,9 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("direct job %s: %w", id, err)
 	}
 	j.linkBytes, j.cpu = m.read()
+	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
+		return j, err
+	}
 	w, err := readWriter(filepath.Join(local, "direct.json"))
 	if err != nil {
 		return j, fmt.Errorf("direct job %s: %w", id, err)
@@ -299,6 +304,9 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
 	j.run = time.Since(submitted).Seconds()
+	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
+		return j, err
+	}
 	w, err := readWriter(filepath.Join(local, "rsa.json"))
 	if err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
@@ -319,6 +327,17 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
 	}
 	return j, nil
+}
+
+// slurmHold is how long Slurm held job id's nodes by its own record: its
+// start to its end, whole seconds (no slurmdbd here, so no sacct: squeue
+// while slurmctld still keeps the job).
+func (t ClusterT52) slurmHold(ctx context.Context, conf, id string) (float64, error) {
+	start, end, err := rsatest.Slurm{Conf: conf}.Span(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return end.Sub(start).Seconds(), nil
 }
 
 // slurmConf is the cluster's slurm.conf.

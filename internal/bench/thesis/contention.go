@@ -136,7 +136,7 @@ func (t ClusterContention) Run(ctx context.Context) (rows []bench.Row, err error
 // shuffle puts cells in an order drawn from seed (a linear congruential
 // sequence: reproducible from the row's params, and no shared source of
 // randomness).
-func shuffle(cells []contentionCell, seed int64) {
+func shuffle[T any](cells []T, seed int64) {
 	x := uint64(seed)*6364136223846793005 + 1442695040888963407
 	for i := len(cells) - 1; i > 0; i-- {
 		x = x*6364136223846793005 + 1442695040888963407
