@@ -18,7 +18,7 @@ const machineLimits = `## What this machine can and cannot show
 
 All numbers on this page come from one virtual machine:
 
-- 2 vCPUs, shared with the host's other guests (Intel Xeon on some days, AMD EPYC on others; hosts of the same type differed 2× in system-call cost), and their steal is not yet recorded per row;
+- 2 vCPUs, shared with the host's other guests (Intel Xeon on some days, AMD EPYC on others; hosts of the same type differed 2× in system-call cost); E1's rows carry the steal and softirq during each job, older rows none;
 - 24 GiB of RAM that the hypervisor reclaims when the guest frees it: a first write to reclaimed memory ran a tmpfs at 0.44 GB/s instead of 2.8 GB/s;
 - a virtio disk that the host caches, so "cold" is cold in the guest only;
 - links shaped for bandwidth alone (tbf, one queue of up to 50 ms, no fair queueing, no netem), no RDMA, and no kernel client for NFS, Lustre, BeeGFS, GPFS or OrangeFS.
@@ -29,7 +29,8 @@ So:
 
 - absolute rates say nothing about a site; a ratio means something only between sides that ran in the same session;
 - scaling across RSA nodes cannot be measured here: the nodes share two cores and one memory bus;
-- no result here reproduces the mechanism behind the thesis' 30× (a directory-lock storm across many clients, whose cost grows with contention); a constant delay per create is a stand-in for it, and cannot make RSA's stage-out cheaper than the job's own writes;
+- the mechanism behind the thesis' 30× (a directory-lock storm across many clients, whose cost grows with contention) is modelled only in E4: a shim in the shared file system's brick makes a create dearer the more client hosts contend for its directory, calibrated to the thesis' two numbers; it is a reading of GPFS's token, not GPFS, and at most 4 client hosts contend here. Elsewhere a constant delay per create stands in for it, and cannot make RSA's stage-out cheaper than the job's own writes;
+- E3's IO500 phases run with a 10 s stonewall (IO500 asks 300 s) and caps per rank, with find by a walker of rsa-lab's own from one host (the harness' pfind is not built here): not a valid IO500 submission, and its scores compare only with each other;
 - rows marked **(node-local)** measure a tmpfs on the job's own host (the local engine), reached with no network. Any node-local RAM disk gives them; they are not RSA's design (RAM on RSA nodes across a link, ` + "`ram@1g`" + `) and are not set beside the seeds' numbers.
 `
 
