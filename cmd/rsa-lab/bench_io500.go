@@ -23,11 +23,17 @@ of the emulated cluster (scripts/cluster-up) with Open MPI ranks over
 ior-hard, mdtest-easy and mdtest-hard (write, then read, stat and delete)
 and find, with the parameters the IO500 harness gives IOR and mdtest, on
 
-  ram@1g     the job's output directory a RAMDISK on the RSA hosts (RSA's
-             design; output mode shared, the default)
-  shared@1g  the emulated shared file system, straight
-  tmpfs      one compute host's own tmpfs with one host's ranks: the
-             per-node ceiling
+  ram@1g          the job's output directory a RAMDISK on the RSA hosts
+                  (RSA's design; output mode shared, the default)
+  ram@1g private  output=private: an ext4 image in the RAMDISK, one compute
+                  host's own, with that host's ranks
+  ram@1g image    input=image: the write phases straight on shared@1g as a
+                  job, then, as an RSA job with their directory as its
+                  input, the phases a read-only file system allows on the
+                  image RSA built of it (no score: IO500 scores every phase)
+  shared@1g       the emulated shared file system, straight
+  tmpfs           one compute host's own tmpfs with one host's ranks: the
+                  per-node ceiling
 
 and each cell's rate per host over tmpfs' (the per-node efficiency). The
 cells run in a drawn order each run; every row is the median of --runs.
@@ -97,7 +103,7 @@ func benchIO500Cmd() *cobra.Command {
 	cmd.Flags().IntVar(&hosts, "hosts", 2, "compute hosts the ranks spread over (1-9)")
 	cmd.Flags().IntVar(&ranks, "ranks-per-host", 2, "MPI ranks on each compute host")
 	cmd.Flags().IntVar(&runs, "runs", 5, "repetitions of every cell; rows give the median, every run and a 95% interval from 5")
-	cmd.Flags().StringSliceVar(&cells, "cells", nil, "the cells to run (default all): ram@1g, \"ram@1g private\", shared@1g, tmpfs; the efficiencies need tmpfs")
+	cmd.Flags().StringSliceVar(&cells, "cells", nil, "the cells to run (default all): ram@1g, \"ram@1g private\", \"ram@1g image\", shared@1g, tmpfs; the efficiencies need tmpfs")
 	cmd.Flags().StringVar(&user, "user", "rsabench", "the jobs' user (created and removed if missing)")
 	cmd.Flags().StringVar(&ior, "ior", "", "IOR's prefix, as scripts/build-ior.sh prints it (holds bin/ior and bin/mdtest)")
 	cmd.Flags().StringVar(&repo, "repo", "", "the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
@@ -121,6 +127,7 @@ func benchIO500JobCmd() *cobra.Command {
 	var (
 		cfg    io500.Config
 		r      io500.Runner
+		part   string
 		asJSON bool
 	)
 	cmd := &cobra.Command{
@@ -136,17 +143,27 @@ func benchIO500JobCmd() *cobra.Command {
 			if cfg.Results, err = filepath.Abs(cfg.Results); err != nil {
 				return err
 			}
+			if r.Part, err = io500.ParsePart(part); err != nil {
+				return err
+			}
 			r.Log = cmd.ErrOrStderr()
 			res, err := r.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			score, err := io500.ScoreOf(res)
-			if err != nil {
-				return err
+			// IO500 scores only a run of every phase.
+			var score io500.Score
+			if r.Part == io500.All {
+				if score, err = io500.ScoreOf(res); err != nil {
+					return err
+				}
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(thesis.IO500Report{Results: res, Score: score, Ranks: r.Ranks})
+			}
+			if r.Part != io500.All {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d phases of part %s (stonewall %s); no score\n", len(res), r.Part, cfg.Stonewall)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "bw %.3f GiB/s, md %.3f kIOPS, score %.3f (stonewall %s)\n", score.Bandwidth, score.Metadata, score.Total, cfg.Stonewall)
 			return nil
@@ -157,6 +174,7 @@ func benchIO500JobCmd() *cobra.Command {
 	cmd.Flags().StringVar(&r.IOR, "ior", "", "IOR's prefix, as scripts/build-ior.sh prints it")
 	cmd.Flags().IntVar(&r.Ranks, "ranks", 2, "MPI ranks")
 	cmd.Flags().IntVar(&r.FindWorkers, "find-workers", 8, "directories find reads at once")
+	cmd.Flags().StringVar(&part, "part", string(io500.All), "which phases: all; write (the writes, their files kept); read (the phases a read-only file system allows, on what a write run left in --data and --results)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the results as JSON")
 	addIO500Caps(cmd, &cfg)
 	_ = cmd.MarkFlagRequired("data")

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -52,6 +53,14 @@ var Phases = []Phase{
 	{"mdtest-hard-read", Metadata, "mdtest", "File read"},
 	{"mdtest-hard-delete", Metadata, "mdtest", "File removal"},
 }
+
+// Writes reports whether the phase writes files into the data
+// directory.
+func (p Phase) Writes() bool { return strings.HasSuffix(p.Name, "-write") }
+
+// Deletes reports whether the phase removes files from the data
+// directory.
+func (p Phase) Deletes() bool { return strings.HasSuffix(p.Name, "-delete") }
 
 // TimestampAfter is the phase after which the harness takes its
 // timestamp.

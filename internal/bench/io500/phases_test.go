@@ -132,3 +132,51 @@ func TestScoreOf(t *testing.T) {
 		t.Error("a phase twice: no error")
 	}
 }
+
+// A run may be split in two: the writes, then the phases that a
+// read-only file system allows, on what the writes left (read-only by
+// then); the deletes and mdtest-hard-read (whose mdtest opens read-write)
+// run in neither.
+func TestParts(t *testing.T) {
+	tests := []struct {
+		part Part
+		want []string
+	}{
+		{All, nil}, // every phase
+		{Writes, []string{"ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write"}},
+		{Reads, []string{"find", "ior-easy-read", "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat"}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.part), func(t *testing.T) {
+			var got []string
+			for _, p := range Phases {
+				if tt.part.Has(p) {
+					got = append(got, p.Name)
+				}
+			}
+			want := tt.want
+			if want == nil {
+				for _, p := range Phases {
+					want = append(want, p.Name)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s runs %q, want %q", tt.part, got, want)
+			}
+		})
+	}
+	if _, err := ParsePart("reads"); err == nil || !strings.Contains(err.Error(), "give all, write or read") {
+		t.Errorf("ParsePart(reads) = %v, want an error naming the parts", err)
+	}
+}
+
+// The read phases on a data directory no write run left refuse, naming
+// the step that is missing, before any tool starts.
+func TestReadsNeedWrites(t *testing.T) {
+	c := testConfig()
+	c.Data, c.Results = t.TempDir(), t.TempDir()
+	_, err := Runner{IOR: "/nonexistent", Ranks: 1, Part: Reads}.Run(t.Context(), c)
+	if err == nil || !strings.Contains(err.Error(), "run part write first") {
+		t.Fatalf("Run(Reads) with no timestamp = %v, want an error asking for the write phases first", err)
+	}
+}

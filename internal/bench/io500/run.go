@@ -1,6 +1,7 @@
 package io500
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,39 +13,101 @@ import (
 	"github.com/rsa-hpc/rsa/internal/bench/crosscheck"
 )
 
+// Part is which of the phases a run runs.
+type Part string
+
+const (
+	// All is every phase, in IO500's order; what the phases leave is
+	// removed at the end.
+	All Part = "all"
+	// Writes is the four write phases and the timestamp between them;
+	// their files, stonewall files and timestamp are kept for a Reads.
+	Writes Part = "write"
+	// Reads is the phases that a read-only file system allows (find, the
+	// IOR reads and the stats), on what a Writes left with the same
+	// Config, whose data directory may since have become read-only (an
+	// input image of it); nothing is removed. mdtest-hard-read is not
+	// among them: this mdtest opens the files it reads read-write (its
+	// read passes O_RDONLY, 0, where its POSIX backend wants IOR_RDONLY,
+	// and takes 0 for read-write), which a read-only file system refuses.
+	Reads Part = "read"
+)
+
+// ParsePart reads a Part by its name.
+func ParsePart(s string) (Part, error) {
+	switch p := Part(s); p {
+	case All, Writes, Reads:
+		return p, nil
+	}
+	return "", fmt.Errorf("io500: part %q: give %s, %s or %s", s, All, Writes, Reads)
+}
+
+// Has reports whether the part runs phase p.
+func (part Part) Has(p Phase) bool {
+	switch part {
+	case Writes:
+		return p.Writes()
+	case Reads:
+		return !p.Writes() && !p.Deletes() && p.Name != "mdtest-hard-read"
+	}
+	return true
+}
+
 // Runner runs the phases.
 type Runner struct {
 	IOR   string // IOR's prefix, as scripts/build-ior.sh prints it
 	Ranks int    // MPI ranks for IOR and mdtest, placed as mpirun's environment says
 	// FindWorkers is how many directories find reads at once.
 	FindWorkers int
+	Part        Part      // which phases run; All when empty
 	Log         io.Writer // a line per phase; nil for none
 }
 
-// Run runs every phase of Phases in order on c's directories and returns
-// each phase's result, and what the phases left removed. On a phase's
-// failure it returns the results so far and the error, after the same
-// removal.
+// Run runs the phases of r.Part in IO500's order on c's directories and
+// returns each phase's result. A run of All removes what the phases left,
+// also after a phase's failure, when it returns the results so far and
+// the error.
 func (r Runner) Run(ctx context.Context, c Config) (results []Result, err error) {
 	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	part := cmp.Or(r.Part, All)
+	if _, err := ParsePart(string(part)); err != nil {
 		return nil, err
 	}
 	log := r.Log
 	if log == nil {
 		log = io.Discard
 	}
-	for _, d := range append(c.Dirs(), c.Results) {
+	dirs := []string{c.Results}
+	if part != Reads {
+		dirs = append(dirs, c.Dirs()...)
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("io500: %w", err)
 		}
 	}
-	defer func() {
-		if rerr := c.remove(); rerr != nil && err == nil {
-			err = rerr
-		}
-	}()
+	if part == All {
+		defer func() {
+			if rerr := c.remove(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
 	var newer time.Time
+	if part == Reads {
+		// find's -newer is the timestamp the write phases took.
+		fi, err := os.Stat(c.TimestampFile())
+		if err != nil {
+			return nil, fmt.Errorf("io500: the read phases need the write phases' timestamp (run part %s first, with the same results directory): %w", Writes, err)
+		}
+		newer = fi.ModTime()
+	}
 	for _, p := range Phases {
+		if !part.Has(p) {
+			continue
+		}
 		res, err := r.phase(ctx, c, p, newer)
 		if err != nil && p.Tool == "ior" && ctx.Err() == nil {
 			// Every rank of ior-hard creates the one shared file at once

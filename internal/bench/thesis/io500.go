@@ -63,8 +63,14 @@ type io500Cell struct {
 	name    string
 	rsa     bool // the job's output directory through RSA
 	private bool // RSA's output=private: a file system of each compute host's own
-	local   bool // one host's tmpfs
-	note    string
+	// image: RSA's input=image. The write phases run straight on
+	// shared@1g first, as a job of their own; then an RSA job with their
+	// directory as its input runs, on the read-only image of it, the
+	// phases a read-only file system allows. No score: IO500 scores only
+	// a run of every phase.
+	image bool
+	local bool // one host's tmpfs
+	note  string
 }
 
 // oneHost reports whether the cell runs on one compute host: tmpfs, the
@@ -76,6 +82,7 @@ func (c io500Cell) oneHost() bool { return c.local || c.private }
 var io500Cells = []io500Cell{
 	{name: "ram@1g", rsa: true, note: "RSA's RAMDISK: a Gluster volume in the RSA hosts' RAM, each compute host's client behind its own 1 Gbit/s link"},
 	{name: "ram@1g private", rsa: true, private: true, note: "RSA's output=private: an ext4 image of the compute host's own, in the RAMDISK, mounted read-write on that host alone; one host, its ranks"},
+	{name: "ram@1g image", rsa: true, image: true, note: "RSA's input=image: what the write phases left on shared@1g staged into a read-only erofs image in the RAMDISK before the job started, mounted at the same path on each compute host; the phases a read-only file system allows (mdtest-hard-read's mdtest opens read-write)"},
 	{name: "shared@1g", note: "the emulated shared file system (Gluster on one server behind one 1 Gbit/s link), no contention shim"},
 	{name: "tmpfs", local: true, note: "one compute host's own tmpfs, that host's share of the ranks: the per-node ceiling"},
 }
@@ -197,8 +204,11 @@ func (t ClusterIO500) once(ctx context.Context, cred *syscall.Credential, script
 		hosts, ranks = 1, t.RanksPerHost
 	}
 	p := t.Phases
-	driver := fmt.Sprintf("%s bench io500-job --ior %s --ranks %d --results %s/res --stonewall %s --easy-block %s --hard-segments %d --easy-files %d --hard-files %d --json",
-		c.Lab, t.IOR, ranks, local, p.Stonewall, p.EasyBlock, p.HardSegments, p.EasyFiles, p.HardFiles)
+	driver := func(part io500.Part) string {
+		return fmt.Sprintf("%s bench io500-job --ior %s --ranks %d --results %s/res --part %s --stonewall %s --easy-block %s --hard-segments %d --easy-files %d --hard-files %d --json",
+			c.Lab, t.IOR, ranks, local, part, p.Stonewall, p.EasyBlock, p.HardSegments, p.EasyFiles, p.HardFiles)
+	}
+	defer os.RemoveAll(filepath.Join(c.localShared(), filepath.Base(work)))
 	if !cell.local {
 		// The job's directory on the shared file system, made through a
 		// host's mount as the user: RSA's output directory must exist.
@@ -207,47 +217,63 @@ func (t ClusterIO500) once(ctx context.Context, cred *syscall.Credential, script
 			return nil, err
 		}
 	}
-	var head, body string
+	bound := 12*t.Phases.Stonewall + 20*time.Minute
+	// submit runs a job and waits for its end (and for RSA's release of
+	// it, when RSA's).
+	submit := func(name, head, body string) error {
+		out := filepath.Join(local, name+".out")
+		job := fmt.Sprintf("#!/bin/bash\n#SBATCH -N %d\n#SBATCH -o %s\n%s%s%s", hosts, out, head, mpiEnv, body)
+		id, err := c.sbatch(ctx, cred, c.slurmConf(), filepath.Join(local, name+".sh"), job)
+		if err != nil {
+			return err
+		}
+		if err := c.waitSlurm(ctx, c.slurmConf(), id, bound); err != nil {
+			b, _ := os.ReadFile(out)
+			return fmt.Errorf("job %s: %w: %s", id, err, jobWhy(string(b)))
+		}
+		if head != "" {
+			if err := c.waitReleased(ctx, id, bound); err != nil {
+				return fmt.Errorf("RSA job %s: %w", id, err)
+			}
+		}
+		return nil
+	}
+	report := filepath.Join(local, "io500.json")
+	capacity := t.capacity()*5/4>>20 + 64
+	// Every host's ranks use the RAMDISK: each host waits for it at the
+	// job's path before any rank starts.
+	waitMount := fmt.Sprintf("srun -N %d --ntasks-per-node=1 %s bench wait-mount %s\n", hosts, c.Lab, work)
+	var err error
 	switch {
+	case cell.image:
+		// What the reads read: the write phases, straight on shared@1g.
+		if err = submit("write", "", fmt.Sprintf("%s --data %s > %s/io500-write.json\n", driver(io500.Writes), work, local)); err != nil {
+			return nil, fmt.Errorf("the write phases for %s: %w", cell.name, err)
+		}
+		head := fmt.Sprintf("#RSA capacity=%dM pool=rsa input=image\n#RSA_DATA_IN=%s\n", capacity, work)
+		err = submit("job", head, waitMount+fmt.Sprintf("%s --data %s > %s\n", driver(io500.Reads), work, report))
 	case cell.rsa:
-		capacity := t.capacity()*5/4>>20 + 64
 		output := "shared"
 		if cell.private {
 			output = "private"
 		}
-		head = fmt.Sprintf("#RSA capacity=%dM pool=rsa output=%s\n#RSA_DATA_OUT=%s\n#RSA_DELAY=0\n", capacity, output, work)
-		// Every host's ranks write into the RAMDISK: each host waits for
-		// it at the output path before any rank starts.
-		body = fmt.Sprintf("srun -N %[1]d --ntasks-per-node=1 %[2]s bench wait-mount %[3]s\n%[4]s --data %[3]s > %[5]s/io500.json\n",
-			hosts, c.Lab, work, driver, local)
+		head := fmt.Sprintf("#RSA capacity=%dM pool=rsa output=%s\n#RSA_DATA_OUT=%s\n#RSA_DELAY=0\n", capacity, output, work)
+		err = submit("job", head, waitMount+fmt.Sprintf("%s --data %s > %s\n", driver(io500.All), work, report))
 	case cell.local:
-		body = fmt.Sprintf("d=$(mktemp -d /dev/shm/rsa-e3.XXXXXX) && { %s --data \"$d\" > %s/io500.json; s=$?; rm -rf \"$d\"; exit $s; }\n", driver, local)
+		err = submit("job", "", fmt.Sprintf("d=$(mktemp -d /dev/shm/rsa-e3.XXXXXX) && { %s --data \"$d\" > %s; s=$?; rm -rf \"$d\"; exit $s; }\n", driver(io500.All), report))
 	default:
-		body = fmt.Sprintf("%s --data %s > %s/io500.json\n", driver, work, local)
+		err = submit("job", "", fmt.Sprintf("%s --data %s > %s\n", driver(io500.All), work, report))
 	}
-	job := fmt.Sprintf("#!/bin/bash\n#SBATCH -N %d\n#SBATCH -o %s/job.out\n%s%s%s", hosts, local, head, mpiEnv, body)
-	id, err := c.sbatch(ctx, cred, c.slurmConf(), filepath.Join(local, "job.sh"), job)
 	if err != nil {
 		return nil, err
 	}
-	bound := 12*t.Phases.Stonewall + 20*time.Minute
-	if err := c.waitSlurm(ctx, c.slurmConf(), id, bound); err != nil {
-		out, _ := os.ReadFile(filepath.Join(local, "job.out"))
-		return nil, fmt.Errorf("job %s: %w: %s", id, err, jobWhy(string(out)))
-	}
-	if cell.rsa {
-		if err := c.waitReleased(ctx, id, bound); err != nil {
-			return nil, fmt.Errorf("RSA job %s: %w", id, err)
-		}
-	}
-	os.RemoveAll(filepath.Join(c.localShared(), filepath.Base(work)))
-	b, err := os.ReadFile(filepath.Join(local, "io500.json"))
+	b, err := os.ReadFile(report)
 	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", cell.name, err)
 	}
 	var rep IO500Report
 	if err := json.Unmarshal(bytes.TrimSpace(b), &rep); err != nil {
-		return nil, fmt.Errorf("job %s's report: %w", id, err)
+		return nil, fmt.Errorf("%s's report: %w", cell.name, err)
 	}
 	return rep.Results, nil
 }
@@ -297,6 +323,9 @@ func (t ClusterIO500) rows(cells []io500Cell, byCell map[string][]io500.Result, 
 				Value: r.Value, Runs: []float64{r.Value}, Note: cell.note})
 			value[cell.name][r.Phase] = r.Value / float64(hosts)
 		}
+		if cell.image {
+			continue // some phases: no score
+		}
 		s, err := io500.ScoreOf(res)
 		if err != nil {
 			return nil, fmt.Errorf("E3, %s: %w", cell.name, err)
@@ -327,13 +356,14 @@ func (t ClusterIO500) rows(cells []io500Cell, byCell map[string][]io500.Result, 
 		}
 		keys = append(keys, "score:bw", "score:md", "score:score")
 		for _, k := range keys {
+			v, ran := value[name][k]
 			den := ceiling[k]
-			if den <= 0 {
+			if !ran || den <= 0 {
 				continue
 			}
 			params := withParams(base, "hosts", strconv.Itoa(hosts))
 			rows = append(rows, bench.Row{Bench: "io500", Case: k, Target: name + " per node vs tmpfs", Params: params, Metric: "efficiency", Unit: "x",
-				Value: value[name][k] / den, Runs: []float64{value[name][k] / den},
+				Value: v / den, Runs: []float64{v / den},
 				Note: fmt.Sprintf("per-node efficiency: %s's rate over %d hosts, per host, over one host's tmpfs", name, hosts)})
 		}
 	}
