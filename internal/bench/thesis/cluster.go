@@ -220,6 +220,9 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 			p = withParams(p, "slurm_hold_s", strconv.FormatFloat(job.slurmHold, 'f', 0, 64),
 				"c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
 				"steal_pct", strconv.FormatFloat(job.cpu.steal, 'f', 1, 64), "softirq_pct", strconv.FormatFloat(job.cpu.softirq, 'f', 1, 64))
+			for h, s := range job.hostCPU {
+				p = withParams(p, "cpu_s_"+h, strconv.FormatFloat(s, 'f', 1, 64))
+			}
 		}
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
@@ -255,7 +258,11 @@ type t52Job struct {
 	slurmHold                 float64 // seconds Slurm held the job's node, by its own record (whole seconds)
 	linkBytes                 int64   // through the compute host's link, both ways, during the job
 	cpu                       cpuShare
+	hostCPU                   map[string]float64 // CPU seconds by emulated host during the job
 }
+
+// count keeps what a meter counted over the job.
+func (j *t52Job) count(r reading) { j.linkBytes, j.cpu, j.hostCPU = r.linkBytes, r.cpu, r.hostCPU }
 
 // direct runs the job straight to the shared file system.
 func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
@@ -270,7 +277,7 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 	if err := t.waitSlurm(ctx, conf, id, 15*time.Minute); err != nil {
 		return j, fmt.Errorf("direct job %s: %w", id, err)
 	}
-	j.linkBytes, j.cpu = m.read()
+	j.count(m.read())
 	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
 		return j, err
 	}
@@ -316,7 +323,7 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
 	j.safe = float64(time.Now().UnixNano()-w.Start) / 1e9
-	j.linkBytes, j.cpu = m.read()
+	j.count(m.read())
 	verified, err := t.verifiedAt(ctx, id)
 	if err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)

@@ -1,6 +1,10 @@
 package thesis
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
@@ -49,5 +53,31 @@ func TestMediansFold(t *testing.T) {
 	}
 	if got := medians(runs[:2]); got[0].CI != nil {
 		t.Errorf("two runs gave an interval %v", got[0].CI)
+	}
+}
+
+// Each host's CPU time over a job is its cpuacct.usage's growth, in
+// seconds; a host that appeared meanwhile has no start and is left out.
+func TestMeterHostCPU(t *testing.T) {
+	acct := t.TempDir()
+	set := func(host string, ns int64) {
+		if err := os.MkdirAll(filepath.Join(acct, host), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(acct, host, "cpuacct.usage"), []byte(strconv.FormatInt(ns, 10)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("c1", 5e9)
+	set("rsa1", 1e9)
+	m := &meter{acct: acct}
+	m.at = m.now()
+	set("c1", 7.5e9)
+	set("rsa1", 1e9)
+	set("rsa2", 3e9)
+	got := m.read().hostCPU
+	want := map[string]float64{"c1": 2.5, "rsa1": 0}
+	if !maps.Equal(got, want) {
+		t.Errorf("host CPU %v, want %v", got, want)
 	}
 }
