@@ -132,6 +132,15 @@ for rate in "${e1_rates[@]}"; do
 	bench "e1-t52-$rate" thesis --profile "$profile" --case t52 --latency 0 --ram-at-1g --local=false --runs 10 --ram-at-1g-rate "$rate"
 done
 bench "e1-t52-512x4M" thesis --profile "$profile" --case t52 --latency 0 --ram-at-1g --local=false --runs 10 --ranks 512 --size 4M
+# E2, the model: micro-benchmarks on E1's cluster at each of E1's rates
+# (rsa-lab bench model), from which the two-term model and rsa-lab sim
+# predict E1's cells; the page sets each beside E1's median.
+e2_cells=()
+for rate in "${e1_rates[@]}"; do
+	e2_cells+=("$rate:2048x1M")
+	[ "$rate" != 1gbit ] || e2_cells+=("1gbit:512x4M")
+done
+bench e2-model model --profile "$profile" --runs 3 --rates "$(IFS=,; echo "${e1_rates[*]}")" --cells "$(IFS=,; echo "${e2_cells[*]}")"
 # E4, the thesis' mechanism: shared@1g's creates contend as GPFS's did
 # (rsa-lab bench contention), the job spread over 1, 2 and 4 compute
 # hosts. The thesis' 2 GiB as 512 files of 4 MiB: its 2,048 files would

@@ -55,7 +55,7 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 		}
 		return bench.Tidy()
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchIO500Cmd(), benchIO500JobCmd(), benchWaitMountCmd(), benchReportCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchModelCmd(), benchIO500Cmd(), benchIO500JobCmd(), benchWaitMountCmd(), benchReportCmd())
 	return cmd
 }
 

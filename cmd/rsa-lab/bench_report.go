@@ -15,6 +15,7 @@ import (
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/report"
+	"github.com/rsa-hpc/rsa/internal/bench/thesis"
 	"github.com/rsa-hpc/rsa/internal/bench/tools"
 )
 
@@ -41,6 +42,8 @@ func benchReportCmd() *cobra.Command {
 			// Table 1's shapes span jobs and runs: they are derived here,
 			// where every run's rows meet.
 			rows = append(rows, tools.Shapes(rows)...)
+			// E2's predictions meet E1's measurements here, each in rows of its own run.
+			rows = thesis.AgainstE1(rows)
 			sections, err := toolSections()
 			if err != nil {
 				return err

@@ -68,6 +68,10 @@ type RSA struct {
 	// StageFileCost is the mover's own time per file, beyond the file
 	// system's (rsync's per-file round trips).
 	StageFileCost time.Duration
+	// StageOutFixed is a stage-out's own time beside its files and bytes:
+	// from the job's end until the mover's first file, and the verify's
+	// and the hand-back's (0 in the seeds, which give none apart).
+	StageOutFixed time.Duration
 	StageInLead   time.Duration // config slurm.stage_in_lead; 0: stage in as soon as on deck
 	Boot          Linear        // building a RAMDISK on n nodes
 	Destroy       Linear        // tearing it down

@@ -63,7 +63,7 @@ func (s *sim) stageOutSteps(j *simJob) []step {
 	r := s.cfg.RSA
 	movers := float64(j.rsaNodes)
 	return []step{
-		delayStep(time.Duration(j.files) * r.StageFileCost),
+		delayStep(r.StageOutFixed + time.Duration(j.files)*r.StageFileCost),
 		poolStep(s.mds, float64(j.files), 1, 0),
 		poolStep(s.fs, float64(j.outRAM), movers, min(movers*r.StageOutRate, s.rsaBandwidth(j))),
 	}

@@ -290,53 +290,69 @@ type Baseline struct {
 // seconds each: the number every shared@1g result is read against (the
 // thesis' iperf gave 943 Mbit/s).
 func SharedBaseline(ctx context.Context, c Config, seconds int) (Baseline, error) {
+	here := func(args ...string) (string, error) { return rsatest.Run(ctx, args[0], args[1:]...) }
+	var b Baseline
+	var err error
+	if b.ToServer, err = sharedIperf(ctx, c, seconds, false, here); err != nil {
+		return b, err
+	}
+	b.FromServer, err = sharedIperf(ctx, c, seconds, true, here)
+	return b, err
+}
+
+// SharedLinkFrom is iperf3's rate (bits/s) to shared@1g's server over
+// seconds, its client started by run (given iperf3's command line) where
+// the caller chooses: another host's namespace, say.
+func SharedLinkFrom(ctx context.Context, c Config, seconds int, run func(args ...string) (string, error)) (float64, error) {
+	return sharedIperf(ctx, c, seconds, false, run)
+}
+
+// sharedIperf runs one iperf3 measurement against a one-off server in
+// shared@1g's namespace, its client by run (reverse: the server sends).
+func sharedIperf(ctx context.Context, c Config, seconds int, reverse bool, run func(args ...string) (string, error)) (float64, error) {
 	c = c.withDefaults()
 	l := c.shared()
-	var b Baseline
-	for _, reverse := range []bool{false, true} {
-		srv := exec.CommandContext(ctx, "ip", "netns", "exec", sharedNetns, "iperf3", "--server", "--one-off", "--bind", l.server)
-		if err := srv.Start(); err != nil {
-			return b, fmt.Errorf("iperf3 server: %w", err)
-		}
-		// One client run against a one-off server, once it listens: a
-		// retried client could use the server up and leave none.
-		listening := func() bool {
-			out, err := rsatest.Run(ctx, "ip", "netns", "exec", sharedNetns, "ss", "-Hltn", "sport", "= :5201")
-			return err == nil && strings.TrimSpace(out) != ""
-		}
-		var out string
-		err := poll(ctx, 5*time.Second, listening)
-		if err == nil {
-			args := []string{"--client", l.server, "--time", strconv.Itoa(seconds), "--json"}
-			if reverse {
-				args = append(args, "--reverse")
-			}
-			out, err = rsatest.Run(ctx, "iperf3", args...)
-		}
-		if err != nil {
-			_ = srv.Process.Kill()
-		}
-		_ = srv.Wait()
-		if err != nil {
-			return b, fmt.Errorf("iperf3 to %s: %w", l.server, err)
-		}
-		var r struct {
-			End struct {
-				SumReceived struct {
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			} `json:"end"`
-		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			return b, fmt.Errorf("iperf3's report: %w", err)
-		}
-		if reverse {
-			b.FromServer = r.End.SumReceived.BitsPerSecond
-		} else {
-			b.ToServer = r.End.SumReceived.BitsPerSecond
-		}
+	srv := exec.CommandContext(ctx, "ip", "netns", "exec", sharedNetns, "iperf3", "--server", "--one-off", "--bind", l.server)
+	if err := srv.Start(); err != nil {
+		return 0, fmt.Errorf("iperf3 server: %w", err)
 	}
-	return b, nil
+	// One client run against a one-off server, once it listens: a
+	// retried client could use the server up and leave none.
+	listening := func() bool {
+		out, err := rsatest.Run(ctx, "ip", "netns", "exec", sharedNetns, "ss", "-Hltn", "sport", "= :5201")
+		return err == nil && strings.TrimSpace(out) != ""
+	}
+	var out string
+	err := poll(ctx, 5*time.Second, listening)
+	if err == nil {
+		args := []string{"iperf3", "--client", l.server, "--time", strconv.Itoa(seconds), "--json"}
+		if reverse {
+			args = append(args, "--reverse")
+		}
+		out, err = run(args...)
+	}
+	if err != nil {
+		_ = srv.Process.Kill()
+	}
+	_ = srv.Wait()
+	if err != nil {
+		return 0, fmt.Errorf("iperf3 to %s: %w", l.server, err)
+	}
+	var r struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	// What ran the client may have said something before iperf3's report.
+	if i := strings.IndexByte(out, '{'); i > 0 {
+		out = out[i:]
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return 0, fmt.Errorf("iperf3's report: %w", err)
+	}
+	return r.End.SumReceived.BitsPerSecond, nil
 }
 
 // poll calls cond every 100 ms until it holds, ctx ends or timeout passes.

@@ -416,14 +416,8 @@ func network(ctx context.Context, id int, cnet, snet, sharedPath, rate string, s
 	undos = append(undos, func() {
 		_, _ = rsatest.Run(context.Background(), "ip", "-n", "rsab-shared", "route", "del", cnet+".0/24")
 	})
-	tbf := []string{"root", "tbf", "rate", rate, "burst", "128kb", "latency", "50ms"}
-	for _, c := range compute {
-		if _, err := rsatest.Run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-%s", id, c)}, tbf...)...); err != nil {
-			return undo, err
-		}
-		if _, err := script(time.Minute, append([]string{"cluster-up", "exec", c, "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
-			return undo, err
-		}
+	if err := shape(ctx, id, rate, script, compute); err != nil {
+		return undo, err
 	}
 	// The stand-in's Gluster has no TLS, and management TLS is a host's
 	// setting for every Gluster it mounts (RSA's, on these hosts, has it):
@@ -443,6 +437,21 @@ for i in $(seq 100); do mountpoint -q "$1" && exit 0; sleep 0.1; done; echo "sha
 		}
 	}
 	return undo, nil
+}
+
+// shape sets the compute hosts' links to rate, each way (tbf: one queue
+// of up to 50 ms), in place of what they had.
+func shape(ctx context.Context, id int, rate string, script func(time.Duration, ...string) (string, error), compute []string) error {
+	tbf := []string{"root", "tbf", "rate", rate, "burst", "128kb", "latency", "50ms"}
+	for _, c := range compute {
+		if _, err := rsatest.Run(ctx, "tc", append([]string{"qdisc", "replace", "dev", fmt.Sprintf("vrsa%d-%s", id, c)}, tbf...)...); err != nil {
+			return err
+		}
+		if _, err := script(time.Minute, append([]string{"cluster-up", "exec", c, "tc", "qdisc", "replace", "dev", "eth0"}, tbf...)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sbatch writes the job script (the user's) and submits it as the user.

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/bench/thesis"
+	"github.com/rsa-hpc/rsa/internal/units"
+)
+
+const modelLong = `E2, a model a site can use: the two-term model and rsa-lab sim, set from
+micro-benchmarks on the emulated cluster E1 runs on, predict E1's cells
+(T52 on ram@1g at each compute link rate) without anything of T52 fitted.
+
+At each --rates rate (the compute host's link, each way) it measures,
+--runs times in a drawn order: iperf3 from the compute host and from an
+RSA host to shared@1g's server; a Slurm job writing 16 files of 32 MiB at
+once, straight to shared@1g and into its RAMDISK through RSA (bandwidth);
+the same with 512 files of 4 KiB (the cost of a small file); and RSA's
+stage-out of 64 and 512 small files and of the 32 MiB files, from the
+job's end until RSA's DONE_STAGING_OUT (a fixed cost, a cost per file and
+a rate). Then each --cells cell is predicted from its rate's medians. The
+report sets each prediction beside E1's measured median.`
+
+// benchModelCmd is rsa-lab bench model.
+func benchModelCmd() *cobra.Command {
+	var (
+		f     benchFlags
+		rates []string
+		cells []string
+		runs  int
+		user  string
+		repo  string
+		rsa   string
+	)
+	cmd := &cobra.Command{
+		Use:   "model",
+		Short: "E2: calibrate the two-term model and the simulator from micro-benchmarks, and predict E1's cells",
+		Long:  modelLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if _, err := f.full(); err != nil {
+				return err
+			}
+			var want []thesis.ModelCell
+			for _, c := range cells {
+				cell, err := parseModelCell(c)
+				if err != nil {
+					return err
+				}
+				want = append(want, cell)
+			}
+			if repo == "" {
+				if repo = repoOf(os.Args[0]); repo == "" {
+					return errors.New("the checkout's scripts/cluster-up is needed: give --repo DIR")
+				}
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			rsaBin, err := productBinary(rsa, self)
+			if err != nil {
+				return err
+			}
+			cfg := target.Config{Size: 1 << 30}
+			if _, err := target.Up(ctx, cfg, "shared@1g"); err != nil {
+				return err
+			}
+			// E1 ran at no injected delay.
+			if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
+				return err
+			}
+			// Cluster id 9, as bench thesis --ram-at-1g: E1's cluster.
+			cl := thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
+				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared"}
+			link := func(ctx context.Context, run func(args ...string) (string, error)) (float64, error) {
+				return target.SharedLinkFrom(ctx, cfg, 3, run)
+			}
+			rows, err := thesis.ClusterModel{Cluster: cl, Rates: rates, Cells: want, Runs: runs, Link: link}.Run(ctx,
+				func(cal thesis.ModelCalibration, cell thesis.ModelCell) ([]bench.Row, error) {
+					return thesis.SimPredict(ctx, cal, cell)
+				})
+			if err != nil {
+				return err
+			}
+			return f.emit(cmd.OutOrStdout(), rows)
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringSliceVar(&rates, "rates", []string{"500mbit", "1gbit", "2gbit"}, "the compute host's link rates to calibrate at (tc rates)")
+	cmd.Flags().StringSliceVar(&cells, "cells", []string{"500mbit:2048x1M", "1gbit:2048x1M", "2gbit:2048x1M", "1gbit:512x4M"},
+		"the cells to predict, each RATE:RANKSxSIZE (E1's by default)")
+	cmd.Flags().IntVar(&runs, "runs", 3, "repetitions of each rate's micro-benchmarks; the model takes their medians")
+	cmd.Flags().StringVar(&user, "user", "rsabench", "the jobs' user (created and removed if missing)")
+	cmd.Flags().StringVar(&repo, "repo", "", "the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
+	cmd.Flags().StringVar(&rsa, "rsa", "", "the product's rsa binary (default: the rsa beside rsa-lab, else rsa on PATH)")
+	return cmd
+}
+
+// parseModelCell reads RATE:RANKSxSIZE, such as 1gbit:2048x1M.
+func parseModelCell(s string) (thesis.ModelCell, error) {
+	bad := fmt.Errorf("--cells %q: give RATE:RANKSxSIZE, such as 1gbit:2048x1M", s)
+	rate, job, ok := strings.Cut(s, ":")
+	if !ok || rate == "" {
+		return thesis.ModelCell{}, bad
+	}
+	r, sz, ok := strings.Cut(job, "x")
+	if !ok {
+		return thesis.ModelCell{}, bad
+	}
+	ranks, err := strconv.Atoi(r)
+	if err != nil || ranks < 1 {
+		return thesis.ModelCell{}, bad
+	}
+	size, err := units.ParseSize(sz)
+	if err != nil || size < 1 {
+		return thesis.ModelCell{}, bad
+	}
+	return thesis.ModelCell{Rate: rate, Ranks: ranks, Size: size}, nil
+}
