@@ -42,8 +42,13 @@ func benchReportCmd() *cobra.Command {
 			// Table 1's shapes span jobs and runs: they are derived here,
 			// where every run's rows meet.
 			rows = append(rows, tools.Shapes(rows)...)
-			// E2's predictions meet E1's measurements here, each in rows of its own run.
+			// E2's and E4's predictions meet their cells' measurements here,
+			// where every run's rows meet.
 			rows = thesis.AgainstE1(rows)
+			rows, err := thesis.AgainstE4(cmd.Context(), rows)
+			if err != nil {
+				return err
+			}
 			sections, err := toolSections()
 			if err != nil {
 				return err

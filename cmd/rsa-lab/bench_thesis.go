@@ -437,11 +437,23 @@ func (r thesisRun) runT52(ctx context.Context, ts thesisTargets, progress func(s
 	if r.atGbit {
 		progress("t52 on ram@1g: the emulated cluster")
 		start := time.Now()
+		// Each job's file operations at shared@1g's brick go into its
+		// rows (gluster volume profile).
+		interval, stop, err := target.SharedProfile(ctx, ts.cfg)
+		if err != nil {
+			return rows, jobs, err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				progress("shared@1g's profile left on: " + err.Error())
+			}
+		}()
 		// Cluster id 9: a bridge and links of its own, beside the
 		// clusters of scripts/cluster-up's default id 0 and test/cluster's.
 		rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
 			SharedNet: ts.cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: r.rate, Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
-			Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, ts.cfg, d) }}.Run(ctx)
+			Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, ts.cfg, d) },
+			Profile: interval}.Run(ctx)
 		if err != nil {
 			return rows, jobs, err
 		}

@@ -48,6 +48,11 @@ type SharedFS struct {
 	// job's create phase grows with the square of its processes (the
 	// directory lock collapse of thesis Table 5.2 and GUPFS Create-C).
 	Contention float64
+	// HostContention: a job's creates in one directory from K compute
+	// nodes each cost 1+HostContention·(1−1/K) uncontended ones (the
+	// directory's token moving between client nodes, as the evidence's
+	// E4 shim models GPFS: its revoke over its local create).
+	HostContention float64
 }
 
 // RSA is the accelerator and the daemon's policy.
@@ -109,6 +114,8 @@ func (c Config) check() error {
 		return fmt.Errorf("shared file system create rate must be more than 0 (--fs-create-rate)")
 	case c.FS.Contention < 0:
 		return fmt.Errorf("contention %g: must be 0 or more (--fs-contention)", c.FS.Contention)
+	case c.FS.HostContention < 0:
+		return fmt.Errorf("host contention %g: must be 0 or more", c.FS.HostContention)
 	case c.RSA.Nodes < 0:
 		return fmt.Errorf("RSA nodes %d: must be 0 (no RSA) or more (--rsa-nodes)", c.RSA.Nodes)
 	}

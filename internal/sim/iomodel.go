@@ -17,12 +17,13 @@ func (s *sim) fsReadSteps(j *simJob) []step {
 }
 
 // fsWriteSteps: every process creates its file in the job's output
-// directory at once, so each create costs 1+k(C−1) uncontended ones;
-// then the bytes.
+// directory at once, so each create costs 1+k(C−1) uncontended ones, and
+// h(1−1/K) more from K nodes; then the bytes.
 func (s *sim) fsWriteSteps(j *simJob) []step {
-	c := float64(j.files)
+	c, fs := float64(j.files), s.cfg.FS
+	each := 1 + fs.Contention*max(c-1, 0) + fs.HostContention*(1-1/float64(max(j.nodes, 1)))
 	return []step{
-		poolStep(s.mds, c*(1+s.cfg.FS.Contention*max(c-1, 0)), 1, 0),
+		poolStep(s.mds, c*each, 1, 0),
 		poolStep(s.fs, float64(j.out), float64(j.nodes), s.nodeCap(j)),
 	}
 }

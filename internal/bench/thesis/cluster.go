@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
+	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
@@ -58,6 +59,10 @@ type ClusterT52 struct {
 	// SetLatency before each pair of jobs.
 	Latencies  []time.Duration
 	SetLatency func(context.Context, time.Duration) error
+	// Profile, if set, reads shared@1g's volume profile since the read
+	// before: each job's file operations there (the direct job's writes;
+	// RSA's stage-out and verify) go into its rows.
+	Profile func(context.Context) (map[string]target.FopStat, error)
 }
 
 // Run brings the cluster up, runs both jobs once at each latency, takes
@@ -223,6 +228,12 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 			for h, s := range job.hostCPU {
 				p = withParams(p, "cpu_s_"+h, strconv.FormatFloat(s, 'f', 1, 64))
 			}
+			for _, op := range profiledFops() {
+				if s, ok := job.fops[op]; ok && s.Calls > 0 {
+					p = withParams(p, "gl_"+op+"_n", strconv.FormatInt(s.Calls, 10),
+						"gl_"+op+"_us", strconv.FormatFloat(float64(s.Avg)/float64(time.Microsecond), 'f', 0, 64))
+				}
+			}
 		}
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
@@ -242,6 +253,10 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 	}, nil
 }
 
+// profiledFops are the file operations at shared@1g's brick a row gives
+// (calls and mean latency): those that set a job's pace there.
+func profiledFops() []string { return []string{"CREATE", "WRITE", "FSYNC", "LOOKUP", "READ"} }
+
 // pairOrder draws whether a pair's direct job runs first, from its
 // latency and run: reproducible, and not the same every run.
 func pairOrder(lat time.Duration, run int) bool {
@@ -258,7 +273,8 @@ type t52Job struct {
 	slurmHold                 float64 // seconds Slurm held the job's node, by its own record (whole seconds)
 	linkBytes                 int64   // through the compute host's link, both ways, during the job
 	cpu                       cpuShare
-	hostCPU                   map[string]float64 // CPU seconds by emulated host during the job
+	hostCPU                   map[string]float64        // CPU seconds by emulated host during the job
+	fops                      map[string]target.FopStat // shared@1g's brick, during the job (nil: not profiled)
 }
 
 // count keeps what a meter counted over the job.
@@ -269,6 +285,9 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 	var j t52Job
 	conf, writer := t.slurmConf(), t.writer()
 	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
+	if err := t.profile(ctx, nil); err != nil {
+		return j, err
+	}
 	m := t.meter()
 	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "direct.sh"), body)
 	if err != nil {
@@ -278,6 +297,9 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("direct job %s: %w", id, err)
 	}
 	j.count(m.read())
+	if err := t.profile(ctx, &j.fops); err != nil {
+		return j, err
+	}
 	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
 		return j, err
 	}
@@ -301,6 +323,9 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 	output := cmp.Or(t.Output, "shared")
 	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
 		local, writer, work, capacity, output)
+	if err := t.profile(ctx, nil); err != nil {
+		return j, err
+	}
 	m := t.meter()
 	submitted := time.Now()
 	id, err := t.sbatch(ctx, cred, conf, filepath.Join(local, "rsa.sh"), body)
@@ -324,6 +349,9 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 	}
 	j.safe = float64(time.Now().UnixNano()-w.Start) / 1e9
 	j.count(m.read())
+	if err := t.profile(ctx, &j.fops); err != nil {
+		return j, err
+	}
 	verified, err := t.verifiedAt(ctx, id)
 	if err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
@@ -334,6 +362,23 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
 	}
 	return j, nil
+}
+
+// profile reads shared@1g's profile since the read before into into
+// (nil: the start of an interval, the counts so far dropped); without
+// t.Profile it does nothing.
+func (t ClusterT52) profile(ctx context.Context, into *map[string]target.FopStat) error {
+	if t.Profile == nil {
+		return nil
+	}
+	s, err := t.Profile(ctx)
+	if err != nil {
+		return err
+	}
+	if into != nil {
+		*into = s
+	}
+	return nil
 }
 
 // slurmHold is how long Slurm held job id's nodes by its own record: its

@@ -2,6 +2,7 @@ package thesis
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
@@ -117,5 +118,58 @@ func TestAgainstE1(t *testing.T) {
 	}
 	if rows[3].SourceValue != nil {
 		t.Error("AgainstE1 changed its input's rows")
+	}
+}
+
+func TestAgainstE4(t *testing.T) {
+	cal := testCalibration()
+	cell := map[string]string{"hosts": "4", "ranks": "512", "size": "4194304"}
+	model := func(target, metric string, v float64) bench.Row {
+		return bench.Row{Bench: "contention", Case: "E4 model", Target: target, Metric: metric, Unit: "s", Value: v,
+			Params: withParams(cell, "create_ms", "82.0", "link_Mbit", "956")}
+	}
+	measured := func(target, metric string, v float64) bench.Row {
+		return bench.Row{Bench: "contention", Case: "E4", Target: target, Metric: metric, Unit: "s", Value: v,
+			Params: withParams(cell, "local", "80ms", "revoke", "440ms")}
+	}
+	rows := []bench.Row{
+		model("shared@1g", "hold", 211), model("ram@1g", "hold", 4.5), model("ram@1g", "verified", 46.6),
+		measured("shared@1g", "hold", 210), measured("ram@1g", "hold", 6.2), measured("ram@1g", "verified", 53),
+	}
+	cal.raw = map[string][]float64{"compute_link": {cal.ComputeLink}, "shared_link": {cal.SharedLink}, "direct_write": {cal.DirectWrite},
+		"rsa_write": {cal.RSAWrite}, "direct_create": {cal.DirectCreate}, "rsa_create": {cal.RSACreate}}
+	e2 := cal.rows()
+	if back, ok := e2At(e2, "1gbit"); !ok || math.Abs(back.RSACreate-cal.RSACreate) > 1e-12 || math.Abs(back.StageRate-cal.StageRate) > 1e-3 {
+		t.Fatalf("E2's calibration read back from its rows: %+v, %v; want %+v", back, ok, cal)
+	}
+	got, err := AgainstE4(t.Context(), append(slices.Clone(rows), e2...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := got[0].SourceValue; src == nil || *src != 210 {
+		t.Errorf("the two-term direct hold's source %v, want the measured 210", src)
+	}
+	var sims []bench.Row
+	for _, r := range got {
+		if r.Case == "E4 sim" {
+			sims = append(sims, r)
+		}
+	}
+	if len(sims) != 3 || got[3].Case != "E4 sim" {
+		t.Fatalf("%d simulator rows, the first at %q; want 3 right after the model's", len(sims), got[3].Case)
+	}
+	// 512 creates, each 82 ms + 440 ms × 3/4, then 2 GiB over 956 Mbit/s.
+	want := 512*(0.082+0.44*0.75) + float64(2<<30)/(956e6/8)
+	if d := sims[0]; d.Target != "shared@1g" || math.Abs(d.Value-want) > 0.01*want || d.SourceValue == nil || *d.SourceValue != 210 {
+		t.Errorf("simulator's direct hold %s %.1f s (source %v), want shared@1g %.1f s beside 210", d.Target, d.Value, d.SourceValue, want)
+	}
+	// The RAMDISK: 512 creates at 1 ms, then 2 GiB over four 956 Mbit/s links.
+	if h, want := sims[1], 0.512+float64(2<<30)/(4*956e6/8); h.Target != "ram@1g" || h.Metric != "hold" || math.Abs(h.Value-want) > 0.01*want {
+		t.Errorf("simulator's RSA hold %s %s %.2f s, want %.2f", h.Target, h.Metric, h.Value, want)
+	}
+	// Without E2's calibration: the model's rows sourced, no simulator.
+	got, err = AgainstE4(t.Context(), rows)
+	if err != nil || len(got) != len(rows) || got[1].SourceValue == nil {
+		t.Errorf("without E2: %d rows (want %d), %v", len(got), len(rows), err)
 	}
 }
