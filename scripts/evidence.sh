@@ -149,6 +149,8 @@ bench contention contention --hosts 1,2,4 --ranks 512 --size 4M
 # and at 4 hosts, where the thesis' headlines are, five times: the
 # intervals (about 6 min a run).
 bench contention-4 contention --hosts 4 --ranks 512 --size 4M --runs 5
+# and at 1 and 2 hosts, five times each (about 35 min).
+bench contention-12 contention --hosts 1,2 --ranks 512 --size 4M --runs 5
 
 # E3, IO500's phases (rsa-lab bench io500): ranks over both compute hosts
 # on RSA's RAMDISK and on shared@1g, and one host's tmpfs as the per-node
