@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/bench/thesis"
 	"github.com/rsa-hpc/rsa/internal/units"
 	"github.com/rsa-hpc/rsa/internal/version"
 )
@@ -176,4 +178,27 @@ func benchTargetCmd() *cobra.Command {
 	}
 	cmd.AddCommand(up, down)
 	return cmd
+}
+
+// labCluster is the emulated cluster rsa-lab's cluster benchmarks run on
+// (scripts/cluster-up): id 9, a bridge and links of its own beside the
+// clusters of cluster-up's default id 0 and test/cluster's, its compute
+// links at 1 Gbit/s. repo and rsa are the --repo and --rsa flags (empty:
+// found from the rsa-lab binary's path); cfg is shared@1g's.
+func labCluster(repo, rsa, user string, cfg target.Config) (thesis.ClusterT52, error) {
+	if repo == "" {
+		if repo = repoOf(os.Args[0]); repo == "" {
+			return thesis.ClusterT52{}, errors.New("the checkout's scripts/cluster-up is needed: give --repo DIR")
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return thesis.ClusterT52{}, err
+	}
+	rsaBin, err := productBinary(rsa, self)
+	if err != nil {
+		return thesis.ClusterT52{}, err
+	}
+	return thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
+		SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit"}, nil
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/contention"
 	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/bench/thesis"
@@ -69,20 +65,11 @@ func benchContentionCmd() *cobra.Command {
 			if local < 0 || revoke < 0 {
 				return fmt.Errorf("--local %s, --revoke %s: give durations of 0 or more", local, revoke)
 			}
-			if repo == "" {
-				if repo = repoOf(os.Args[0]); repo == "" {
-					return errors.New("the checkout's scripts/cluster-up is needed: give --repo DIR")
-				}
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			rsaBin, err := productBinary(rsa, self)
-			if err != nil {
-				return err
-			}
 			cfg := target.Config{Size: 1 << 30}
+			cl, err := labCluster(repo, rsa, user, cfg)
+			if err != nil {
+				return err
+			}
 			if _, err := target.Up(ctx, cfg, "shared@1g"); err != nil {
 				return err
 			}
@@ -96,9 +83,6 @@ func benchContentionCmd() *cobra.Command {
 				return err
 			}
 			defer sc.Off()
-			// Cluster id 9, as bench thesis --ram-at-1g: a bridge of its own.
-			cl := thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit"}
 			rows, err := thesis.ClusterContention{Cluster: cl, Hosts: hosts, Ranks: ranks, Size: n, Runs: runs, Model: m,
 				Begin: sc.Begin, Stats: sc.Stats, LinkBps: b.ToServer}.Run(ctx)
 			if err != nil {

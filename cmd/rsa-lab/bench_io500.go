@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -67,16 +66,8 @@ func benchIO500Cmd() *cobra.Command {
 			if ior == "" {
 				return errors.New("--ior PREFIX is needed: make build-ior (scripts/build-ior.sh) prints it")
 			}
-			if repo == "" {
-				if repo = repoOf(os.Args[0]); repo == "" {
-					return errors.New("the checkout's scripts/cluster-up is needed: give --repo DIR")
-				}
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			rsaBin, err := productBinary(rsa, self)
+			tc := target.Config{Size: 1 << 30}
+			cl, err := labCluster(repo, rsa, user, tc)
 			if err != nil {
 				return err
 			}
@@ -85,12 +76,9 @@ func benchIO500Cmd() *cobra.Command {
 			if err := cfg.Check(); err != nil {
 				return err
 			}
-			tc := target.Config{Size: 1 << 30}
 			if _, err := target.Up(ctx, tc, "shared@1g"); err != nil {
 				return err
 			}
-			cl := thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: tc.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: "1gbit"}
 			rows, err := thesis.ClusterIO500{Cluster: cl, Hosts: hosts, RanksPerHost: ranks, IOR: ior, Phases: cfg, Runs: runs, Cells: cells}.Run(ctx)
 			if err != nil {
 				return err

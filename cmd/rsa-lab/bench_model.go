@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -60,20 +57,11 @@ func benchModelCmd() *cobra.Command {
 				}
 				want = append(want, cell)
 			}
-			if repo == "" {
-				if repo = repoOf(os.Args[0]); repo == "" {
-					return errors.New("the checkout's scripts/cluster-up is needed: give --repo DIR")
-				}
-			}
-			self, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			rsaBin, err := productBinary(rsa, self)
-			if err != nil {
-				return err
-			}
 			cfg := target.Config{Size: 1 << 30}
+			cl, err := labCluster(repo, rsa, user, cfg)
+			if err != nil {
+				return err
+			}
 			if _, err := target.Up(ctx, cfg, "shared@1g"); err != nil {
 				return err
 			}
@@ -81,9 +69,6 @@ func benchModelCmd() *cobra.Command {
 			if err := target.SetSharedLatency(ctx, cfg, 0); err != nil {
 				return err
 			}
-			// Cluster id 9, as bench thesis --ram-at-1g: E1's cluster.
-			cl := thesis.ClusterT52{Repo: repo, RSA: rsaBin, Lab: self, User: user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
-				SharedNet: cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared"}
 			link := func(ctx context.Context, run func(args ...string) (string, error)) (float64, error) {
 				return target.SharedLinkFrom(ctx, cfg, 3, run)
 			}

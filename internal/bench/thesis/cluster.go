@@ -68,27 +68,16 @@ type ClusterT52 struct {
 // Run brings the cluster up, runs both jobs once at each latency, takes
 // the cluster down and returns the rows.
 func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
-	cred, cleanupUser, err := ensureUser(t.User)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanupUser()
-	script := t.scripts(ctx, 1, int64(t.Ranks)*t.Size)
-	down, err := up(script)
+	s, closeCluster, err := t.open(ctx, 1, int64(t.Ranks)*t.Size, t.Rate)
 	defer func() {
-		if derr := down(); derr != nil && err == nil {
-			err = derr
+		if cerr := closeCluster(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
 	if err != nil {
 		return nil, err
 	}
-	hosts := []string{"ctl", "rsa1", "rsa2", "c1"}
-	undo, err := network(ctx, t.ID, t.Net, t.SharedNet, t.SharedPath, t.Rate, script, hosts, []string{"c1"})
-	defer undo()
-	if err != nil {
-		return nil, err
-	}
+	cred, script := s.cred, s.script
 	for _, lat := range t.Latencies {
 		if err := t.SetLatency(ctx, lat); err != nil {
 			return nil, err
@@ -126,6 +115,47 @@ func (t ClusterT52) scripts(ctx context.Context, compute int, output int64) func
 		}
 		return out, nil
 	}
+}
+
+// session is the emulated cluster up for one benchmark: the jobs' user's
+// credential, and what runs cluster-up's scripts for it.
+type session struct {
+	cred   *syscall.Credential
+	script func(time.Duration, ...string) (string, error)
+}
+
+// open brings up the cluster t describes, with compute hosts c1 to cN
+// behind links at rate, RSA hosts with RAM for output bytes, shared@1g
+// mounted on every host, and the jobs' user. closeCluster takes down what
+// it brought up (the network, the cluster, the user), also when open
+// failed, and returns cluster-down's error.
+func (t ClusterT52) open(ctx context.Context, n int, output int64, rate string) (s session, closeCluster func() error, err error) {
+	var undos []func() error
+	closeCluster = func() error {
+		var errs []error
+		for i := len(undos) - 1; i >= 0; i-- {
+			errs = append(errs, undos[i]())
+		}
+		return errors.Join(errs...)
+	}
+	cred, cleanupUser, err := ensureUser(t.User)
+	if err != nil {
+		return s, closeCluster, err
+	}
+	undos = append(undos, func() error { cleanupUser(); return nil })
+	s = session{cred: cred, script: t.scripts(ctx, n, output)}
+	down, err := up(s.script)
+	undos = append(undos, down)
+	if err != nil {
+		return s, closeCluster, err
+	}
+	var compute []string
+	for i := 1; i <= n; i++ {
+		compute = append(compute, "c"+strconv.Itoa(i))
+	}
+	undo, err := network(ctx, t.ID, t.Net, t.SharedNet, t.SharedPath, rate, s.script, append([]string{"ctl", "rsa1", "rsa2"}, compute...), compute)
+	undos = append(undos, func() error { undo(); return nil })
+	return s, closeCluster, err
 }
 
 // up brings the cluster up, after taking down what an earlier run left,

@@ -78,30 +78,16 @@ func (t ClusterContention) Run(ctx context.Context) (rows []bench.Row, err error
 		}
 	}
 	kmax := slices.Max(t.Hosts)
-	cred, cleanupUser, err := ensureUser(c.User)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanupUser()
-	script := c.scripts(ctx, kmax, int64(t.Ranks)*t.Size)
-	down, err := up(script)
+	s, closeCluster, err := c.open(ctx, kmax, int64(t.Ranks)*t.Size, c.Rate)
 	defer func() {
-		if derr := down(); derr != nil && err == nil {
-			err = derr
+		if cerr := closeCluster(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
 	if err != nil {
 		return nil, err
 	}
-	var compute []string
-	for i := 1; i <= kmax; i++ {
-		compute = append(compute, "c"+strconv.Itoa(i))
-	}
-	undo, err := network(ctx, c.ID, c.Net, c.SharedNet, c.SharedPath, c.Rate, script, append([]string{"ctl", "rsa1", "rsa2"}, compute...), compute)
-	defer undo()
-	if err != nil {
-		return nil, err
-	}
+	cred, script := s.cred, s.script
 	cal := Calibration{LinkBps: t.LinkBps}
 	if cal.Create, err = measureCreate(c.localShared(), calibrationCreates); err != nil {
 		return nil, fmt.Errorf("E4's calibration: timing creates on shared@1g: %w", err)

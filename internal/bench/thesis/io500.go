@@ -110,31 +110,17 @@ func (t ClusterIO500) Run(ctx context.Context) (rows []bench.Row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cred, cleanupUser, err := ensureUser(c.User)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanupUser()
 	// The RAMDISK holds at most the phases' caps over every rank.
-	script := c.scripts(ctx, t.Hosts, t.capacity())
-	down, err := up(script)
+	s, closeCluster, err := c.open(ctx, t.Hosts, t.capacity(), c.Rate)
 	defer func() {
-		if derr := down(); derr != nil && err == nil {
-			err = derr
+		if cerr := closeCluster(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
 	if err != nil {
 		return nil, err
 	}
-	var compute []string
-	for i := 1; i <= t.Hosts; i++ {
-		compute = append(compute, "c"+strconv.Itoa(i))
-	}
-	undo, err := network(ctx, c.ID, c.Net, c.SharedNet, c.SharedPath, c.Rate, script, append([]string{"ctl", "rsa1", "rsa2"}, compute...), compute)
-	defer undo()
-	if err != nil {
-		return nil, err
-	}
+	cred, script := s.cred, s.script
 	var runs [][]bench.Row
 	for run := range max(t.Runs, 1) {
 		order := slices.Clone(cells)

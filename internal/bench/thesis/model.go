@@ -83,30 +83,20 @@ func (t ClusterModel) Run(ctx context.Context, predict func(ModelCalibration, Mo
 		}
 	}
 	c := t.Cluster
-	cred, cleanupUser, err := ensureUser(c.User)
-	if err != nil {
-		return nil, err
-	}
-	defer cleanupUser()
 	var most int64
 	for _, cell := range t.Cells {
 		most = max(most, int64(cell.Ranks)*cell.Size)
 	}
-	script := c.scripts(ctx, 1, max(most, streamFiles*streamSize))
-	down, err := up(script)
+	s, closeCluster, err := c.open(ctx, 1, max(most, streamFiles*streamSize), t.Rates[0])
 	defer func() {
-		if derr := down(); derr != nil && err == nil {
-			err = derr
+		if cerr := closeCluster(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
 	if err != nil {
 		return nil, err
 	}
-	undo, err := network(ctx, c.ID, c.Net, c.SharedNet, c.SharedPath, t.Rates[0], script, []string{"ctl", "rsa1", "rsa2", "c1"}, []string{"c1"})
-	defer undo()
-	if err != nil {
-		return nil, err
-	}
+	cred, script := s.cred, s.script
 	for i, rate := range t.Rates {
 		if i > 0 {
 			if err := shape(ctx, c.ID, rate, script, []string{"c1"}); err != nil {
