@@ -45,8 +45,9 @@ func SharedProfile(ctx context.Context, c Config) (interval func(context.Context
 }
 
 // profileRow is a row of a profile's table: %-latency, average, minimum
-// and maximum latency, calls, the operation.
-var profileRow = regexp.MustCompile(`^\s*[\d.]+\s+([\d.]+) us\s+[\d.]+ us\s+[\d.]+ us\s+(\d+)\s+([A-Z_]+)\s*$`)
+// and maximum latency (in ns from GlusterFS 10, us before), calls, the
+// operation.
+var profileRow = regexp.MustCompile(`^\s*[\d.]+\s+([\d.]+) (ns|us)\s+[\d.]+ (?:ns|us)\s+[\d.]+ (?:ns|us)\s+(\d+)\s+([A-Z_]+)\s*$`)
 
 // parseProfile reads the interval tables of gluster volume profile info
 // incremental, every brick's summed (a mean latency weighted by calls).
@@ -69,17 +70,21 @@ func parseProfile(out string) (map[string]FopStat, error) {
 			continue
 		}
 		avg, err1 := strconv.ParseFloat(m[1], 64)
-		calls, err2 := strconv.ParseInt(m[2], 10, 64)
+		calls, err2 := strconv.ParseInt(m[3], 10, 64)
 		if err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("gluster's profile row %q: not latency and calls", t)
 		}
-		s := stats[m[3]]
-		total := float64(s.Avg)*float64(s.Calls) + avg*float64(time.Microsecond)*float64(calls)
+		unit := time.Nanosecond
+		if m[2] == "us" {
+			unit = time.Microsecond
+		}
+		s := stats[m[4]]
+		total := float64(s.Avg)*float64(s.Calls) + avg*float64(unit)*float64(calls)
 		s.Calls += calls
 		if s.Calls > 0 {
 			s.Avg = time.Duration(total / float64(s.Calls))
 		}
-		stats[m[3]] = s
+		stats[m[4]] = s
 	}
 	return stats, nil
 }

@@ -6,7 +6,8 @@ import (
 )
 
 // The shape of what gluster volume profile info incremental prints, with
-// two bricks: each interval's operations summed, latencies weighted.
+// two bricks: each interval's operations summed, latencies weighted, in
+// microseconds (before GlusterFS 10) or nanoseconds (10 and 11).
 const profileOut = `Brick: srv:/bricks/a
 ---------------------
 Interval 3 Stats:
@@ -28,7 +29,7 @@ Brick: srv:/bricks/b
 Interval 3 Stats:
  %-latency   Avg-latency   Min-Latency   Max-Latency   No. of calls         Fop
  ---------   -----------   -----------   -----------   ------------        ----
-      1.00     100.00 us      45.00 us     200.00 us           2048      CREATE
+      1.00  100000.00 ns   45000.00 ns  200000.00 ns           2048      CREATE
  
     Duration: 19 seconds
 `

@@ -285,7 +285,7 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 
 // profiledFops are the file operations at shared@1g's brick a row gives
 // (calls and mean latency): those that set a job's pace there.
-func profiledFops() []string { return []string{"CREATE", "WRITE", "FSYNC", "LOOKUP", "READ"} }
+func profiledFops() []string { return []string{"CREATE", "WRITE", "FSYNC", "LOOKUP", "READ", "RENAME"} }
 
 // pairOrder draws whether a pair's direct job runs first, from its
 // latency and run: reproducible, and not the same every run.
