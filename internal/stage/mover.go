@@ -52,7 +52,7 @@ type Mover struct {
 	Lanes    int
 	Verify   bool  // re-read both sides and compare content (xxh3) at the end; Pack: before the archive gets its name
 	BWLimit  int64 // bytes per second read from SRC; 0: unlimited
-	Sync     bool  // flush DST's file system before returning
+	Sync     bool  // flush DST's file system before returning (on FUSE: each file, see syncOnlyPerFile)
 	Progress func(Progress)
 	Warn     func(path, why string)
 	// Atomic writes every file under a temporary name renamed into place
@@ -154,7 +154,10 @@ type copyRun struct {
 	// buffer's worth at a time (measured on Gluster 10.3: 2 GiB of 1 MiB
 	// files in 17.5 s by sendfile, 15 s by pread and pwrite).
 	noSendfile bool
-	lanes      int64 // chunks of one large file in flight at once; 0: large files are not chunked
+	// fsyncEach: with Sync, each file is fsync'd before it is closed,
+	// where DST's syncfs would not reach its storage (syncOnlyPerFile).
+	fsyncEach bool
+	lanes     int64 // chunks of one large file in flight at once; 0: large files are not chunked
 }
 
 type inode struct{ dev, ino uint64 }
@@ -270,6 +273,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	if unix.Fstatfs(dstFd, &dstFS) == nil {
 		r.lanes = chunkLanes(int64(dstFS.Type))
 		r.noSendfile = dstFS.Type == unix.FUSE_SUPER_MAGIC
+		r.fsyncEach = m.Sync && syncOnlyPerFile(int64(dstFS.Type))
 	}
 	if r.lanes > 0 && m.Lanes > 0 {
 		r.lanes = int64(m.Lanes)
@@ -314,6 +318,14 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	}
 	return st, nil
 }
+
+// syncOnlyPerFile reports whether a file system of magic fsType is made
+// durable only file by file: syncfs(2) on a FUSE mount writes back the
+// kernel's dirty pages to the FUSE daemon but asks the daemon for nothing
+// (the kernel sends FUSE_SYNCFS to virtiofs alone), so a Gluster or other
+// FUSE client's server keeps the data in its page cache; an fsync of each
+// file reaches it (Gluster sends FSYNC to the brick).
+func syncOnlyPerFile(fsType int64) bool { return fsType == unix.FUSE_SUPER_MAGIC }
 
 // File system magic numbers of destinations that take parallel writes into
 // one file well: parallel file systems striping a file over servers (the
@@ -942,6 +954,9 @@ func (f *fileCopy) finish(err error) {
 	unix.Close(f.in)
 	if err == nil {
 		err = futimens(f.out, []unix.Timespec{f.st.Atim, f.st.Mtim})
+	}
+	if err == nil && r.fsyncEach {
+		err = unix.Fsync(f.out)
 	}
 	if cerr := unix.Close(f.out); err == nil {
 		err = cerr

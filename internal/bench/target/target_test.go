@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rsa-hpc/rsa/internal/stage"
 	"github.com/rsa-hpc/rsa/internal/testutil"
 )
 
@@ -100,6 +101,7 @@ func TestUpDown(t *testing.T) {
 				if _, quickest := creates(); quickest >= latency {
 					t.Errorf("with the added latency removed, the quickest of 10 creates took %s, at least the %s that was added", quickest, latency)
 				}
+				moverSyncsEachFile(ctx, t, c, first.Dir)
 			}
 			// Down finds every client, also with a Config that counts fewer.
 			one := c
@@ -137,5 +139,48 @@ func TestUnknown(t *testing.T) {
 	var u *UnknownError
 	if !errors.As(err, &u) || !strings.Contains(err.Error(), "shared@1g") {
 		t.Errorf("Up(nvme) = %v, want an UnknownError naming the targets", err)
+	}
+}
+
+// moverSyncsEachFile: a copy with Sync into a Gluster mount (FUSE) reaches
+// the brick with an fsync per file, since syncfs on FUSE does not; without
+// Sync none does (so the count is the mover's).
+func moverSyncsEachFile(ctx context.Context, t *testing.T, c Config, dir string) {
+	t.Helper()
+	src := t.TempDir()
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(src, "f"+strconv.Itoa(i)), []byte("output"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	interval, stop, err := SharedProfile(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("profile stop: %v", err)
+		}
+	}()
+	for _, sync := range []bool{false, true} {
+		if _, err := interval(ctx); err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, "sync-"+strconv.FormatBool(sync))
+		m := stage.Mover{Sync: sync}
+		if _, err := m.Copy(ctx, src, dst); err != nil {
+			t.Fatalf("copy (sync %v): %v", sync, err)
+		}
+		got, err := interval(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if sync {
+			want = 3
+		}
+		if n := got["FSYNC"].Calls; n != want {
+			t.Errorf("a copy of 3 files with Sync %v: %d fsyncs at the brick, want %d (%v)", sync, n, want, got)
+		}
 	}
 }
