@@ -27,6 +27,7 @@ type copyFlags struct {
 	user, bwlimit, progress, chunk string
 	workers                        int
 	verify, json, sync, private    bool
+	durable                        bool
 	atomic, checkListing           bool
 	pack, unpack                   bool
 	packFD                         int
@@ -83,6 +84,7 @@ before any path is opened. The RSA daemon stages every job this way.
 	fl.StringVar(&f.progress, "progress", "auto", "progress: auto (a bar on a terminal), json (lines on stdout), none")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.sync, "sync", false, "flush DST's file system before reporting success")
+	fl.BoolVar(&f.durable, "durable", false, "make DST's storage hold every file before reporting success: --sync, and on a FUSE file system (Gluster) an fsync of each file")
 	fl.BoolVar(&f.atomic, "atomic", false, "write every file under a temporary name renamed into place once complete, in an empty DST too: for a DST others read while the copy runs")
 	fl.BoolVar(&f.private, "private", false, "final names in an empty DST, the default")
 	fl.MarkDeprecated("private", "final names in an empty DST are the default; --atomic asks for temporary names")
@@ -210,7 +212,7 @@ func tuneRuntime(workers int) {
 // --chunk-size or --bwlimit it cannot take, or --part or --finish with a
 // mode other than the copy, is an error.
 func (f *copyFlags) mover() (*stage.Mover, error) {
-	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Atomic: f.atomic, CheckListing: f.checkListing,
+	m := &stage.Mover{Workers: f.workers, Verify: f.verify, Sync: f.sync, Durable: f.durable, Atomic: f.atomic, CheckListing: f.checkListing,
 		// File names are the tree owner's: as root, a copy must not pass
 		// their escapes to the terminal.
 		Warn: func(path, why string) {
@@ -268,8 +270,8 @@ func (f *copyFlags) checkMode() error {
 		return errors.New("--pack and --unpack exclude each other")
 	case f.checkListing && (f.pack || f.unpack):
 		return errors.New("--check-listing compares a copied tree with its source; with --pack use --verify, with --unpack --atomic")
-	case f.pack && f.packFD > 0 && (f.packFD < 3 || f.verify || f.sync):
-		return errors.New("--pack-fd: give a descriptor of 3 or more, without --verify or --sync (a stream cannot be re-read or flushed)")
+	case f.pack && f.packFD > 0 && (f.packFD < 3 || f.verify || f.sync || f.durable):
+		return errors.New("--pack-fd: give a descriptor of 3 or more, without --verify, --sync or --durable (a stream cannot be re-read or flushed)")
 	}
 	return nil
 }

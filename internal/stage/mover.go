@@ -49,10 +49,16 @@ type Mover struct {
 	BigFile   int64 // files at least this large are chunked (0: 256 MiB)
 	// Lanes is how many chunks of one file are copied at once (0: as the
 	// destination takes them, see chunkLanes).
-	Lanes    int
-	Verify   bool  // re-read both sides and compare content (xxh3) at the end; Pack: before the archive gets its name
-	BWLimit  int64 // bytes per second read from SRC; 0: unlimited
-	Sync     bool  // flush DST's file system before returning (on FUSE: each file, see syncOnlyPerFile)
+	Lanes   int
+	Verify  bool  // re-read both sides and compare content (xxh3) at the end; Pack: before the archive gets its name
+	BWLimit int64 // bytes per second read from SRC; 0: unlimited
+	Sync    bool  // flush DST's file system before returning
+	// Durable is Sync, and more: DST's storage holds every file before
+	// the copy returns. Where syncfs reaches that storage it is Sync; on
+	// a FUSE file system, where syncfs does not (syncOnlyPerFile), each
+	// file is fsync'd before it is closed. For output leaving RAM; a copy
+	// into a RAMDISK needs only Sync.
+	Durable  bool
 	Progress func(Progress)
 	Warn     func(path, why string)
 	// Atomic writes every file under a temporary name renamed into place
@@ -154,7 +160,7 @@ type copyRun struct {
 	// buffer's worth at a time (measured on Gluster 10.3: 2 GiB of 1 MiB
 	// files in 17.5 s by sendfile, 15 s by pread and pwrite).
 	noSendfile bool
-	// fsyncEach: with Sync, each file is fsync'd before it is closed,
+	// fsyncEach: with Durable, each file is fsync'd before it is closed,
 	// where DST's syncfs would not reach its storage (syncOnlyPerFile).
 	fsyncEach bool
 	lanes     int64 // chunks of one large file in flight at once; 0: large files are not chunked
@@ -273,7 +279,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	if unix.Fstatfs(dstFd, &dstFS) == nil {
 		r.lanes = chunkLanes(int64(dstFS.Type))
 		r.noSendfile = dstFS.Type == unix.FUSE_SUPER_MAGIC
-		r.fsyncEach = m.Sync && syncOnlyPerFile(int64(dstFS.Type))
+		r.fsyncEach = m.Durable && syncOnlyPerFile(int64(dstFS.Type))
 	}
 	if r.lanes > 0 && m.Lanes > 0 {
 		r.lanes = int64(m.Lanes)
@@ -298,7 +304,7 @@ func (m *Mover) Copy(ctx context.Context, src, dst string) (Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return st, err
 	}
-	if m.Sync {
+	if m.Sync || m.Durable {
 		if err := unix.Syncfs(r.dstRoot); err != nil {
 			return st, fmt.Errorf("flushing %s: %w", dst, err)
 		}

@@ -268,7 +268,8 @@ func (r *Runner) copyArgs(t Task) []string {
 	}
 	switch {
 	case t.Phase == StageOut:
-		copyArgs = append(copyArgs, "--verify", "--atomic") // verified before the RAMDISK may go
+		// Durable and verified before the RAMDISK may go.
+		copyArgs = append(copyArgs, "--durable", "--verify", "--atomic")
 	case t.Image:
 		// A pack writes no names into the RAMDISK to rename or list:
 		// the builder checks the image whole.

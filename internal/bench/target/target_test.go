@@ -142,9 +142,9 @@ func TestUnknown(t *testing.T) {
 	}
 }
 
-// moverSyncsEachFile: a copy with Sync into a Gluster mount (FUSE) reaches
-// the brick with an fsync per file, since syncfs on FUSE does not; without
-// Sync none does (so the count is the mover's).
+// moverSyncsEachFile: a Durable copy into a Gluster mount (FUSE) reaches
+// the brick with an fsync per file, since syncfs on FUSE does not; one with
+// Sync alone sends none (so the count is the mover's).
 func moverSyncsEachFile(ctx context.Context, t *testing.T, c Config, dir string) {
 	t.Helper()
 	src := t.TempDir()
@@ -162,25 +162,25 @@ func moverSyncsEachFile(ctx context.Context, t *testing.T, c Config, dir string)
 			t.Errorf("profile stop: %v", err)
 		}
 	}()
-	for _, sync := range []bool{false, true} {
+	for _, durable := range []bool{false, true} {
 		if _, err := interval(ctx); err != nil {
 			t.Fatal(err)
 		}
-		dst := filepath.Join(dir, "sync-"+strconv.FormatBool(sync))
-		m := stage.Mover{Sync: sync}
+		dst := filepath.Join(dir, "durable-"+strconv.FormatBool(durable))
+		m := stage.Mover{Sync: true, Durable: durable}
 		if _, err := m.Copy(ctx, src, dst); err != nil {
-			t.Fatalf("copy (sync %v): %v", sync, err)
+			t.Fatalf("copy (durable %v): %v", durable, err)
 		}
 		got, err := interval(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := int64(0)
-		if sync {
+		if durable {
 			want = 3
 		}
 		if n := got["FSYNC"].Calls; n != want {
-			t.Errorf("a copy of 3 files with Sync %v: %d fsyncs at the brick, want %d (%v)", sync, n, want, got)
+			t.Errorf("a copy of 3 files, Durable %v: %d fsyncs at the brick, want %d (%v)", durable, n, want, got)
 		}
 	}
 }
