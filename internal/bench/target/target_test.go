@@ -167,6 +167,9 @@ func moverSyncsEachFile(ctx context.Context, t *testing.T, c Config, dir string)
 			t.Fatal(err)
 		}
 		dst := filepath.Join(dir, "durable-"+strconv.FormatBool(durable))
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		m := stage.Mover{Sync: true, Durable: durable}
 		if _, err := m.Copy(ctx, src, dst); err != nil {
 			t.Fatalf("copy (durable %v): %v", durable, err)
