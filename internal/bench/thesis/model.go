@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -262,6 +261,7 @@ func (m ModelCalibration) rows() []bench.Row {
 	mbit := func(v float64) float64 { return v / 1e6 }
 	mibs := func(v float64) float64 { return v / (1 << 20) }
 	ms := func(v float64) float64 { return v * 1e3 }
+	secs := func(v float64) float64 { return v }
 	stream := fmt.Sprintf("%d files of %d MiB", streamFiles, streamSize>>20)
 	small := fmt.Sprintf("%d files of %d bytes", smallMany, smallSize)
 	var rows []bench.Row
@@ -281,9 +281,9 @@ func (m ModelCalibration) rows() []bench.Row {
 	add("ram@1g", "write", "MiB/s", "rsa_write", stream, "the same job into its RAMDISK through RSA", mibs)
 	add("shared@1g", "per file", "ms", "direct_create", small, "the job writing the small files at once: its time over the files", ms)
 	add("ram@1g", "per file", "ms", "rsa_create", small, "the same into its RAMDISK", ms)
-	add("stage-out", "time", "s", "stage_few", fmt.Sprintf("%d files of %d bytes", smallFew, smallSize), "RSA's job end until DONE_STAGING_OUT: stage-out and verify", func(v float64) float64 { return v })
-	add("stage-out", "time", "s", "stage_many", small, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", func(v float64) float64 { return v })
-	add("stage-out", "time", "s", "stage_stream", stream, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", func(v float64) float64 { return v })
+	add("stage-out", "time", "s", "stage_few", fmt.Sprintf("%d files of %d bytes", smallFew, smallSize), "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
+	add("stage-out", "time", "s", "stage_many", small, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
+	add("stage-out", "time", "s", "stage_stream", stream, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
 	line := "the stage-out's line through the medians of its three probes"
 	fit := func(metric, unit string, v float64) {
 		rows = append(rows, bench.Row{Bench: "model", Case: "E2 calibration", Target: "stage-out", Metric: metric, Unit: unit, Value: v, Runs: []float64{v},
@@ -319,7 +319,6 @@ func AgainstE1(rows []bench.Row) []bench.Row {
 			continue
 		}
 		if v, ok := measured[key(r)]; ok {
-			out[i].Params = maps.Clone(r.Params)
 			out[i].Source("E1, measured median", v, r.Unit)
 		}
 	}

@@ -39,7 +39,6 @@ func AgainstE4(ctx context.Context, rows []bench.Row) ([]bench.Row, error) {
 		measured := e4Measured(rows[j:], hosts)
 		for k, m := range group {
 			if v, ok := measured[m.Target+"|"+m.Metric]; ok {
-				group[k].Params = maps.Clone(m.Params)
 				group[k].Source("E4, measured median", v.Value, m.Unit)
 			}
 		}
@@ -127,15 +126,10 @@ func e4Sim(ctx context.Context, model bench.Row, e2 ModelCalibration, measured m
 	}
 	create := createMs / 1e3
 	link := linkMbit * 1e6 / 8
-	cfg := sim.Defaults()
+	// RSA as E2 measured it; the shared file system as this run did,
+	// contended.
+	cfg := SimConfig(e2, ModelCell{Ranks: ranks, Size: size})
 	cfg.FS = sim.SharedFS{Bandwidth: link, NodeBandwidth: link, CreateRate: 1 / create, HostContention: revoke.Seconds() / create}
-	cfg.RSA.Nodes, cfg.RSA.Proportion, cfg.RSA.MinJobNodes, cfg.RSA.ByCapacity = 1, 1, 1, false
-	cfg.RSA.RAM = int64(ranks)*size*5/4 + 64<<20
-	cfg.RSA.Link = 10e9 / 8
-	cfg.RSA.CreateRate = 1 / e2.RSACreate
-	cfg.RSA.StageOutRate = e2.StageRate
-	cfg.RSA.StageFileCost = time.Duration(max(e2.StagePerFile-e2.DirectCreate, 0) * float64(time.Second))
-	cfg.RSA.StageOutFixed = time.Duration(e2.StageFixed * float64(time.Second))
 	pr, err := sim.Predict(ctx, cfg, sim.Probe{Nodes: hosts, Files: ranks, Bytes: int64(ranks) * size})
 	if err != nil {
 		return nil, fmt.Errorf("E4's simulator at %d hosts: %w", hosts, err)
