@@ -72,13 +72,21 @@ type benchFlags struct {
 	clock *bench.RunClock
 }
 
-// add adds the flags to cmd, and starts the run's clock when cmd starts.
+// add adds every flag to cmd (addOutput's, --profile, --target and
+// --target-size): for the benchmarks that run on one target at a size.
 func (f *benchFlags) add(cmd *cobra.Command) {
-	cmd.PreRun = func(*cobra.Command, []string) { f.clock = bench.Begin(version.String()) }
+	f.addOutput(cmd)
 	cmd.Flags().StringVar(&f.profile, "profile", "quick", "quick (minutes, CI) or full (the source's sizes)")
 	cmd.Flags().StringVar(&f.target, "target", "ram", "where to run: "+strings.Join(target.Names, ", ")+", or a directory")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines (one result a line) instead of a table")
 	cmd.Flags().StringVar(&f.size, "target-size", "4G", "size of a ram or ram-blk target the benchmark brings up")
+}
+
+// addOutput adds --json to cmd and starts the run's clock when cmd
+// starts: for the benchmarks on the emulated cluster, which bring up
+// their own targets at their own sizes.
+func (f *benchFlags) addOutput(cmd *cobra.Command) {
+	cmd.PreRun = func(*cobra.Command, []string) { f.clock = bench.Begin(version.String()) }
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines (one result a line) instead of a table")
 }
 
 // full reports whether the full profile was asked for; another value than

@@ -55,9 +55,6 @@ func benchContentionCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if _, err := f.full(); err != nil {
-				return err
-			}
 			n, err := units.ParseSize(size)
 			if err != nil || n < 1 {
 				return fmt.Errorf("--size %q: give a size per file such as 1M", size)
@@ -91,7 +88,7 @@ func benchContentionCmd() *cobra.Command {
 			return f.emit(cmd.OutOrStdout(), rows)
 		},
 	}
-	f.add(cmd)
+	f.addOutput(cmd)
 	cmd.Flags().IntSliceVar(&hosts, "hosts", []int{1, 2, 4}, "compute hosts the writers spread over, each cell at each (1-9)")
 	cmd.Flags().IntVar(&ranks, "ranks", 2048, "writers in all, split evenly over the hosts")
 	cmd.Flags().StringVar(&size, "size", "1M", "bytes each writes")

@@ -9,11 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rsa-hpc/rsa/internal/bench"
 	"github.com/rsa-hpc/rsa/internal/bench/io500"
 	"github.com/rsa-hpc/rsa/internal/bench/target"
 	"github.com/rsa-hpc/rsa/internal/bench/thesis"
-	"github.com/rsa-hpc/rsa/internal/version"
 )
 
 const io500Long = `IO500's phases (the evidence review's E3) on RSA's RAMDISK, as Slurm jobs
@@ -86,8 +84,7 @@ func benchIO500Cmd() *cobra.Command {
 			return f.emit(cmd.OutOrStdout(), rows)
 		},
 	}
-	cmd.PreRun = func(*cobra.Command, []string) { f.clock = bench.Begin(version.String()) }
-	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON lines (one result a line) instead of a table")
+	f.addOutput(cmd)
 	cmd.Flags().IntVar(&hosts, "hosts", 2, "compute hosts the ranks spread over (1-9)")
 	cmd.Flags().IntVar(&ranks, "ranks-per-host", 2, "MPI ranks on each compute host")
 	cmd.Flags().IntVar(&runs, "runs", 5, "repetitions of every cell; rows give the median, every run and a 95% interval from 5")

@@ -46,9 +46,6 @@ func benchModelCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if _, err := f.full(); err != nil {
-				return err
-			}
 			var want []thesis.ModelCell
 			for _, c := range cells {
 				cell, err := parseModelCell(c)
@@ -82,7 +79,7 @@ func benchModelCmd() *cobra.Command {
 			return f.emit(cmd.OutOrStdout(), rows)
 		},
 	}
-	f.add(cmd)
+	f.addOutput(cmd)
 	cmd.Flags().StringSliceVar(&rates, "rates", []string{"500mbit", "1gbit", "2gbit"}, "the compute host's link rates to calibrate at (tc rates)")
 	cmd.Flags().StringSliceVar(&cells, "cells", []string{"500mbit:2048x1M", "1gbit:2048x1M", "2gbit:2048x1M", "1gbit:512x4M"},
 		"the cells to predict, each RATE:RANKSxSIZE (E1's by default)")
