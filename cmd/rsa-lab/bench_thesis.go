@@ -438,7 +438,9 @@ func (r thesisRun) runT52(ctx context.Context, ts thesisTargets, progress func(s
 		progress("t52 on ram@1g: the emulated cluster")
 		start := time.Now()
 		// Each job's file operations at shared@1g's brick go into its
-		// rows (gluster volume profile).
+		// rows (gluster volume profile), and the RSA job's at its
+		// RAMDISK's bricks (RSA's cluster.profile): both volumes
+		// profiled alike.
 		interval, stop, err := target.SharedProfile(ctx, ts.cfg)
 		if err != nil {
 			return rows, jobs, err
@@ -453,7 +455,7 @@ func (r thesisRun) runT52(ctx context.Context, ts thesisTargets, progress func(s
 		rs, err := thesis.ClusterT52{Repo: r.repo, RSA: r.rsa, Lab: r.lab, User: r.user, Dir: filepath.Join(bench.StateHome, "cluster"), ID: 9, Net: "10.77.5",
 			SharedNet: ts.cfg.SharedNetOrDefault(), SharedPath: "/mnt/rsa-bench-shared", Rate: r.rate, Ranks: p.ranks, Size: p.size, Output: r.output, Runs: r.runs,
 			Latencies: r.latencies, SetLatency: func(ctx context.Context, d time.Duration) error { return target.SetSharedLatency(ctx, ts.cfg, d) },
-			Profile: interval}.Run(ctx)
+			Profile: interval, ProfileRAMDISK: true}.Run(ctx)
 		if err != nil {
 			return rows, jobs, err
 		}

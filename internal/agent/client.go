@@ -367,6 +367,20 @@ func (c *Client) BrickStatus(ctx context.Context, volume string) ([]gluster.Bric
 	return bs, nil
 }
 
+// VolumeProfile is volume's file operations since it was made, summed
+// over its bricks, the most called first (see Server.VolumeProfile): a
+// volume made without VolumeSpec.Profile fails wrapping ErrInvalid.
+func (c *Client) VolumeProfile(ctx context.Context, volume string) ([]gluster.FopStat, error) {
+	if err := CheckVolume(volume); err != nil {
+		return nil, err
+	}
+	var fs []gluster.FopStat
+	if err := c.do(ctx, c.storage, http.MethodGet, "/v1/volumes/"+volume+"/profile", nil, &fs); err != nil {
+		return nil, err
+	}
+	return fs, nil
+}
+
 // Peers is the node's glusterd's view of the other members of its
 // trusted pool (see Server.Peers).
 func (c *Client) Peers(ctx context.Context) ([]gluster.Peer, error) {

@@ -288,7 +288,7 @@ func TestAgentGluster(t *testing.T) {
 	}
 
 	tls := []string{"both1"}
-	spec := VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, TLSAllow: tls, PingTimeout: 5}
+	spec := VolumeSpec{Bricks: bricks, AuthAllow: []string{glAddr}, TLSAllow: tls, PingTimeout: 5, Profile: true}
 	start := time.Now()
 	vol, err := c.MakeVolume(ctx, v, spec)
 	if err != nil {
@@ -352,6 +352,26 @@ func TestAgentGluster(t *testing.T) {
 	}
 	if o, err := asUser(fmt.Sprintf("echo written > %s/f && cat %s/f", out, ram)); err != nil || strings.TrimSpace(o) != "written" {
 		t.Fatalf("the job's user writing its output directory and reading its RAMDISK path: %q, %v", o, err)
+	}
+
+	// The volume's profile counts what its bricks served: the user's
+	// create and write, through the compute side's mount.
+	ops, err := c.VolumeProfile(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for _, o := range ops {
+		calls[o.Op] = o.Calls
+		if o.Calls < 1 || o.Mean <= 0 || o.Mean > time.Minute {
+			t.Errorf("profile: %+v: want calls and a mean latency between 0 and a minute", o)
+		}
+	}
+	if calls["CREATE"] < 1 || calls["WRITE"] < 1 {
+		t.Errorf("profile after a file was created and written: %+v; want CREATE and WRITE counted", ops)
+	}
+	if _, err := c.VolumeProfile(ctx, "rsa-job-999"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("VolumeProfile of a volume not there: %v, want ErrNotFound", err)
 	}
 
 	testStageOutReach(t, n, c, v, u, ram, filepath.Join(e.dir, "bricks-b"), testutil.MkdirOwned(t, u, filepath.Join(e.dir, "home", "job", "disk")))

@@ -23,7 +23,7 @@ import (
 // routeOps are the op label's values, one per route of the agent's, and
 // metrics.OpOther: the bounded set the metrics may name.
 var routeOps = []string{"status", "make-brick", "remove-brick", "mount", "unmount", "release", "volumes", "peers",
-	"make-volume", "remove-volume", "reconnect-peers", "brick-status", "stage", "seal-volume", metrics.OpOther}
+	"make-volume", "remove-volume", "reconnect-peers", "brick-status", "volume-profile", "stage", "seal-volume", metrics.OpOther}
 
 // metricsAgent is an agent serving its operations and its metrics, each
 // on a loopback port, without root: no brick root or volume root is made

@@ -356,6 +356,9 @@ func (s *Server) Handler() http.Handler {
 	handle("GET /v1/volumes/{volume}/bricks", "brick-status", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		return s.BrickStatus(r.Context(), v)
 	}))
+	handle("GET /v1/volumes/{volume}/profile", "volume-profile", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
+		return s.VolumeProfile(r.Context(), v)
+	}))
 	handle("POST /v1/stage/{volume}", "stage", s.streamOp(pki.KindStorage, s.serveStage))
 	handle("POST /v1/volumes/{volume}/seal", "seal-volume", s.op(pki.KindStorage, func(r *http.Request, v string) (any, error) {
 		var spec SealSpec

@@ -39,6 +39,10 @@ type VolumeSpec struct {
 	// before failing its I/O, 1..10; 0 means 10 (Gluster's 42 stalls a
 	// job for a minute on a dead node).
 	PingTimeout int `json:"ping_timeout,omitempty"`
+	// Profile turns the volume's profile on (gluster.ProfileOptions):
+	// its bricks count and time every file operation, which
+	// VolumeProfile reads. Once on, a spec without it leaves it on.
+	Profile bool `json:"profile,omitempty"`
 }
 
 // Volume is a job's volume as glusterd describes it.
@@ -134,6 +138,9 @@ func volumeOptions(volume string, spec VolumeSpec) ([][2]string, error) {
 	if spec.Shard {
 		opts = append(opts, [2]string{"features.shard", "on"})
 	}
+	if spec.Profile {
+		opts = append(opts, gluster.ProfileOptions()...)
+	}
 	return opts, nil
 }
 
@@ -201,6 +208,26 @@ func (s *Server) MakeVolume(ctx context.Context, volume string, spec VolumeSpec)
 		return Volume{}, fmt.Errorf("reading volume %s back from glusterd: %w", volume, err)
 	}
 	return volumeOf(v), nil
+}
+
+// VolumeProfile is volume's file operations since it was made, summed
+// over its bricks (gluster.CLI.Profile): a volume made without
+// VolumeSpec.Profile fails wrapping ErrInvalid, an absent one ErrNotFound.
+// Read-only.
+func (s *Server) VolumeProfile(ctx context.Context, volume string) ([]gluster.FopStat, error) {
+	if err := CheckVolume(volume); err != nil {
+		return nil, err
+	}
+	fs, err := s.gl.Profile(ctx, volume)
+	switch {
+	case errors.Is(err, gluster.ErrProfileOff):
+		return nil, failf(ErrInvalid, "volume %s was made without its profile: set [cluster] profile = true for the next jobs' volumes", volume)
+	case errors.Is(err, gluster.ErrNotFound):
+		return nil, failf(ErrNotFound, "reading the profile of volume %s: it does not exist in this node's trusted pool", volume)
+	case err != nil:
+		return nil, fmt.Errorf("reading the profile of volume %s from glusterd: %w", volume, err)
+	}
+	return fs, nil
 }
 
 // BrickStatus is glusterd's view of volume's brick processes: a brick

@@ -9,12 +9,13 @@ import (
 
 // An Engine may do more than build RAMDISKs. The optional interfaces here
 // say what: it watches nodes of its own (Nodes, Watcher), stages on them
-// (Stager), admits compute nodes to a RAMDISK (ClientAdmitter), needs its
-// parts placed in a way of its own (Placer), sets how often the daemon
-// looks after its RAMDISKs (Periodic), or holds something to let go of
-// at the end (io.Closer). The daemon finds them
-// with As, never through an engine's concrete type, so that the wrappers
-// around an engine (WithRetry) stay in the path.
+// (Stager), admits compute nodes to a RAMDISK (ClientAdmitter), counts
+// its RAMDISKs' file operations (Profiler), needs its parts placed in a
+// way of its own (Placer), sets how often the daemon looks after its
+// RAMDISKs (Periodic), or holds something to let go of at the end
+// (io.Closer). The daemon finds them with As, never through an engine's
+// concrete type, so that the wrappers around an engine (WithRetry) stay
+// in the path.
 
 // Unwrapper is an Engine that wraps another, adding a behaviour to some
 // of its methods (WithRetry).
@@ -178,6 +179,28 @@ type Watcher interface {
 	// Watch looks at the nodes again and again until ctx ends, telling
 	// Start's NodeEvents what it finds, and returns when it has stopped.
 	Watch(ctx context.Context)
+}
+
+// Profiler is an Engine that counts and times the file operations its
+// RAMDISKs serve, when told to (engine gluster with [cluster] profile:
+// every brick's io-stats). The daemon writes a RAMDISK's profile into its
+// job's log before it tears the RAMDISK down.
+type Profiler interface {
+	// Profile is r's file operations since it was built, by operation,
+	// summed over its parts, the most called first. ok is false, with no
+	// error, when the engine was not told to count them or r has no
+	// counts (it is gone, or was built before). It reads, never changes,
+	// r; an error says the counts could not be read (a node out of
+	// reach), and nothing about r.
+	Profile(ctx context.Context, r Ramdisk) (ops []OpStat, ok bool, err error)
+}
+
+// OpStat is one file operation's count and mean time where a RAMDISK's
+// parts serve it.
+type OpStat struct {
+	Op    string // the engine's name of it (Gluster's: CREATE, WRITE, FSYNC...)
+	Calls int64
+	Mean  time.Duration
 }
 
 // Stager is an Engine that runs a job's stages itself, on its own nodes

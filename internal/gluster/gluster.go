@@ -163,6 +163,7 @@ type cliOutput struct {
 		State     int      `xml:"state"`
 		StateStr  string   `xml:"stateStr"`
 	} `xml:"peerStatus>peer"`
+	ProfileBricks []profileBrick `xml:"volProfile>brick"`
 }
 
 // parse reads the CLI's answer to args. A refusal (opRet not 0) is an

@@ -63,6 +63,10 @@ type ClusterT52 struct {
 	// before: each job's file operations there (the direct job's writes;
 	// RSA's stage-out and verify) go into its rows.
 	Profile func(context.Context) (map[string]target.FopStat, error)
+	// ProfileRAMDISK turns RSA's profile of each job's volume on
+	// (cluster.profile): the file operations the RSA job's RAMDISK
+	// served, from its job's log, go into its rows (rd_OP_n, rd_OP_us).
+	ProfileRAMDISK bool
 }
 
 // Run brings the cluster up, runs both jobs once at each latency, takes
@@ -103,7 +107,7 @@ func (t ClusterT52) Run(ctx context.Context) (rows []bench.Row, err error) {
 func (t ClusterT52) scripts(ctx context.Context, compute int, output int64) func(time.Duration, ...string) (string, error) {
 	env := append(os.Environ(), "RSA_CLUSTER_DIR="+t.Dir, "RSA_BIN="+t.RSA, "RSA_CLUSTER_RSA=2", "RSA_CLUSTER_COMPUTE="+strconv.Itoa(compute),
 		"RSA_CLUSTER_ID="+strconv.Itoa(t.ID), "RSA_CLUSTER_NET="+t.Net, "RSA_CLUSTER_CAPACITY="+strconv.FormatInt((output*3/4>>30)+1, 10)+"G",
-		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE())
+		"RSA_CLUSTER_RSA_CONF="+refusedWithoutFUSE(), "RSA_CLUSTER_PROFILE="+strconv.FormatBool(t.ProfileRAMDISK))
 	return func(timeout time.Duration, args ...string) (string, error) {
 		ctx := ctx
 		if args[0] == "cluster-down" {
@@ -258,12 +262,8 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 			for h, s := range job.hostCPU {
 				p = withParams(p, "cpu_s_"+h, strconv.FormatFloat(s, 'f', 1, 64))
 			}
-			for _, op := range profiledFops() {
-				if s, ok := job.fops[op]; ok && s.Calls > 0 {
-					p = withParams(p, "gl_"+op+"_n", strconv.FormatInt(s.Calls, 10),
-						"gl_"+op+"_us", strconv.FormatFloat(float64(s.Avg)/float64(time.Microsecond), 'f', 0, 64))
-				}
-			}
+			p = withFops(p, "gl_", job.fops)
+			p = withFops(p, "rd_", job.ramdiskFops)
 		}
 		r := bench.Row{Bench: "thesis", Case: "T52", Target: target, Params: p, Metric: metric, Unit: unit, Value: v, Runs: []float64{v}, Note: note}
 		if ref != "" {
@@ -276,16 +276,28 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 		row("ram@1g", "hold", "s", via.hold, &via, "THESIS T5.2 RSA default Output Mean", 35.87, "the Slurm job's command, start to exit, its output on RSA hosts behind the same link; each file fsync'd"),
 		row("ram@1g", "run", "s", via.run, nil, "", 0, "sbatch until Slurm's COMPLETED, which under burst_buffer/lua comes after data_out (the stage-out)"),
 		row("ram@1g vs shared@1g", "hold_ratio", "x", direct.hold/via.hold, nil, "THESIS T5.2 (derived)", 30.9, "compute-hold ratio: shared / RSA"),
-		row("ram@1g", "verified", "s", via.verified, nil, "", 0, "the job's start until RSA's DONE_STAGING_OUT: its output staged out (one syncfs) and verified on the shared file system"),
+		row("ram@1g", "verified", "s", via.verified, nil, "", 0, "the job's start until RSA's DONE_STAGING_OUT: its output staged out (each file fsync'd, rsa copy --durable) and verified on the shared file system"),
 		row("ram@1g", "safe", "s", via.safe, nil, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the job's start until RSA released it: output verified on the shared file system, RAMDISK gone"),
 		row("ram@1g vs shared@1g", "safe_ratio", "x", direct.hold/via.safe, nil, "THESIS T5.2 (derived: 1109.86 / 260)", 4.3, "time to safe output: direct / RSA"),
 		row("ram@1g vs shared@1g", "verified_ratio", "x", direct.hold/via.verified, nil, "", 0, "time to verified output: direct / RSA's DONE_STAGING_OUT"),
 	}, nil
 }
 
-// profiledFops are the file operations at shared@1g's brick a row gives
-// (calls and mean latency): those that set a job's pace there.
+// profiledFops are the file operations at a brick a row gives (calls and
+// mean latency): those that set a job's pace there.
 func profiledFops() []string { return []string{"CREATE", "WRITE", "FSYNC", "LOOKUP", "READ", "RENAME"} }
+
+// withFops adds fops' profiledFops to p, each as PREFIX+OP+"_n" (calls)
+// and PREFIX+OP+"_us" (mean latency in microseconds).
+func withFops(p map[string]string, prefix string, fops map[string]target.FopStat) map[string]string {
+	for _, op := range profiledFops() {
+		if s, ok := fops[op]; ok && s.Calls > 0 {
+			p = withParams(p, prefix+op+"_n", strconv.FormatInt(s.Calls, 10),
+				prefix+op+"_us", strconv.FormatFloat(float64(s.Avg)/float64(time.Microsecond), 'f', 0, 64))
+		}
+	}
+	return p
+}
 
 // pairOrder draws whether a pair's direct job runs first, from its
 // latency and run: reproducible, and not the same every run.
@@ -305,6 +317,7 @@ type t52Job struct {
 	cpu                       cpuShare
 	hostCPU                   map[string]float64        // CPU seconds by emulated host during the job
 	fops                      map[string]target.FopStat // shared@1g's brick, during the job (nil: not profiled)
+	ramdiskFops               map[string]target.FopStat // the RSA job's RAMDISK's bricks, its whole life (nil: not profiled)
 }
 
 // count keeps what a meter counted over the job.
@@ -382,11 +395,20 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 	if err := t.profile(ctx, &j.fops); err != nil {
 		return j, err
 	}
-	verified, err := t.verifiedAt(ctx, id)
+	l, err := t.rsaLog(ctx, id)
+	if err != nil {
+		return j, fmt.Errorf("RSA job %s: %w", id, err)
+	}
+	verified, err := l.verifiedAt()
 	if err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
 	j.verified = float64(verified.UnixNano()-w.Start) / 1e9
+	if t.ProfileRAMDISK {
+		if j.ramdiskFops, err = RAMDISKProfile(l.Lines); err != nil {
+			return j, fmt.Errorf("RSA job %s: %w", id, err)
+		}
+	}
 	// The output, checked through this host's own mount of shared@1g.
 	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
 		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
@@ -431,33 +453,33 @@ func (t ClusterT52) writer() string {
 	return fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
 }
 
-// verifiedAt is when RSA's record of Slurm job id reached
-// DONE_STAGING_OUT (its output staged out and verified), from the
-// daemon's log of it.
-func (t ClusterT52) verifiedAt(ctx context.Context, id string) (time.Time, error) {
+// rsaLog is RSA's log of Slurm job id: its transitions and its own log.
+func (t ClusterT52) rsaLog(ctx context.Context, id string) (JobLog, error) {
 	cfg := filepath.Join(t.Dir, "rsa", "rsa.toml")
 	jobs, err := live.Jobs(ctx, t.RSA, cfg)
 	if err != nil {
-		return time.Time{}, err
+		return JobLog{}, err
 	}
 	j := live.Newest(jobs, id)[id]
 	if j == nil {
-		return time.Time{}, fmt.Errorf("RSA has no record of Slurm job %s", id)
+		return JobLog{}, fmt.Errorf("RSA has no record of Slurm job %s", id)
 	}
 	out, err := exec.CommandContext(ctx, t.RSA, "--config", cfg, "log", "--json", strconv.FormatInt(j.ID, 10)).Output()
 	if err != nil {
-		return time.Time{}, fmt.Errorf("rsa log %d: %w", j.ID, err)
+		return JobLog{}, fmt.Errorf("rsa log %d: %w", j.ID, err)
 	}
-	l, err := ParseJobLog(out)
-	if err != nil {
-		return time.Time{}, err
-	}
+	return ParseJobLog(out)
+}
+
+// verifiedAt is when RSA had the job's output staged out and verified
+// (DONE_STAGING_OUT).
+func (l JobLog) verifiedAt() (time.Time, error) {
 	for _, e := range l.Events {
 		if e.To == string(lifecycle.DoneStagingOut) {
 			return e.At, nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("RSA job %d's log has no DONE_STAGING_OUT", j.ID)
+	return time.Time{}, fmt.Errorf("RSA job %s's log has no DONE_STAGING_OUT", l.Job)
 }
 
 // localShared is this host's mount of shared@1g, where the checks read.

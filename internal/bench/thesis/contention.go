@@ -194,7 +194,11 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 			return nil, fmt.Errorf("RSA job %s: %w", id, err)
 		}
 		safe = float64(time.Now().UnixNano()-start) / 1e9
-		at, err := c.verifiedAt(ctx, id)
+		l, err := c.rsaLog(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("RSA job %s: %w", id, err)
+		}
+		at, err := l.verifiedAt()
 		if err != nil {
 			return nil, fmt.Errorf("RSA job %s: %w", id, err)
 		}
@@ -221,7 +225,7 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 	case cell.rsa:
 		return []bench.Row{
 			row("hold", "s", hold, jobStats, "THESIS T5.2 RSA default Output Mean", 35.87, cell.note+"; its creates are the stage-out's"),
-			row("verified", "s", verified, jobStats, "", 0, "the first writer's start until RSA's DONE_STAGING_OUT: output staged out (one syncfs) and verified on shared@1g"),
+			row("verified", "s", verified, jobStats, "", 0, "the first writer's start until RSA's DONE_STAGING_OUT: output staged out (each file fsync'd, rsa copy --durable) and verified on shared@1g"),
 			row("safe", "s", safe, jobStats, "THESIS T5.2 (derived: 35.87 + 224)", 260, "the first writer's start until RSA released the job: output verified on shared@1g, RAMDISK gone; its creates are the stage-out's"),
 		}, nil
 	case cell.name == "shared@1g":

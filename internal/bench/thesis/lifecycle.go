@@ -17,6 +17,10 @@ type JobLog struct {
 	Job    string
 	Label  string // which run it came from, for the rows ("shared_latency=0s")
 	Events []LogEvent
+	// Lines is the job's own log (its tail, as rsa log gives it): what
+	// RSA noted for the job's user, staging output, the RAMDISK's
+	// profile.
+	Lines string
 }
 
 // LogEvent is one transition of a job's rsa-state or job-state.
@@ -45,11 +49,13 @@ func ParseJobLog(out []byte) (JobLog, error) {
 			Kind    string    `json:"kind"`
 			Message string    `json:"message"`
 		} `json:"events"`
+		Lines string `json:"stage_log"`
 	}
 	var l JobLog
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return l, fmt.Errorf("rsa log --json: %w", err)
 	}
+	l.Lines = raw.Lines
 	for _, e := range raw.Events {
 		l.Job = fmt.Sprint(e.JobID)
 		ev := LogEvent{At: e.At, Kind: e.Kind}

@@ -32,6 +32,7 @@ func (destroy) Kind() lifecycle.ActionKind { return lifecycle.Destroy }
 // is assigned anew on live nodes.
 func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 	rd := a.Daemon.Ramdisk(j)
+	a.noteProfile(ctx, j, rd)
 	if err := a.unbindAndEvict(ctx, j, rd, true); err != nil {
 		return failed(lifecycle.EvDestroyFailed, err)
 	}
@@ -52,6 +53,35 @@ func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 		return lifecycle.Event{Kind: lifecycle.EvDestroyed, Reason: debt.Error()}
 	}
 	return lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: debt.Nodes, Reason: debt.Error()}
+}
+
+// profileTimeout bounds the read of a RAMDISK's profile: it is for the
+// job's log, and a node slow to answer must not hold the teardown.
+const profileTimeout = 10 * time.Second
+
+// noteProfile writes the file operations the RAMDISK served, as its
+// engine counted them (engine.Profiler), into the job's log: a line an
+// operation, the most called first. An engine not counting them writes
+// nothing; one that fails to read them says so in a line.
+func (a destroy) noteProfile(ctx context.Context, j *job.Job, rd engine.Ramdisk) {
+	p, ok := engine.As[engine.Profiler](a.Engine)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, profileTimeout)
+	defer cancel()
+	ops, ok, err := p.Profile(ctx, rd)
+	switch {
+	case !ok:
+	case err != nil:
+		a.note(j, fmt.Sprintf("RAMDISK profile: not read (%v)", err))
+	default:
+		more := make([]string, len(ops))
+		for i, o := range ops {
+			more[i] = fmt.Sprintf("  %-12s %10d calls, mean %.3f ms", o.Op, o.Calls, float64(o.Mean)/float64(time.Millisecond))
+		}
+		a.note(j, "RAMDISK profile: the file operations its parts served, from its start to its teardown", more...)
+	}
 }
 
 // busyPause is the pause between a teardown's tries of a busy RAMDISK.

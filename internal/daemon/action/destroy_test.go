@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/rsa-hpc/rsa/internal/engine"
 	"github.com/rsa-hpc/rsa/internal/engine/memengine"
@@ -44,7 +45,16 @@ func TestDestroy(t *testing.T) {
 		}
 	}
 	runCases(t, lifecycle.Destroy, []actionCase{
-		{name: "destroyed", built: true, want: ev(lifecycle.EvDestroyed), check: gone},
+		{name: "destroyed", built: true, want: ev(lifecycle.EvDestroyed), check: gone, notLog: []string{"RAMDISK profile"}},
+		{name: "profiled", built: true, setup: func(r *rig) {
+			r.eng.profile = func(engine.Ramdisk) ([]engine.OpStat, bool, error) {
+				return []engine.OpStat{{Op: "WRITE", Calls: 16384, Mean: 52 * time.Microsecond}, {Op: "CREATE", Calls: 2048, Mean: 213 * time.Microsecond}}, true, nil
+			}
+		}, want: ev(lifecycle.EvDestroyed), check: gone,
+			log: []string{"RAMDISK profile: the file operations its parts served", "  WRITE             16384 calls, mean 0.052 ms\n  CREATE             2048 calls, mean 0.213 ms\n"}},
+		{name: "profile not read", built: true, setup: func(r *rig) {
+			r.eng.profile = func(engine.Ramdisk) ([]engine.OpStat, bool, error) { return nil, true, errInjected }
+		}, want: ev(lifecycle.EvDestroyed), check: gone, log: []string{"RAMDISK profile: not read (" + errInjected.Error()}},
 		{name: "gone already (resumed)", want: ev(lifecycle.EvDestroyed), check: func(t *testing.T, r *rig) { wantForgot(t, r, true) }},
 		{name: "an RSA node silent", built: true, setup: func(r *rig) { r.mem.Silence("rsa02") },
 			want:   lifecycle.Event{Kind: lifecycle.EvDestroyed, Nodes: []string{"rsa02"}},

@@ -240,6 +240,15 @@ type scripted struct {
 	checks  int
 	check   func(n int, r engine.Ramdisk) (engine.Degraded, error) // n counts the Checks from 1
 	destroy func(r engine.Ramdisk) error
+	// profile answers Profile; nil: the engine counts nothing.
+	profile func(r engine.Ramdisk) ([]engine.OpStat, bool, error)
+}
+
+func (e *scripted) Profile(_ context.Context, r engine.Ramdisk) ([]engine.OpStat, bool, error) {
+	if e.profile == nil {
+		return nil, false, nil
+	}
+	return e.profile(r)
 }
 
 func (e *scripted) Check(ctx context.Context, r engine.Ramdisk) (engine.Degraded, error) {

@@ -38,6 +38,10 @@ type Config struct {
 	// Shard splits files into 64 MiB pieces spread over the bricks, for
 	// files bigger than one node's share.
 	Shard bool
+	// Profile turns every job's volume's profile on: its bricks count
+	// and time each file operation, written to the job's log when its
+	// RAMDISK is torn down.
+	Profile bool
 	// PingTimeout is how long a Gluster client waits for a silent brick.
 	PingTimeout time.Duration
 	// PoolCheck is how often the daemon asks every RSA node's glusterd
@@ -107,6 +111,7 @@ type clusterFile struct {
 	DownAfter   *string `toml:"down_after"`
 	Replica     *int    `toml:"replica"`
 	Shard       *bool   `toml:"shard"`
+	Profile     *bool   `toml:"profile"`
 	PingTimeout *string `toml:"ping_timeout"`
 	// The daemon's own periods and bounds (see Config).
 	PoolCheck     *string `toml:"pool_check"`
@@ -222,6 +227,9 @@ func parse(s config.Section, c *config.Config) (any, error) {
 	}
 	if fc.Shard != nil {
 		cl.Shard = *fc.Shard
+	}
+	if fc.Profile != nil {
+		cl.Profile = *fc.Profile
 	}
 	if fc.PingTimeout != nil {
 		d, err := units.ParseDuration(*fc.PingTimeout)

@@ -27,6 +27,7 @@ address = "10.0.0.2"
 replica = 2
 ping_timeout = "5s"
 heartbeat = "2s"
+profile = true
 [[nodes]]
 name = "rsa1"
 address = "10.0.0.11"
@@ -46,7 +47,7 @@ address = "10.0.1.1"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Engine != Name || gc.Replica != 2 || gc.PingTimeout != 5*time.Second || gc.Heartbeat != 2*time.Second ||
+	if c.Engine != Name || gc.Replica != 2 || !gc.Profile || gc.PingTimeout != 5*time.Second || gc.Heartbeat != 2*time.Second ||
 		gc.Address != "10.0.0.2" || gc.AgentPort != 9477 || len(c.Nodes) != 2 || c.Nodes[1].Address != "rsa2.example.org" ||
 		c.Nodes[0].Engine != Name || len(gc.Compute) != 1 || gc.AgentAddr(c.Nodes[0].Address) != "10.0.0.11:9477" {
 		t.Fatalf("unexpected config: %+v, %+v", c, gc)

@@ -100,6 +100,9 @@ type Engine struct {
 	OtherControl, OtherControlName string
 	Replica                        int // 0: distribute; 2: consecutive parts are one replica pair
 	Shard                          bool
+	// Profiling makes every volume with its profile on
+	// (cluster.profile), which Profile reads.
+	Profiling bool
 	// PingTimeout is Gluster's network.ping-timeout.
 	PingTimeout time.Duration
 	// CheckTimeout bounds glusterd's answer in Check (0: 15 s): on a cut
@@ -136,6 +139,7 @@ var (
 	_ engine.ClientAdmitter = (*Engine)(nil)
 	_ engine.Placer         = (*Engine)(nil)
 	_ engine.Periodic       = (*Engine)(nil)
+	_ engine.Profiler       = (*Engine)(nil)
 	_ io.Closer             = (*Engine)(nil)
 )
 
@@ -281,7 +285,33 @@ func (e *Engine) spec(r engine.Ramdisk, bricks []string, hosts []string) (agent.
 	// read it from one RSA node. Sharded, its 64 MiB pieces spread over
 	// all of the job's bricks.
 	return agent.VolumeSpec{Bricks: bricks, Replica: e.Replica, Shard: e.Shard || r.RootOnly, AuthAllow: allow, TLSAllow: names,
-		PingTimeout: int(e.PingTimeout / time.Second)}, nil
+		PingTimeout: int(e.PingTimeout / time.Second), Profile: e.Profiling}, nil
+}
+
+// Profile reads r's volume's profile through a coordinator's glusterd:
+// every brick's file operations since the volume was made. ok is false
+// when e.Profiling is off, when the volume is not there, and when it was
+// made without its profile (before profile was set).
+func (e *Engine) Profile(ctx context.Context, r engine.Ramdisk) ([]engine.OpStat, bool, error) {
+	if !e.Profiling {
+		return nil, false, nil
+	}
+	co, err := e.coordinator(r)
+	if err != nil {
+		return nil, true, err
+	}
+	fs, err := co.VolumeProfile(ctx, e.volume(r))
+	if errors.Is(err, agent.ErrNotFound) || errors.Is(err, agent.ErrInvalid) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("reading the profile of volume %s: %w", e.volume(r), err)
+	}
+	ops := make([]engine.OpStat, len(fs))
+	for i, f := range fs {
+		ops[i] = engine.OpStat{Op: f.Op, Calls: f.Calls, Mean: f.Mean}
+	}
+	return ops, true, nil
 }
 
 // bricks makes every part's brick and returns them as Gluster names them,

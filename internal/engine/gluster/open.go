@@ -38,7 +38,7 @@ func Open(cfg *config.Config, log *slog.Logger, policy mount.Policy, epoch int64
 	cl.SetEpoch(epoch)
 	g := &Engine{Root: cfg.RamdiskRoot, Nodes: cl, Control: gc.Address,
 		OtherControl: cfg.Failover.PeerAddress, OtherControlName: cfg.Failover.Peer,
-		Replica: gc.Replica, Shard: gc.Shard, PingTimeout: gc.PingTimeout,
+		Replica: gc.Replica, Shard: gc.Shard, Profiling: gc.Profile, PingTimeout: gc.PingTimeout,
 		CheckTimeout: gc.CheckTimeout, CheckSettle: gc.CheckSettle,
 		BWLimit: cfg.Limits.StageBWLimit, WholeSettle: gc.WholeSettle,
 		DaemonPeriods: engine.Periods{Heartbeat: gc.Heartbeat, LeftoverSweep: gc.LeftoverSweep, ProbeTimeout: gc.ProbeTimeout},
