@@ -117,6 +117,31 @@ func (s Slurm) Span(ctx context.Context, id string) (start, end time.Time, err e
 	return start, end, nil
 }
 
+// Accounted reads when Slurm's accounting says a job started and ended:
+// sacct's Start and End (whole seconds) from the job-completion record
+// (sacct --completion: the emulated cluster logs completions with
+// jobcomp/filetxt and runs no slurmdbd). A job with no record yet is an
+// error.
+func (s Slurm) Accounted(ctx context.Context, id string) (start, end time.Time, err error) {
+	out, err := s.Command(ctx, "sacct", "--completion", "--noheader", "--parsable2", "--jobs", id, "--format", "Start,End").CombinedOutput()
+	if err != nil {
+		return start, end, fmt.Errorf("sacct --completion -j %s: %w: %s", id, err, strings.TrimSpace(string(out)))
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if line == "" {
+		return start, end, fmt.Errorf("sacct --completion -j %s: no record of the job (not ended, or JobCompType not jobcomp/filetxt?)", id)
+	}
+	a, b, _ := strings.Cut(line, "|")
+	const layout = "2006-01-02T15:04:05"
+	if start, err = time.ParseInLocation(layout, a, time.Local); err != nil {
+		return start, end, fmt.Errorf("sacct: Slurm job %s's start %q: %w", id, a, err)
+	}
+	if end, err = time.ParseInLocation(layout, b, time.Local); err != nil {
+		return start, end, fmt.Errorf("sacct: Slurm job %s's end %q: %w", id, b, err)
+	}
+	return start, end, nil
+}
+
 // Ended reports whether a job in state has ended: it will not run (again).
 func Ended(state string) bool {
 	switch state {

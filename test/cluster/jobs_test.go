@@ -185,6 +185,19 @@ sha256sum < %[3]s/from-$(hostname) > %[1]s/outsum-$(hostname)'
 		t.Errorf("the input's 40 files lie on %d RSA hosts, %d files in all; want 2 hosts, 40 files", holding, total)
 	}
 	c.waitJob(t, id, 120*time.Second, "COMPLETED")
+	// The cluster's accounting (sacct from its job-completion record,
+	// which the evidence's node hold is read from) agrees with squeue.
+	start, end, err := c.slurmClient.Span(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	astart, aend, err := c.slurmClient.Accounted(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !astart.Equal(start) || !aend.Equal(end) {
+		t.Errorf("sacct says job %s ran %s to %s, squeue %s to %s: want the same", id, astart, aend, start, end)
+	}
 	c.waitRSA(t, id, 90*time.Second, "RELEASED")
 	for _, h := range c.compute {
 		if got := strings.TrimSpace(readFile(t, filepath.Join(w, "infs-"+h))); got != "fuse.glusterfs" {
