@@ -30,16 +30,46 @@ func ProfileOptions() [][2]string {
 }
 
 // profileBrick is one brick of a profile's answer (volume profile NAME
-// info cumulative): each operation's calls and mean latency since the
-// profile was turned on. The CLI leaves out an operation no call made;
+// info cumulative or incremental): each operation's calls and mean
+// latency since the profile was turned on (Cumulative) or since the read
+// before (Interval). The CLI leaves out an operation no call made;
 // GlusterFS 10 and 11 give latencies in nanoseconds.
 type profileBrick struct {
-	Name string `xml:"brickName"`
-	Fops []struct {
-		Name string  `xml:"name"`
-		Hits int64   `xml:"hits"`
-		Avg  float64 `xml:"avgLatency"`
-	} `xml:"cumulativeStats>fopStats>fop"`
+	Name       string     `xml:"brickName"`
+	Cumulative []brickFop `xml:"cumulativeStats>fopStats>fop"`
+	Interval   []brickFop `xml:"intervalStats>fopStats>fop"`
+}
+
+// brickFop is one operation's line of a brick's table.
+type brickFop struct {
+	Name string  `xml:"name"`
+	Hits int64   `xml:"hits"`
+	Avg  float64 `xml:"avgLatency"`
+}
+
+// ProfileTable is which of a profile's tables to read.
+type ProfileTable int
+
+const (
+	// Cumulative is since the profile was turned on (info cumulative).
+	Cumulative ProfileTable = iota
+	// Interval is since the read of an interval before, or since the
+	// profile was turned on for the first (info incremental, which
+	// starts the next interval).
+	Interval
+)
+
+// ParseProfile reads the CLI's XML answer to volume profile NAME info
+// cumulative or incremental (gluster --xml), table's figures summed over
+// the bricks as Profile sums them. A refusal is an *Error, wrapping
+// ErrProfileOff for a volume whose profile is off. For callers that run
+// the CLI themselves (in another namespace).
+func ParseProfile(out []byte, table ProfileTable) ([]FopStat, error) {
+	o, err := parse([]string{"volume", "profile"}, out)
+	if err != nil {
+		return nil, profileError(err)
+	}
+	return o.profile(table), nil
 }
 
 // Profile is volume name's file operations since its profile was turned
@@ -54,7 +84,7 @@ func (c *CLI) Profile(ctx context.Context, name string) ([]FopStat, error) {
 	if err != nil {
 		return nil, profileError(err)
 	}
-	return o.profile(), nil
+	return o.profile(Cumulative), nil
 }
 
 // profileError marks glusterd's refusal to read a profile that is off
@@ -66,12 +96,16 @@ func profileError(err error) error {
 	return err
 }
 
-// profile sums the bricks of a profile's answer.
-func (o *cliOutput) profile() []FopStat {
+// profile sums table over the bricks of a profile's answer.
+func (o *cliOutput) profile(table ProfileTable) []FopStat {
 	calls := map[string]int64{}
 	ns := map[string]float64{}
 	for _, b := range o.ProfileBricks {
-		for _, f := range b.Fops {
+		fops := b.Cumulative
+		if table == Interval {
+			fops = b.Interval
+		}
+		for _, f := range fops {
 			if f.Hits <= 0 || f.Name == "" {
 				continue
 			}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/rsa-hpc/rsa/internal/bench"
-	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 	"github.com/rsa-hpc/rsa/internal/lifecycle"
 	"github.com/rsa-hpc/rsa/internal/mount"
 	"github.com/rsa-hpc/rsa/internal/rsatest"
@@ -62,7 +62,7 @@ type ClusterT52 struct {
 	// Profile, if set, reads shared@1g's volume profile since the read
 	// before: each job's file operations there (the direct job's writes;
 	// RSA's stage-out and verify) go into its rows.
-	Profile func(context.Context) (map[string]target.FopStat, error)
+	Profile func(context.Context) ([]gluster.FopStat, error)
 	// ProfileRAMDISK turns RSA's profile of each job's volume on
 	// (cluster.profile): the file operations the RSA job's RAMDISK
 	// served, from its job's log, go into its rows (rd_OP_n, rd_OP_us).
@@ -289,11 +289,11 @@ func profiledFops() []string { return []string{"CREATE", "WRITE", "FSYNC", "LOOK
 
 // withFops adds fops' profiledFops to p, each as PREFIX+OP+"_n" (calls)
 // and PREFIX+OP+"_us" (mean latency in microseconds).
-func withFops(p map[string]string, prefix string, fops map[string]target.FopStat) map[string]string {
-	for _, op := range profiledFops() {
-		if s, ok := fops[op]; ok && s.Calls > 0 {
-			p = withParams(p, prefix+op+"_n", strconv.FormatInt(s.Calls, 10),
-				prefix+op+"_us", strconv.FormatFloat(float64(s.Avg)/float64(time.Microsecond), 'f', 0, 64))
+func withFops(p map[string]string, prefix string, fops []gluster.FopStat) map[string]string {
+	for _, s := range fops {
+		if slices.Contains(profiledFops(), s.Op) && s.Calls > 0 {
+			p = withParams(p, prefix+s.Op+"_n", strconv.FormatInt(s.Calls, 10),
+				prefix+s.Op+"_us", strconv.FormatFloat(float64(s.Mean)/float64(time.Microsecond), 'f', 0, 64))
 		}
 	}
 	return p
@@ -315,9 +315,9 @@ type t52Job struct {
 	slurmHold                 float64 // seconds Slurm held the job's node, by its own record (whole seconds)
 	linkBytes                 int64   // through the compute host's link, both ways, during the job
 	cpu                       cpuShare
-	hostCPU                   map[string]float64        // CPU seconds by emulated host during the job
-	fops                      map[string]target.FopStat // shared@1g's brick, during the job (nil: not profiled)
-	ramdiskFops               map[string]target.FopStat // the RSA job's RAMDISK's bricks, its whole life (nil: not profiled)
+	hostCPU                   map[string]float64 // CPU seconds by emulated host during the job
+	fops                      []gluster.FopStat  // shared@1g's brick, during the job (nil: not profiled)
+	ramdiskFops               []gluster.FopStat  // the RSA job's RAMDISK's bricks, its whole life (nil: not profiled)
 }
 
 // count keeps what a meter counted over the job.
@@ -419,7 +419,7 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 // profile reads shared@1g's profile since the read before into into
 // (nil: the start of an interval, the counts so far dropped); without
 // t.Profile it does nothing.
-func (t ClusterT52) profile(ctx context.Context, into *map[string]target.FopStat) error {
+func (t ClusterT52) profile(ctx context.Context, into *[]gluster.FopStat) error {
 	if t.Profile == nil {
 		return nil
 	}

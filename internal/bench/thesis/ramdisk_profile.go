@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 )
 
 // The lines the daemon writes into a job's log as it tears the RAMDISK
@@ -25,7 +25,7 @@ var profileLine = regexp.MustCompile(`^\s+([A-Z_]+)\s+(\d+) calls, mean ([\d.]+)
 // RAMDISK's bricks over its life. The first profile in the log counts (a
 // teardown tried again writes another). A log without one, or with the
 // daemon's word that it could not read it, is an error.
-func RAMDISKProfile(lines string) (map[string]target.FopStat, error) {
+func RAMDISKProfile(lines string) ([]gluster.FopStat, error) {
 	ls := strings.Split(lines, "\n")
 	for i, l := range ls {
 		if strings.Contains(l, profileMissing) {
@@ -34,7 +34,7 @@ func RAMDISKProfile(lines string) (map[string]target.FopStat, error) {
 		if !strings.Contains(l, profileHead) {
 			continue
 		}
-		out := map[string]target.FopStat{}
+		var out []gluster.FopStat
 		for _, op := range ls[i+1:] {
 			m := profileLine.FindStringSubmatch(op)
 			if m == nil {
@@ -48,7 +48,7 @@ func RAMDISKProfile(lines string) (map[string]target.FopStat, error) {
 			if err != nil {
 				return nil, fmt.Errorf("the job's log: RAMDISK profile line %q: %w", op, err)
 			}
-			out[m[1]] = target.FopStat{Calls: n, Avg: time.Duration(ms * float64(time.Millisecond))}
+			out = append(out, gluster.FopStat{Op: m[1], Calls: n, Mean: time.Duration(ms * float64(time.Millisecond))})
 		}
 		return out, nil
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rsa-hpc/rsa/internal/bench/target"
+	"github.com/rsa-hpc/rsa/internal/gluster"
 )
 
 func TestRAMDISKProfile(t *testing.T) {
@@ -23,13 +23,13 @@ func TestRAMDISKProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]target.FopStat{"WRITE": {Calls: 16384, Avg: 52 * time.Microsecond}, "CREATE": {Calls: 2048, Avg: 213 * time.Microsecond}}
+	want := []gluster.FopStat{{Op: "WRITE", Calls: 16384, Mean: 52 * time.Microsecond}, {Op: "CREATE", Calls: 2048, Mean: 213 * time.Microsecond}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	for op, w := range want {
-		if g := got[op]; g.Calls != w.Calls || (g.Avg-w.Avg).Abs() > time.Microsecond {
-			t.Errorf("%s = %+v, want %+v", op, g, w)
+	for i, w := range want {
+		if g := got[i]; g.Op != w.Op || g.Calls != w.Calls || (g.Mean-w.Mean).Abs() > time.Microsecond {
+			t.Errorf("%s = %+v, want %+v", w.Op, g, w)
 		}
 	}
 	for _, tc := range []struct{ name, log, want string }{
