@@ -140,7 +140,7 @@ for rate in "${e1_rates[@]}"; do
 	e2_cells+=("$rate:2048x1M")
 	[ "$rate" != 1gbit ] || e2_cells+=("1gbit:512x4M")
 done
-bench e2-model model --runs 3 --rates "$(IFS=,; echo "${e1_rates[*]}")" --cells "$(IFS=,; echo "${e2_cells[*]}")"
+bench e2-model model --ior "$ior" --runs 3 --rates "$(IFS=,; echo "${e1_rates[*]}")" --cells "$(IFS=,; echo "${e2_cells[*]}")"
 # E4, the thesis' mechanism: shared@1g's creates contend as GPFS's did
 # (rsa-lab bench contention), the job spread over 1, 2 and 4 compute
 # hosts. The thesis' 2 GiB as 512 files of 4 MiB: its 2,048 files would

@@ -33,12 +33,12 @@ Targets: ram (a tmpfs), ram-blk (ext2 on a loop device over a tmpfs file),
 disk (local ext4), or any directory. 'rsa-lab bench target up NAME' brings one
 up; each benchmark brings up the target it is given and leaves it up.`,
 	}
-	// Everything but what a job runs (write, io500-job, wait-mount) and
+	// Everything but what a job runs (write, probe, io500-job, wait-mount) and
 	// report (a page from files) mounts, makes devices or namespaces, or
 	// runs jobs as a user.
 	asUser := func(c *cobra.Command) bool {
 		switch c.Name() {
-		case "write", "io500-job", "wait-mount", "report":
+		case "write", "probe", "io500-job", "wait-mount", "report":
 			return true
 		}
 		return false
@@ -57,7 +57,7 @@ up; each benchmark brings up the target it is given and leaves it up.`,
 		}
 		return bench.Tidy()
 	}
-	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchModelCmd(), benchIO500Cmd(), benchIO500JobCmd(), benchWaitMountCmd(), benchReportCmd())
+	cmd.AddCommand(benchTargetCmd(), benchThesisCmd(), benchWriteCmd(), benchToolsCmd(), benchContentionCmd(), benchModelCmd(), benchProbeCmd(), benchIO500Cmd(), benchIO500JobCmd(), benchWaitMountCmd(), benchReportCmd())
 	return cmd
 }
 

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,12 +23,14 @@ micro-benchmarks on the emulated cluster E1 runs on, predict E1's cells
 
 At each --rates rate (the compute host's link, each way) it measures,
 --runs times in a drawn order: iperf3 from the compute host and from an
-RSA host to shared@1g's server; a Slurm job writing 16 files of 32 MiB at
-once, straight to shared@1g and into its RAMDISK through RSA (bandwidth);
-the same with 512 files of 4 KiB (the cost of a small file); and RSA's
-stage-out of 64 and 512 small files and of the 32 MiB files, from the
+RSA host to shared@1g's server; a Slurm job of IOR on the compute host, 16
+ranks writing a file of 32 MiB each, straight to shared@1g and into its
+RAMDISK through RSA (IOR's write bandwidth); mdtest's create phase the
+same ways, 16 ranks making 32 files of 4 KiB each in one directory (one
+over its file creation rate: the cost of a small file); and RSA's
+stage-out of 64 and 512 such small files and of IOR's files, from the
 job's end until RSA's DONE_STAGING_OUT (a fixed cost, a cost per file and
-a rate). Then each --cells cell is predicted from its rate's medians. The
+a rate). Every file is fsync'd (IOR -e, mdtest -y), as T52's writer does. Then each --cells cell is predicted from its rate's medians. The
 report sets each prediction beside E1's measured median.`
 
 // benchModelCmd is rsa-lab bench model.
@@ -38,6 +43,7 @@ func benchModelCmd() *cobra.Command {
 		user  string
 		repo  string
 		rsa   string
+		ior   string
 	)
 	cmd := &cobra.Command{
 		Use:   "model",
@@ -69,7 +75,7 @@ func benchModelCmd() *cobra.Command {
 			link := func(ctx context.Context, run func(args ...string) (string, error)) (float64, error) {
 				return target.SharedLinkFrom(ctx, cfg, 3, run)
 			}
-			rows, err := thesis.ClusterModel{Cluster: cl, Rates: rates, Cells: want, Runs: runs, Link: link}.Run(ctx,
+			rows, err := thesis.ClusterModel{Cluster: cl, IOR: ior, Rates: rates, Cells: want, Runs: runs, Link: link}.Run(ctx,
 				func(cal thesis.ModelCalibration, cell thesis.ModelCell) ([]bench.Row, error) {
 					return thesis.SimPredict(ctx, cal, cell)
 				})
@@ -87,6 +93,8 @@ func benchModelCmd() *cobra.Command {
 	cmd.Flags().StringVar(&user, "user", "rsabench", "the jobs' user (created and removed if missing)")
 	cmd.Flags().StringVar(&repo, "repo", "", "the checkout holding scripts/cluster-up (default: found from the rsa-lab binary's path)")
 	cmd.Flags().StringVar(&rsa, "rsa", "", "the product's rsa binary (default: the rsa beside rsa-lab, else rsa on PATH)")
+	cmd.Flags().StringVar(&ior, "ior", "", "IOR's and mdtest's prefix, as scripts/build-ior.sh prints it")
+	_ = cmd.MarkFlagRequired("ior")
 	return cmd
 }
 
@@ -110,4 +118,66 @@ func parseModelCell(s string) (thesis.ModelCell, error) {
 		return thesis.ModelCell{}, bad
 	}
 	return thesis.ModelCell{Rate: rate, Ranks: ranks, Size: size}, nil
+}
+
+// benchProbeCmd is one of E2's micro-benchmarks, as its job runs it:
+// rsa-lab bench model starts it as the job's command.
+func benchProbeCmd() *cobra.Command {
+	var (
+		p         thesis.Probe
+		dir, size string
+		asJSON    bool
+		waitMount bool
+	)
+	cmd := &cobra.Command{
+		Use:    "probe",
+		Short:  "Run one of E2's micro-benchmarks (IOR or mdtest on this host's ranks) into --dir",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			n, err := units.ParseSize(size)
+			if err != nil {
+				return fmt.Errorf("--size: %w", err)
+			}
+			p.Size = n
+			if err := p.Check(); err != nil {
+				return err
+			}
+			if dir, err = filepath.Abs(dir); err != nil {
+				return err
+			}
+			if waitMount {
+				if err := waitForMount(cmd, dir, 60*time.Second); err != nil {
+					return err
+				}
+			}
+			rate, err := p.Run(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			end := time.Now()
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
+					"start_unix_nano": start.UnixNano(), "end_unix_nano": end.UnixNano(), "rate": rate})
+			}
+			unit := "files/s"
+			if p.Tool == thesis.ProbeIOR {
+				rate, unit = rate/(1<<20), "MiB/s"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %.1f %s; %.3fs in all\n", p.Tool, rate, unit, end.Sub(start).Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&p.Tool, "tool", thesis.ProbeIOR, "ior (a file per rank) or mdtest (its create phase)")
+	cmd.Flags().StringVar(&p.IOR, "ior", "", "IOR's and mdtest's prefix, as scripts/build-ior.sh prints it")
+	cmd.Flags().IntVar(&p.Ranks, "ranks", 16, "MPI ranks")
+	cmd.Flags().IntVar(&p.PerRank, "per-rank", 32, "files each rank makes (mdtest)")
+	cmd.Flags().StringVar(&size, "size", "4K", "bytes per file")
+	cmd.Flags().StringVar(&dir, "dir", "", "the output directory")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the timings and the tool's rate as JSON")
+	cmd.Flags().BoolVar(&waitMount, "wait-mount", false, "first wait until --dir is a mount point (RSA's output switch)")
+	_ = cmd.MarkFlagRequired("dir")
+	_ = cmd.MarkFlagRequired("ior")
+	return cmd
 }

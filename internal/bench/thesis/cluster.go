@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -67,6 +68,10 @@ type ClusterT52 struct {
 	// (cluster.profile): the file operations the RSA job's RAMDISK
 	// served, from its job's log, go into its rows (rd_OP_n, rd_OP_us).
 	ProfileRAMDISK bool
+	// probe, when set, is the jobs' command instead of the thesis'
+	// writer (E2's micro-benchmarks); Ranks and Size are then its files
+	// and their size.
+	probe *Probe
 }
 
 // Run brings the cluster up, runs both jobs once at each latency, takes
@@ -256,7 +261,7 @@ func (t ClusterT52) once(ctx context.Context, cred *syscall.Credential, script f
 	row := func(target, metric, unit string, v float64, job *t52Job, ref string, src float64, note string) bench.Row {
 		p := withParams(params, "first", first)
 		if job != nil {
-			p = withParams(p, "slurm_hold_s", strconv.FormatFloat(job.slurmHold, 'f', 0, 64),
+			p = withParams(p, "slurm_hold_s", strconv.FormatFloat(job.slurmHold, 'f', 0, 64), "sacct_hold_s", strconv.FormatFloat(job.sacctHold, 'f', 0, 64),
 				"c1_link_MiB", strconv.FormatFloat(float64(job.linkBytes)/(1<<20), 'f', 0, 64),
 				"steal_pct", strconv.FormatFloat(job.cpu.steal, 'f', 1, 64), "softirq_pct", strconv.FormatFloat(job.cpu.softirq, 'f', 1, 64))
 			for h, s := range job.hostCPU {
@@ -312,7 +317,8 @@ func pairOrder(lat time.Duration, run int) bool {
 // t52Job is what one of a pair's jobs measured.
 type t52Job struct {
 	hold, run, verified, safe float64 // seconds
-	slurmHold                 float64 // seconds Slurm held the job's node, by its own record (whole seconds)
+	toolRate                  float64 // a probe's own rate (Probe.Run), 0 for the thesis' writer
+	slurmHold, sacctHold      float64 // seconds Slurm held the job's node, by squeue and by sacct (whole seconds)
 	linkBytes                 int64   // through the compute host's link, both ways, during the job
 	cpu                       cpuShare
 	hostCPU                   map[string]float64 // CPU seconds by emulated host during the job
@@ -327,7 +333,7 @@ func (j *t52Job) count(r reading) { j.linkBytes, j.cpu, j.hostCPU = r.linkBytes,
 func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local, work string) (t52Job, error) {
 	var j t52Job
 	conf, writer := t.slurmConf(), t.writer()
-	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work)
+	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/direct.out\n%[4]s%[2]s --dir %[3]s/direct > %[1]s/direct.json\n", local, writer, work, t.jobEnv())
 	if err := t.profile(ctx, nil); err != nil {
 		return j, err
 	}
@@ -343,15 +349,15 @@ func (t ClusterT52) direct(ctx context.Context, cred *syscall.Credential, local,
 	if err := t.profile(ctx, &j.fops); err != nil {
 		return j, err
 	}
-	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
+	if j.slurmHold, j.sacctHold, err = t.slurmHold(ctx, conf, id); err != nil {
 		return j, err
 	}
 	w, err := readWriter(filepath.Join(local, "direct.json"))
 	if err != nil {
 		return j, fmt.Errorf("direct job %s: %w", id, err)
 	}
-	j.hold = float64(w.End-w.Start) / 1e9
-	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "direct")); err != nil {
+	j.hold, j.toolRate = float64(w.End-w.Start)/1e9, w.Rate
+	if err := t.checkOutput(filepath.Join(t.localShared(), filepath.Base(work), "direct")); err != nil {
 		return j, fmt.Errorf("direct job %s's output: %w", id, err)
 	}
 	return j, nil
@@ -364,8 +370,8 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 	conf, writer := t.slurmConf(), t.writer()
 	capacity := (int64(t.Ranks)*t.Size*5/4>>20 + 64)
 	output := cmp.Or(t.Output, "shared")
-	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
-		local, writer, work, capacity, output)
+	body := fmt.Sprintf("#!/bin/bash\n#SBATCH -N 1\n#SBATCH -o %[1]s/rsa.out\n#RSA capacity=%[4]dM pool=rsa output=%[5]s\n#RSA_DATA_OUT=%[3]s/rsa\n#RSA_DELAY=0\n%[6]s%[2]s --dir %[3]s/rsa --wait-mount > %[1]s/rsa.json\n",
+		local, writer, work, capacity, output, t.jobEnv())
 	if err := t.profile(ctx, nil); err != nil {
 		return j, err
 	}
@@ -379,14 +385,14 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
 	j.run = time.Since(submitted).Seconds()
-	if j.slurmHold, err = t.slurmHold(ctx, conf, id); err != nil {
+	if j.slurmHold, j.sacctHold, err = t.slurmHold(ctx, conf, id); err != nil {
 		return j, err
 	}
 	w, err := readWriter(filepath.Join(local, "rsa.json"))
 	if err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
-	j.hold = float64(w.End-w.Start) / 1e9
+	j.hold, j.toolRate = float64(w.End-w.Start)/1e9, w.Rate
 	if err := t.waitReleased(ctx, id, 15*time.Minute); err != nil {
 		return j, fmt.Errorf("RSA job %s: %w", id, err)
 	}
@@ -410,7 +416,7 @@ func (t ClusterT52) viaRSA(ctx context.Context, cred *syscall.Credential, local,
 		}
 	}
 	// The output, checked through this host's own mount of shared@1g.
-	if _, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
+	if err := t.checkOutput(filepath.Join(t.localShared(), filepath.Base(work), "rsa")); err != nil {
 		return j, fmt.Errorf("RSA job %s's output on the shared file system: %w", id, err)
 	}
 	return j, nil
@@ -433,24 +439,70 @@ func (t ClusterT52) profile(ctx context.Context, into *[]gluster.FopStat) error 
 	return nil
 }
 
-// slurmHold is how long Slurm held job id's nodes by its own record: its
-// start to its end, whole seconds (no slurmdbd here, so no sacct: squeue
-// while slurmctld still keeps the job).
-func (t ClusterT52) slurmHold(ctx context.Context, conf, id string) (float64, error) {
-	start, end, err := rsatest.Slurm{Conf: conf}.Span(ctx, id)
+// slurmHold is how long Slurm held job id's nodes by its own records,
+// start to end in whole seconds: squeue's, while slurmctld still keeps the
+// job, and sacct's (its job-completion record; the emulated cluster has no
+// slurmdbd).
+func (t ClusterT52) slurmHold(ctx context.Context, conf, id string) (squeue, sacct float64, err error) {
+	s := rsatest.Slurm{Conf: conf}
+	start, end, err := s.Span(ctx, id)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return end.Sub(start).Seconds(), nil
+	astart, aend, err := s.Accounted(ctx, id)
+	if err != nil {
+		return 0, 0, err
+	}
+	return end.Sub(start).Seconds(), aend.Sub(astart).Seconds(), nil
 }
 
 // slurmConf is the cluster's slurm.conf.
 func (t ClusterT52) slurmConf() string { return filepath.Join(t.Dir, "etc", "slurm.conf") }
 
 // writer is the job's command: the thesis' writers, t.Ranks files of
-// t.Size, their timings as JSON on stdout; --dir to be added.
+// t.Size (or t.probe), their timings as JSON on stdout; --dir to be added.
 func (t ClusterT52) writer() string {
+	if t.probe != nil {
+		return t.probe.command(t.Lab)
+	}
 	return fmt.Sprintf("%s bench write --ranks %d --size %d --json", t.Lab, t.Ranks, t.Size)
+}
+
+// jobEnv is what the job's script sets before its command: Open MPI's
+// settings for a probe's ranks.
+func (t ClusterT52) jobEnv() string {
+	if t.probe != nil {
+		return mpiEnv
+	}
+	return ""
+}
+
+// checkOutput verifies what the job left in dir: the writer's files, or
+// the probe's t.Ranks files of t.Size in any directories under dir.
+func (t ClusterT52) checkOutput(dir string) error {
+	if t.probe == nil {
+		_, err := (Output{Ranks: t.Ranks, Size: t.Size}).Check(dir)
+		return err
+	}
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() || fi.Size() != t.Size {
+			return fmt.Errorf("output check: %s is %v of %d bytes, want a file of %d", path, fi.Mode().Type(), fi.Size(), t.Size)
+		}
+		n++
+		return nil
+	})
+	if err == nil && n != t.Ranks {
+		err = fmt.Errorf("output check: %d files under %s, want %d", n, dir, t.Ranks)
+	}
+	return err
 }
 
 // rsaLog is RSA's log of Slurm job id: its transitions and its own log.

@@ -19,14 +19,16 @@ import (
 // cluster E1 runs on (one compute host behind a link of each of Rates,
 // two RSA hosts, shared@1g behind its own 1 Gbit/s link), from which the
 // two-term model and the simulator predict E1's cells. None of them runs
-// T52's job or is fitted to its times: bandwidth comes from 16 files of
-// 32 MiB, creates from files of 4 KiB, the stage-out's cost per file and
-// fixed cost from two jobs of such files and its rate from the 32 MiB
-// files, each straight to shared@1g and through RSA as real Slurm jobs.
+// T52's job or is fitted to its times: bandwidth comes from IOR writing 16
+// files of 32 MiB, creates from mdtest making files of 4 KiB, the
+// stage-out's cost per file and fixed cost from two mdtest jobs of such
+// files and its rate from IOR's 32 MiB files, each straight to shared@1g
+// and through RSA as real Slurm jobs, every file fsync'd.
 type ClusterModel struct {
 	// Cluster holds the emulated cluster's settings and binaries; its
 	// Rate, Ranks, Size, Runs, Output and Latencies are not used.
 	Cluster ClusterT52
+	IOR     string      // IOR's and mdtest's prefix, as scripts/build-ior.sh prints it
 	Rates   []string    // the compute host's link rates to calibrate at (tbf rates: 500mbit, 1gbit)
 	Cells   []ModelCell // the E1 cells to predict, each from the calibration at its rate
 	Runs    int         // each rate's micro-benchmarks this many times (1 when 0); the model takes medians
@@ -43,14 +45,26 @@ type ModelCell struct {
 	Size  int64
 }
 
-// The micro-benchmarks' shapes.
+// The micro-benchmarks' shapes: every probe runs probeRanks MPI ranks on
+// the compute host.
 const (
-	streamFiles = 16       // the bandwidth probes' files
-	streamSize  = 32 << 20 // and their size
-	smallSize   = 4096     // the create and stage-out probes' file size
-	smallFew    = 64       // files of the stage-out's short probe
-	smallMany   = 512      // files of the create probes and the stage-out's long probe
+	probeRanks  = 16                      // IOR's and mdtest's ranks
+	streamFiles = probeRanks              // the bandwidth probes' files, IOR's one a rank
+	streamSize  = 32 << 20                // and their size
+	smallSize   = 4096                    // the create and stage-out probes' file size
+	smallFew    = probeRanks * fewPerRank // files of the stage-out's short probe
+	smallMany   = probeRanks * manyPerRank
+	fewPerRank  = 4  // mdtest's files a rank in the stage-out's short probe
+	manyPerRank = 32 // and in the create probes and the stage-out's long probe
 )
+
+// probes are the calibration's three jobs' shapes.
+func (t ClusterModel) probes() (stream, few, many Probe) {
+	stream = Probe{Tool: ProbeIOR, IOR: t.IOR, Ranks: probeRanks, Size: streamSize}
+	few = Probe{Tool: ProbeMdtest, IOR: t.IOR, Ranks: probeRanks, PerRank: fewPerRank, Size: smallSize}
+	many = Probe{Tool: ProbeMdtest, IOR: t.IOR, Ranks: probeRanks, PerRank: manyPerRank, Size: smallSize}
+	return stream, few, many
+}
 
 // ModelCalibration is what the micro-benchmarks measured at one compute
 // link rate: medians over the runs, the stage-out's line fitted to them.
@@ -58,9 +72,9 @@ type ModelCalibration struct {
 	Rate         string
 	ComputeLink  float64              // bits/s, iperf3 from the compute host to shared@1g's server
 	SharedLink   float64              // bits/s, iperf3 from an RSA host to shared@1g's server
-	DirectWrite  float64              // bytes/s, the compute host writing the stream files straight to shared@1g
+	DirectWrite  float64              // bytes/s, IOR on the compute host writing the stream files straight to shared@1g
 	RSAWrite     float64              // bytes/s, the same into its RAMDISK
-	DirectCreate float64              // seconds per file, the compute host writing small files to shared@1g
+	DirectCreate float64              // seconds per file, one over mdtest's file creation rate on shared@1g
 	RSACreate    float64              // the same into its RAMDISK
 	StageFixed   float64              // seconds, the stage-out's cost of none (job end to its first file)
 	StagePerFile float64              // seconds per file
@@ -75,6 +89,9 @@ type ModelCalibration struct {
 func (t ClusterModel) Run(ctx context.Context, predict func(ModelCalibration, ModelCell) ([]bench.Row, error)) (rows []bench.Row, err error) {
 	if len(t.Rates) == 0 {
 		return nil, errors.New("no link rates to calibrate at: give --rates")
+	}
+	if t.IOR == "" {
+		return nil, errors.New("no IOR prefix: give --ior, the prefix scripts/build-ior.sh prints")
 	}
 	for _, c := range t.Cells {
 		if !slices.Contains(t.Rates, c.Rate) {
@@ -133,7 +150,7 @@ func (t ClusterModel) calibrate(ctx context.Context, cred *syscall.Credential, s
 			return script(time.Minute, append([]string{"cluster-up", "exec", host}, args...)...)
 		}
 	}
-	streamBytes := float64(streamFiles * streamSize)
+	stream, few, many := t.probes()
 	type probe struct {
 		name string
 		run  func() error
@@ -150,30 +167,30 @@ func (t ClusterModel) calibrate(ctx context.Context, cred *syscall.Credential, s
 			cal.raw["shared_link"] = append(cal.raw["shared_link"], v)
 			return err
 		}},
-		{"direct stream", func() error {
-			j, err := t.job(ctx, cred, script, streamFiles, streamSize, false)
-			cal.raw["direct_write"] = append(cal.raw["direct_write"], streamBytes/j.hold)
+		{"direct IOR", func() error {
+			j, err := t.job(ctx, cred, script, stream, false)
+			cal.raw["direct_write"] = append(cal.raw["direct_write"], j.toolRate)
 			return err
 		}},
-		{"RSA stream", func() error {
-			j, err := t.job(ctx, cred, script, streamFiles, streamSize, true)
-			cal.raw["rsa_write"] = append(cal.raw["rsa_write"], streamBytes/j.hold)
+		{"RSA IOR", func() error {
+			j, err := t.job(ctx, cred, script, stream, true)
+			cal.raw["rsa_write"] = append(cal.raw["rsa_write"], j.toolRate)
 			stageStream = append(stageStream, j.verified-j.hold)
 			return err
 		}},
-		{"direct small", func() error {
-			j, err := t.job(ctx, cred, script, smallMany, smallSize, false)
-			cal.raw["direct_create"] = append(cal.raw["direct_create"], j.hold/smallMany)
+		{"direct mdtest", func() error {
+			j, err := t.job(ctx, cred, script, many, false)
+			cal.raw["direct_create"] = append(cal.raw["direct_create"], 1/j.toolRate)
 			return err
 		}},
-		{"RSA small", func() error {
-			j, err := t.job(ctx, cred, script, smallMany, smallSize, true)
-			cal.raw["rsa_create"] = append(cal.raw["rsa_create"], j.hold/smallMany)
+		{"RSA mdtest", func() error {
+			j, err := t.job(ctx, cred, script, many, true)
+			cal.raw["rsa_create"] = append(cal.raw["rsa_create"], 1/j.toolRate)
 			stageMany = append(stageMany, j.verified-j.hold)
 			return err
 		}},
-		{"RSA few", func() error {
-			j, err := t.job(ctx, cred, script, smallFew, smallSize, true)
+		{"RSA mdtest few", func() error {
+			j, err := t.job(ctx, cred, script, few, true)
 			stageFew = append(stageFew, j.verified-j.hold)
 			return err
 		}},
@@ -211,11 +228,11 @@ func stageLine(few, many, stream float64) (fixed, perFile, rate float64, err err
 	return fixed, perFile, streamFiles * streamSize / left, nil
 }
 
-// job runs one micro-benchmark job of ranks files of size each, straight
-// to shared@1g or through RSA, and removes its output.
-func (t ClusterModel) job(ctx context.Context, cred *syscall.Credential, script func(time.Duration, ...string) (string, error), ranks int, size int64, viaRSA bool) (t52Job, error) {
+// job runs one micro-benchmark job, p, straight to shared@1g or through
+// RSA, and removes its output.
+func (t ClusterModel) job(ctx context.Context, cred *syscall.Credential, script func(time.Duration, ...string) (string, error), p Probe, viaRSA bool) (t52Job, error) {
 	c := t.Cluster
-	c.Ranks, c.Size, c.Output = ranks, size, ""
+	c.Ranks, c.Size, c.Output, c.probe = p.Files(), p.Size, "", &p
 	work := filepath.Join(c.SharedPath, fmt.Sprintf("e2-%d-%d", os.Getpid(), time.Now().UnixNano()))
 	local := filepath.Join(c.Dir, "bench")
 	if err := mkdirOwned(local, cred); err != nil {
@@ -262,8 +279,8 @@ func (m ModelCalibration) rows() []bench.Row {
 	mibs := func(v float64) float64 { return v / (1 << 20) }
 	ms := func(v float64) float64 { return v * 1e3 }
 	secs := func(v float64) float64 { return v }
-	stream := fmt.Sprintf("%d files of %d MiB", streamFiles, streamSize>>20)
-	small := fmt.Sprintf("%d files of %d bytes", smallMany, smallSize)
+	stream := fmt.Sprintf("IOR: %d ranks, a file of %d MiB each", probeRanks, streamSize>>20)
+	small := fmt.Sprintf("mdtest: %d ranks, %d files of %d bytes each", probeRanks, manyPerRank, smallSize)
 	var rows []bench.Row
 	add := func(target, metric, unit, key, shape, note string, conv func(float64) float64) {
 		vs := make([]float64, len(m.raw[key]))
@@ -277,11 +294,11 @@ func (m ModelCalibration) rows() []bench.Row {
 	}
 	add("c1 → shared@1g", "iperf3", "Mbit/s", "compute_link", "3 s", "iperf3 from the compute host, through its link and shared@1g's", mbit)
 	add("rsa1 → shared@1g", "iperf3", "Mbit/s", "shared_link", "3 s", "iperf3 from an RSA host, through shared@1g's link (the stage-out's path)", mbit)
-	add("shared@1g", "write", "MiB/s", "direct_write", stream, "a Slurm job on the compute host writing the files at once, each fsync'd: bytes over the command's time", mibs)
+	add("shared@1g", "write", "MiB/s", "direct_write", stream, "a Slurm job on the compute host: IOR, a file per rank in one directory, each fsync'd at its close (-F -e): IOR's write bandwidth", mibs)
 	add("ram@1g", "write", "MiB/s", "rsa_write", stream, "the same job into its RAMDISK through RSA", mibs)
-	add("shared@1g", "per file", "ms", "direct_create", small, "the job writing the small files at once: its time over the files", ms)
+	add("shared@1g", "per file", "ms", "direct_create", small, "a Slurm job on the compute host: mdtest's create phase (-C -F -w 4096 -y), the ranks' files in one directory, each written and fsync'd: one over its file creation rate", ms)
 	add("ram@1g", "per file", "ms", "rsa_create", small, "the same into its RAMDISK", ms)
-	add("stage-out", "time", "s", "stage_few", fmt.Sprintf("%d files of %d bytes", smallFew, smallSize), "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
+	add("stage-out", "time", "s", "stage_few", fmt.Sprintf("mdtest: %d ranks, %d files of %d bytes each", probeRanks, fewPerRank, smallSize), "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
 	add("stage-out", "time", "s", "stage_many", small, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
 	add("stage-out", "time", "s", "stage_stream", stream, "RSA's job end until DONE_STAGING_OUT: stage-out and verify", secs)
 	line := "the stage-out's line through the medians of its three probes"

@@ -109,6 +109,7 @@ type writerReport struct {
 	Start  int64   `json:"start_unix_nano"`
 	End    int64   `json:"end_unix_nano"`
 	Output float64 `json:"output_seconds"`
+	Rate   float64 `json:"rate,omitempty"` // a probe's own rate (Probe.Run)
 }
 
 // Run runs T52 Runs times and returns the rows, each beside the thesis'
