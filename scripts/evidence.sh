@@ -151,6 +151,9 @@ bench contention contention --hosts 1,2,4 --ranks 512 --size 4M
 bench contention-4 contention --hosts 4 --ranks 512 --size 4M --runs 5
 # and at 1 and 2 hosts, five times each (about 35 min).
 bench contention-12 contention --hosts 1,2 --ranks 512 --size 4M --runs 5
+# and at 8 hosts, the most run here (the emulation allows 9), three
+# times (about 25 min).
+bench contention-8 contention --hosts 8 --ranks 512 --size 4M --runs 3
 
 # E3, IO500's phases (rsa-lab bench io500): ranks over both compute hosts
 # on RSA's RAMDISK and on shared@1g, and one host's tmpfs as the per-node
