@@ -175,7 +175,9 @@ func (t ClusterContention) once(ctx context.Context, cred *syscall.Credential, s
 		return nil, err
 	}
 	if err := c.waitSlurm(ctx, c.slurmConf(), id, bound); err != nil {
-		return nil, fmt.Errorf("job %s: %w", id, err)
+		// The job's output goes with the cluster: what it said, now.
+		out, _ := os.ReadFile(filepath.Join(local, "job.out"))
+		return nil, fmt.Errorf("job %s: %w: %s", id, err, jobWhy(string(out)))
 	}
 	start, end, err := spanOf(local, k, cell.tar)
 	if err != nil {
