@@ -48,14 +48,14 @@ type ModelCell struct {
 // The micro-benchmarks' shapes: every probe runs probeRanks MPI ranks on
 // the compute host.
 const (
-	probeRanks  = 16                      // IOR's and mdtest's ranks
-	streamFiles = probeRanks              // the bandwidth probes' files, IOR's one a rank
-	streamSize  = 32 << 20                // and their size
-	smallSize   = 4096                    // the create and stage-out probes' file size
-	smallFew    = probeRanks * fewPerRank // files of the stage-out's short probe
-	smallMany   = probeRanks * manyPerRank
-	fewPerRank  = 4  // mdtest's files a rank in the stage-out's short probe
-	manyPerRank = 32 // and in the create probes and the stage-out's long probe
+	probeRanks  = 16                       // IOR's and mdtest's ranks
+	streamFiles = probeRanks               // the bandwidth probes' files, IOR's one a rank
+	streamSize  = 32 << 20                 // and their size
+	smallSize   = 4096                     // the create and stage-out probes' file size
+	smallFew    = probeRanks * fewPerRank  // files of the stage-out's short probe
+	smallMany   = probeRanks * manyPerRank // files of the create probes and the stage-out's long probe
+	fewPerRank  = 4                        // mdtest's files a rank in the stage-out's short probe
+	manyPerRank = 32                       // and in the create probes and the stage-out's long probe
 )
 
 // probes are the calibration's three jobs' shapes.
