@@ -106,15 +106,7 @@ func (s Slurm) Span(ctx context.Context, id string) (start, end time.Time, err e
 	if err != nil {
 		return start, end, fmt.Errorf("squeue -j %s: %w: %s", id, err, strings.TrimSpace(string(out)))
 	}
-	a, b, _ := strings.Cut(strings.TrimSpace(string(out)), "|")
-	const layout = "2006-01-02T15:04:05"
-	if start, err = time.ParseInLocation(layout, a, time.Local); err != nil {
-		return start, end, fmt.Errorf("Slurm job %s's start %q: %w", id, a, err)
-	}
-	if end, err = time.ParseInLocation(layout, b, time.Local); err != nil {
-		return start, end, fmt.Errorf("Slurm job %s's end %q (not ended?): %w", id, b, err)
-	}
-	return start, end, nil
+	return parseSpan("squeue", id, strings.TrimSpace(string(out)))
 }
 
 // Accounted reads when Slurm's accounting says a job started and ended:
@@ -131,13 +123,20 @@ func (s Slurm) Accounted(ctx context.Context, id string) (start, end time.Time, 
 	if line == "" {
 		return start, end, fmt.Errorf("sacct --completion -j %s: no record of the job (not ended, or JobCompType not jobcomp/filetxt?)", id)
 	}
+	return parseSpan("sacct", id, line)
+}
+
+// parseSpan reads START|END, Slurm's times in whole seconds of the local
+// zone, as tool printed them for job id; an END that is no time (Unknown)
+// is a job not ended.
+func parseSpan(tool, id, line string) (start, end time.Time, err error) {
 	a, b, _ := strings.Cut(line, "|")
 	const layout = "2006-01-02T15:04:05"
 	if start, err = time.ParseInLocation(layout, a, time.Local); err != nil {
-		return start, end, fmt.Errorf("sacct: Slurm job %s's start %q: %w", id, a, err)
+		return start, end, fmt.Errorf("%s: Slurm job %s's start %q: %w", tool, id, a, err)
 	}
 	if end, err = time.ParseInLocation(layout, b, time.Local); err != nil {
-		return start, end, fmt.Errorf("sacct: Slurm job %s's end %q: %w", id, b, err)
+		return start, end, fmt.Errorf("%s: Slurm job %s's end %q (not ended?): %w", tool, id, b, err)
 	}
 	return start, end, nil
 }
