@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -144,13 +143,8 @@ func benchProbeCmd() *cobra.Command {
 			if err := p.Check(); err != nil {
 				return err
 			}
-			if dir, err = filepath.Abs(dir); err != nil {
+			if dir, err = jobDir(cmd, dir, waitMount); err != nil {
 				return err
-			}
-			if waitMount {
-				if err := waitForMount(cmd, dir, 60*time.Second); err != nil {
-					return err
-				}
 			}
 			rate, err := p.Run(cmd.Context(), dir)
 			if err != nil {
@@ -158,8 +152,7 @@ func benchProbeCmd() *cobra.Command {
 			}
 			end := time.Now()
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"start_unix_nano": start.UnixNano(), "end_unix_nano": end.UnixNano(), "rate": rate})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(thesis.JobReport{Start: start.UnixNano(), End: end.UnixNano(), Rate: rate})
 			}
 			unit := "files/s"
 			if p.Tool == thesis.ProbeIOR {

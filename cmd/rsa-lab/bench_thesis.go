@@ -180,15 +180,8 @@ func benchWriteCmd() *cobra.Command {
 				return fmt.Errorf("--size: %w", err)
 			}
 			o.Size = n
-			if o.Dir, err = filepath.Abs(o.Dir); err != nil {
+			if o.Dir, err = jobDir(cmd, o.Dir, waitMount); err != nil {
 				return err
-			}
-			if waitMount {
-				// Under rsa run the output directory becomes a RAMDISK at
-				// the switch; a job that wrote before it would write to disk.
-				if err := waitForMount(cmd, o.Dir, 60*time.Second); err != nil {
-					return err
-				}
 			}
 			took, err := o.Write(cmd.Context())
 			if err != nil {
@@ -196,8 +189,7 @@ func benchWriteCmd() *cobra.Command {
 			}
 			end := time.Now()
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{
-					"start_unix_nano": start.UnixNano(), "end_unix_nano": end.UnixNano(), "output_seconds": took.Seconds()})
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(thesis.JobReport{Start: start.UnixNano(), End: end.UnixNano(), Output: took.Seconds()})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%d ranks wrote %d bytes each in %.3fs (output time); %.3fs in all\n", o.Ranks, o.Size, took.Seconds(), end.Sub(start).Seconds())
 			return nil
@@ -213,6 +205,23 @@ func benchWriteCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&waitMount, "wait-mount", false, "first wait until --dir is a mount point (RSA's output switch)")
 	_ = cmd.MarkFlagRequired("dir")
 	return cmd
+}
+
+// jobDir is a job command's --dir made absolute, waited for first until
+// it is a mount point when waitMount is set: under RSA the output
+// directory becomes a RAMDISK at the switch, and a job that wrote before
+// it would write to the shared file system.
+func jobDir(cmd *cobra.Command, dir string, waitMount bool) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if waitMount {
+		if err := waitForMount(cmd, dir, 60*time.Second); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // waitForMount waits until dir is the root of a mount.

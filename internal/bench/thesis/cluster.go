@@ -654,8 +654,8 @@ func (t ClusterT52) waitReleased(ctx context.Context, id string, timeout time.Du
 	}
 }
 
-func readWriter(path string) (writerReport, error) {
-	var w writerReport
+func readWriter(path string) (JobReport, error) {
+	var w JobReport
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return w, err

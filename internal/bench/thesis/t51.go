@@ -96,7 +96,7 @@ func (t T51) once(ctx context.Context, cred *syscall.Credential, run int) (T51Re
 		if err != nil {
 			return 0, err
 		}
-		var w writerReport
+		var w JobReport
 		if err := json.Unmarshal(stdout, &w); err != nil {
 			return 0, fmt.Errorf("the writer's report %q: %w", stdout, err)
 		}

@@ -87,7 +87,7 @@ func (t T52) rsaJob(ctx context.Context, d *daemon, cred *syscall.Credential, ou
 	if err != nil {
 		return r, fmt.Errorf("RSA job: %w: %s", err, stderr.String())
 	}
-	var w writerReport
+	var w JobReport
 	if err := json.Unmarshal(stdout, &w); err != nil {
 		return r, fmt.Errorf("RSA job's report %q: %w", stdout, err)
 	}
@@ -104,12 +104,14 @@ func (t T52) rsaJob(ctx context.Context, d *daemon, cred *syscall.Credential, ou
 	return r, nil
 }
 
-// writerReport is what 'rsa-lab bench write --json' prints.
-type writerReport struct {
+// JobReport is what a job's command prints with --json ('rsa-lab bench
+// write' and 'rsa-lab bench probe'), and what the lab reads back: the
+// command's start and end, and what it measured itself.
+type JobReport struct {
 	Start  int64   `json:"start_unix_nano"`
 	End    int64   `json:"end_unix_nano"`
-	Output float64 `json:"output_seconds"`
-	Rate   float64 `json:"rate,omitempty"` // a probe's own rate (Probe.Run)
+	Output float64 `json:"output_seconds,omitempty"` // the writer's output phase, seconds
+	Rate   float64 `json:"rate,omitempty"`           // a probe's own rate (Probe.Run)
 }
 
 // Run runs T52 Runs times and returns the rows, each beside the thesis'
@@ -178,7 +180,7 @@ func (t T52) once(ctx context.Context, d *daemon, cred *syscall.Credential, run 
 		return r, fmt.Errorf("direct job: %w", err)
 	}
 	r.HoldDirect = time.Since(start).Seconds()
-	var w writerReport
+	var w JobReport
 	if err := json.Unmarshal(stdout, &w); err != nil {
 		return r, fmt.Errorf("direct job's report %q: %w", stdout, err)
 	}
