@@ -60,8 +60,8 @@ func (a destroy) Run(ctx context.Context, j *job.Job) lifecycle.Event {
 const profileTimeout = 10 * time.Second
 
 // noteProfile writes the file operations the RAMDISK served, as its
-// engine counted them (engine.Profiler), into the job's log: a line an
-// operation, the most called first. An engine not counting them writes
+// engine counted them (engine.Profiler), into the job's log in the form
+// engine.ParseProfile reads: a line an operation, the most called first. An engine not counting them writes
 // nothing; one that fails to read them says so in a line.
 func (a destroy) noteProfile(ctx context.Context, j *job.Job, rd engine.Ramdisk) {
 	p, ok := engine.As[engine.Profiler](a.Engine)
@@ -74,13 +74,13 @@ func (a destroy) noteProfile(ctx context.Context, j *job.Job, rd engine.Ramdisk)
 	switch {
 	case !ok:
 	case err != nil:
-		a.note(j, fmt.Sprintf("RAMDISK profile: not read (%v)", err))
+		a.note(j, fmt.Sprintf("%s (%v)", engine.ProfileUnread, err))
 	default:
 		more := make([]string, len(ops))
 		for i, o := range ops {
-			more[i] = fmt.Sprintf("  %-12s %10d calls, mean %.3f ms", o.Op, o.Calls, float64(o.Mean)/float64(time.Millisecond))
+			more[i] = o.LogLine()
 		}
-		a.note(j, "RAMDISK profile: the file operations its parts served, from its start to its teardown", more...)
+		a.note(j, engine.ProfileHead, more...)
 	}
 }
 
