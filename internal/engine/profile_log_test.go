@@ -11,7 +11,9 @@ import (
 func TestParseProfile(t *testing.T) {
 	ops := []OpStat{
 		{Op: "WRITE", Calls: 16384, Mean: 52 * time.Microsecond},
-		{Op: "CREATE", Calls: 2048, Mean: 29 * time.Microsecond},
+		// 1.001 ms is 1000.9999... µs in float64: read back to the
+		// microsecond its line gives, not truncated below it.
+		{Op: "CREATE", Calls: 2048, Mean: 1001 * time.Microsecond},
 		{Op: "FSYNC", Calls: 1, Mean: 9 * time.Millisecond},
 	}
 	var body []string

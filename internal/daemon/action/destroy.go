@@ -61,8 +61,9 @@ const profileTimeout = 10 * time.Second
 
 // noteProfile writes the file operations the RAMDISK served, as its
 // engine counted them (engine.Profiler), into the job's log in the form
-// engine.ParseProfile reads: a line an operation, the most called first. An engine not counting them writes
-// nothing; one that fails to read them says so in a line.
+// engine.ParseProfile reads: a line an operation, the most called first.
+// An engine not counting them writes nothing; one that fails to read
+// them says so in a line.
 func (a destroy) noteProfile(ctx context.Context, j *job.Job, rd engine.Ramdisk) {
 	p, ok := engine.As[engine.Profiler](a.Engine)
 	if !ok {
